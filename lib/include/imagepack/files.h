@@ -1,0 +1,43 @@
+// File-system helpers: tree listing, whole-file reads, atomic writes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "imagepack/status.h"
+
+namespace imagepack {
+
+// True for the extensions imagepack treats as images (case-insensitive):
+// jpg jpeg jpe png gif bmp tif tiff webp ppm pgm pbm pnm. Content decides how
+// a file is decoded; the extension only decides what is considered at all.
+bool HasImageExtension(const std::string& path);
+
+struct TreeListing {
+  std::vector<std::string> images;   // relative paths, '/'-separated, sorted
+  std::vector<std::string> ignored;  // other regular files, sorted
+  std::vector<std::string> problems; // "path: reason" for unreadable dirs, loops
+};
+
+// Lists every regular file below `root` (any depth), following symlinks but
+// never entering the same directory twice (loops are reported in problems).
+// Temporary files this project writes (".*.ipk-tmp.*") are not listed.
+Result<TreeListing> ListTree(const std::string& root);
+
+Result<std::vector<uint8_t>> ReadFile(const std::string& path);
+
+// Writes `data` to a temporary file beside `path`, then renames it over
+// `path`: readers see the old file or the complete new one, never a part.
+// Creates missing parent directories. With `sync`, fsyncs before renaming.
+Status WriteFileAtomic(const std::string& path, const void* data, size_t size, bool sync = false);
+
+// The temporary name used for `path` by this process:
+// "<dir>/.<name>.ipk-tmp.<host>.<pid>".
+std::string TempPathFor(const std::string& path);
+
+// Deletes temporary files below `root` left by dead processes of this host.
+// Returns how many were removed.
+int64_t RemoveStaleTemps(const std::string& root);
+
+}  // namespace imagepack

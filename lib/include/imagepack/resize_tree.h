@@ -1,0 +1,56 @@
+// Resizing a whole image tree (the library side of `resize_imagenet`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "imagepack/image.h"
+#include "imagepack/progress.h"
+#include "imagepack/shard.h"
+#include "imagepack/status.h"
+
+namespace imagepack {
+
+struct ResizeTreeOptions {
+  std::string src;
+  std::string dst;
+  PrepareOptions prepare;
+  Shard shard;
+  int threads = 0;          // 0: all cores
+  bool overwrite = false;   // redo outputs that already exist
+  CancelFlag* cancel = nullptr;
+  Progress* progress = nullptr;
+};
+
+// One input that could not be processed, with the reason.
+struct FileError {
+  std::string path;  // relative to src
+  std::string reason;
+};
+
+struct ResizeTreeSummary {
+  int64_t files = 0;             // images in this shard
+  int64_t written = 0;           // outputs written by this run
+  int64_t passed_through = 0;    // of which copied byte for byte
+  int64_t already_done = 0;      // outputs present from an earlier run
+  int64_t stale_temps_removed = 0;
+  std::vector<FileError> errors; // inputs skipped, sorted by path
+  std::vector<std::string> ignored;   // non-image files (whole tree)
+  std::vector<std::string> problems;  // listing problems (loops, unreadable dirs)
+  int64_t bytes_in = 0;
+  int64_t bytes_out = 0;
+  double seconds = 0;
+  bool cancelled = false;
+};
+
+// Mirrors every image below opts.src into opts.dst at the same relative path
+// and file name, as a JPEG prepared by PrepareJpeg. Each output is written to
+// a temporary name and renamed, so an interrupted run leaves only complete
+// files; a re-run skips outputs that exist (unless overwrite).
+// Bad inputs do not stop the run: they are listed in summary.errors.
+// A non-Ok Status means the run could not proceed at all (src missing,
+// dst not writable).
+Result<ResizeTreeSummary> ResizeTree(const ResizeTreeOptions& opts);
+
+}  // namespace imagepack

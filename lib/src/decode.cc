@@ -1,0 +1,250 @@
+// Decoding (libjpeg-turbo for JPEG, libvips for the rest), EXIF orientation,
+// JPEG encoding, and the one-image "prepare" step shared by the tools.
+#include <turbojpeg.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "imagepack/image.h"
+#include "vips_util.h"
+
+namespace imagepack {
+namespace {
+
+// One decompressor and one compressor per thread: TurboJPEG handles are not
+// thread-safe, and creating them per image costs more than decoding a small
+// image's header.
+struct TjHandles {
+  tjhandle dec = tjInitDecompress();
+  tjhandle enc = tjInitCompress();
+  ~TjHandles() {
+    if (dec) tjDestroy(dec);
+    if (enc) tjDestroy(enc);
+  }
+};
+TjHandles& Handles() {
+  thread_local TjHandles h;
+  return h;
+}
+
+std::string TjError(tjhandle h) { return tjGetErrorStr2(h); }
+
+// Smallest libjpeg-turbo DCT scale (n/8, n = 1..8) whose output still covers
+// need_w x need_h.
+tjscalingfactor PickScale(int w, int h, int need_w, int need_h) {
+  int count = 0;
+  const tjscalingfactor* sf = tjGetScalingFactors(&count);
+  tjscalingfactor best{1, 1};
+  int64_t best_area = int64_t(w) * h;
+  for (int i = 0; i < count; ++i) {
+    if (sf[i].num > sf[i].denom) continue;
+    int sw = TJSCALED(w, sf[i]);
+    int sh = TJSCALED(h, sf[i]);
+    if (sw >= need_w && sh >= need_h && int64_t(sw) * sh < best_area) {
+      best = sf[i];
+      best_area = int64_t(sw) * sh;
+    }
+  }
+  return best;
+}
+
+inline uint8_t Luma(int r, int g, int b) {
+  return static_cast<uint8_t>((r * 299 + g * 587 + b * 114 + 500) / 1000);
+}
+
+// CMYK as libjpeg returns it -> RGB or gray. Adobe files store inverted
+// samples (255 = no ink), so there R = C * K / 255; otherwise
+// R = (255 - C) * (255 - K) / 255. No ICC profile is applied.
+void CmykTo(const uint8_t* cmyk, size_t n, bool inverted, int channels, uint8_t* out) {
+  for (size_t i = 0; i < n; ++i, cmyk += 4) {
+    int c = cmyk[0], m = cmyk[1], y = cmyk[2], k = cmyk[3];
+    if (!inverted) { c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k; }
+    int r = (c * k + 127) / 255, g = (m * k + 127) / 255, b = (y * k + 127) / 255;
+    if (channels == 3) {
+      out[0] = uint8_t(r); out[1] = uint8_t(g); out[2] = uint8_t(b);
+      out += 3;
+    } else {
+      *out++ = Luma(r, g, b);
+    }
+  }
+}
+
+Status PixelLimit(int w, int h, int64_t max_pixels) {
+  int64_t px = int64_t(w) * h;
+  if (px <= max_pixels) return Status::Ok();
+  return Status::InvalidArgument("image is " + std::to_string(w) + "x" + std::to_string(h) +
+                                 " = " + std::to_string(px) + " pixels, over the limit of " +
+                                 std::to_string(max_pixels) + " (--max-pixels)");
+}
+
+Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info,
+                         const DecodeOptions& opts) {
+  IMAGEPACK_RETURN_IF_ERROR(PixelLimit(info.width, info.height, opts.max_pixels));
+  const int orientation = opts.apply_orientation ? info.orientation : 1;
+  const bool transposed = orientation >= 5;
+  const int up_w = transposed ? info.height : info.width;
+  const int up_h = transposed ? info.width : info.height;
+  auto [tw, th] = TargetSize(up_w, up_h, opts.limit);
+  const int need_w = transposed ? th : tw;
+  const int need_h = transposed ? tw : th;
+
+  tjhandle h = Handles().dec;
+  if (!h) return Status::IOError("cannot create a libjpeg-turbo decompressor");
+  tjscalingfactor sf = PickScale(info.width, info.height, need_w, need_h);
+  const int dw = TJSCALED(info.width, sf);
+  const int dh = TJSCALED(info.height, sf);
+
+  const bool cmyk = info.jpeg_color == JpegColor::kCmyk || info.jpeg_color == JpegColor::kYcck;
+  int pf;
+  int dc;
+  if (cmyk) { pf = TJPF_CMYK; dc = 4; }
+  else if (opts.channels == 1) { pf = TJPF_GRAY; dc = 1; }
+  else { pf = TJPF_RGB; dc = 3; }
+
+  Image dec;
+  dec.width = dw;
+  dec.height = dh;
+  dec.channels = dc;
+  dec.pixels.resize(size_t(dw) * dh * dc);
+  int flags = opts.fast_dct ? TJFLAG_FASTDCT : 0;
+  if (tjDecompress2(h, data, static_cast<unsigned long>(size), dec.pixels.data(), dw, 0, dh, pf,
+                    flags) != 0) {
+    std::string msg = TjError(h);
+    if (tjGetErrorCode(h) != TJERR_WARNING) return Status::Corruption("JPEG decode failed: " + msg);
+    if (msg.find("remature end") != std::string::npos)
+      return Status::Corruption("truncated JPEG (" + msg + ")");
+    // Other warnings (extraneous bytes before a marker, ...) leave a complete
+    // image; real ImageNet has such files and every decoder accepts them.
+  }
+  if (cmyk) {
+    Image conv;
+    conv.width = dw;
+    conv.height = dh;
+    conv.channels = opts.channels;
+    conv.pixels.resize(conv.stride() * dh);
+    CmykTo(dec.pixels.data(), size_t(dw) * dh, info.adobe_marker, opts.channels,
+           conv.pixels.data());
+    dec = std::move(conv);
+  }
+  if (dw != need_w || dh != need_h) dec = ResampleImage(dec, need_w, need_h, opts.filter);
+  return ApplyOrientation(std::move(dec), orientation);
+}
+
+Result<Image> DecodeProbed(const uint8_t* data, size_t size, const ImageInfo& info,
+                           const DecodeOptions& opts) {
+  if (opts.channels != 1 && opts.channels != 3)
+    return Status::InvalidArgument("channels must be 1 or 3");
+  if (info.format == ImageFormat::kJpeg) return DecodeJpeg(data, size, info, opts);
+  return internal::VipsDecode(data, size, opts);
+}
+
+}  // namespace
+
+Image ConvertChannels(Image img, int channels) {
+  if (img.channels == channels) return img;
+  Image out;
+  out.width = img.width;
+  out.height = img.height;
+  out.channels = channels;
+  out.pixels.resize(out.stride() * out.height);
+  const size_t n = size_t(img.width) * img.height;
+  const uint8_t* s = img.pixels.data();
+  uint8_t* d = out.pixels.data();
+  if (img.channels == 3 && channels == 1) {
+    for (size_t i = 0; i < n; ++i, s += 3) d[i] = Luma(s[0], s[1], s[2]);
+  } else if (img.channels == 1 && channels == 3) {
+    for (size_t i = 0; i < n; ++i, d += 3) d[0] = d[1] = d[2] = s[i];
+  }
+  return out;
+}
+
+Image ApplyOrientation(Image img, int orientation) {
+  if (orientation <= 1 || orientation > 8) return img;
+  const int W = img.width, H = img.height, C = img.channels;
+  const bool transposed = orientation >= 5;
+  Image out;
+  out.width = transposed ? H : W;
+  out.height = transposed ? W : H;
+  out.channels = C;
+  out.pixels.resize(img.pixels.size());
+  for (int yo = 0; yo < out.height; ++yo) {
+    uint8_t* d = &out.pixels[size_t(yo) * out.stride()];
+    for (int xo = 0; xo < out.width; ++xo) {
+      int x, y;
+      switch (orientation) {
+        case 2: x = W - 1 - xo; y = yo; break;
+        case 3: x = W - 1 - xo; y = H - 1 - yo; break;
+        case 4: x = xo; y = H - 1 - yo; break;
+        case 5: x = yo; y = xo; break;
+        case 6: x = yo; y = H - 1 - xo; break;
+        case 7: x = W - 1 - yo; y = H - 1 - xo; break;
+        default: x = W - 1 - yo; y = xo; break;  // 8
+      }
+      std::memcpy(d + size_t(xo) * C, &img.pixels[(size_t(y) * W + x) * C], C);
+    }
+  }
+  return out;
+}
+
+Result<Image> DecodeImage(const uint8_t* data, size_t size, const DecodeOptions& opts) {
+  auto info = ProbeImage(data, size);
+  if (!info.ok()) return info.status();
+  return DecodeProbed(data, size, info.value(), opts);
+}
+
+Result<std::vector<uint8_t>> EncodeJpeg(const Image& img, int quality) {
+  if (img.channels != 1 && img.channels != 3)
+    return Status::InvalidArgument("JPEG encode needs 1 or 3 channels");
+  if (img.width <= 0 || img.height <= 0) return Status::InvalidArgument("empty image");
+  tjhandle h = Handles().enc;
+  if (!h) return Status::IOError("cannot create a libjpeg-turbo compressor");
+  const int subsamp = img.channels == 1 ? TJSAMP_GRAY : TJSAMP_420;
+  std::vector<uint8_t> out(tjBufSize(img.width, img.height, subsamp));
+  unsigned char* buf = out.data();
+  unsigned long len = out.size();
+  if (tjCompress2(h, img.pixels.data(), img.width, 0, img.height,
+                  img.channels == 1 ? TJPF_GRAY : TJPF_RGB, &buf, &len, subsamp, quality,
+                  TJFLAG_NOREALLOC) != 0) {
+    return Status::IOError("JPEG encode failed: " + TjError(h));
+  }
+  out.resize(len);
+  return out;
+}
+
+bool CanPassThrough(const ImageInfo& info, const PrepareOptions& opts) {
+  if (info.format != ImageFormat::kJpeg || info.progressive || info.arithmetic || !info.has_eoi)
+    return false;
+  if (info.orientation != 1 && opts.decode.apply_orientation) return false;
+  if (info.jpeg_color != JpegColor::kGray &&
+      !(info.jpeg_color == JpegColor::kYCbCr && opts.decode.channels == 3))
+    return false;
+  if (int64_t(info.width) * info.height > opts.decode.max_pixels) return false;
+  return TargetSize(info.width, info.height, opts.decode.limit) ==
+         std::make_pair(info.width, info.height);
+}
+
+Result<PreparedJpeg> PrepareJpeg(const uint8_t* data, size_t size, const PrepareOptions& opts) {
+  auto info = ProbeImage(data, size);
+  if (!info.ok()) return info.status();
+  PreparedJpeg out;
+  if (!opts.reencode && CanPassThrough(info.value(), opts)) {
+    out.bytes.assign(data, data + size);
+    out.width = info->width;
+    out.height = info->height;
+    out.channels = info->components;
+    out.passed_through = true;
+    return out;
+  }
+  auto img = DecodeProbed(data, size, info.value(), opts.decode);
+  if (!img.ok()) return img.status();
+  auto enc = EncodeJpeg(img.value(), opts.quality);
+  if (!enc.ok()) return enc.status();
+  out.bytes = std::move(enc.value());
+  out.width = img->width;
+  out.height = img->height;
+  out.channels = img->channels;
+  return out;
+}
+
+}  // namespace imagepack

@@ -1,0 +1,195 @@
+#include "imagepack/files.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <utility>
+
+namespace fs = std::filesystem;
+
+namespace imagepack {
+namespace {
+
+constexpr const char* kTmpTag = ".ipk-tmp.";
+
+std::string Lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const std::string& HostName() {
+  static const std::string host = [] {
+    char buf[256] = {0};
+    if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return std::string("host");
+    std::string h(buf);
+    std::replace(h.begin(), h.end(), '.', '_');
+    return h;
+  }();
+  return host;
+}
+
+bool IsTempName(const std::string& name) {
+  return !name.empty() && name[0] == '.' && name.find(kTmpTag) != std::string::npos;
+}
+
+Status WriteAll(int fd, const void* data, size_t size, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("write " + path, errno);
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool HasImageExtension(const std::string& path) {
+  static const std::set<std::string> kExt = {".jpg", ".jpeg", ".jpe", ".png", ".gif",
+                                             ".bmp", ".tif",  ".tiff", ".webp", ".ppm",
+                                             ".pgm", ".pbm",  ".pnm"};
+  return kExt.count(Lower(fs::path(path).extension().string())) > 0;
+}
+
+namespace {
+
+// Depth-first in sorted name order, so every machine lists a tree the same
+// way whatever order readdir returns.
+void Walk(const fs::path& dir, const std::string& rel, std::set<std::pair<dev_t, ino_t>>& seen,
+          TreeListing& out) {
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    names.push_back(it->path().filename().string());
+  if (ec) {
+    out.problems.push_back((rel.empty() ? "." : rel) + ": cannot list directory: " + ec.message());
+    return;
+  }
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    const std::string child_rel = rel.empty() ? name : rel + "/" + name;
+    const fs::path child = dir / name;
+    struct stat st;
+    if (::stat(child.c_str(), &st) != 0) {
+      out.problems.push_back(child_rel + ": " + std::strerror(errno) + " (broken symlink?)");
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (!seen.insert({st.st_dev, st.st_ino}).second) {
+        out.problems.push_back(child_rel +
+                               ": directory already visited (symlink loop or alias), not entered");
+        continue;
+      }
+      Walk(child, child_rel, seen, out);
+    } else if (S_ISREG(st.st_mode)) {
+      if (!IsTempName(name)) (HasImageExtension(name) ? out.images : out.ignored).push_back(child_rel);
+    }
+  }
+}
+
+}  // namespace
+
+Result<TreeListing> ListTree(const std::string& root) {
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::NotFound("source directory " + root + " does not exist or is not a directory");
+  TreeListing out;
+  std::set<std::pair<dev_t, ino_t>> seen{{st.st_dev, st.st_ino}};
+  Walk(fs::path(root), "", seen, out);
+  std::sort(out.images.begin(), out.images.end());
+  std::sort(out.ignored.begin(), out.ignored.end());
+  return out;
+}
+
+Result<std::vector<uint8_t>> ReadFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return Status::FromErrno(path, e);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidArgument(path + ": is a directory");
+  }
+  // Read until EOF rather than trusting st_size: the file may be changing.
+  std::vector<uint8_t> buf(static_cast<size_t>(st.st_size));
+  size_t used = 0;
+  uint8_t probe[1 << 14];
+  while (true) {
+    uint8_t* dst = used < buf.size() ? buf.data() + used : probe;
+    size_t room = used < buf.size() ? buf.size() - used : sizeof(probe);
+    ssize_t n = ::read(fd, dst, room);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      return Status::FromErrno("read " + path, e);
+    }
+    if (n == 0) break;
+    if (dst == probe) buf.insert(buf.end(), probe, probe + n);
+    used += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  buf.resize(used);
+  return buf;
+}
+
+std::string TempPathFor(const std::string& path) {
+  fs::path p(path);
+  return (p.parent_path() / ("." + p.filename().string() + kTmpTag + HostName() + "." +
+                             std::to_string(::getpid())))
+      .string();
+}
+
+Status WriteFileAtomic(const std::string& path, const void* data, size_t size, bool sync) {
+  std::error_code ec;
+  fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) {
+    fs::create_directories(parent, ec);
+    if (ec) return Status::IOError("cannot create directory " + parent.string() + ": " + ec.message());
+  }
+  const std::string tmp = TempPathFor(path);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno("create " + tmp, errno);
+  Status st = WriteAll(fd, data, size, tmp);
+  if (st.ok() && sync && ::fsync(fd) != 0) st = Status::FromErrno("fsync " + tmp, errno);
+  if (::close(fd) != 0 && st.ok()) st = Status::FromErrno("close " + tmp, errno);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    st = Status::FromErrno("rename " + tmp + " to " + path, errno);
+  if (!st.ok()) ::unlink(tmp.c_str());
+  return st;
+}
+
+int64_t RemoveStaleTemps(const std::string& root) {
+  int64_t removed = 0;
+  std::error_code ec;
+  const std::string mine = std::string(kTmpTag) + HostName() + ".";
+  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (!IsTempName(name)) continue;
+    auto at = name.rfind(mine);
+    if (at == std::string::npos) continue;  // another host's: it may be alive
+    long pid = std::strtol(name.c_str() + at + mine.size(), nullptr, 10);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // alive
+    std::error_code rec;
+    if (fs::remove(it->path(), rec)) ++removed;
+  }
+  return removed;
+}
+
+}  // namespace imagepack

@@ -1,0 +1,156 @@
+// Header parsing without pixel decoding. Every length and offset read from
+// the data is checked against the buffer before use: this runs on untrusted
+// files and is fuzzed.
+#include <cstring>
+#include <string>
+
+#include "imagepack/image.h"
+#include "vips_util.h"
+
+namespace imagepack {
+namespace {
+
+uint16_t Be16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+uint32_t Be32(const uint8_t* p) {
+  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
+}
+
+// Reads the EXIF orientation from an APP1 payload starting after "Exif\0\0".
+// Returns 1 when absent or malformed: a bad EXIF block must not make an
+// otherwise fine image unreadable.
+int ExifOrientation(const uint8_t* tiff, size_t size) {
+  if (size < 8) return 1;
+  bool le;
+  if (tiff[0] == 'I' && tiff[1] == 'I') le = true;
+  else if (tiff[0] == 'M' && tiff[1] == 'M') le = false;
+  else return 1;
+  auto u16 = [&](size_t off) -> uint32_t {
+    return le ? (tiff[off] | (tiff[off + 1] << 8)) : ((tiff[off] << 8) | tiff[off + 1]);
+  };
+  auto u32 = [&](size_t off) -> uint32_t {
+    return le ? (uint32_t(tiff[off]) | (uint32_t(tiff[off + 1]) << 8) |
+                 (uint32_t(tiff[off + 2]) << 16) | (uint32_t(tiff[off + 3]) << 24))
+              : Be32(tiff + off);
+  };
+  if (u16(2) != 42) return 1;
+  uint64_t ifd = u32(4);
+  if (ifd + 2 > size) return 1;
+  uint32_t count = u16(ifd);
+  for (uint32_t i = 0; i < count; ++i) {
+    uint64_t e = ifd + 2 + uint64_t(i) * 12;
+    if (e + 12 > size) return 1;
+    if (u16(e) == 0x0112) {
+      uint32_t type = u16(e + 2);
+      uint32_t v = type == 3 ? u16(e + 8) : (type == 4 ? u32(e + 8) : 0);
+      return (v >= 1 && v <= 8) ? static_cast<int>(v) : 1;
+    }
+  }
+  return 1;
+}
+
+bool IsSof(uint8_t m) {
+  return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+}
+
+Result<ImageInfo> ProbeJpeg(const uint8_t* d, size_t n) {
+  ImageInfo info;
+  info.format = ImageFormat::kJpeg;
+  size_t p = 2;
+  bool have_sof = false;
+  bool jfif = false;
+  int adobe_transform = -1;
+  while (true) {
+    // Markers may be preceded by any number of 0xFF fill bytes.
+    while (p < n && d[p] != 0xFF) ++p;  // tolerate garbage between segments
+    while (p < n && d[p] == 0xFF) ++p;
+    if (p >= n) return Status::Corruption("truncated JPEG: no image data (ends inside the header)");
+    uint8_t m = d[p++];
+    if (m == 0xD8 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) continue;  // no length
+    if (m == 0xD9) return Status::Corruption("JPEG ends before any image data");
+    if (p + 2 > n) return Status::Corruption("truncated JPEG header");
+    size_t len = Be16(d + p);
+    if (len < 2) return Status::Corruption("bad JPEG marker length");
+    if (p + len > n) return Status::Corruption("truncated JPEG header");
+    const uint8_t* seg = d + p + 2;
+    size_t seg_len = len - 2;
+    if (m == 0xDA) break;  // start of scan: the header is complete
+    if (IsSof(m)) {
+      if (seg_len < 6) return Status::Corruption("bad JPEG frame header");
+      info.height = Be16(seg + 1);
+      info.width = Be16(seg + 3);
+      info.components = seg[5];
+      info.progressive = (m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE);
+      info.arithmetic = (m >= 0xC9);
+      have_sof = true;
+    } else if (m == 0xE0 && seg_len >= 5 && std::memcmp(seg, "JFIF\0", 5) == 0) {
+      jfif = true;
+    } else if (m == 0xE1 && seg_len >= 6 && std::memcmp(seg, "Exif\0\0", 6) == 0) {
+      info.orientation = ExifOrientation(seg + 6, seg_len - 6);
+    } else if (m == 0xEE && seg_len >= 12 && std::memcmp(seg, "Adobe", 5) == 0) {
+      info.adobe_marker = true;
+      adobe_transform = seg[11];
+    }
+    p += len;
+  }
+  if (!have_sof) return Status::Corruption("JPEG has no frame header");
+  if (info.width == 0 || info.height == 0)
+    return Status::NotSupported("JPEG with zero width or height (DNL marker) is not supported");
+  switch (info.components) {
+    case 1: info.jpeg_color = JpegColor::kGray; break;
+    case 3:
+      // libjpeg's rule: JFIF means YCbCr; an Adobe transform of 0 means RGB.
+      info.jpeg_color = (!jfif && adobe_transform == 0) ? JpegColor::kRgb : JpegColor::kYCbCr;
+      break;
+    case 4: info.jpeg_color = adobe_transform == 2 ? JpegColor::kYcck : JpegColor::kCmyk; break;
+    default:
+      return Status::NotSupported("JPEG with " + std::to_string(info.components) + " components");
+  }
+  // Complete files end with EOI, possibly followed by padding.
+  size_t tail = n > 256 ? n - 256 : 0;
+  for (size_t i = n - 1; i > tail; --i) {
+    if (d[i - 1] == 0xFF && d[i] == 0xD9) { info.has_eoi = true; break; }
+  }
+  return info;
+}
+
+}  // namespace
+
+const char* ImageFormatName(ImageFormat f) {
+  switch (f) {
+    case ImageFormat::kJpeg: return "JPEG";
+    case ImageFormat::kPng: return "PNG";
+    case ImageFormat::kGif: return "GIF";
+    case ImageFormat::kBmp: return "BMP";
+    case ImageFormat::kTiff: return "TIFF";
+    case ImageFormat::kWebp: return "WebP";
+    case ImageFormat::kPnm: return "PNM";
+    case ImageFormat::kUnknown: break;
+  }
+  return "unknown";
+}
+
+ImageFormat SniffFormat(const uint8_t* d, size_t n) {
+  if (n >= 3 && d[0] == 0xFF && d[1] == 0xD8 && d[2] == 0xFF) return ImageFormat::kJpeg;
+  if (n >= 8 && std::memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0) return ImageFormat::kPng;
+  if (n >= 4 && std::memcmp(d, "GIF8", 4) == 0) return ImageFormat::kGif;
+  if (n >= 2 && d[0] == 'B' && d[1] == 'M') return ImageFormat::kBmp;
+  if (n >= 4 && (std::memcmp(d, "II*\0", 4) == 0 || std::memcmp(d, "MM\0*", 4) == 0))
+    return ImageFormat::kTiff;
+  if (n >= 12 && std::memcmp(d, "RIFF", 4) == 0 && std::memcmp(d + 8, "WEBP", 4) == 0)
+    return ImageFormat::kWebp;
+  if (n >= 2 && d[0] == 'P' && d[1] >= '1' && d[1] <= '7') return ImageFormat::kPnm;
+  return ImageFormat::kUnknown;
+}
+
+Result<ImageInfo> ProbeImage(const uint8_t* data, size_t size) {
+  if (size == 0) return Status::Corruption("empty file");
+  ImageFormat fmt = SniffFormat(data, size);
+  if (fmt == ImageFormat::kJpeg) return ProbeJpeg(data, size);
+  if (fmt == ImageFormat::kUnknown) return Status::Corruption("not an image (unrecognised content)");
+  auto header = internal::VipsProbe(data, size);
+  if (!header.ok()) return header.status();
+  header->format = fmt;
+  return header;
+}
+
+}  // namespace imagepack

@@ -1,0 +1,130 @@
+#include "imagepack/resize_tree.h"
+
+#include <tbb/global_control.h>
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "imagepack/files.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack {
+namespace {
+
+enum class Outcome { kWritten, kPassedThrough, kAlreadyDone, kFailed };
+
+struct Item {
+  size_t index = 0;
+  Outcome outcome = Outcome::kFailed;
+  std::string reason;
+  int64_t bytes_in = 0;
+  int64_t bytes_out = 0;
+};
+
+Item ProcessOne(const ResizeTreeOptions& opts, const std::string& rel, size_t index) {
+  Item item;
+  item.index = index;
+  const std::string in_path = (fs::path(opts.src) / rel).string();
+  const std::string out_path = (fs::path(opts.dst) / rel).string();
+  std::error_code ec;
+  if (!opts.overwrite && fs::exists(out_path, ec)) {
+    item.outcome = Outcome::kAlreadyDone;
+    return item;
+  }
+  auto data = ReadFile(in_path);
+  if (!data.ok()) {
+    item.reason = data.status().message();
+    return item;
+  }
+  item.bytes_in = static_cast<int64_t>(data->size());
+  auto prepared = PrepareJpeg(data->data(), data->size(), opts.prepare);
+  if (!prepared.ok()) {
+    item.reason = prepared.status().message();
+    return item;
+  }
+  Status st = WriteFileAtomic(out_path, prepared->bytes.data(), prepared->bytes.size());
+  if (!st.ok()) {
+    item.reason = st.message();
+    return item;
+  }
+  item.bytes_out = static_cast<int64_t>(prepared->bytes.size());
+  item.outcome = prepared->passed_through ? Outcome::kPassedThrough : Outcome::kWritten;
+  return item;
+}
+
+}  // namespace
+
+Result<ResizeTreeSummary> ResizeTree(const ResizeTreeOptions& opts) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (opts.src.empty() || opts.dst.empty()) return Status::InvalidArgument("src and dst are required");
+  std::error_code ec;
+  if (fs::exists(opts.dst, ec) && fs::equivalent(opts.src, opts.dst, ec))
+    return Status::InvalidArgument("destination " + opts.dst + " is the source directory");
+  auto listing = ListTree(opts.src);
+  if (!listing.ok()) return listing.status();
+  fs::create_directories(opts.dst, ec);
+  if (ec) return Status::IOError("cannot create destination " + opts.dst + ": " + ec.message());
+
+  ResizeTreeSummary summary;
+  summary.ignored = std::move(listing->ignored);
+  summary.problems = std::move(listing->problems);
+  summary.stale_temps_removed = RemoveStaleTemps(opts.dst);
+
+  std::vector<std::string> files;
+  for (auto& rel : listing->images)
+    if (ShardOfPath(rel, opts.shard.count) == opts.shard.index) files.push_back(std::move(rel));
+  summary.files = static_cast<int64_t>(files.size());
+  if (opts.progress) opts.progress->total = summary.files;
+
+  const int threads = opts.threads > 0 ? opts.threads
+                                       : static_cast<int>(std::thread::hardware_concurrency());
+  tbb::task_arena arena(std::max(threads, 1));
+  size_t next = 0;
+  arena.execute([&] {
+    tbb::parallel_pipeline(
+        static_cast<size_t>(std::max(threads, 1)) * 2,
+        tbb::make_filter<void, size_t>(
+            tbb::filter_mode::serial_in_order,
+            [&](tbb::flow_control& fc) -> size_t {
+              if (next >= files.size() || (opts.cancel && opts.cancel->load())) {
+                fc.stop();
+                return 0;
+              }
+              return next++;
+            }) &
+            tbb::make_filter<size_t, Item>(
+                tbb::filter_mode::parallel,
+                [&](size_t i) { return ProcessOne(opts, files[i], i); }) &
+            tbb::make_filter<Item, void>(tbb::filter_mode::serial_out_of_order, [&](Item item) {
+              switch (item.outcome) {
+                case Outcome::kWritten: ++summary.written; break;
+                case Outcome::kPassedThrough: ++summary.written; ++summary.passed_through; break;
+                case Outcome::kAlreadyDone: ++summary.already_done; break;
+                case Outcome::kFailed:
+                  summary.errors.push_back({files[item.index], item.reason});
+                  if (opts.progress) ++opts.progress->failed;
+                  break;
+              }
+              summary.bytes_in += item.bytes_in;
+              summary.bytes_out += item.bytes_out;
+              if (opts.progress) {
+                opts.progress->bytes_in += item.bytes_in;
+                opts.progress->bytes_out += item.bytes_out;
+                ++opts.progress->done;
+              }
+            }));
+  });
+  summary.cancelled = next < files.size();
+  std::sort(summary.errors.begin(), summary.errors.end(),
+            [](const FileError& a, const FileError& b) { return a.path < b.path; });
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return summary;
+}
+
+}  // namespace imagepack

@@ -1,0 +1,37 @@
+#include "imagepack/shard.h"
+
+#include <xxhash.h>
+
+#include <cstdlib>
+
+namespace imagepack {
+
+Result<Shard> ParseShard(const std::string& text) {
+  auto slash = text.find('/');
+  auto bad = [&] {
+    return Status::InvalidArgument("bad shard '" + text + "': expected I/N with 0 <= I < N");
+  };
+  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) return bad();
+  char* end = nullptr;
+  long i = std::strtol(text.c_str(), &end, 10);
+  if (end != text.c_str() + slash) return bad();
+  long n = std::strtol(text.c_str() + slash + 1, &end, 10);
+  if (*end != '\0' || n < 1 || n > 1000000 || i < 0 || i >= n) return bad();
+  return Shard{static_cast<int>(i), static_cast<int>(n)};
+}
+
+int ShardOfPath(const std::string& relative_path, int count) {
+  if (count <= 1) return 0;
+  return static_cast<int>(XXH3_64bits(relative_path.data(), relative_path.size()) %
+                          static_cast<uint64_t>(count));
+}
+
+ShardRange RangeOf(int64_t total, int index, int count) {
+  const int64_t base = total / count, extra = total % count;
+  ShardRange r;
+  r.begin = index * base + (index < extra ? index : extra);
+  r.end = r.begin + base + (index < extra ? 1 : 0);
+  return r;
+}
+
+}  // namespace imagepack

@@ -1,0 +1,30 @@
+#include "imagepack/status.h"
+
+#include <cstring>
+
+namespace imagepack {
+
+Status Status::FromErrno(const std::string& context, int err) {
+  return Status(Code::kIOError, context + ": " + std::strerror(err));
+}
+
+std::string Status::ToString() const {
+  const char* name = "OK";
+  switch (code_) {
+    case Code::kOk: return "OK";
+    case Code::kInvalidArgument: name = "Invalid argument"; break;
+    case Code::kNotFound: name = "Not found"; break;
+    case Code::kCorruption: name = "Corruption"; break;
+    case Code::kIOError: name = "IO error"; break;
+    case Code::kNotSupported: name = "Not supported"; break;
+    case Code::kCancelled: name = "Cancelled"; break;
+  }
+  return std::string(name) + ": " + message_;
+}
+
+Status Status::WithContext(const std::string& context) const {
+  if (ok()) return *this;
+  return Status(code_, context + ": " + message_);
+}
+
+}  // namespace imagepack

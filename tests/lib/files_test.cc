@@ -1,0 +1,106 @@
+#include "imagepack/files.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "testutil.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack {
+namespace {
+
+using testing::Slurp;
+using testing::Spit;
+using testing::TempDir;
+
+TEST(Files, ListsTreeSortedAndSplitsImagesFromOthers) {
+  TempDir d;
+  Spit(d / "b/2.JPEG", {1});
+  Spit(d / "b/1.jpg", {1});
+  Spit(d / "a/deep/er/x.PNG", {1});
+  Spit(d / "notes.txt", {1});
+  Spit(d / "a/.x.JPEG.ipk-tmp.host.1", {1});  // our own temporary: not listed
+  auto l = ListTree(d.path());
+  ASSERT_OK(l);
+  EXPECT_EQ(l->images, (std::vector<std::string>{"a/deep/er/x.PNG", "b/1.jpg", "b/2.JPEG"}));
+  EXPECT_EQ(l->ignored, (std::vector<std::string>{"notes.txt"}));
+  EXPECT_TRUE(l->problems.empty());
+}
+
+TEST(Files, SymlinkLoopIsReportedNotFollowedForever) {
+  TempDir d;
+  Spit(d / "a/1.jpg", {1});
+  fs::create_directory_symlink("..", d / "a/loop");
+  fs::create_directory_symlink(d / "a", d / "alias");  // same dir, second name
+  auto l = ListTree(d.path());
+  ASSERT_OK(l);
+  EXPECT_EQ(l->images, (std::vector<std::string>{"a/1.jpg"}));
+  ASSERT_EQ(l->problems.size(), 2u);
+  EXPECT_NE(l->problems[0].find("symlink loop"), std::string::npos) << l->problems[0];
+}
+
+TEST(Files, MissingSourceIsNotFound) {
+  auto l = ListTree("/nonexistent/imagepack");
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(l.status().message().find("/nonexistent/imagepack"), std::string::npos);
+}
+
+TEST(Files, AtomicWriteCreatesParentsAndLeavesNoTemp) {
+  TempDir d;
+  std::vector<uint8_t> data = {1, 2, 3, 4};
+  ASSERT_OK(WriteFileAtomic(d / "x/y/z.bin", data.data(), data.size(), true));
+  EXPECT_EQ(Slurp(d / "x/y/z.bin"), data);
+  int entries = 0;
+  for (auto& e : fs::directory_iterator(d / "x/y")) { (void)e; ++entries; }
+  EXPECT_EQ(entries, 1);
+}
+
+TEST(Files, FailedAtomicWriteKeepsTheOldFile) {
+  TempDir d;
+  std::vector<uint8_t> old = {9, 9};
+  ASSERT_OK(WriteFileAtomic(d / "f", old.data(), old.size()));
+  // A directory squatting on the temporary name makes the write fail even
+  // for root; the file under the final name must be untouched.
+  fs::create_directory(TempPathFor(d / "f"));
+  std::vector<uint8_t> data = {1};
+  Status st = WriteFileAtomic(d / "f", data.data(), data.size());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(TempPathFor(d / "f")), std::string::npos) << st.ToString();
+  EXPECT_EQ(Slurp(d / "f"), old);
+}
+
+TEST(Files, ReadFileNamesThePathInErrors) {
+  auto r = ReadFile("/nonexistent/file.jpg");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("/nonexistent/file.jpg"), std::string::npos);
+  TempDir d;
+  std::vector<uint8_t> big(200000);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = uint8_t(i * 7);
+  Spit(d / "big", big);
+  auto ok = ReadFile(d / "big");
+  ASSERT_OK(ok);
+  EXPECT_EQ(ok.value(), big);
+}
+
+TEST(Files, RemovesStaleTempsOfDeadProcessesOnly) {
+  TempDir d;
+  std::string mine = TempPathFor(d / "sub/a.jpg");
+  Spit(mine, {1});
+  // A temp of a process that cannot exist (pid 2^22+1 > pid_max default).
+  std::string dead = mine.substr(0, mine.rfind('.')) + ".4194305";
+  Spit(dead, {1});
+  std::string other_host = d / "sub/.b.jpg.ipk-tmp.otherhost.4194305";
+  Spit(other_host, {1});
+  EXPECT_EQ(RemoveStaleTemps(d.path()), 1);
+  EXPECT_TRUE(fs::exists(mine));        // ours, alive
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(other_host));  // may belong to a live process elsewhere
+}
+
+}  // namespace
+}  // namespace imagepack

@@ -1,0 +1,270 @@
+#include <gtest/gtest.h>
+
+#include "testutil.h"
+
+namespace imagepack {
+namespace {
+
+using testing::Golden;
+using testing::Gradient;
+using testing::kQuads;
+using testing::MeanAbsDiff;
+using testing::Pixel;
+using testing::WithExifOrientation;
+
+Result<Image> Decode(const std::vector<uint8_t>& data, int channels = 3, SizeLimit limit = {}) {
+  DecodeOptions o;
+  o.channels = channels;
+  o.limit = limit;
+  return DecodeImage(data.data(), data.size(), o);
+}
+
+// Checks the golden picture: 4 flat quadrants (top-left red, top-right
+// green, bottom-left blue, bottom-right white), sampled at their centres.
+void ExpectQuadrants(const Image& img, int tol) {
+  const int qx[2] = {img.width / 4, img.width * 3 / 4};
+  const int qy[2] = {img.height / 4, img.height * 3 / 4};
+  for (int q = 0; q < 4; ++q) {
+    const uint8_t* p = Pixel(img, qx[q % 2], qy[q / 2]);
+    for (int c = 0; c < img.channels; ++c)
+      EXPECT_NEAR(p[c], kQuads[q][c], tol) << "quadrant " << q << " channel " << c;
+  }
+}
+
+TEST(Probe, ReadsJpegHeader) {
+  auto data = Golden("rgb.jpg");
+  auto info = ProbeImage(data.data(), data.size());
+  ASSERT_OK(info);
+  EXPECT_EQ(info->format, ImageFormat::kJpeg);
+  EXPECT_EQ(info->width, 64);
+  EXPECT_EQ(info->height, 48);
+  EXPECT_EQ(info->jpeg_color, JpegColor::kYCbCr);
+  EXPECT_FALSE(info->progressive);
+  EXPECT_TRUE(info->has_eoi);
+  EXPECT_EQ(info->orientation, 1);
+}
+
+TEST(Probe, RecognisesQuirks) {
+  auto prog = Golden("progressive.jpg");
+  EXPECT_TRUE(ProbeImage(prog.data(), prog.size())->progressive);
+  auto cmyk = Golden("cmyk_adobe.jpg");
+  auto ci = ProbeImage(cmyk.data(), cmyk.size());
+  ASSERT_OK(ci);
+  EXPECT_EQ(ci->components, 4);
+  EXPECT_TRUE(ci->adobe_marker);
+  auto gray = Golden("gray.jpg");
+  EXPECT_EQ(ProbeImage(gray.data(), gray.size())->jpeg_color, JpegColor::kGray);
+  auto png = Golden("png_named.JPEG");
+  auto pi = ProbeImage(png.data(), png.size());
+  ASSERT_OK(pi);
+  EXPECT_EQ(pi->format, ImageFormat::kPng);
+  EXPECT_EQ(pi->width, 64);
+  auto trunc = Golden("truncated.jpg");
+  auto ti = ProbeImage(trunc.data(), trunc.size());
+  ASSERT_OK(ti);  // the header is intact ...
+  EXPECT_FALSE(ti->has_eoi);  // ... but the end is missing
+}
+
+TEST(Decode, EveryQuirkGivesTheSamePicture) {
+  for (const char* name : {"rgb.jpg", "progressive.jpg", "cmyk_adobe.jpg", "png_named.JPEG"}) {
+    SCOPED_TRACE(name);
+    auto img = Decode(Golden(name));
+    ASSERT_OK(img);
+    EXPECT_EQ(img->width, 64);
+    EXPECT_EQ(img->height, 48);
+    EXPECT_EQ(img->channels, 3);
+    ExpectQuadrants(img.value(), 12);
+  }
+}
+
+TEST(Decode, GrayJpegExpandsToThreeEqualChannels) {
+  auto img = Decode(Golden("gray.jpg"));
+  ASSERT_OK(img);
+  ASSERT_EQ(img->channels, 3);
+  const uint8_t* p = Pixel(img.value(), 10, 10);
+  EXPECT_EQ(p[0], p[1]);
+  EXPECT_EQ(p[1], p[2]);
+  // Rec. 601 luma of the red quadrant (220, 30, 30) is 87.
+  EXPECT_NEAR(p[0], 87, 4);
+}
+
+TEST(Decode, OneChannelIsLuma) {
+  for (const char* name : {"rgb.jpg", "cmyk_adobe.jpg", "png_named.JPEG"}) {
+    SCOPED_TRACE(name);
+    auto img = Decode(Golden(name), 1);
+    ASSERT_OK(img);
+    EXPECT_EQ(img->channels, 1);
+    EXPECT_NEAR(Pixel(img.value(), 10, 10)[0], 87, 6);      // red
+    EXPECT_NEAR(Pixel(img.value(), 50, 40)[0], 245, 6);     // white
+  }
+}
+
+TEST(Decode, AlphaIsCompositedOverWhite) {
+  auto img = Decode(Golden("rgba.png"));
+  ASSERT_OK(img);
+  ASSERT_EQ(img->channels, 3);
+  const uint8_t* opaque = Pixel(img.value(), 10, 10);
+  EXPECT_EQ(opaque[0], 220);
+  EXPECT_EQ(opaque[1], 30);
+  const uint8_t* clear = Pixel(img.value(), 10, 40);  // transparent blue -> white
+  EXPECT_EQ(clear[0], 255);
+  EXPECT_EQ(clear[1], 255);
+  EXPECT_EQ(clear[2], 255);
+}
+
+TEST(Decode, AllEightExifOrientationsComeOutUpright) {
+  // An upright 60x40 gradient, stored as each orientation would store it.
+  Image upright = Gradient(60, 40);
+  auto upright_jpeg = EncodeJpeg(upright, 98);
+  ASSERT_OK(upright_jpeg);
+  auto ref = Decode(upright_jpeg.value());
+  ASSERT_OK(ref);
+  // The stored pixels for orientation o are the inverse transform of upright.
+  const int inverse[9] = {0, 1, 2, 3, 4, 5, 8, 7, 6};
+  for (int o = 1; o <= 8; ++o) {
+    for (bool be : {false, true}) {
+      SCOPED_TRACE("orientation " + std::to_string(o) + (be ? " big-endian" : ""));
+      Image stored = ApplyOrientation(upright, inverse[o]);
+      auto jpeg = EncodeJpeg(stored, 98);
+      ASSERT_OK(jpeg);
+      auto tagged = WithExifOrientation(jpeg.value(), o, be);
+      auto info = ProbeImage(tagged.data(), tagged.size());
+      ASSERT_OK(info);
+      EXPECT_EQ(info->orientation, o);
+      auto img = Decode(tagged);
+      ASSERT_OK(img);
+      ASSERT_EQ(img->width, 60);
+      ASSERT_EQ(img->height, 40);
+      EXPECT_LT(MeanAbsDiff(img.value(), ref.value()), 3.0);
+    }
+  }
+}
+
+TEST(Decode, ExifOrientationAndResizeTogether) {
+  Image upright = Gradient(300, 200);
+  auto jpeg = EncodeJpeg(ApplyOrientation(upright, 8), 95);  // stored rotated
+  ASSERT_OK(jpeg);
+  auto img = Decode(WithExifOrientation(jpeg.value(), 6), 3,
+                    {SizeLimit::Mode::kShorterEdge, 100});
+  ASSERT_OK(img);
+  EXPECT_EQ(img->width, 150);
+  EXPECT_EQ(img->height, 100);
+  EXPECT_LT(MeanAbsDiff(img.value(), ResampleImage(upright, 150, 100, ResampleFilter::kTriangle)),
+            4.0);
+}
+
+TEST(Decode, HugeJpegIsDecodedAtReducedDctScale) {
+  Image big = Gradient(4000, 3000);
+  auto jpeg = EncodeJpeg(big, 80);
+  ASSERT_OK(jpeg);
+  auto img = Decode(jpeg.value(), 3, {SizeLimit::Mode::kShorterEdge, 256});
+  ASSERT_OK(img);
+  EXPECT_EQ(img->width, 341);
+  EXPECT_EQ(img->height, 256);
+  EXPECT_LT(MeanAbsDiff(img.value(), ResampleImage(big, 341, 256, ResampleFilter::kTriangle)), 3.0);
+}
+
+TEST(Decode, BrokenInputsAreErrorsThatSayWhy) {
+  struct Case { const char* file; const char* words; };
+  for (const Case& c : {Case{"truncated.jpg", "truncated JPEG"}, Case{"empty.jpg", "empty file"},
+                        Case{"garbage.jpg", "not an image"}}) {
+    SCOPED_TRACE(c.file);
+    auto img = Decode(Golden(c.file));
+    ASSERT_FALSE(img.ok());
+    EXPECT_EQ(img.status().code(), Status::Code::kCorruption);
+    EXPECT_NE(img.status().message().find(c.words), std::string::npos) << img.status().ToString();
+  }
+}
+
+TEST(Decode, JpegCutInsideTheHeaderIsAnError) {
+  auto data = Golden("rgb.jpg");
+  for (size_t n : {size_t(3), size_t(20), size_t(100)}) {
+    std::vector<uint8_t> cut(data.begin(), data.begin() + n);
+    auto img = Decode(cut);
+    ASSERT_FALSE(img.ok()) << n;
+    EXPECT_NE(img.status().message().find("JPEG"), std::string::npos) << img.status().ToString();
+  }
+}
+
+TEST(Decode, PixelLimitIsCheckedBeforeDecoding) {
+  // A header claiming 65000x65000: refused from the header alone.
+  auto data = Golden("rgb.jpg");
+  auto info = ProbeImage(data.data(), data.size());
+  ASSERT_OK(info);
+  for (size_t i = 0; i + 8 < data.size(); ++i) {
+    if (data[i] == 0xFF && data[i + 1] == 0xC0) {
+      data[i + 5] = 0xFD; data[i + 6] = 0xE8;  // height 65000
+      data[i + 7] = 0xFD; data[i + 8] = 0xE8;  // width 65000
+      break;
+    }
+  }
+  DecodeOptions o;
+  o.max_pixels = 100000000;
+  auto img = DecodeImage(data.data(), data.size(), o);
+  ASSERT_FALSE(img.ok());
+  EXPECT_NE(img.status().message().find("65000x65000"), std::string::npos) << img.status().ToString();
+  EXPECT_NE(img.status().message().find("--max-pixels"), std::string::npos);
+}
+
+TEST(Prepare, CleanJpegWithinLimitPassesThroughByteForByte) {
+  auto data = Golden("rgb.jpg");
+  PrepareOptions o;
+  o.decode.limit = {SizeLimit::Mode::kShorterEdge, 256};
+  auto p = PrepareJpeg(data.data(), data.size(), o);
+  ASSERT_OK(p);
+  EXPECT_TRUE(p->passed_through);
+  EXPECT_EQ(p->bytes, data);
+  o.reencode = true;
+  auto r = PrepareJpeg(data.data(), data.size(), o);
+  ASSERT_OK(r);
+  EXPECT_FALSE(r->passed_through);
+  EXPECT_NE(r->bytes, data);
+  auto gray = Golden("gray.jpg");
+  auto g = PrepareJpeg(gray.data(), gray.size(), PrepareOptions{});
+  ASSERT_OK(g);
+  EXPECT_TRUE(g->passed_through);
+  EXPECT_EQ(g->channels, 1);
+}
+
+TEST(Prepare, QuirksAreReencodedAsPlainJpeg) {
+  for (const char* name : {"progressive.jpg", "cmyk_adobe.jpg", "png_named.JPEG", "rgba.png"}) {
+    SCOPED_TRACE(name);
+    auto data = Golden(name);
+    auto p = PrepareJpeg(data.data(), data.size(), PrepareOptions{});
+    ASSERT_OK(p);
+    EXPECT_FALSE(p->passed_through);
+    auto info = ProbeImage(p->bytes.data(), p->bytes.size());
+    ASSERT_OK(info);
+    EXPECT_EQ(info->format, ImageFormat::kJpeg);
+    EXPECT_EQ(info->jpeg_color, JpegColor::kYCbCr);
+    EXPECT_FALSE(info->progressive);
+    EXPECT_EQ(info->width, 64);
+    EXPECT_EQ(info->height, 48);
+  }
+  // EXIF-rotated: re-encoded upright, the tag no longer applies.
+  auto rotated = WithExifOrientation(Golden("rgb.jpg"), 6);
+  auto p = PrepareJpeg(rotated.data(), rotated.size(), PrepareOptions{});
+  ASSERT_OK(p);
+  EXPECT_FALSE(p->passed_through);
+  EXPECT_EQ(p->width, 48);
+  EXPECT_EQ(p->height, 64);
+}
+
+TEST(Prepare, OversizeJpegIsResized) {
+  auto jpeg = EncodeJpeg(Gradient(500, 375), 90);
+  ASSERT_OK(jpeg);
+  PrepareOptions o;
+  o.decode.limit = {SizeLimit::Mode::kShorterEdge, 256};
+  auto p = PrepareJpeg(jpeg->data(), jpeg->size(), o);
+  ASSERT_OK(p);
+  EXPECT_FALSE(p->passed_through);
+  EXPECT_EQ(p->width, 341);
+  EXPECT_EQ(p->height, 256);
+  auto info = ProbeImage(p->bytes.data(), p->bytes.size());
+  ASSERT_OK(info);
+  EXPECT_EQ(info->width, 341);
+  EXPECT_EQ(info->height, 256);
+}
+
+}  // namespace
+}  // namespace imagepack

@@ -1,0 +1,144 @@
+#include "cli.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#ifndef IMAGEPACK_VERSION
+#define IMAGEPACK_VERSION "unknown"
+#endif
+
+namespace imagepack::cli {
+namespace {
+
+std::string g_program = "imagepack";
+CancelFlag g_cancel{false};
+
+extern "C" void OnSignal(int sig) {
+  if (g_cancel.load()) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  g_cancel.store(true);
+}
+
+std::string Duration(double s) {
+  if (s < 0 || s > 360000) return "--:--";
+  int t = static_cast<int>(s + 0.5);
+  char buf[32];
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
+  return buf;
+}
+
+}  // namespace
+
+std::string ProgramName() { return g_program; }
+
+po::variables_map ParseOrExit(int argc, char** argv, const std::string& synopsis,
+                              const po::options_description& visible,
+                              const po::options_description& hidden,
+                              const po::positional_options_description& positional) {
+  if (argc > 0) {
+    std::string a0 = argv[0];
+    auto slash = a0.rfind('/');
+    g_program = slash == std::string::npos ? a0 : a0.substr(slash + 1);
+  }
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    if (vm.count("help")) {
+      std::cout << "Usage: " << g_program << " " << synopsis << "\n\n" << visible << "\n";
+      std::exit(kExitOk);
+    }
+    if (vm.count("version")) {
+      std::cout << g_program << " (imagepack) " << IMAGEPACK_VERSION << "\n";
+      std::exit(kExitOk);
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << g_program << ": " << e.what() << "\nUsage: " << g_program << " " << synopsis
+              << "\nTry '" << g_program << " --help' for more information.\n";
+    std::exit(kExitUsage);
+  }
+  return vm;
+}
+
+int UsageError(const std::string& message) {
+  std::cerr << g_program << ": " << message << "\nTry '" << g_program
+            << " --help' for more information.\n";
+  return kExitUsage;
+}
+
+CancelFlag* InstallCancelHandler() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  return &g_cancel;
+}
+
+std::string HumanBytes(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) { b /= 1000; ++u; }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+ProgressLine::ProgressLine(const Progress* progress, std::string label, bool quiet)
+    : progress_(progress), label_(std::move(label)), quiet_(quiet),
+      tty_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {
+  if (!quiet_) thread_ = std::thread([this] { Run(); });
+}
+
+ProgressLine::~ProgressLine() { Stop(); }
+
+void ProgressLine::Stop() {
+  if (stop_.exchange(true)) return;
+  if (thread_.joinable()) thread_.join();
+  if (!quiet_ && tty_) Draw(true);
+}
+
+void ProgressLine::Run() {
+  // A terminal gets ~5 redraws a second; a log file one line every 10 s.
+  const auto period = std::chrono::milliseconds(tty_ ? 200 : 10000);
+  auto next = std::chrono::steady_clock::now() + period;
+  while (!stop_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (std::chrono::steady_clock::now() >= next) {
+      Draw(false);
+      next += period;
+    }
+  }
+}
+
+void ProgressLine::Draw(bool final_line) {
+  const int64_t total = progress_->total.load(), done = progress_->done.load();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double rate = secs > 0 ? done / secs : 0;
+  const double frac = total > 0 ? double(done) / total : 0;
+  const int width = 24;
+  std::string bar(width, '.');
+  for (int i = 0; i < static_cast<int>(frac * width); ++i) bar[i] = '#';
+  char line[256];
+  std::snprintf(line, sizeof line, "%s [%s] %lld/%lld %5.1f%%  %.0f/s  ETA %s  failed %lld",
+                label_.c_str(), bar.c_str(), static_cast<long long>(done),
+                static_cast<long long>(total), frac * 100, rate,
+                Duration(rate > 0 ? (total - done) / rate : -1).c_str(),
+                static_cast<long long>(progress_->failed.load()));
+  if (tty_) std::fprintf(stderr, "\r%s\033[K%s", line, final_line ? "\n" : "");
+  else std::fprintf(stderr, "%s\n", line);
+  std::fflush(stderr);
+}
+
+}  // namespace imagepack::cli

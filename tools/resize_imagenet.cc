@@ -1,0 +1,109 @@
+// resize_imagenet SRC DST (--max-size N | --max-edge N) [options]
+// Mirrors an image tree, resizing every image; see docs/USAGE.md.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli.h"
+#include "imagepack/files.h"
+#include "imagepack/resize_tree.h"
+
+using namespace imagepack;
+namespace po = boost::program_options;
+
+int main(int argc, char** argv) {
+  int max_size = 0, max_edge = 0, quality = 90, threads = 0, channels = 3;
+  int64_t max_pixels = 200000000;
+  std::string src, dst, shard_text = "0/1", filter_name = "triangle", errors_path;
+  po::options_description opts("Options");
+  opts.add_options()
+      ("max-size", po::value(&max_size), "cap the shorter edge at N pixels (never upscales)")
+      ("max-edge", po::value(&max_edge), "cap the longer edge at N pixels instead")
+      ("quality", po::value(&quality)->default_value(90), "JPEG quality of re-encoded images")
+      ("filter", po::value(&filter_name)->default_value("triangle"),
+       "resampling filter: box, triangle, catrom, lanczos3")
+      ("channels", po::value(&channels)->default_value(3), "3 (RGB) or 1 (gray)")
+      ("reencode", "re-encode every image (no byte-for-byte pass-through)")
+      ("max-pixels", po::value(&max_pixels)->default_value(200000000),
+       "refuse sources with more pixels than this (decompression bombs)")
+      ("threads", po::value(&threads)->default_value(0), "worker threads (0: all cores)")
+      ("shard", po::value(&shard_text)->default_value("0/1"),
+       "I/N: process only shard I of N (split one job across N machines)")
+      ("overwrite", "redo outputs that already exist (default: skip them, i.e. resume)")
+      ("errors", po::value(&errors_path), "write every skipped input and its reason to FILE")
+      ("quiet,q", "no progress line")
+      ("help,h", "show this help and exit")
+      ("version", "show the version and exit");
+  po::options_description hidden;
+  hidden.add_options()("src", po::value(&src))("dst", po::value(&dst));
+  po::positional_options_description pos;
+  pos.add("src", 1).add("dst", 1);
+  auto vm = cli::ParseOrExit(argc, argv, "SRC DST (--max-size N | --max-edge N) [options]", opts,
+                             hidden, pos);
+
+  if (src.empty() || dst.empty()) return cli::UsageError("SRC and DST are required");
+  if ((max_size > 0) == (max_edge > 0))
+    return cli::UsageError("give exactly one of --max-size N or --max-edge N (N > 0)");
+  if (quality < 1 || quality > 100) return cli::UsageError("--quality must be in 1..100");
+  if (channels != 1 && channels != 3) return cli::UsageError("--channels must be 1 or 3");
+  if (max_pixels < 1) return cli::UsageError("--max-pixels must be positive");
+  auto shard = ParseShard(shard_text);
+  if (!shard.ok()) return cli::UsageError(shard.status().message());
+  auto filter = ParseResampleFilter(filter_name);
+  if (!filter.ok()) return cli::UsageError(filter.status().message());
+
+  ResizeTreeOptions o;
+  o.src = src;
+  o.dst = dst;
+  o.prepare.quality = quality;
+  o.prepare.reencode = vm.count("reencode") > 0;
+  o.prepare.decode.channels = channels;
+  o.prepare.decode.filter = filter.value();
+  o.prepare.decode.max_pixels = max_pixels;
+  o.prepare.decode.limit.mode =
+      max_size > 0 ? SizeLimit::Mode::kShorterEdge : SizeLimit::Mode::kLongerEdge;
+  o.prepare.decode.limit.n = max_size > 0 ? max_size : max_edge;
+  o.shard = shard.value();
+  o.threads = threads;
+  o.overwrite = vm.count("overwrite") > 0;
+  o.cancel = cli::InstallCancelHandler();
+  Progress progress;
+  o.progress = &progress;
+
+  cli::ProgressLine line(&progress, "resize", vm.count("quiet") > 0);
+  auto result = ResizeTree(o);
+  line.Stop();
+  const std::string prog = cli::ProgramName();
+  if (!result.ok()) {
+    std::cerr << prog << ": " << result.status().message() << "\n";
+    return cli::kExitFatal;
+  }
+  const ResizeTreeSummary& s = result.value();
+  for (const auto& p : s.problems) std::cerr << prog << ": warning: " << p << "\n";
+  const size_t shown = std::min<size_t>(s.errors.size(), 10);
+  for (size_t i = 0; i < shown; ++i)
+    std::cerr << prog << ": skipped " << s.errors[i].path << ": " << s.errors[i].reason << "\n";
+  if (s.errors.size() > shown)
+    std::cerr << prog << ": ... and " << s.errors.size() - shown << " more"
+              << (errors_path.empty() ? " (list them all with --errors FILE)" : "") << "\n";
+  if (!errors_path.empty()) {
+    std::ostringstream os;
+    for (const auto& e : s.errors) os << e.path << "\t" << e.reason << "\n";
+    for (const auto& p : s.ignored) os << p << "\tignored: not an image file name\n";
+    std::string text = os.str();
+    Status st = WriteFileAtomic(errors_path, text.data(), text.size());
+    if (!st.ok()) std::cerr << prog << ": cannot write errors file: " << st.message() << "\n";
+  }
+  const int64_t processed = s.written + static_cast<int64_t>(s.errors.size());
+  std::printf(
+      "%s: %lld images in shard %s: %lld written (%lld copied as-is), %lld already done, "
+      "%zu skipped, %zu non-image files ignored; %s in, %s out; %.1f s, %.1f images/s%s\n",
+      prog.c_str(), static_cast<long long>(s.files), o.shard.ToString().c_str(),
+      static_cast<long long>(s.written), static_cast<long long>(s.passed_through),
+      static_cast<long long>(s.already_done), s.errors.size(), s.ignored.size(),
+      cli::HumanBytes(double(s.bytes_in)).c_str(), cli::HumanBytes(double(s.bytes_out)).c_str(),
+      s.seconds, s.seconds > 0 ? processed / s.seconds : 0.0,
+      s.cancelled ? " (interrupted: re-run to resume)" : "");
+  if (s.cancelled) return cli::kExitInterrupted;
+  return s.errors.empty() ? cli::kExitOk : cli::kExitSomeSkipped;
+}
