@@ -7,47 +7,14 @@
 #include <string>
 
 #include "imagepack/image.h"
+#include "jpeg_internal.h"
 #include "vips_util.h"
 
 namespace imagepack {
+using internal::Handles;
+using internal::PickScale;
+using internal::TjError;
 namespace {
-
-// One decompressor and one compressor per thread: TurboJPEG handles are not
-// thread-safe, and creating them per image costs more than decoding a small
-// image's header.
-struct TjHandles {
-  tjhandle dec = tjInitDecompress();
-  tjhandle enc = tjInitCompress();
-  ~TjHandles() {
-    if (dec) tjDestroy(dec);
-    if (enc) tjDestroy(enc);
-  }
-};
-TjHandles& Handles() {
-  thread_local TjHandles h;
-  return h;
-}
-
-std::string TjError(tjhandle h) { return tjGetErrorStr2(h); }
-
-// Smallest libjpeg-turbo DCT scale (n/8, n = 1..8) whose output still covers
-// need_w x need_h.
-tjscalingfactor PickScale(int w, int h, int need_w, int need_h) {
-  int count = 0;
-  const tjscalingfactor* sf = tjGetScalingFactors(&count);
-  tjscalingfactor best{1, 1};
-  int64_t best_area = int64_t(w) * h;
-  for (int i = 0; i < count; ++i) {
-    if (sf[i].num > sf[i].denom) continue;
-    int sw = TJSCALED(w, sf[i]);
-    int sh = TJSCALED(h, sf[i]);
-    if (sw >= need_w && sh >= need_h && int64_t(sw) * sh < best_area) {
-      best = sf[i];
-      best_area = int64_t(sw) * sh;
-    }
-  }
-  return best;
-}
 
 inline uint8_t Luma(int r, int g, int b) {
   return static_cast<uint8_t>((r * 299 + g * 587 + b * 114 + 500) / 1000);
@@ -78,8 +45,27 @@ Status PixelLimit(int w, int h, int64_t max_pixels) {
                                  std::to_string(max_pixels) + " (--max-pixels)");
 }
 
+// Drops the padding byte of RGBX pixels.
+Image RgbxToRgb(Image img) {
+  Image out;
+  out.width = img.width;
+  out.height = img.height;
+  out.channels = 3;
+  out.pixels.resize(out.stride() * out.height);
+  const size_t n = size_t(img.width) * img.height;
+  const uint8_t* s = img.pixels.data();
+  uint8_t* d = out.pixels.data();
+  for (size_t i = 0; i < n; ++i, s += 4, d += 3) {
+    d[0] = s[0]; d[1] = s[1]; d[2] = s[2];
+  }
+  return out;
+}
+
+// With `rgbx`, 3-channel results come back as 4-byte RGBX pixels
+// (channels == 4): libjpeg-turbo writes them as cheaply as RGB, the
+// resampler's SIMD path wants them, and the encoder reads them directly.
 Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info,
-                         const DecodeOptions& opts) {
+                         const DecodeOptions& opts, bool rgbx) {
   IMAGEPACK_RETURN_IF_ERROR(PixelLimit(info.width, info.height, opts.max_pixels));
   const int orientation = opts.apply_orientation ? info.orientation : 1;
   const bool transposed = orientation >= 5;
@@ -100,7 +86,7 @@ Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info
   int dc;
   if (cmyk) { pf = TJPF_CMYK; dc = 4; }
   else if (opts.channels == 1) { pf = TJPF_GRAY; dc = 1; }
-  else { pf = TJPF_RGB; dc = 3; }
+  else { pf = TJPF_RGBX; dc = 4; }
 
   Image dec;
   dec.width = dw;
@@ -110,12 +96,7 @@ Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info
   int flags = opts.fast_dct ? TJFLAG_FASTDCT : 0;
   if (tjDecompress2(h, data, static_cast<unsigned long>(size), dec.pixels.data(), dw, 0, dh, pf,
                     flags) != 0) {
-    std::string msg = TjError(h);
-    if (tjGetErrorCode(h) != TJERR_WARNING) return Status::Corruption("JPEG decode failed: " + msg);
-    if (msg.find("remature end") != std::string::npos)
-      return Status::Corruption("truncated JPEG (" + msg + ")");
-    // Other warnings (extraneous bytes before a marker, ...) leave a complete
-    // image; real ImageNet has such files and every decoder accepts them.
+    IMAGEPACK_RETURN_IF_ERROR(internal::DecodeFailure(h));
   }
   if (cmyk) {
     Image conv;
@@ -128,14 +109,16 @@ Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info
     dec = std::move(conv);
   }
   if (dw != need_w || dh != need_h) dec = ResampleImage(dec, need_w, need_h, opts.filter);
-  return ApplyOrientation(std::move(dec), orientation);
+  dec = ApplyOrientation(std::move(dec), orientation);
+  if (dec.channels == 4 && !rgbx) dec = RgbxToRgb(std::move(dec));
+  return dec;
 }
 
 Result<Image> DecodeProbed(const uint8_t* data, size_t size, const ImageInfo& info,
-                           const DecodeOptions& opts) {
+                           const DecodeOptions& opts, bool rgbx = false) {
   if (opts.channels != 1 && opts.channels != 3)
     return Status::InvalidArgument("channels must be 1 or 3");
-  if (info.format == ImageFormat::kJpeg) return DecodeJpeg(data, size, info, opts);
+  if (info.format == ImageFormat::kJpeg) return DecodeJpeg(data, size, info, opts, rgbx);
   return internal::VipsDecode(data, size, opts);
 }
 
@@ -194,8 +177,8 @@ Result<Image> DecodeImage(const uint8_t* data, size_t size, const DecodeOptions&
 }
 
 Result<std::vector<uint8_t>> EncodeJpeg(const Image& img, int quality) {
-  if (img.channels != 1 && img.channels != 3)
-    return Status::InvalidArgument("JPEG encode needs 1 or 3 channels");
+  if (img.channels < 1 || img.channels > 4 || img.channels == 2)
+    return Status::InvalidArgument("JPEG encode needs 1, 3 or 4 (RGBX) channels");
   if (img.width <= 0 || img.height <= 0) return Status::InvalidArgument("empty image");
   tjhandle h = Handles().enc;
   if (!h) return Status::IOError("cannot create a libjpeg-turbo compressor");
@@ -203,8 +186,8 @@ Result<std::vector<uint8_t>> EncodeJpeg(const Image& img, int quality) {
   std::vector<uint8_t> out(tjBufSize(img.width, img.height, subsamp));
   unsigned char* buf = out.data();
   unsigned long len = out.size();
-  if (tjCompress2(h, img.pixels.data(), img.width, 0, img.height,
-                  img.channels == 1 ? TJPF_GRAY : TJPF_RGB, &buf, &len, subsamp, quality,
+  const int pf = img.channels == 1 ? TJPF_GRAY : (img.channels == 4 ? TJPF_RGBX : TJPF_RGB);
+  if (tjCompress2(h, img.pixels.data(), img.width, 0, img.height, pf, &buf, &len, subsamp, quality,
                   TJFLAG_NOREALLOC) != 0) {
     return Status::IOError("JPEG encode failed: " + TjError(h));
   }
@@ -236,14 +219,16 @@ Result<PreparedJpeg> PrepareJpeg(const uint8_t* data, size_t size, const Prepare
     out.passed_through = true;
     return out;
   }
-  auto img = DecodeProbed(data, size, info.value(), opts.decode);
+  auto fast = internal::PrepareViaYuv(data, size, info.value(), opts);
+  if (fast.ok() || fast.status().code() != Status::Code::kNotSupported) return fast;
+  auto img = DecodeProbed(data, size, info.value(), opts.decode, /*rgbx=*/true);
   if (!img.ok()) return img.status();
   auto enc = EncodeJpeg(img.value(), opts.quality);
   if (!enc.ok()) return enc.status();
   out.bytes = std::move(enc.value());
   out.width = img->width;
   out.height = img->height;
-  out.channels = img->channels;
+  out.channels = img->channels == 1 ? 1 : 3;
   return out;
 }
 

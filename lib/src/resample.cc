@@ -10,6 +10,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "imagepack/image.h"
 
 namespace imagepack {
@@ -126,32 +130,224 @@ void HorizontalPass(const uint8_t* src, size_t src_stride, int rows, uint8_t* ds
   }
 }
 
-void HorizontalPassAny(int channels, const uint8_t* src, size_t src_stride, int rows,
+#if defined(__SSE2__)
+// 4 interleaved channels (RGBX): two taps per _mm_madd_epi16, all four
+// channels at once. Weights fit int16 (|w| <= 2^14 + rounding slack).
+void HorizontalPass4Sse2(const uint8_t* src, size_t src_stride, int rows, uint8_t* dst,
+                         size_t dst_stride, int dst_w, const AxisWeights& aw) {
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i round = _mm_set1_epi32(1 << (kPrec - 1));
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* s = src + size_t(y) * src_stride;
+    uint8_t* d = dst + size_t(y) * dst_stride;
+    for (int x = 0; x < dst_w; ++x) {
+      const uint8_t* p = s + size_t(aw.start[x]) * 4;
+      const int32_t* w = &aw.w[size_t(x) * aw.taps];
+      const int n = aw.count[x];
+      __m128i acc = round;
+      int k = 0;
+      for (; k + 1 < n; k += 2) {
+        int32_t a, b;
+        std::memcpy(&a, p + k * 4, 4);
+        std::memcpy(&b, p + k * 4 + 4, 4);
+        // r0 r1 g0 g1 b0 b1 x0 x1 as int16
+        __m128i pix = _mm_unpacklo_epi8(
+            _mm_unpacklo_epi8(_mm_cvtsi32_si128(a), _mm_cvtsi32_si128(b)), zero);
+        __m128i wv = _mm_set1_epi32(int32_t((uint32_t(w[k + 1]) << 16) | (uint32_t(w[k]) & 0xFFFF)));
+        acc = _mm_add_epi32(acc, _mm_madd_epi16(pix, wv));
+      }
+      if (k < n) {
+        int32_t a;
+        std::memcpy(&a, p + k * 4, 4);
+        __m128i pix = _mm_unpacklo_epi8(_mm_unpacklo_epi8(_mm_cvtsi32_si128(a), zero), zero);
+        __m128i wv = _mm_set1_epi32(w[k] & 0xFFFF);
+        acc = _mm_add_epi32(acc, _mm_madd_epi16(pix, wv));
+      }
+      acc = _mm_srai_epi32(acc, kPrec);
+      __m128i packed = _mm_packus_epi16(_mm_packs_epi32(acc, zero), zero);
+      int32_t out = _mm_cvtsi128_si32(packed);
+      std::memcpy(d + size_t(x) * 4, &out, 4);
+    }
+  }
+}
+
+// One channel, at most 4 taps (the usual case after DCT-domain shrinking):
+// two outputs share one register, four outputs take two _mm_madd_epi16.
+void HorizontalPass1Sse2Taps4(const uint8_t* src, size_t src_stride, int src_w, int rows,
+                              uint8_t* dst, size_t dst_stride, int dst_w, const AxisWeights& aw) {
+  std::vector<int16_t> w16(size_t(dst_w) * 4, 0);
+  for (int x = 0; x < dst_w; ++x)
+    for (int k = 0; k < aw.count[x]; ++k)
+      w16[size_t(x) * 4 + k] = static_cast<int16_t>(aw.w[size_t(x) * aw.taps + k]);
+  int simd_end = 0;
+  while (simd_end < dst_w && aw.start[simd_end] + 4 <= src_w) ++simd_end;
+  simd_end &= ~3;
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i round = _mm_set1_epi32(1 << (kPrec - 1));
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* s = src + size_t(y) * src_stride;
+    uint8_t* d = dst + size_t(y) * dst_stride;
+    int x = 0;
+    for (; x < simd_end; x += 4) {
+      int32_t q[4];
+      for (int j = 0; j < 4; ++j) std::memcpy(&q[j], s + aw.start[x + j], 4);
+      // bytes of outputs 0,1 | 2,3 widened to int16: [p0..p3 q0..q3]
+      __m128i v01 = _mm_unpacklo_epi8(_mm_unpacklo_epi32(_mm_cvtsi32_si128(q[0]), _mm_cvtsi32_si128(q[1])), zero);
+      __m128i v23 = _mm_unpacklo_epi8(_mm_unpacklo_epi32(_mm_cvtsi32_si128(q[2]), _mm_cvtsi32_si128(q[3])), zero);
+      __m128i w01 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&w16[size_t(x) * 4]));
+      __m128i w23 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&w16[size_t(x) * 4 + 8]));
+      __m128i m01 = _mm_madd_epi16(v01, w01);  // [o0a o0b o1a o1b]
+      __m128i m23 = _mm_madd_epi16(v23, w23);  // [o2a o2b o3a o3b]
+      // [o0a o2a o0b o2b] + [o1a o3a o1b o3b] -> pairwise sums in order.
+      __m128i t0 = _mm_unpacklo_epi32(m01, m23);  // o0a o2a o0b o2b
+      __m128i t1 = _mm_unpackhi_epi32(m01, m23);  // o1a o3a o1b o3b
+      __m128i u0 = _mm_unpacklo_epi32(t0, t1);    // o0a o1a o2a o3a
+      __m128i u1 = _mm_unpackhi_epi32(t0, t1);    // o0b o1b o2b o3b
+      __m128i sum = _mm_srai_epi32(_mm_add_epi32(_mm_add_epi32(u0, u1), round), kPrec);
+      int32_t out = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sum, zero), zero));
+      std::memcpy(d + x, &out, 4);
+    }
+    for (; x < dst_w; ++x) {
+      const int32_t* w = &aw.w[size_t(x) * aw.taps];
+      int32_t a = 1 << (kPrec - 1);
+      for (int k = 0; k < aw.count[x]; ++k) a += w[k] * s[aw.start[x] + k];
+      d[x] = Clamp8(a);
+    }
+  }
+}
+
+// One channel: each output is a dot product of up to T8 consecutive bytes
+// (taps zero-padded to a multiple of 8) with int16 weights; four outputs are
+// computed together and reduced with one transpose-add.
+void HorizontalPass1Sse2(const uint8_t* src, size_t src_stride, int src_w, int rows, uint8_t* dst,
+                         size_t dst_stride, int dst_w, const AxisWeights& aw) {
+  int max_count = 0;
+  for (int c : aw.count) max_count = std::max(max_count, c);
+  if (max_count <= 4) {
+    HorizontalPass1Sse2Taps4(src, src_stride, src_w, rows, dst, dst_stride, dst_w, aw);
+    return;
+  }
+  const int t8 = (aw.taps + 7) / 8 * 8;
+  std::vector<int16_t> w16(size_t(dst_w) * t8, 0);
+  for (int x = 0; x < dst_w; ++x)
+    for (int k = 0; k < aw.count[x]; ++k)
+      w16[size_t(x) * t8 + k] = static_cast<int16_t>(aw.w[size_t(x) * aw.taps + k]);
+  // Outputs whose padded window stays inside the row take the SIMD path.
+  int simd_end = 0;
+  while (simd_end < dst_w && aw.start[simd_end] + t8 <= src_w) ++simd_end;
+  simd_end &= ~3;
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i round = _mm_set1_epi32(1 << (kPrec - 1));
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* s = src + size_t(y) * src_stride;
+    uint8_t* d = dst + size_t(y) * dst_stride;
+    int x = 0;
+    for (; x < simd_end; x += 4) {
+      __m128i acc[4];
+      for (int j = 0; j < 4; ++j) {
+        const uint8_t* p = s + aw.start[x + j];
+        const int16_t* w = &w16[size_t(x + j) * t8];
+        __m128i a = zero;
+        for (int c = 0; c < t8; c += 8) {
+          __m128i pix = _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + c)), zero);
+          a = _mm_add_epi32(a, _mm_madd_epi16(pix, _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + c))));
+        }
+        acc[j] = a;
+      }
+      __m128i s01 = _mm_add_epi32(_mm_unpacklo_epi32(acc[0], acc[1]), _mm_unpackhi_epi32(acc[0], acc[1]));
+      __m128i s23 = _mm_add_epi32(_mm_unpacklo_epi32(acc[2], acc[3]), _mm_unpackhi_epi32(acc[2], acc[3]));
+      __m128i sum = _mm_add_epi32(_mm_unpacklo_epi64(s01, s23), _mm_unpackhi_epi64(s01, s23));
+      sum = _mm_srai_epi32(_mm_add_epi32(sum, round), kPrec);
+      int32_t out = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sum, zero), zero));
+      std::memcpy(d + x, &out, 4);
+    }
+    for (; x < dst_w; ++x) {
+      const int32_t* w = &aw.w[size_t(x) * aw.taps];
+      int32_t a = 1 << (kPrec - 1);
+      for (int k = 0; k < aw.count[x]; ++k) a += w[k] * s[aw.start[x] + k];
+      d[x] = Clamp8(a);
+    }
+  }
+}
+#endif
+
+void HorizontalPassAny(int channels, const uint8_t* src, size_t src_stride, int src_w, int rows,
                        uint8_t* dst, size_t dst_stride, int dst_w, const AxisWeights& aw) {
   switch (channels) {
-    case 1: HorizontalPass<1>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
+    case 1:
+#if defined(__SSE2__)
+      HorizontalPass1Sse2(src, src_stride, src_w, rows, dst, dst_stride, dst_w, aw);
+#else
+      (void)src_w;
+      HorizontalPass<1>(src, src_stride, rows, dst, dst_stride, dst_w, aw);
+#endif
+      break;
     case 2: HorizontalPass<2>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
     case 3: HorizontalPass<3>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
-    default: HorizontalPass<4>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
+    default:
+#if defined(__SSE2__)
+      HorizontalPass4Sse2(src, src_stride, rows, dst, dst_stride, dst_w, aw);
+#else
+      HorizontalPass<4>(src, src_stride, rows, dst, dst_stride, dst_w, aw);
+#endif
+      break;
   }
 }
 
 // Each output row is a weighted sum of whole input rows: the inner loop runs
-// along the row and vectorises.
+// along the row. With SSE2, two rows are interleaved so one _mm_madd_epi16
+// applies two taps to eight bytes.
 void VerticalPass(const uint8_t* src, size_t src_stride, size_t row_bytes, uint8_t* dst,
                   size_t dst_stride, int dst_h, const AxisWeights& aw) {
-  std::vector<int32_t> acc(row_bytes);
+  std::vector<int32_t> acc(row_bytes + 16);
   for (int y = 0; y < dst_h; ++y) {
-    std::fill(acc.begin(), acc.end(), 1 << (kPrec - 1));
     const int32_t* w = &aw.w[size_t(y) * aw.taps];
-    for (int k = 0; k < aw.count[y]; ++k) {
-      const uint8_t* s = src + size_t(aw.start[y] + k) * src_stride;
-      const int32_t wk = w[k];
-      int32_t* a = acc.data();
-      for (size_t i = 0; i < row_bytes; ++i) a[i] += wk * s[i];
-    }
+    const int n = aw.count[y];
+    const uint8_t* rows0 = src + size_t(aw.start[y]) * src_stride;
     uint8_t* d = dst + size_t(y) * dst_stride;
-    for (size_t i = 0; i < row_bytes; ++i) d[i] = Clamp8(acc[i]);
+    size_t i = 0;
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    const __m128i round = _mm_set1_epi32(1 << (kPrec - 1));
+    for (; i + 16 <= row_bytes; i += 16) {
+      __m128i a0 = round, a1 = round, a2 = round, a3 = round;
+      int k = 0;
+      for (; k + 1 < n; k += 2) {
+        __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows0 + size_t(k) * src_stride + i));
+        __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows0 + size_t(k + 1) * src_stride + i));
+        __m128i wv = _mm_set1_epi32(int32_t((uint32_t(w[k + 1]) << 16) | (uint32_t(w[k]) & 0xFFFF)));
+        __m128i lo = _mm_unpacklo_epi8(r0, r1), hi = _mm_unpackhi_epi8(r0, r1);
+        a0 = _mm_add_epi32(a0, _mm_madd_epi16(_mm_unpacklo_epi8(lo, zero), wv));
+        a1 = _mm_add_epi32(a1, _mm_madd_epi16(_mm_unpackhi_epi8(lo, zero), wv));
+        a2 = _mm_add_epi32(a2, _mm_madd_epi16(_mm_unpacklo_epi8(hi, zero), wv));
+        a3 = _mm_add_epi32(a3, _mm_madd_epi16(_mm_unpackhi_epi8(hi, zero), wv));
+      }
+      if (k < n) {
+        __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows0 + size_t(k) * src_stride + i));
+        __m128i wv = _mm_set1_epi32(w[k] & 0xFFFF);
+        __m128i lo = _mm_unpacklo_epi8(r0, zero), hi = _mm_unpackhi_epi8(r0, zero);
+        a0 = _mm_add_epi32(a0, _mm_madd_epi16(_mm_unpacklo_epi16(lo, zero), wv));
+        a1 = _mm_add_epi32(a1, _mm_madd_epi16(_mm_unpackhi_epi16(lo, zero), wv));
+        a2 = _mm_add_epi32(a2, _mm_madd_epi16(_mm_unpacklo_epi16(hi, zero), wv));
+        a3 = _mm_add_epi32(a3, _mm_madd_epi16(_mm_unpackhi_epi16(hi, zero), wv));
+      }
+      a0 = _mm_srai_epi32(a0, kPrec);
+      a1 = _mm_srai_epi32(a1, kPrec);
+      a2 = _mm_srai_epi32(a2, kPrec);
+      a3 = _mm_srai_epi32(a3, kPrec);
+      __m128i out = _mm_packus_epi16(_mm_packs_epi32(a0, a1), _mm_packs_epi32(a2, a3));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), out);
+    }
+#endif
+    if (i < row_bytes) {
+      std::fill(acc.begin(), acc.begin() + (row_bytes - i), 1 << (kPrec - 1));
+      for (int k = 0; k < n; ++k) {
+        const uint8_t* s = rows0 + size_t(k) * src_stride + i;
+        const int32_t wk = w[k];
+        for (size_t j = 0; j < row_bytes - i; ++j) acc[j] += wk * s[j];
+      }
+      for (size_t j = 0; j < row_bytes - i; ++j) d[i + j] = Clamp8(acc[j]);
+    }
   }
 }
 
@@ -186,7 +382,7 @@ void Resample(const uint8_t* src, int src_w, int src_h, size_t src_stride, int c
   }
   if (src_h == dst_h) {
     AxisWeights hw = ComputeWeights(src_w, dst_w, filter);
-    HorizontalPassAny(channels, src, src_stride, src_h, dst, dst_stride, dst_w, hw);
+    HorizontalPassAny(channels, src, src_stride, src_w, src_h, dst, dst_stride, dst_w, hw);
     return;
   }
   AxisWeights vw = ComputeWeights(src_h, dst_h, filter);
@@ -194,12 +390,21 @@ void Resample(const uint8_t* src, int src_w, int src_h, size_t src_stride, int c
     VerticalPass(src, src_stride, dst_row, dst, dst_stride, dst_h, vw);
     return;
   }
-  // Horizontal first, over only the source rows the vertical pass reads.
   AxisWeights hw = ComputeWeights(src_w, dst_w, filter);
+  if (dst_h <= src_h) {
+    // Shrinking vertically: the vertical pass first leaves fewer rows for the
+    // (costlier per output) horizontal pass.
+    const size_t src_row = size_t(src_w) * channels;
+    std::vector<uint8_t> tmp(size_t(dst_h) * src_row);
+    VerticalPass(src, src_stride, src_row, tmp.data(), src_row, dst_h, vw);
+    HorizontalPassAny(channels, tmp.data(), src_row, src_w, dst_h, dst, dst_stride, dst_w, hw);
+    return;
+  }
+  // Horizontal first, over only the source rows the vertical pass reads.
   const int row_lo = vw.start.front();
   const int row_hi = vw.start.back() + vw.count.back();
   std::vector<uint8_t> tmp(size_t(row_hi - row_lo) * dst_row);
-  HorizontalPassAny(channels, src + size_t(row_lo) * src_stride, src_stride, row_hi - row_lo,
+  HorizontalPassAny(channels, src + size_t(row_lo) * src_stride, src_stride, src_w, row_hi - row_lo,
                     tmp.data(), dst_row, dst_w, hw);
   for (auto& s : vw.start) s -= row_lo;
   VerticalPass(tmp.data(), dst_row, dst_row, dst, dst_stride, dst_h, vw);

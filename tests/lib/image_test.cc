@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "testutil.h"
 
 namespace imagepack {
@@ -248,6 +250,40 @@ TEST(Prepare, QuirksAreReencodedAsPlainJpeg) {
   EXPECT_FALSE(p->passed_through);
   EXPECT_EQ(p->width, 48);
   EXPECT_EQ(p->height, 64);
+}
+
+TEST(Prepare, YuvFastPathMatchesTheRgbPath) {
+  // A colourful image at odd sizes, 4:2:0 and 4:4:4 sources, with and
+  // without EXIF rotation: the planar path must give what decoding to RGB,
+  // resampling and re-encoding gives, up to rounding and JPEG loss.
+  Image src = Gradient(517, 389);
+  for (int y = 0; y < src.height; ++y)
+    for (int x = 0; x < src.width; ++x)
+      src.pixels[(size_t(y) * src.width + x) * 3 + 2] =
+          static_cast<uint8_t>(128 + 100 * std::sin(x / 7.0) * std::cos(y / 5.0));
+  auto jpeg = EncodeJpeg(src, 95);
+  ASSERT_OK(jpeg);
+  for (int orientation : {1, 6}) {
+    SCOPED_TRACE(orientation);
+    auto tagged = orientation == 1 ? jpeg.value() : WithExifOrientation(jpeg.value(), orientation);
+    PrepareOptions o;
+    o.decode.limit = {SizeLimit::Mode::kShorterEdge, 200};
+    auto fast = PrepareJpeg(tagged.data(), tagged.size(), o);
+    ASSERT_OK(fast);
+    EXPECT_FALSE(fast->passed_through);
+    auto fast_img = DecodeImage(fast->bytes.data(), fast->bytes.size(), DecodeOptions{});
+    // The RGB path: decode, resample, encode at the same quality, decode.
+    auto rgb = DecodeImage(tagged.data(), tagged.size(), o.decode);
+    ASSERT_OK(rgb);
+    auto rgb_jpeg = EncodeJpeg(rgb.value(), o.quality);
+    ASSERT_OK(rgb_jpeg);
+    auto ref = DecodeImage(rgb_jpeg->data(), rgb_jpeg->size(), DecodeOptions{});
+    ASSERT_OK(fast_img);
+    ASSERT_OK(ref);
+    EXPECT_EQ(fast_img->width, ref->width);
+    EXPECT_EQ(fast_img->height, ref->height);
+    EXPECT_LT(MeanAbsDiff(fast_img.value(), ref.value()), 1.5);
+  }
 }
 
 TEST(Prepare, OversizeJpegIsResized) {

@@ -103,7 +103,8 @@ struct DecodeOptions {
 // A truncated JPEG is an error ("truncated JPEG").
 Result<Image> DecodeImage(const uint8_t* data, size_t size, const DecodeOptions& opts);
 
-// Encodes as baseline JPEG, 4:2:0 for colour.
+// Encodes as baseline JPEG, 4:2:0 for colour. channels 4 is read as RGBX
+// (the fourth byte ignored).
 Result<std::vector<uint8_t>> EncodeJpeg(const Image& img, int quality);
 
 struct PrepareOptions {

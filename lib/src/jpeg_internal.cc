@@ -1,0 +1,122 @@
+#include "jpeg_internal.h"
+
+#include <array>
+#include <vector>
+
+namespace imagepack::internal {
+
+TjHandles& Handles() {
+  thread_local TjHandles h;
+  return h;
+}
+
+std::string TjError(tjhandle h) { return tjGetErrorStr2(h); }
+
+Status DecodeFailure(tjhandle h) {
+  std::string msg = TjError(h);
+  if (tjGetErrorCode(h) != TJERR_WARNING) return Status::Corruption("JPEG decode failed: " + msg);
+  if (msg.find("remature end") != std::string::npos)
+    return Status::Corruption("truncated JPEG (" + msg + ")");
+  return Status::Ok();
+}
+
+tjscalingfactor PickScale(int w, int h, int need_w, int need_h) {
+  int count = 0;
+  const tjscalingfactor* sf = tjGetScalingFactors(&count);
+  tjscalingfactor best{1, 1};
+  int64_t best_area = int64_t(w) * h;
+  for (int i = 0; i < count; ++i) {
+    if (sf[i].num > sf[i].denom) continue;
+    int sw = TJSCALED(w, sf[i]);
+    int sh = TJSCALED(h, sf[i]);
+    if (sw >= need_w && sh >= need_h && int64_t(sw) * sh < best_area) {
+      best = sf[i];
+      best_area = int64_t(sw) * sh;
+    }
+  }
+  return best;
+}
+
+namespace {
+
+// A single-channel plane that ApplyOrientation and Resample can work on.
+Image Plane(int w, int h) {
+  Image p;
+  p.width = w;
+  p.height = h;
+  p.channels = 1;
+  p.pixels.resize(size_t(w) * h);
+  return p;
+}
+
+}  // namespace
+
+Result<PreparedJpeg> PrepareViaYuv(const uint8_t* data, size_t size, const ImageInfo& info,
+                                   const PrepareOptions& opts) {
+  const DecodeOptions& d = opts.decode;
+  if (d.channels != 3 || info.format != ImageFormat::kJpeg ||
+      (info.jpeg_color != JpegColor::kYCbCr && info.jpeg_color != JpegColor::kGray))
+    return Status::NotSupported("not a YCbCr or gray JPEG");
+  tjhandle dec = Handles().dec;
+  tjhandle enc = Handles().enc;
+  if (!dec || !enc) return Status::IOError("cannot create libjpeg-turbo handles");
+  int w = 0, h = 0, subsamp = -1, colorspace = -1;
+  if (tjDecompressHeader3(dec, data, static_cast<unsigned long>(size), &w, &h, &subsamp,
+                          &colorspace) != 0 ||
+      subsamp < 0 || (colorspace != TJCS_YCbCr && colorspace != TJCS_GRAY))
+    return Status::NotSupported("unusual JPEG layout");
+  const bool gray = colorspace == TJCS_GRAY;
+  const int planes = gray ? 1 : 3;
+
+  const int orientation = d.apply_orientation ? info.orientation : 1;
+  const bool transposed = orientation >= 5;
+  auto [tw, th] = TargetSize(transposed ? h : w, transposed ? w : h, d.limit);
+  const int need_w = transposed ? th : tw;
+  const int need_h = transposed ? tw : th;
+  const tjscalingfactor sf = PickScale(w, h, need_w, need_h);
+  const int dw = TJSCALED(w, sf), dh = TJSCALED(h, sf);
+
+  std::array<Image, 3> in;
+  std::array<unsigned char*, 3> in_ptr{};
+  std::array<int, 3> in_stride{};
+  for (int i = 0; i < planes; ++i) {
+    in[i] = Plane(tjPlaneWidth(i, dw, subsamp), tjPlaneHeight(i, dh, subsamp));
+    in_ptr[i] = in[i].pixels.data();
+    in_stride[i] = in[i].width;
+  }
+  const int flags = d.fast_dct ? TJFLAG_FASTDCT : 0;
+  if (tjDecompressToYUVPlanes(dec, data, static_cast<unsigned long>(size), in_ptr.data(), dw,
+                              in_stride.data(), dh, flags) != 0) {
+    IMAGEPACK_RETURN_IF_ERROR(DecodeFailure(dec));
+  }
+
+  const int out_subsamp = gray ? TJSAMP_GRAY : TJSAMP_420;
+  std::array<Image, 3> out;
+  std::array<const unsigned char*, 3> out_ptr{};
+  std::array<int, 3> out_stride{};
+  for (int i = 0; i < planes; ++i) {
+    // Plane sizes of the upright output, then as stored before orientation.
+    const int pw = tjPlaneWidth(i, tw, out_subsamp), ph = tjPlaneHeight(i, th, out_subsamp);
+    const int sw = transposed ? ph : pw, sh = transposed ? pw : ph;
+    Image& p = in[i];
+    Image r = (p.width == sw && p.height == sh) ? std::move(p) : ResampleImage(p, sw, sh, d.filter);
+    out[i] = ApplyOrientation(std::move(r), orientation);
+    out_ptr[i] = out[i].pixels.data();
+    out_stride[i] = out[i].width;
+  }
+
+  PreparedJpeg result;
+  result.bytes.resize(tjBufSize(tw, th, out_subsamp));
+  unsigned char* buf = result.bytes.data();
+  unsigned long len = result.bytes.size();
+  if (tjCompressFromYUVPlanes(enc, out_ptr.data(), tw, out_stride.data(), th, out_subsamp, &buf,
+                              &len, opts.quality, TJFLAG_NOREALLOC) != 0)
+    return Status::IOError("JPEG encode failed: " + TjError(enc));
+  result.bytes.resize(len);
+  result.width = tw;
+  result.height = th;
+  result.channels = gray ? 1 : 3;
+  return result;
+}
+
+}  // namespace imagepack::internal

@@ -1,0 +1,46 @@
+// libjpeg-turbo plumbing shared by the decode paths. Internal.
+#pragma once
+
+#include <turbojpeg.h>
+
+#include <string>
+
+#include "imagepack/image.h"
+
+namespace imagepack::internal {
+
+// One decompressor and one compressor per thread: TurboJPEG handles are not
+// thread-safe, and creating them per image costs more than decoding a small
+// image's header.
+struct TjHandles {
+  tjhandle dec = tjInitDecompress();
+  tjhandle enc = tjInitCompress();
+  ~TjHandles() {
+    if (dec) tjDestroy(dec);
+    if (enc) tjDestroy(enc);
+  }
+};
+TjHandles& Handles();
+
+std::string TjError(tjhandle h);
+
+// Turns a failed tjDecompress* into a Status, or Ok for harmless warnings
+// (extraneous bytes before a marker, which real ImageNet files have and
+// every decoder accepts). Premature end of data is "truncated JPEG".
+Status DecodeFailure(tjhandle h);
+
+// Smallest libjpeg-turbo DCT scale (n/8, n = 1..8) whose output still covers
+// need_w x need_h.
+tjscalingfactor PickScale(int w, int h, int need_w, int need_h);
+
+// The fast path for YCbCr and gray JPEGs: decode to Y/Cb/Cr planes at the
+// best DCT scale, resample each plane, apply the orientation, and encode
+// from the planes (4:2:0, or gray). It skips both colour conversions and
+// chroma up/down-sampling, and resamples 1.5 bytes per pixel instead of 3.
+// Resampling commutes with the (affine) YCbCr transform, so the result
+// matches the RGB path up to rounding. Returns NotSupported when the source
+// is not a YCbCr/gray JPEG (the caller then takes the RGB path).
+Result<PreparedJpeg> PrepareViaYuv(const uint8_t* data, size_t size, const ImageInfo& info,
+                                   const PrepareOptions& opts);
+
+}  // namespace imagepack::internal
