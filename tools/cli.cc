@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
+
+#include "imagepack/files.h"
 
 #ifndef IMAGEPACK_VERSION
 #define IMAGEPACK_VERSION "unknown"
@@ -92,6 +95,24 @@ std::string HumanBytes(double b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
   return buf;
+}
+
+void ReportSkipped(const std::vector<FileError>& errors, const std::vector<std::string>& ignored,
+                   const std::vector<std::string>& problems, const std::string& errors_path) {
+  for (const auto& p : problems) std::cerr << g_program << ": warning: " << p << "\n";
+  const size_t shown = std::min<size_t>(errors.size(), 10);
+  for (size_t i = 0; i < shown; ++i)
+    std::cerr << g_program << ": skipped " << errors[i].path << ": " << errors[i].reason << "\n";
+  if (errors.size() > shown)
+    std::cerr << g_program << ": ... and " << errors.size() - shown << " more"
+              << (errors_path.empty() ? " (list them all with --errors FILE)" : "") << "\n";
+  if (errors_path.empty()) return;
+  std::ostringstream os;
+  for (const auto& e : errors) os << e.path << "\t" << e.reason << "\n";
+  for (const auto& p : ignored) os << p << "\tignored: not an image file name\n";
+  const std::string text = os.str();
+  Status st = WriteFileAtomic(errors_path, text.data(), text.size());
+  if (!st.ok()) std::cerr << g_program << ": cannot write errors file: " << st.message() << "\n";
 }
 
 ProgressLine::ProgressLine(const Progress* progress, std::string label, bool quiet)

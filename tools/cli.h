@@ -8,8 +8,10 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "imagepack/progress.h"
+#include "imagepack/resize_tree.h"
 #include "imagepack/status.h"
 
 namespace imagepack::cli {
@@ -59,6 +61,12 @@ class ProgressLine {
 };
 
 std::string HumanBytes(double bytes);
+
+// Prints listing problems and the first skipped inputs to stderr and, with
+// a non-empty errors_path, writes every skipped input ("path<TAB>reason")
+// and ignored file to that file (atomically).
+void ReportSkipped(const std::vector<FileError>& errors, const std::vector<std::string>& ignored,
+                   const std::vector<std::string>& problems, const std::string& errors_path);
 std::string ProgramName();
 
 }  // namespace imagepack::cli

@@ -2,7 +2,6 @@
 // Mirrors an image tree, resizing every image; see docs/USAGE.md.
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 
 #include "cli.h"
 #include "imagepack/files.h"
@@ -79,21 +78,7 @@ int main(int argc, char** argv) {
     return cli::kExitFatal;
   }
   const ResizeTreeSummary& s = result.value();
-  for (const auto& p : s.problems) std::cerr << prog << ": warning: " << p << "\n";
-  const size_t shown = std::min<size_t>(s.errors.size(), 10);
-  for (size_t i = 0; i < shown; ++i)
-    std::cerr << prog << ": skipped " << s.errors[i].path << ": " << s.errors[i].reason << "\n";
-  if (s.errors.size() > shown)
-    std::cerr << prog << ": ... and " << s.errors.size() - shown << " more"
-              << (errors_path.empty() ? " (list them all with --errors FILE)" : "") << "\n";
-  if (!errors_path.empty()) {
-    std::ostringstream os;
-    for (const auto& e : s.errors) os << e.path << "\t" << e.reason << "\n";
-    for (const auto& p : s.ignored) os << p << "\tignored: not an image file name\n";
-    std::string text = os.str();
-    Status st = WriteFileAtomic(errors_path, text.data(), text.size());
-    if (!st.ok()) std::cerr << prog << ": cannot write errors file: " << st.message() << "\n";
-  }
+  cli::ReportSkipped(s.errors, s.ignored, s.problems, errors_path);
   const int64_t processed = s.written + static_cast<int64_t>(s.errors.size());
   std::printf(
       "%s: %lld images in shard %s: %lld written (%lld copied as-is), %lld already done, "

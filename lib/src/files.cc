@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -174,22 +175,76 @@ Status WriteFileAtomic(const std::string& path, const void* data, size_t size, b
   return st;
 }
 
+namespace {
+
+// True for a temporary of this host whose writer process is gone.
+bool IsStaleTemp(const std::string& name) {
+  if (!IsTempName(name)) return false;
+  const std::string mine = std::string(kTmpTag) + HostName() + ".";
+  auto at = name.rfind(mine);
+  if (at == std::string::npos) return false;  // another host's: it may be alive
+  long pid = std::strtol(name.c_str() + at + mine.size(), nullptr, 10);
+  if (pid <= 0 || pid == ::getpid()) return false;
+  return !(::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+}  // namespace
+
 int64_t RemoveStaleTemps(const std::string& root) {
   int64_t removed = 0;
   std::error_code ec;
-  const std::string mine = std::string(kTmpTag) + HostName() + ".";
   for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (!IsTempName(name)) continue;
-    auto at = name.rfind(mine);
-    if (at == std::string::npos) continue;  // another host's: it may be alive
-    long pid = std::strtol(name.c_str() + at + mine.size(), nullptr, 10);
-    if (pid <= 0 || pid == ::getpid()) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // alive
+    if (!IsStaleTemp(it->path().filename().string())) continue;
     std::error_code rec;
     if (fs::remove(it->path(), rec)) ++removed;
   }
   return removed;
+}
+
+int64_t RemoveStaleTempsFor(const std::string& path) {
+  const fs::path p(path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string prefix = "." + p.filename().string() + kTmpTag;
+  int64_t removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0 || !IsStaleTemp(name)) continue;
+    std::error_code rec;
+    if (fs::remove(it->path(), rec)) ++removed;
+  }
+  return removed;
+}
+
+Result<std::unique_ptr<PathLock>> PathLock::Acquire(const std::string& path) {
+  const fs::path p(path);
+  const std::string lock_path =
+      (p.parent_path() / ("." + p.filename().string() + ".ipk-lock")).string();
+  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno("cannot create lock file " + lock_path, errno);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    ::close(fd);
+    if (e == EWOULDBLOCK)
+      return Status::IOError("another process is writing " + path + " (lock " + lock_path + " is held)");
+    return Status::FromErrno("cannot lock " + lock_path, e);
+  }
+  return std::unique_ptr<PathLock>(new PathLock(fd, lock_path));
+}
+
+PathLock::~PathLock() {
+  ::unlink(lock_path_.c_str());
+  ::close(fd_);
+}
+
+Status SyncParentDir(const std::string& path) {
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("open directory " + dir.string(), errno);
+  Status st = ::fsync(fd) == 0 ? Status::Ok() : Status::FromErrno("fsync " + dir.string(), errno);
+  ::close(fd);
+  return st;
 }
 
 }  // namespace imagepack

@@ -34,4 +34,19 @@ ShardRange RangeOf(int64_t total, int index, int count) {
   return r;
 }
 
+uint64_t SplitMix64::Below(uint64_t bound) {
+  const uint64_t limit = ~uint64_t{0} - (~uint64_t{0} % bound);
+  uint64_t r;
+  do r = Next(); while (r >= limit);
+  return r % bound;
+}
+
+std::vector<int64_t> Permutation(int64_t n, uint64_t seed) {
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) p[i] = i;
+  SplitMix64 rng(seed);
+  for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[rng.Below(static_cast<uint64_t>(i) + 1)]);
+  return p;
+}
+
 }  // namespace imagepack

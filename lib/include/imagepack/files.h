@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,5 +40,27 @@ std::string TempPathFor(const std::string& path);
 // Deletes temporary files below `root` left by dead processes of this host.
 // Returns how many were removed.
 int64_t RemoveStaleTemps(const std::string& root);
+
+// Deletes only the temporaries of `path` itself (".NAME.ipk-tmp.HOST.PID"
+// beside it) left by dead processes of this host.
+int64_t RemoveStaleTempsFor(const std::string& path);
+
+// An exclusive advisory lock (flock) on ".NAME.ipk-lock" beside `path`,
+// held for the object's lifetime, so two writers never share a destination.
+class PathLock {
+ public:
+  static Result<std::unique_ptr<PathLock>> Acquire(const std::string& path);
+  ~PathLock();
+  PathLock(const PathLock&) = delete;
+  PathLock& operator=(const PathLock&) = delete;
+
+ private:
+  PathLock(int fd, std::string lock_path) : fd_(fd), lock_path_(std::move(lock_path)) {}
+  int fd_;
+  std::string lock_path_;
+};
+
+// fsyncs the directory holding `path` so a rename into it is durable.
+Status SyncParentDir(const std::string& path);
 
 }  // namespace imagepack

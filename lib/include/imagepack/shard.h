@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "imagepack/status.h"
 
@@ -30,5 +31,30 @@ struct ShardRange {
   int64_t end = 0;
 };
 ShardRange RangeOf(int64_t total, int index, int count);
+
+// A permutation of [0, n) that depends only on (n, seed): Fisher-Yates
+// driven by SplitMix64, so it is the same on every platform and library
+// version (std::shuffle's is not).
+std::vector<int64_t> Permutation(int64_t n, uint64_t seed);
+
+// SplitMix64: a small, fast, well-mixed generator with a fully specified
+// sequence. Used wherever results must be reproducible.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, bound), bound > 0, without modulo bias.
+  uint64_t Below(uint64_t bound);
+  // Uniform in [0, 1).
+  double Uniform() { return (Next() >> 11) * (1.0 / 9007199254740992.0); }
+
+ private:
+  uint64_t state_;
+};
 
 }  // namespace imagepack

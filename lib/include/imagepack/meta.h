@@ -1,0 +1,44 @@
+// Dataset metadata, stored as JSON in every container (docs/FORMAT.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "imagepack/record.h"
+#include "imagepack/shard.h"
+#include "imagepack/status.h"
+
+namespace imagepack {
+
+constexpr int kFormatVersion = 1;
+
+struct DatasetMeta {
+  int format_version = kFormatVersion;
+  int64_t count = 0;
+  std::vector<std::string> classes;
+  Encoding encoding = Encoding::kJpeg;
+  int channels = 3;
+  Shard shard;
+  std::vector<int64_t> label_counts;
+  std::vector<double> mean;  // per channel, pixel values scaled to [0, 1]
+  std::vector<double> std;
+  int64_t stats_images = 0;
+  int64_t payload_bytes = 0;
+  std::string tool;
+  std::string options_json = "{}";  // a JSON object, kept verbatim
+  std::string source;
+  std::string created;  // UTC, ISO 8601
+
+  std::string ToJson() const;
+};
+
+// Parses and validates metadata JSON: required keys present with the right
+// types, count >= 0, channels 1 or 3, label_counts (if present) sized like
+// classes and summing to count. Never throws.
+Result<DatasetMeta> ParseMeta(const uint8_t* data, size_t size);
+
+// Current UTC time as "2026-11-21T22:51:16Z".
+std::string UtcNow();
+
+}  // namespace imagepack

@@ -1,0 +1,65 @@
+// Packing an image tree (or converting a packed database) into one container
+// (the library side of `pack_lmdb`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "imagepack/image.h"
+#include "imagepack/progress.h"
+#include "imagepack/resize_tree.h"
+#include "imagepack/shard.h"
+#include "imagepack/store.h"
+
+namespace imagepack {
+
+struct PackOptions {
+  // An ImageFolder tree (class = first-level folder), a flat folder with
+  // labels_file, or an existing imagepack database to convert.
+  std::string src;
+  std::string dst;
+  ContainerFormat format = ContainerFormat::kLmdb;
+  Encoding encoding = Encoding::kJpeg;
+  // Resize limit, channels, quality, pass-through rule: as resize_imagenet.
+  PrepareOptions prepare;
+  std::string classes_file;  // class order, one name per line (first word)
+  std::string labels_file;   // flat folder: lines "FILENAME LABEL" (name or index)
+  int64_t shuffle_seed = -1; // < 0: sorted path order
+  Shard shard;
+  int threads = 0;
+  bool overwrite = false;
+  int64_t stats_sample = 2048;  // JPEG: images decoded (reduced) for mean/std
+  std::string tool = "pack_lmdb";
+  std::string options_json = "{}";
+  CancelFlag* cancel = nullptr;
+  Progress* progress = nullptr;
+};
+
+struct PackSummary {
+  int64_t inputs = 0;           // images (or records) in this shard
+  int64_t written = 0;          // records in the container
+  int64_t passed_through = 0;   // JPEG bytes kept as they were
+  int64_t classes = 0;
+  std::vector<FileError> errors;      // inputs skipped, with reasons
+  std::vector<std::string> ignored;   // non-image files, images outside any class
+  std::vector<std::string> problems;  // listing problems
+  int64_t bytes_in = 0;
+  int64_t payload_bytes = 0;
+  int64_t file_bytes = 0;       // size of the container on disk
+  double seconds = 0;
+  bool cancelled = false;
+  DatasetMeta meta;
+};
+
+// Packs opts.src into opts.dst. Records are in sorted path order, or in a
+// permutation fixed by shuffle_seed; the result is byte-identical whatever
+// `threads` is. Bad inputs are skipped and listed; a non-Ok Status means
+// nothing was written under dst (nor is anything on cancel).
+Result<PackSummary> PackDataset(const PackOptions& opts);
+
+// Reads a --classes file: the first word of each non-empty line not starting
+// with '#'. Duplicates are an error naming the line.
+Result<std::vector<std::string>> ReadClassList(const std::string& path);
+
+}  // namespace imagepack

@@ -1,0 +1,87 @@
+// Containers of records: writing (LMDB or blob) and reading (one or several
+// shards as one dataset). Layouts in docs/FORMAT.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "imagepack/meta.h"
+#include "imagepack/record.h"
+#include "imagepack/status.h"
+
+namespace imagepack {
+
+enum class ContainerFormat { kLmdb, kBlob };
+const char* ContainerFormatName(ContainerFormat f);
+Result<ContainerFormat> ParseContainerFormat(const std::string& name);
+
+// Appends records 0, 1, 2, ... then the metadata. Everything is written under
+// a temporary name beside `path` and renamed onto `path` by Finish(), so
+// `path` only ever holds a complete container. Destroying a writer that has
+// not finished deletes the temporary. Status is sticky: after the first
+// failure Add() does nothing and Finish() returns that failure.
+// Not thread-safe: one writer thread.
+class RecordWriter {
+ public:
+  virtual ~RecordWriter() = default;
+  virtual Status Add(const uint8_t* record, size_t size) = 0;
+  Status Add(const std::vector<uint8_t>& record) { return Add(record.data(), record.size()); }
+  // Writes `meta` (its count must equal the records added), syncs, renames.
+  virtual Status Finish(const DatasetMeta& meta) = 0;
+  virtual int64_t count() const = 0;
+};
+
+struct WriterOptions {
+  bool overwrite = false;  // replace an existing container at path (atomically)
+};
+
+// Creates a writer for `path`. Refuses when `path` exists (unless
+// overwrite) or when another process is writing the same path (a lock file
+// `.NAME.ipk-lock` beside it). Removes temporaries of dead earlier runs.
+Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const std::string& path,
+                                                   const WriterOptions& opts = {});
+
+// Reads records by index. One cursor per thread; the bytes it returns stay
+// valid until that cursor's next call.
+class RecordCursor {
+ public:
+  virtual ~RecordCursor() = default;
+  // The stored bytes of record `index`, unparsed. Errors name the key.
+  virtual Status ReadRaw(int64_t index, const uint8_t** data, size_t* size) = 0;
+  // ReadRaw + ParseRecord; errors name the record key.
+  Result<RecordView> Read(int64_t index, bool verify_checksum = true);
+};
+
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  virtual const DatasetMeta& meta() const = 0;
+  int64_t size() const { return meta().count; }
+  virtual std::unique_ptr<RecordCursor> NewCursor() const = 0;
+  virtual std::string Describe() const = 0;  // path(s) and format, for messages
+  // Bytes held in RAM by this source (in_ram copies), 0 when mmapped/LMDB.
+  virtual int64_t resident_bytes() const { return 0; }
+  // Container-level checks beyond the records themselves (LMDB: the keys
+  // are exactly 0..count-1 then __meta__). Each problem goes to `report`.
+  virtual void CheckLayout(const std::function<void(const std::string&)>& report) const { (void)report; }
+};
+
+struct OpenOptions {
+  // Hold every record in memory: a blob file is read in one go, LMDB values
+  // are copied into one arena. Otherwise blobs are mmapped and LMDB is read
+  // through its own memory map.
+  bool in_ram = false;
+};
+
+// Opens one container; LMDB or blob is detected from the file's first bytes.
+Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts = {});
+
+// Opens several shards as one dataset (records of shard 0, then shard 1, ...).
+// Their class lists, encodings and channels must agree.
+Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::string>& paths,
+                                                    const OpenOptions& opts = {});
+
+}  // namespace imagepack

@@ -1,0 +1,245 @@
+// The blob container (docs/FORMAT.md): header, 16-byte-aligned records, an
+// (offset, length) index and the metadata JSON, in one file that can be
+// mmapped or read into RAM in one go.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "imagepack/files.h"
+#include "store_internal.h"
+
+namespace imagepack::internal {
+namespace {
+
+constexpr char kBlobMagic[8] = {'I', 'P', 'K', 'B', 'L', 'O', 'B', '1'};
+constexpr size_t kHeaderSize = 64;
+constexpr uint64_t kAlign = 16;
+
+template <typename T>
+T Get(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+template <typename T>
+void Put(uint8_t* p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
+
+class BlobWriter : public RecordWriter {
+ public:
+  BlobWriter(std::string path, std::string tmp) : path_(std::move(path)), tmp_(std::move(tmp)) {}
+  ~BlobWriter() override {
+    if (fd_ >= 0) ::close(fd_);
+    if (!finished_) ::unlink(tmp_.c_str());
+  }
+
+  Status Open() {
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) return Status::FromErrno("create " + tmp_, errno);
+    buf_.reserve(kBufSize);
+    std::vector<uint8_t> zeros(kHeaderSize, 0);  // the header is written last
+    return Write(zeros.data(), zeros.size());
+  }
+
+  Status Add(const uint8_t* record, size_t size) override {
+    if (!status_.ok()) return status_;
+    offsets_.push_back(pos_);
+    lengths_.push_back(size);
+    status_ = Write(record, size);
+    if (status_.ok()) status_ = Pad();
+    return status_;
+  }
+
+  Status Finish(const DatasetMeta& meta) override {
+    if (!status_.ok()) return status_;
+    if (meta.count != count())
+      return status_ = Status::InvalidArgument("metadata count " + std::to_string(meta.count) + " but " +
+                                               std::to_string(count()) + " records were added");
+    const uint64_t index_offset = pos_;
+    std::vector<uint8_t> index(offsets_.size() * 16);
+    for (size_t i = 0; i < offsets_.size(); ++i) {
+      Put<uint64_t>(&index[i * 16], offsets_[i]);
+      Put<uint64_t>(&index[i * 16 + 8], lengths_[i]);
+    }
+    status_ = Write(index.data(), index.size());
+    const uint64_t meta_offset = pos_;
+    const std::string json = meta.ToJson();
+    if (status_.ok()) status_ = Write(reinterpret_cast<const uint8_t*>(json.data()), json.size());
+    if (status_.ok()) status_ = FlushBuffer();
+    if (!status_.ok()) return status_;
+    uint8_t header[kHeaderSize] = {0};
+    std::memcpy(header, kBlobMagic, 8);
+    Put<uint32_t>(header + 8, kFormatVersion);
+    Put<uint64_t>(header + 16, static_cast<uint64_t>(count()));
+    Put<uint64_t>(header + 24, index_offset);
+    Put<uint64_t>(header + 32, meta_offset);
+    Put<uint64_t>(header + 40, json.size());
+    Put<uint64_t>(header + 48, XXH3_64bits(index.data(), index.size()));
+    Put<uint64_t>(header + 56, XXH3_64bits(header, 56));
+    if (::pwrite(fd_, header, kHeaderSize, 0) != static_cast<ssize_t>(kHeaderSize))
+      return status_ = Status::FromErrno("write header of " + tmp_, errno);
+    if (::fsync(fd_) != 0) return status_ = Status::FromErrno("fsync " + tmp_, errno);
+    ::close(fd_);
+    fd_ = -1;
+    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+      return status_ = Status::FromErrno("rename " + tmp_ + " to " + path_, errno);
+    finished_ = true;
+    return status_ = SyncParentDir(path_);
+  }
+
+  int64_t count() const override { return static_cast<int64_t>(offsets_.size()); }
+
+ private:
+  static constexpr size_t kBufSize = 4 << 20;
+
+  Status Write(const uint8_t* p, size_t n) {
+    pos_ += n;
+    if (buf_.size() + n > kBufSize) {
+      IMAGEPACK_RETURN_IF_ERROR(FlushBuffer());
+      if (n >= kBufSize) return WriteFd(p, n);
+    }
+    buf_.insert(buf_.end(), p, p + n);
+    return Status::Ok();
+  }
+  Status Pad() {
+    static const uint8_t zeros[kAlign] = {0};
+    const size_t pad = static_cast<size_t>((kAlign - pos_ % kAlign) % kAlign);
+    return pad ? Write(zeros, pad) : Status::Ok();
+  }
+  Status FlushBuffer() {
+    Status st = WriteFd(buf_.data(), buf_.size());
+    buf_.clear();
+    return st;
+  }
+  Status WriteFd(const uint8_t* p, size_t n) {
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return Status::FromErrno("write " + tmp_, errno);
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+    return Status::Ok();
+  }
+
+  std::string path_, tmp_;
+  int fd_ = -1;
+  std::vector<uint8_t> buf_;
+  uint64_t pos_ = 0;
+  std::vector<uint64_t> offsets_, lengths_;
+  bool finished_ = false;
+  Status status_;
+};
+
+struct Mapping {
+  void* addr = MAP_FAILED;
+  size_t size = 0;
+  ~Mapping() {
+    if (addr != MAP_FAILED) ::munmap(addr, size);
+  }
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, const std::string& tmp) {
+  auto w = std::make_unique<BlobWriter>(path, tmp);
+  IMAGEPACK_RETURN_IF_ERROR(w->Open());
+  return std::unique_ptr<RecordWriter>(std::move(w));
+}
+
+Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const OpenOptions& opts) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return Status::FromErrno(path, e);
+  }
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  std::shared_ptr<void> keep;
+  const uint8_t* base = nullptr;
+  int64_t resident = 0;
+  if (file_size < kHeaderSize) {
+    ::close(fd);
+    return Status::Corruption(path + ": blob is " + std::to_string(file_size) +
+                              " bytes, shorter than its header (truncated)");
+  }
+  if (opts.in_ram) {
+    auto buf = std::make_shared<std::vector<uint8_t>>(file_size);
+    size_t done = 0;
+    while (done < file_size) {
+      ssize_t n = ::pread(fd, buf->data() + done, file_size - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        int e = n < 0 ? errno : EIO;
+        ::close(fd);
+        return Status::FromErrno("read " + path, e);
+      }
+      done += static_cast<size_t>(n);
+    }
+    base = buf->data();
+    resident = static_cast<int64_t>(file_size);
+    keep = buf;
+  } else {
+    auto map = std::make_shared<Mapping>();
+    map->addr = ::mmap(nullptr, file_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map->addr == MAP_FAILED) {
+      int e = errno;
+      ::close(fd);
+      return Status::FromErrno("mmap " + path, e);
+    }
+    map->size = file_size;
+    base = static_cast<const uint8_t*>(map->addr);
+    keep = map;
+  }
+  ::close(fd);
+
+  if (std::memcmp(base, kBlobMagic, 8) != 0) return Status::Corruption(path + ": not an imagepack blob (bad magic)");
+  if (Get<uint64_t>(base + 56) != XXH3_64bits(base, 56))
+    return Status::Corruption(path + ": blob header checksum mismatch (header damaged, or the file was not finished)");
+  const uint32_t version = Get<uint32_t>(base + 8);
+  if (version != kFormatVersion)
+    return Status::NotSupported(path + ": blob format version " + std::to_string(version));
+  const uint64_t count = Get<uint64_t>(base + 16);
+  const uint64_t index_offset = Get<uint64_t>(base + 24);
+  const uint64_t meta_offset = Get<uint64_t>(base + 32);
+  const uint64_t meta_len = Get<uint64_t>(base + 40);
+  // Every offset and length is checked against the file before use.
+  if (count > file_size / 16 || index_offset < kHeaderSize || index_offset > file_size ||
+      count * 16 > file_size - index_offset)
+    return Status::Corruption(path + ": blob index lies outside the file (" + std::to_string(file_size) +
+                              " bytes): truncated or damaged");
+  if (meta_offset > file_size || meta_len > file_size - meta_offset)
+    return Status::Corruption(path + ": blob metadata lies outside the file (" + std::to_string(file_size) +
+                              " bytes): truncated or damaged");
+  const uint8_t* index = base + index_offset;
+  if (Get<uint64_t>(base + 48) != XXH3_64bits(index, count * 16))
+    return Status::Corruption(path + ": blob index checksum mismatch at offset " + std::to_string(index_offset));
+  auto meta = ParseMeta(base + meta_offset, meta_len);
+  if (!meta.ok()) return meta.status().WithContext(path);
+  if (static_cast<uint64_t>(meta->count) != count)
+    return Status::Corruption(path + ": blob header says " + std::to_string(count) + " records, metadata says " +
+                              std::to_string(meta->count));
+  std::vector<uint64_t> offsets(count), lengths(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    offsets[i] = Get<uint64_t>(index + i * 16);
+    lengths[i] = Get<uint64_t>(index + i * 16 + 8);
+    if (offsets[i] < kHeaderSize || offsets[i] > index_offset || lengths[i] > index_offset - offsets[i])
+      return Status::Corruption(path + ": record " + RecordKey(static_cast<int64_t>(i)) + " at offset " +
+                                std::to_string(offsets[i]) + " + " + std::to_string(lengths[i]) +
+                                " lies outside the record area");
+  }
+  return NewMemorySource(std::move(meta.value()),
+                         path + (opts.in_ram ? " (blob, in RAM)" : " (blob, mmapped)"), base, file_size,
+                         std::move(offsets), std::move(lengths), std::move(keep), resident);
+}
+
+}  // namespace imagepack::internal

@@ -1,0 +1,126 @@
+#include "imagepack/meta.h"
+
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+namespace imagepack {
+
+using nlohmann::json;
+
+std::string DatasetMeta::ToJson() const {
+  json j;
+  j["format"] = "imagepack";
+  j["format_version"] = format_version;
+  j["count"] = count;
+  j["classes"] = classes;
+  j["encoding"] = EncodingName(encoding);
+  j["channels"] = channels;
+  j["key_width"] = kKeyWidth;
+  j["shard"] = {{"index", shard.index}, {"count", shard.count}};
+  j["label_counts"] = label_counts;
+  j["mean"] = mean;
+  j["std"] = std;
+  j["stats_images"] = stats_images;
+  j["payload_bytes"] = payload_bytes;
+  j["checksum"] = "xxh3-64";
+  j["tool"] = tool;
+  j["options"] = json::parse(options_json, nullptr, /*allow_exceptions=*/false);
+  if (j["options"].is_discarded()) j["options"] = json::object();
+  j["source"] = source;
+  j["created"] = created;
+  return j.dump(1);
+}
+
+namespace {
+
+Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
+  json j = json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::Corruption("metadata is not a JSON object");
+  auto need = [&](const char* key, json::value_t t1, json::value_t t2 = json::value_t::discarded) -> Status {
+    if (!j.contains(key)) return Status::Corruption(std::string("metadata lacks '") + key + "'");
+    auto t = j[key].type();
+    if (t != t1 && t != t2) return Status::Corruption(std::string("metadata '") + key + "' has the wrong type");
+    return Status::Ok();
+  };
+  using V = json::value_t;
+  if (!j.contains("format") || j["format"] != "imagepack")
+    return Status::Corruption("metadata is not imagepack's (format != \"imagepack\")");
+  IMAGEPACK_RETURN_IF_ERROR(need("format_version", V::number_unsigned, V::number_integer));
+  IMAGEPACK_RETURN_IF_ERROR(need("count", V::number_unsigned, V::number_integer));
+  IMAGEPACK_RETURN_IF_ERROR(need("classes", V::array));
+  IMAGEPACK_RETURN_IF_ERROR(need("encoding", V::string));
+  IMAGEPACK_RETURN_IF_ERROR(need("channels", V::number_unsigned, V::number_integer));
+  DatasetMeta m;
+  m.format_version = j["format_version"].get<int>();
+  if (m.format_version != kFormatVersion)
+    return Status::NotSupported("format version " + std::to_string(m.format_version) +
+                                " (this build reads " + std::to_string(kFormatVersion) + ")");
+  m.count = j["count"].get<int64_t>();
+  if (m.count < 0) return Status::Corruption("metadata count is negative");
+  for (const auto& c : j["classes"]) {
+    if (!c.is_string()) return Status::Corruption("metadata class names must be strings");
+    m.classes.push_back(c.get<std::string>());
+  }
+  auto enc = ParseEncoding(j["encoding"].get<std::string>());
+  if (!enc.ok()) return Status::Corruption("metadata: " + enc.status().message());
+  m.encoding = enc.value();
+  m.channels = j["channels"].get<int>();
+  if (m.channels != 1 && m.channels != 3) return Status::Corruption("metadata channels must be 1 or 3");
+  if (j.contains("key_width") && j["key_width"] != kKeyWidth)
+    return Status::NotSupported("key width " + j["key_width"].dump());
+  if (j.contains("shard") && j["shard"].is_object()) {
+    const auto& s = j["shard"];
+    if (s.value("index", -1) < 0 || s.value("count", 0) < 1 || s.value("index", -1) >= s.value("count", 0))
+      return Status::Corruption("metadata shard is not I/N with 0 <= I < N");
+    m.shard = {s["index"].get<int>(), s["count"].get<int>()};
+  }
+  auto numbers = [&](const char* key, auto& out) -> Status {
+    if (!j.contains(key)) return Status::Ok();
+    if (!j[key].is_array()) return Status::Corruption(std::string("metadata '") + key + "' is not an array");
+    for (const auto& v : j[key]) {
+      if (!v.is_number()) return Status::Corruption(std::string("metadata '") + key + "' holds a non-number");
+      out.push_back(v.get<typename std::decay_t<decltype(out)>::value_type>());
+    }
+    return Status::Ok();
+  };
+  IMAGEPACK_RETURN_IF_ERROR(numbers("label_counts", m.label_counts));
+  IMAGEPACK_RETURN_IF_ERROR(numbers("mean", m.mean));
+  IMAGEPACK_RETURN_IF_ERROR(numbers("std", m.std));
+  if (!m.label_counts.empty()) {
+    if (m.label_counts.size() != m.classes.size())
+      return Status::Corruption("metadata label_counts has " + std::to_string(m.label_counts.size()) +
+                                " entries for " + std::to_string(m.classes.size()) + " classes");
+    int64_t sum = 0;
+    for (auto c : m.label_counts) sum += c;
+    if (sum > m.count) return Status::Corruption("metadata label_counts add up to more than count");
+  }
+  m.stats_images = j.value("stats_images", int64_t{0});
+  m.payload_bytes = j.value("payload_bytes", int64_t{0});
+  m.tool = j.value("tool", std::string());
+  m.source = j.value("source", std::string());
+  m.created = j.value("created", std::string());
+  if (j.contains("options")) m.options_json = j["options"].dump();
+  return m;
+}
+
+}  // namespace
+
+Result<DatasetMeta> ParseMeta(const uint8_t* data, size_t size) {
+  try {
+    return ParseMetaUnchecked(data, size);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(std::string("metadata: ") + e.what());
+  }
+}
+
+std::string UtcNow() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace imagepack

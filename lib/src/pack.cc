@@ -1,0 +1,445 @@
+#include "imagepack/pack.h"
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "imagepack/files.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack {
+namespace {
+
+struct SourceItem {
+  std::string rel;     // path relative to src (tree) or the record's path (db)
+  int32_t label = -1;
+  int64_t db_index = -1;
+};
+
+// Per-channel pixel sums, for mean/std.
+struct Moments {
+  double n = 0;
+  double sum[3] = {0, 0, 0};
+  double sq[3] = {0, 0, 0};
+  void Add(const Image& img) {
+    const size_t px = size_t(img.width) * img.height;
+    const int c = img.channels;
+    uint64_t s[3] = {0, 0, 0}, q[3] = {0, 0, 0};
+    for (size_t i = 0; i < px; ++i)
+      for (int k = 0; k < c; ++k) {
+        const uint32_t v = img.pixels[i * c + k];
+        s[k] += v;
+        q[k] += v * v;
+      }
+    for (int k = 0; k < c; ++k) {
+      sum[k] += double(s[k]);
+      sq[k] += double(q[k]);
+    }
+    n += double(px);
+  }
+};
+
+struct Packed {
+  size_t pos = 0;
+  std::vector<uint8_t> record;
+  std::string error;
+  bool passed_through = false;
+  bool has_moments = false;
+  Moments moments;
+  int64_t bytes_in = 0;
+  int64_t payload = 0;
+  int32_t label = -1;
+};
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> ReadPairs(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return Status::NotFound("cannot read labels file " + path);
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string line;
+  int n = 0;
+  while (std::getline(f, line)) {
+    ++n;
+    line = Trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream is(line);
+    std::string a, b;
+    if (!(is >> a >> b))
+      return Status::InvalidArgument(path + ":" + std::to_string(n) + ": expected 'FILENAME LABEL'");
+    out.emplace_back(a, b);
+  }
+  return out;
+}
+
+bool IsIndex(const std::string& s) {
+  return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), ::isdigit);
+}
+
+// Lists the inputs of a tree source and fixes the class list.
+Status ListTreeItems(const PackOptions& o, std::vector<std::string>& classes, std::vector<SourceItem>& items,
+                     PackSummary& summary) {
+  auto listing = ListTree(o.src);
+  if (!listing.ok()) return listing.status();
+  summary.ignored = std::move(listing->ignored);
+  summary.problems = std::move(listing->problems);
+  if (!o.classes_file.empty()) {
+    auto c = ReadClassList(o.classes_file);
+    if (!c.ok()) return c.status();
+    classes = std::move(c.value());
+  }
+  if (!o.labels_file.empty()) {
+    auto pairs = ReadPairs(o.labels_file);
+    if (!pairs.ok()) return pairs.status();
+    // Labels are class names (mapped through --classes, or sorted unique
+    // names) or indices.
+    bool all_index = std::all_of(pairs->begin(), pairs->end(), [](auto& p) { return IsIndex(p.second); });
+    if (classes.empty()) {
+      std::set<std::string> names;
+      int max_index = -1;
+      for (auto& p : pairs.value()) {
+        if (all_index) max_index = std::max(max_index, std::stoi(p.second));
+        else names.insert(p.second);
+      }
+      if (all_index)
+        for (int i = 0; i <= max_index; ++i) classes.push_back(std::to_string(i));
+      else
+        classes.assign(names.begin(), names.end());
+    }
+    std::map<std::string, int> index_of;
+    for (size_t i = 0; i < classes.size(); ++i) index_of[classes[i]] = static_cast<int>(i);
+    std::map<std::string, int32_t> label_of;
+    for (auto& [file, label] : pairs.value()) {
+      int32_t l;
+      if (all_index) {
+        l = std::stoi(label);
+        if (l >= static_cast<int32_t>(classes.size()))
+          return Status::InvalidArgument(o.labels_file + ": label " + label + " of " + file + " out of range [0," +
+                                         std::to_string(classes.size()) + ")");
+      } else {
+        auto it = index_of.find(label);
+        if (it == index_of.end())
+          return Status::InvalidArgument(o.labels_file + ": class '" + label + "' of " + file +
+                                         " is not in the class list");
+        l = it->second;
+      }
+      label_of[file] = l;
+    }
+    for (auto& rel : listing->images) {
+      auto it = label_of.find(rel);
+      if (it == label_of.end()) it = label_of.find(fs::path(rel).filename().string());
+      if (it == label_of.end()) {
+        summary.errors.push_back({rel, "no label in " + o.labels_file});
+        continue;
+      }
+      items.push_back({rel, it->second, -1});
+    }
+    return Status::Ok();
+  }
+  // ImageFolder: the first path component is the class.
+  if (classes.empty()) {
+    std::set<std::string> names;
+    for (auto& rel : listing->images) {
+      auto slash = rel.find('/');
+      if (slash != std::string::npos) names.insert(rel.substr(0, slash));
+    }
+    classes.assign(names.begin(), names.end());
+  }
+  std::map<std::string, int> index_of;
+  for (size_t i = 0; i < classes.size(); ++i) index_of[classes[i]] = static_cast<int>(i);
+  for (auto& rel : listing->images) {
+    auto slash = rel.find('/');
+    if (slash == std::string::npos) {
+      summary.ignored.push_back(rel + " (not inside a class folder)");
+      continue;
+    }
+    auto it = index_of.find(rel.substr(0, slash));
+    if (it == index_of.end()) {
+      summary.ignored.push_back(rel + " (folder not in the class list)");
+      continue;
+    }
+    items.push_back({rel, it->second, -1});
+  }
+  if (classes.empty()) return Status::InvalidArgument(o.src + " has no class folders (and no --labels file)");
+  return Status::Ok();
+}
+
+Result<Image> DecodeForStats(const uint8_t* data, size_t size, int channels) {
+  DecodeOptions d;
+  d.channels = channels;
+  d.limit = {SizeLimit::Mode::kShorterEdge, 64};
+  return DecodeImage(data, size, d);
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ReadClassList(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return Status::NotFound("cannot read classes file " + path);
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  std::string line;
+  int n = 0;
+  while (std::getline(f, line)) {
+    ++n;
+    line = Trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    std::string name = line.substr(0, line.find_first_of(" \t"));
+    if (!seen.insert(name).second)
+      return Status::InvalidArgument(path + ":" + std::to_string(n) + ": class '" + name + "' listed twice");
+    out.push_back(name);
+  }
+  if (out.empty()) return Status::InvalidArgument(path + " lists no classes");
+  return out;
+}
+
+Result<PackSummary> PackDataset(const PackOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  PackSummary summary;
+  std::error_code ec;
+  const bool from_db = fs::is_regular_file(o.src, ec);
+  std::unique_ptr<RecordSource> db;
+  std::vector<std::string> classes;
+  std::vector<SourceItem> all;
+  if (from_db) {
+    auto s = OpenDatabase(o.src);
+    if (!s.ok()) return s.status();
+    db = std::move(s.value());
+    classes = db->meta().classes;
+    auto cur = db->NewCursor();
+    for (int64_t i = 0; i < db->size(); ++i) {
+      auto r = cur->Read(i, /*verify_checksum=*/false);
+      if (!r.ok()) {
+        summary.errors.push_back({RecordKey(i), r.status().message()});
+        continue;
+      }
+      all.push_back({std::string(r->path), r->fields.label, i});
+    }
+  } else {
+    IMAGEPACK_RETURN_IF_ERROR(ListTreeItems(o, classes, all, summary));
+  }
+  if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3)
+    return Status::InvalidArgument("channels must be 1 or 3");
+
+  std::vector<SourceItem> items;
+  for (auto& it : all)
+    if (ShardOfPath(it.rel, o.shard.count) == o.shard.index) items.push_back(std::move(it));
+  if (o.shuffle_seed >= 0) {
+    auto perm = Permutation(static_cast<int64_t>(items.size()), static_cast<uint64_t>(o.shuffle_seed));
+    std::vector<SourceItem> shuffled(items.size());
+    for (size_t i = 0; i < items.size(); ++i) shuffled[i] = std::move(items[perm[i]]);
+    items = std::move(shuffled);
+  }
+  summary.inputs = static_cast<int64_t>(items.size());
+  summary.classes = static_cast<int64_t>(classes.size());
+  if (o.progress) o.progress->total = summary.inputs;
+
+  auto writer = CreateWriter(o.format, o.dst, WriterOptions{o.overwrite});
+  if (!writer.ok()) return writer.status();
+  RecordWriter& w = *writer.value();
+
+  const int64_t stats_stride =
+      o.encoding == Encoding::kRaw || o.stats_sample <= 0
+          ? 1
+          : std::max<int64_t>(1, (summary.inputs + o.stats_sample - 1) / std::max<int64_t>(1, o.stats_sample));
+  const int channels = o.prepare.decode.channels;
+  tbb::enumerable_thread_specific<std::unique_ptr<RecordCursor>> cursors;
+
+  auto process = [&](size_t pos) {
+    Packed p;
+    p.pos = pos;
+    const SourceItem& item = items[pos];
+    p.label = item.label;
+    std::vector<uint8_t> file;
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    RecordFields fields;
+    fields.label = item.label;
+    if (db) {
+      auto& cur = cursors.local();
+      if (!cur) cur = db->NewCursor();
+      auto r = cur->Read(item.db_index);
+      if (!r.ok()) {
+        p.error = r.status().message();
+        return p;
+      }
+      if (r->fields.encoding == Encoding::kRaw) {
+        // Raw pixels: re-wrap as an image, then take the same path as files.
+        Image img;
+        img.width = static_cast<int>(r->fields.width);
+        img.height = static_cast<int>(r->fields.height);
+        img.channels = r->fields.channels;
+        img.pixels.assign(r->payload, r->payload + r->payload_size);
+        auto [tw, th] = TargetSize(img.width, img.height, o.prepare.decode.limit);
+        if (tw != img.width || th != img.height) img = ResampleImage(img, tw, th, o.prepare.decode.filter);
+        img = ConvertChannels(std::move(img), channels);
+        p.bytes_in = static_cast<int64_t>(r->payload_size);
+        if (o.encoding == Encoding::kRaw) {
+          fields.encoding = Encoding::kRaw;
+        } else {
+          auto enc = EncodeJpeg(img, o.prepare.quality);
+          if (!enc.ok()) {
+            p.error = enc.status().message();
+            return p;
+          }
+          fields = {Encoding::kJpeg, channels, item.label, uint32_t(img.height), uint32_t(img.width)};
+          if (pos % stats_stride == 0) {
+            p.moments.Add(img);
+            p.has_moments = true;
+          }
+          p.payload = static_cast<int64_t>(enc->size());
+          p.record = EncodeRecord(fields, item.rel, enc->data(), enc->size());
+          return p;
+        }
+        fields = {Encoding::kRaw, channels, item.label, uint32_t(img.height), uint32_t(img.width)};
+        p.moments.Add(img);
+        p.has_moments = true;
+        p.payload = static_cast<int64_t>(img.pixels.size());
+        p.record = EncodeRecord(fields, item.rel, img.pixels.data(), img.pixels.size());
+        return p;
+      }
+      file.assign(r->payload, r->payload + r->payload_size);
+    } else {
+      auto f = ReadFile((fs::path(o.src) / item.rel).string());
+      if (!f.ok()) {
+        p.error = f.status().message();
+        return p;
+      }
+      file = std::move(f.value());
+    }
+    data = file.data();
+    size = file.size();
+    p.bytes_in = static_cast<int64_t>(size);
+    if (o.encoding == Encoding::kJpeg) {
+      auto prepared = PrepareJpeg(data, size, o.prepare);
+      if (!prepared.ok()) {
+        p.error = prepared.status().message();
+        return p;
+      }
+      fields = {Encoding::kJpeg, prepared->channels, item.label, uint32_t(prepared->height),
+                uint32_t(prepared->width)};
+      p.passed_through = prepared->passed_through;
+      if (pos % stats_stride == 0) {
+        auto small = DecodeForStats(prepared->bytes.data(), prepared->bytes.size(), channels);
+        if (small.ok()) {
+          p.moments.Add(small.value());
+          p.has_moments = true;
+        }
+      }
+      p.payload = static_cast<int64_t>(prepared->bytes.size());
+      p.record = EncodeRecord(fields, item.rel, prepared->bytes.data(), prepared->bytes.size());
+    } else {
+      auto img = DecodeImage(data, size, o.prepare.decode);
+      if (!img.ok()) {
+        p.error = img.status().message();
+        return p;
+      }
+      fields = {Encoding::kRaw, img->channels, item.label, uint32_t(img->height), uint32_t(img->width)};
+      p.moments.Add(img.value());
+      p.has_moments = true;
+      p.payload = static_cast<int64_t>(img->pixels.size());
+      p.record = EncodeRecord(fields, item.rel, img->pixels.data(), img->pixels.size());
+    }
+    return p;
+  };
+
+  Moments total;
+  int64_t stats_images = 0;
+  std::vector<int64_t> label_counts(classes.size(), 0);
+  Status write_status;
+  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  tbb::task_arena arena(std::max(threads, 1));
+  size_t next = 0;
+  arena.execute([&] {
+    tbb::parallel_pipeline(
+        static_cast<size_t>(std::max(threads, 1)) * 4,
+        tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
+                                       [&](tbb::flow_control& fc) -> size_t {
+                                         if (next >= items.size() || !write_status.ok() ||
+                                             (o.cancel && o.cancel->load())) {
+                                           fc.stop();
+                                           return 0;
+                                         }
+                                         return next++;
+                                       }) &
+            tbb::make_filter<size_t, Packed>(tbb::filter_mode::parallel, process) &
+            tbb::make_filter<Packed, void>(tbb::filter_mode::serial_in_order, [&](Packed p) {
+              if (o.progress) {
+                ++o.progress->done;
+                o.progress->bytes_in += p.bytes_in;
+              }
+              summary.bytes_in += p.bytes_in;
+              if (!p.error.empty()) {
+                summary.errors.push_back({items[p.pos].rel, p.error});
+                if (o.progress) ++o.progress->failed;
+                return;
+              }
+              if (!write_status.ok()) return;
+              write_status = w.Add(p.record);
+              if (!write_status.ok()) return;
+              if (p.label >= 0 && static_cast<size_t>(p.label) < label_counts.size()) ++label_counts[p.label];
+              summary.payload_bytes += p.payload;
+              if (o.progress) o.progress->bytes_out += static_cast<int64_t>(p.record.size());
+              summary.passed_through += p.passed_through;
+              if (p.has_moments) {
+                ++stats_images;
+                total.n += p.moments.n;
+                for (int k = 0; k < 3; ++k) {
+                  total.sum[k] += p.moments.sum[k];
+                  total.sq[k] += p.moments.sq[k];
+                }
+              }
+            }));
+  });
+  IMAGEPACK_RETURN_IF_ERROR(write_status);
+  std::sort(summary.errors.begin(), summary.errors.end(),
+            [](const FileError& a, const FileError& b) { return a.path < b.path; });
+  if (next < items.size()) {
+    summary.cancelled = true;  // the writer's destructor removes the temporary
+    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return summary;
+  }
+
+  DatasetMeta& meta = summary.meta;
+  meta.count = w.count();
+  meta.classes = classes;
+  meta.encoding = o.encoding;
+  meta.channels = channels;
+  meta.shard = o.shard;
+  meta.label_counts = label_counts;
+  meta.payload_bytes = summary.payload_bytes;
+  meta.tool = o.tool;
+  meta.options_json = o.options_json;
+  meta.source = fs::absolute(o.src, ec).string();
+  meta.created = UtcNow();
+  meta.stats_images = stats_images;
+  if (total.n > 0) {
+    for (int k = 0; k < channels; ++k) {
+      const double mean = total.sum[k] / total.n / 255.0;
+      const double var = total.sq[k] / total.n / (255.0 * 255.0) - mean * mean;
+      meta.mean.push_back(mean);
+      meta.std.push_back(std::sqrt(std::max(0.0, var)));
+    }
+  }
+  IMAGEPACK_RETURN_IF_ERROR(w.Finish(meta));
+  summary.written = meta.count;
+  summary.file_bytes = static_cast<int64_t>(fs::file_size(o.dst, ec));
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return summary;
+}
+
+}  // namespace imagepack

@@ -1,0 +1,109 @@
+#include "imagepack/record.h"
+
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace imagepack {
+namespace {
+
+template <typename T>
+void Put(uint8_t* p, T v) {
+  // The format is little-endian; so is every machine this builds for, and a
+  // static_assert below keeps it that way.
+  std::memcpy(p, &v, sizeof(T));
+}
+template <typename T>
+T Get(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "imagepack assumes a little-endian host");
+
+constexpr char kMagic[4] = {'I', 'P', 'K', 'R'};
+
+}  // namespace
+
+const char* EncodingName(Encoding e) { return e == Encoding::kRaw ? "raw" : "jpeg"; }
+
+Result<Encoding> ParseEncoding(const std::string& name) {
+  if (name == "jpeg") return Encoding::kJpeg;
+  if (name == "raw") return Encoding::kRaw;
+  return Status::InvalidArgument("unknown encoding '" + name + "' (expected jpeg or raw)");
+}
+
+std::vector<uint8_t> EncodeRecord(const RecordFields& f, std::string_view path,
+                                  const uint8_t* payload, size_t payload_size) {
+  std::vector<uint8_t> out(kRecordHeaderSize + path.size() + payload_size);
+  uint8_t* p = out.data();
+  std::memcpy(p + 8, kMagic, 4);
+  Put<uint16_t>(p + 12, kRecordVersion);
+  p[14] = static_cast<uint8_t>(f.encoding);
+  p[15] = static_cast<uint8_t>(f.channels);
+  Put<int32_t>(p + 16, f.label);
+  Put<uint32_t>(p + 20, f.height);
+  Put<uint32_t>(p + 24, f.width);
+  Put<uint16_t>(p + 28, static_cast<uint16_t>(path.size()));
+  Put<uint16_t>(p + 30, 0);
+  Put<uint32_t>(p + 32, static_cast<uint32_t>(payload_size));
+  Put<uint32_t>(p + 36, 0);
+  if (!path.empty()) std::memcpy(p + kRecordHeaderSize, path.data(), path.size());
+  if (payload_size) std::memcpy(p + kRecordHeaderSize + path.size(), payload, payload_size);
+  Put<uint64_t>(p, XXH3_64bits(p + 8, out.size() - 8));
+  return out;
+}
+
+Result<RecordView> ParseRecord(const uint8_t* d, size_t size, bool verify_checksum) {
+  if (size < kRecordHeaderSize)
+    return Status::Corruption("record is " + std::to_string(size) + " bytes, shorter than its " +
+                              std::to_string(kRecordHeaderSize) + "-byte header");
+  if (std::memcmp(d + 8, kMagic, 4) != 0) return Status::Corruption("bad record magic");
+  const uint16_t version = Get<uint16_t>(d + 12);
+  if (version != kRecordVersion)
+    return Status::NotSupported("record version " + std::to_string(version) + " (this build reads " +
+                                std::to_string(kRecordVersion) + ")");
+  RecordView v;
+  if (d[14] > 1) return Status::Corruption("bad encoding byte " + std::to_string(d[14]));
+  v.fields.encoding = static_cast<Encoding>(d[14]);
+  v.fields.channels = d[15];
+  if (v.fields.channels != 1 && v.fields.channels != 3)
+    return Status::Corruption("bad channel count " + std::to_string(v.fields.channels));
+  v.fields.label = Get<int32_t>(d + 16);
+  v.fields.height = Get<uint32_t>(d + 20);
+  v.fields.width = Get<uint32_t>(d + 24);
+  const size_t path_len = Get<uint16_t>(d + 28);
+  const size_t payload_len = Get<uint32_t>(d + 32);
+  if (kRecordHeaderSize + path_len + payload_len != size)
+    return Status::Corruption("record length mismatch: header says " + std::to_string(path_len) +
+                              " path + " + std::to_string(payload_len) + " payload bytes, record is " +
+                              std::to_string(size) + " bytes");
+  if (v.fields.encoding == Encoding::kRaw &&
+      uint64_t(v.fields.height) * v.fields.width * v.fields.channels != payload_len)
+    return Status::Corruption("raw payload is " + std::to_string(payload_len) + " bytes, not " +
+                              std::to_string(v.fields.height) + "x" + std::to_string(v.fields.width) +
+                              "x" + std::to_string(v.fields.channels));
+  if (verify_checksum) {
+    const uint64_t want = Get<uint64_t>(d);
+    const uint64_t got = XXH3_64bits(d + 8, size - 8);
+    if (want != got) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "checksum mismatch (stored %016llx, computed %016llx)",
+                    static_cast<unsigned long long>(want), static_cast<unsigned long long>(got));
+      return Status::Corruption(buf);
+    }
+  }
+  v.path = std::string_view(reinterpret_cast<const char*>(d + kRecordHeaderSize), path_len);
+  v.payload = d + kRecordHeaderSize + path_len;
+  v.payload_size = payload_len;
+  return v;
+}
+
+std::string RecordKey(int64_t index) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%010lld", static_cast<long long>(index));
+  return buf;
+}
+
+}  // namespace imagepack

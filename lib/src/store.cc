@@ -1,0 +1,239 @@
+// Writer creation, container detection, in-memory sources and multi-shard
+// datasets.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "imagepack/files.h"
+#include "imagepack/store.h"
+#include "store_internal.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack {
+
+const char* ContainerFormatName(ContainerFormat f) { return f == ContainerFormat::kBlob ? "blob" : "lmdb"; }
+
+Result<ContainerFormat> ParseContainerFormat(const std::string& name) {
+  if (name == "lmdb") return ContainerFormat::kLmdb;
+  if (name == "blob") return ContainerFormat::kBlob;
+  return Status::InvalidArgument("unknown format '" + name + "' (expected lmdb or blob)");
+}
+
+Result<RecordView> RecordCursor::Read(int64_t index, bool verify_checksum) {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  Status st = ReadRaw(index, &data, &size);
+  if (!st.ok()) return st;
+  auto view = ParseRecord(data, size, verify_checksum);
+  if (!view.ok()) return view.status().WithContext("record " + RecordKey(index));
+  return view;
+}
+
+namespace {
+
+// Holds the destination lock for the writer's lifetime.
+class LockedWriter : public RecordWriter {
+ public:
+  LockedWriter(std::unique_ptr<PathLock> lock, std::unique_ptr<RecordWriter> inner)
+      : lock_(std::move(lock)), inner_(std::move(inner)) {}
+  ~LockedWriter() override { inner_.reset(); }
+  Status Add(const uint8_t* record, size_t size) override { return inner_->Add(record, size); }
+  Status Finish(const DatasetMeta& meta) override { return inner_->Finish(meta); }
+  int64_t count() const override { return inner_->count(); }
+
+ private:
+  std::unique_ptr<PathLock> lock_;
+  std::unique_ptr<RecordWriter> inner_;
+};
+
+class MemoryCursor : public RecordCursor {
+ public:
+  MemoryCursor(const uint8_t* base, const std::vector<uint64_t>* offsets,
+               const std::vector<uint64_t>* lengths)
+      : base_(base), offsets_(offsets), lengths_(lengths) {}
+  Status ReadRaw(int64_t index, const uint8_t** data, size_t* size) override {
+    if (index < 0 || static_cast<size_t>(index) >= offsets_->size())
+      return Status::InvalidArgument("record " + RecordKey(index) + " is out of range");
+    *data = base_ + (*offsets_)[index];
+    *size = (*lengths_)[index];
+    return Status::Ok();
+  }
+
+ private:
+  const uint8_t* base_;
+  const std::vector<uint64_t>* offsets_;
+  const std::vector<uint64_t>* lengths_;
+};
+
+class MemorySource : public RecordSource {
+ public:
+  MemorySource(DatasetMeta meta, std::string describe, const uint8_t* base, std::vector<uint64_t> offsets,
+               std::vector<uint64_t> lengths, std::shared_ptr<void> keep, int64_t resident)
+      : meta_(std::move(meta)), describe_(std::move(describe)), base_(base), offsets_(std::move(offsets)),
+        lengths_(std::move(lengths)), keep_(std::move(keep)), resident_(resident) {}
+  const DatasetMeta& meta() const override { return meta_; }
+  std::unique_ptr<RecordCursor> NewCursor() const override {
+    return std::make_unique<MemoryCursor>(base_, &offsets_, &lengths_);
+  }
+  std::string Describe() const override { return describe_; }
+  int64_t resident_bytes() const override { return resident_; }
+
+ private:
+  DatasetMeta meta_;
+  std::string describe_;
+  const uint8_t* base_;
+  std::vector<uint64_t> offsets_, lengths_;
+  std::shared_ptr<void> keep_;
+  int64_t resident_;
+};
+
+class MultiCursor : public RecordCursor {
+ public:
+  MultiCursor(const std::vector<std::unique_ptr<RecordSource>>* parts, const std::vector<int64_t>* starts)
+      : parts_(parts), starts_(starts), cursors_(parts->size()) {}
+  Status ReadRaw(int64_t index, const uint8_t** data, size_t* size) override {
+    auto it = std::upper_bound(starts_->begin(), starts_->end(), index);
+    if (index < 0 || it == starts_->begin() || it == starts_->end())
+      return Status::InvalidArgument("record " + std::to_string(index) + " is out of range");
+    const size_t part = static_cast<size_t>(it - starts_->begin() - 1);
+    if (!cursors_[part]) cursors_[part] = (*parts_)[part]->NewCursor();
+    Status st = cursors_[part]->ReadRaw(index - (*starts_)[part], data, size);
+    return st.ok() ? st : st.WithContext((*parts_)[part]->Describe());
+  }
+
+ private:
+  const std::vector<std::unique_ptr<RecordSource>>* parts_;
+  const std::vector<int64_t>* starts_;
+  std::vector<std::unique_ptr<RecordCursor>> cursors_;
+};
+
+class MultiSource : public RecordSource {
+ public:
+  MultiSource(std::vector<std::unique_ptr<RecordSource>> parts, DatasetMeta meta)
+      : parts_(std::move(parts)), meta_(std::move(meta)) {
+    int64_t at = 0;
+    for (const auto& p : parts_) {
+      starts_.push_back(at);
+      at += p->size();
+    }
+    starts_.push_back(at);
+  }
+  const DatasetMeta& meta() const override { return meta_; }
+  std::unique_ptr<RecordCursor> NewCursor() const override {
+    return std::make_unique<MultiCursor>(&parts_, &starts_);
+  }
+  std::string Describe() const override {
+    std::string d = std::to_string(parts_.size()) + " shards: ";
+    for (size_t i = 0; i < parts_.size(); ++i) d += (i ? ", " : "") + parts_[i]->Describe();
+    return d;
+  }
+  int64_t resident_bytes() const override {
+    int64_t r = 0;
+    for (const auto& p : parts_) r += p->resident_bytes();
+    return r;
+  }
+
+ private:
+  std::vector<std::unique_ptr<RecordSource>> parts_;
+  std::vector<int64_t> starts_;
+  DatasetMeta meta_;
+};
+
+}  // namespace
+
+namespace internal {
+
+std::unique_ptr<RecordSource> NewMemorySource(DatasetMeta meta, std::string describe, const uint8_t* base,
+                                              uint64_t /*base_size*/, std::vector<uint64_t> offsets,
+                                              std::vector<uint64_t> lengths, std::shared_ptr<void> keep_alive,
+                                              int64_t resident) {
+  return std::make_unique<MemorySource>(std::move(meta), std::move(describe), base, std::move(offsets),
+                                        std::move(lengths), std::move(keep_alive), resident);
+}
+
+}  // namespace internal
+
+Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const std::string& path,
+                                                   const WriterOptions& opts) {
+  std::error_code ec;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) {
+    fs::create_directories(parent, ec);
+    if (ec) return Status::IOError("cannot create directory " + parent.string() + ": " + ec.message());
+  }
+  if (fs::is_directory(path, ec)) return Status::InvalidArgument(path + " is a directory; give a file name");
+  auto lock = PathLock::Acquire(path);
+  if (!lock.ok()) return lock.status();
+  if (!opts.overwrite && fs::exists(path, ec))
+    return Status::InvalidArgument(path + " already exists (use --overwrite to replace it)");
+  RemoveStaleTempsFor(path);
+  const std::string tmp = TempPathFor(path);
+  auto inner = format == ContainerFormat::kBlob ? internal::NewBlobWriter(path, tmp)
+                                                : internal::NewLmdbWriter(path, tmp);
+  if (!inner.ok()) return inner.status();
+  return std::unique_ptr<RecordWriter>(new LockedWriter(std::move(lock.value()), std::move(inner.value())));
+}
+
+Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(path, errno);
+  char magic[8] = {0};
+  ssize_t n = ::pread(fd, magic, sizeof magic, 0);
+  ::close(fd);
+  if (n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, "IPKBLOB1", 8) == 0)
+    return internal::OpenBlob(path, opts);
+  if (n < 8) return Status::Corruption(path + ": file is too short to be a database");
+  return internal::OpenLmdb(path, opts);
+}
+
+Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::string>& paths, const OpenOptions& opts) {
+  if (paths.empty()) return Status::InvalidArgument("no database given");
+  if (paths.size() == 1) return OpenDatabase(paths[0], opts);
+  std::vector<std::unique_ptr<RecordSource>> parts;
+  for (const auto& p : paths) {
+    auto s = OpenDatabase(p, opts);
+    if (!s.ok()) return s.status();
+    parts.push_back(std::move(s.value()));
+  }
+  const DatasetMeta& first = parts[0]->meta();
+  DatasetMeta meta = first;
+  meta.count = 0;
+  meta.payload_bytes = 0;
+  meta.stats_images = 0;
+  meta.shard = {0, 1};
+  std::vector<double> sum(first.mean.size(), 0.0), sq(first.mean.size(), 0.0);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const DatasetMeta& m = parts[i]->meta();
+    if (m.classes != first.classes)
+      return Status::InvalidArgument(paths[i] + " has a different class list from " + paths[0] +
+                                     ": shards of one dataset must share it");
+    if (m.encoding != first.encoding || m.channels != first.channels)
+      return Status::InvalidArgument(paths[i] + " differs from " + paths[0] + " in encoding or channels");
+    meta.count += m.count;
+    meta.payload_bytes += m.payload_bytes;
+    for (size_t c = 0; c < m.label_counts.size() && c < meta.label_counts.size(); ++c)
+      if (i > 0) meta.label_counts[c] += m.label_counts[c];
+    // Pool the per-shard statistics, weighted by the images behind them.
+    if (m.mean.size() == sum.size() && m.std.size() == sum.size()) {
+      for (size_t c = 0; c < sum.size(); ++c) {
+        sum[c] += m.mean[c] * m.stats_images;
+        sq[c] += (m.std[c] * m.std[c] + m.mean[c] * m.mean[c]) * m.stats_images;
+      }
+      meta.stats_images += m.stats_images;
+    }
+  }
+  if (meta.stats_images > 0) {
+    for (size_t c = 0; c < sum.size(); ++c) {
+      meta.mean[c] = sum[c] / meta.stats_images;
+      meta.std[c] = std::sqrt(std::max(0.0, sq[c] / meta.stats_images - meta.mean[c] * meta.mean[c]));
+    }
+  }
+  return std::unique_ptr<RecordSource>(new MultiSource(std::move(parts), std::move(meta)));
+}
+
+}  // namespace imagepack

@@ -1,0 +1,28 @@
+// Shared pieces of the container implementations. Internal.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "imagepack/store.h"
+
+namespace imagepack::internal {
+
+// Writers of each container, writing to `tmp_path` (renamed by Finish).
+Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, const std::string& tmp_path);
+Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, const std::string& tmp_path);
+
+Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const OpenOptions& opts);
+Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const OpenOptions& opts);
+
+// Records held in one memory region, located by an (offset, length) index:
+// a mmapped or loaded blob, or LMDB values copied into an arena.
+// `keep_alive` owns whatever backs `base` (a buffer or a mapping).
+std::unique_ptr<RecordSource> NewMemorySource(DatasetMeta meta, std::string describe,
+                                              const uint8_t* base, uint64_t base_size,
+                                              std::vector<uint64_t> offsets,
+                                              std::vector<uint64_t> lengths,
+                                              std::shared_ptr<void> keep_alive, int64_t resident);
+
+}  // namespace imagepack::internal

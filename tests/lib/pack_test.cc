@@ -1,0 +1,229 @@
+#include "imagepack/pack.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "testutil.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack {
+namespace {
+
+using testing::Golden;
+using testing::Gradient;
+using testing::Slurp;
+using testing::Spit;
+using testing::TempDir;
+
+// Three classes of generated JPEGs, one broken file, one stray file.
+void MakeTree(const std::string& root, int per_class = 5) {
+  const char* classes[] = {"n02", "n01", "n03"};  // sorted: n01 n02 n03
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < per_class; ++i) {
+      Image img = Gradient(90 + 7 * i, 70 + 5 * c);
+      for (auto& p : img.pixels) p = uint8_t(p / (c + 1));
+      Spit(root + "/" + classes[c] + "/" + std::to_string(i) + ".JPEG", EncodeJpeg(img, 90).value());
+    }
+  Spit(root + "/n01/broken.JPEG", Golden("truncated.jpg"));
+  Spit(root + "/n02/cmyk.jpg", Golden("cmyk_adobe.jpg"));
+  Spit(root + "/stray.JPEG", Golden("rgb.jpg"));
+}
+
+PackOptions Opts(const std::string& src, const std::string& dst) {
+  PackOptions o;
+  o.src = src;
+  o.dst = dst;
+  o.threads = 2;
+  return o;
+}
+
+std::vector<std::vector<uint8_t>> AllRecords(const std::string& path) {
+  auto src = OpenDatabase(path);
+  EXPECT_TRUE(src.ok()) << src.status().ToString();
+  std::vector<std::vector<uint8_t>> out;
+  auto cur = src.value()->NewCursor();
+  for (int64_t i = 0; i < src.value()->size(); ++i) {
+    const uint8_t* d;
+    size_t n;
+    EXPECT_OK(cur->ReadRaw(i, &d, &n));
+    out.emplace_back(d, d + n);
+  }
+  return out;
+}
+
+TEST(Pack, ImageFolderTreeBecomesLabelledRecords) {
+  TempDir src, out;
+  MakeTree(src.path());
+  auto r = PackDataset(Opts(src.path(), out / "db.lmdb"));
+  ASSERT_OK(r);
+  EXPECT_EQ(r->inputs, 17);
+  EXPECT_EQ(r->written, 16);
+  ASSERT_EQ(r->errors.size(), 1u);
+  EXPECT_EQ(r->errors[0].path, "n01/broken.JPEG");
+  ASSERT_EQ(r->ignored.size(), 1u);
+  EXPECT_NE(r->ignored[0].find("stray.JPEG"), std::string::npos);
+  EXPECT_EQ(r->passed_through, 15);  // all but the CMYK one
+  auto db = OpenDatabase(out / "db.lmdb");
+  ASSERT_OK(db);
+  const DatasetMeta& m = db.value()->meta();
+  EXPECT_EQ(m.classes, (std::vector<std::string>{"n01", "n02", "n03"}));
+  EXPECT_EQ(m.label_counts, (std::vector<int64_t>{5, 6, 5}));
+  ASSERT_EQ(m.mean.size(), 3u);
+  EXPECT_GT(m.mean[0], 0.1);
+  EXPECT_LT(m.mean[0], 0.9);
+  EXPECT_GT(m.std[1], 0.01);
+  auto cur = db.value()->NewCursor();
+  for (int64_t i = 0; i < m.count; ++i) {
+    auto rec = cur->Read(i);
+    ASSERT_OK(rec);
+    const std::string path(rec->path);
+    EXPECT_EQ(rec->fields.label, path.substr(0, 3) == "n01" ? 0 : path.substr(0, 3) == "n02" ? 1 : 2) << path;
+    if (path.find("cmyk") == std::string::npos) {  // pass-through: bytes in == bytes out
+      auto original = Slurp(src / path);
+      EXPECT_EQ(std::vector<uint8_t>(rec->payload, rec->payload + rec->payload_size), original) << path;
+    }
+  }
+}
+
+TEST(Pack, RawRecordsHoldDecodedPixels) {
+  TempDir src, out;
+  MakeTree(src.path(), 2);
+  auto o = Opts(src.path(), out / "raw.blob");
+  o.format = ContainerFormat::kBlob;
+  o.encoding = Encoding::kRaw;
+  o.prepare.decode.limit = {SizeLimit::Mode::kShorterEdge, 32};
+  ASSERT_OK(PackDataset(o));
+  auto db = OpenDatabase(out / "raw.blob");
+  ASSERT_OK(db);
+  EXPECT_EQ(db.value()->meta().stats_images, db.value()->size());
+  auto cur = db.value()->NewCursor();
+  for (int64_t i = 0; i < db.value()->size(); ++i) {
+    auto rec = cur->Read(i);
+    ASSERT_OK(rec);
+    EXPECT_EQ(rec->fields.encoding, Encoding::kRaw);
+    EXPECT_EQ(std::min(rec->fields.width, rec->fields.height), 32u);
+    const std::string path(rec->path);
+    auto data = Slurp(src / path);
+    DecodeOptions d;
+    d.limit = {SizeLimit::Mode::kShorterEdge, 32};
+    auto img = DecodeImage(data.data(), data.size(), d);
+    ASSERT_OK(img);
+    EXPECT_EQ(std::vector<uint8_t>(rec->payload, rec->payload + rec->payload_size), img->pixels) << path;
+  }
+}
+
+TEST(Pack, SameRecordsWhateverTheThreadCountAndShuffleIsFixedBySeed) {
+  TempDir src, out;
+  MakeTree(src.path(), 8);
+  for (int threads : {1, 3}) {
+    auto o = Opts(src.path(), out / ("t" + std::to_string(threads)));
+    o.threads = threads;
+    o.shuffle_seed = 42;
+    o.encoding = Encoding::kRaw;
+    ASSERT_OK(PackDataset(o));
+  }
+  auto a = AllRecords(out / "t1"), b = AllRecords(out / "t3");
+  EXPECT_EQ(a, b);
+  auto o = Opts(src.path(), out / "unshuffled");
+  o.encoding = Encoding::kRaw;
+  ASSERT_OK(PackDataset(o));
+  auto c = AllRecords(out / "unshuffled");
+  EXPECT_NE(a, c);
+  std::multiset<std::vector<uint8_t>> sa(a.begin(), a.end()), sc(c.begin(), c.end());
+  EXPECT_EQ(sa, sc);  // a permutation of the same records
+}
+
+TEST(Pack, ShardsShareClassesAndCoverTheTree) {
+  TempDir src, out;
+  MakeTree(src.path(), 10);
+  int64_t total = 0;
+  std::vector<std::string> shards;
+  for (int i = 0; i < 3; ++i) {
+    auto o = Opts(src.path(), out / ("s" + std::to_string(i)));
+    o.shard = {i, 3};
+    auto r = PackDataset(o);
+    ASSERT_OK(r);
+    total += r->written;
+    shards.push_back(out / ("s" + std::to_string(i)));
+    EXPECT_EQ(r->meta.classes.size(), 3u);
+    EXPECT_EQ(r->meta.shard.index, i);
+  }
+  EXPECT_EQ(total, 31);
+  auto all = OpenDatabases(shards);
+  ASSERT_OK(all);
+  EXPECT_EQ(all.value()->size(), 31);
+  std::set<std::string> paths;
+  auto cur = all.value()->NewCursor();
+  for (int64_t i = 0; i < 31; ++i) paths.insert(std::string(cur->Read(i)->path));
+  EXPECT_EQ(paths.size(), 31u);
+}
+
+TEST(Pack, FlatFolderWithLabelsFileAndClassOrder) {
+  TempDir src, out;
+  for (int i = 0; i < 6; ++i)
+    Spit(src / ("val_" + std::to_string(i) + ".JPEG"), EncodeJpeg(Gradient(40, 30), 90).value());
+  Spit(out / "classes.txt", {'n', '9', '\n', 'n', '1', ' ', 'x', '\n'});
+  std::string labels = "val_0.JPEG n1\nval_1.JPEG n9\nval_2.JPEG n1\nval_3.JPEG n9\nval_4.JPEG n1\n";
+  Spit(out / "labels.txt", std::vector<uint8_t>(labels.begin(), labels.end()));
+  auto o = Opts(src.path(), out / "val.lmdb");
+  o.classes_file = out / "classes.txt";
+  o.labels_file = out / "labels.txt";
+  auto r = PackDataset(o);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->written, 5);
+  ASSERT_EQ(r->errors.size(), 1u);
+  EXPECT_EQ(r->errors[0].path, "val_5.JPEG");
+  EXPECT_NE(r->errors[0].reason.find("no label"), std::string::npos);
+  EXPECT_EQ(r->meta.classes, (std::vector<std::string>{"n9", "n1"}));
+  EXPECT_EQ(r->meta.label_counts, (std::vector<int64_t>{2, 3}));
+  // Unknown class in the labels file: refused, naming it; nothing written.
+  std::string bad = "val_0.JPEG n7\n";
+  Spit(out / "bad.txt", std::vector<uint8_t>(bad.begin(), bad.end()));
+  o.labels_file = out / "bad.txt";
+  o.dst = out / "bad.lmdb";
+  auto b = PackDataset(o);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("'n7'"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out / "bad.lmdb"));
+}
+
+TEST(Pack, ConvertsBetweenContainersAndEncodings) {
+  TempDir src, out;
+  MakeTree(src.path(), 3);
+  ASSERT_OK(PackDataset(Opts(src.path(), out / "jpeg.lmdb")));
+  auto o = Opts(out / "jpeg.lmdb", out / "jpeg.blob");
+  o.format = ContainerFormat::kBlob;
+  ASSERT_OK(PackDataset(o));
+  EXPECT_EQ(AllRecords(out / "jpeg.lmdb"), AllRecords(out / "jpeg.blob"));  // LMDB -> blob: identical
+  auto r = Opts(out / "jpeg.blob", out / "raw.lmdb");
+  r.encoding = Encoding::kRaw;
+  ASSERT_OK(PackDataset(r));
+  auto back = Opts(out / "raw.lmdb", out / "back.lmdb");
+  back.encoding = Encoding::kJpeg;
+  ASSERT_OK(PackDataset(back));
+  auto db = OpenDatabase(out / "back.lmdb");
+  ASSERT_OK(db);
+  EXPECT_EQ(db.value()->size(), 10);
+  auto rec = db.value()->NewCursor()->Read(0);
+  ASSERT_OK(rec);
+  EXPECT_EQ(rec->fields.encoding, Encoding::kJpeg);
+  EXPECT_EQ(db.value()->meta().classes, (std::vector<std::string>{"n01", "n02", "n03"}));
+}
+
+TEST(Pack, CancelledPackLeavesNothingAtDst) {
+  TempDir src, out;
+  MakeTree(src.path(), 5);
+  CancelFlag cancel{true};
+  auto o = Opts(src.path(), out / "db");
+  o.cancel = &cancel;
+  auto r = PackDataset(o);
+  ASSERT_OK(r);
+  EXPECT_TRUE(r->cancelled);
+  EXPECT_TRUE(fs::is_empty(out.path()));
+}
+
+}  // namespace
+}  // namespace imagepack

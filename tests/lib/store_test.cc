@@ -1,0 +1,262 @@
+// Both containers through the public API, plus corruption at known offsets.
+#include "imagepack/store.h"
+
+#include <gtest/gtest.h>
+#include <lmdb.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "imagepack/files.h"
+#include "testutil.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack {
+namespace {
+
+using testing::Slurp;
+using testing::Spit;
+using testing::TempDir;
+
+std::vector<uint8_t> Payload(int i) {
+  std::vector<uint8_t> p(1000 + i * 37);
+  for (size_t k = 0; k < p.size(); ++k) p[k] = uint8_t(k * 31 + i);
+  return p;
+}
+
+DatasetMeta Meta(int64_t n) {
+  DatasetMeta m;
+  m.count = n;
+  m.classes = {"cat", "dog", "emu"};
+  m.label_counts = {0, 0, 0};
+  for (int i = 0; i < n; ++i) ++m.label_counts[i % 3];
+  return m;
+}
+
+void Write(ContainerFormat f, const std::string& path, int n) {
+  auto w = CreateWriter(f, path);
+  ASSERT_OK(w);
+  for (int i = 0; i < n; ++i) {
+    auto p = Payload(i);
+    ASSERT_OK(w.value()->Add(EncodeRecord({Encoding::kJpeg, 3, i % 3, 1, 1}, "f" + std::to_string(i), p.data(), p.size())));
+  }
+  ASSERT_OK(w.value()->Finish(Meta(n)));
+}
+
+class Containers : public ::testing::TestWithParam<std::tuple<ContainerFormat, bool>> {};
+
+TEST_P(Containers, RoundTripBytesInEqualBytesOut) {
+  auto [format, in_ram] = GetParam();
+  TempDir d;
+  Write(format, d / "db", 50);
+  auto src = OpenDatabase(d / "db", OpenOptions{in_ram});
+  ASSERT_OK(src);
+  EXPECT_EQ(src.value()->size(), 50);
+  EXPECT_EQ(src.value()->meta().classes[2], "emu");
+  EXPECT_EQ(src.value()->resident_bytes() > 0, in_ram);
+  auto cur = src.value()->NewCursor();
+  for (int i : {0, 1, 2, 49, 7, 8, 3}) {  // sequential and random access
+    auto r = cur->Read(i);
+    ASSERT_OK(r);
+    EXPECT_EQ(r->path, "f" + std::to_string(i));
+    EXPECT_EQ(r->fields.label, i % 3);
+    EXPECT_EQ(std::vector<uint8_t>(r->payload, r->payload + r->payload_size), Payload(i));
+  }
+  EXPECT_FALSE(cur->Read(50).ok());
+  // Nothing but the container is left beside it.
+  int files = 0;
+  for (auto& e : fs::directory_iterator(d.path())) { (void)e; ++files; }
+  EXPECT_EQ(files, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Containers,
+                         ::testing::Combine(::testing::Values(ContainerFormat::kLmdb, ContainerFormat::kBlob),
+                                            ::testing::Bool()));
+
+TEST(Writer, UnfinishedWriterLeavesNothing) {
+  for (auto f : {ContainerFormat::kLmdb, ContainerFormat::kBlob}) {
+    TempDir d;
+    {
+      auto w = CreateWriter(f, d / "db");
+      ASSERT_OK(w);
+      auto p = Payload(1);
+      ASSERT_OK(w.value()->Add(EncodeRecord({}, "x", p.data(), p.size())));
+    }  // destroyed without Finish: an interrupted pack
+    EXPECT_TRUE(fs::is_empty(d.path()));
+  }
+}
+
+TEST(Writer, RefusesExistingDestinationAndASecondWriter) {
+  TempDir d;
+  Write(ContainerFormat::kLmdb, d / "db", 3);
+  auto again = CreateWriter(ContainerFormat::kLmdb, d / "db");
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("already exists"), std::string::npos);
+  auto first = CreateWriter(ContainerFormat::kBlob, d / "other");
+  ASSERT_OK(first);
+  auto second = CreateWriter(ContainerFormat::kBlob, d / "other");
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("another process is writing"), std::string::npos)
+      << second.status().ToString();
+}
+
+TEST(Writer, OverwriteReplacesAtomically) {
+  TempDir d;
+  Write(ContainerFormat::kBlob, d / "db", 3);
+  auto w = CreateWriter(ContainerFormat::kBlob, d / "db", WriterOptions{true});
+  ASSERT_OK(w);
+  EXPECT_EQ(OpenDatabase(d / "db").value()->size(), 3);  // old one readable meanwhile
+  ASSERT_OK(w.value()->Finish(Meta(0)));
+  EXPECT_EQ(OpenDatabase(d / "db").value()->size(), 0);
+}
+
+TEST(Writer, CountMismatchIsRefused) {
+  TempDir d;
+  auto w = CreateWriter(ContainerFormat::kLmdb, d / "db");
+  ASSERT_OK(w);
+  Status st = w.value()->Finish(Meta(5));
+  ASSERT_FALSE(st.ok());
+  EXPECT_FALSE(fs::exists(d / "db"));
+}
+
+TEST(Writer, LmdbMapGrowsWithoutMapFull) {
+  // 300 records of 1 MiB exceed the initial 256 MiB map several times over.
+  TempDir d;
+  auto w = CreateWriter(ContainerFormat::kLmdb, d / "db");
+  ASSERT_OK(w);
+  std::vector<uint8_t> big(1 << 20, 3);
+  for (int i = 0; i < 300; ++i) ASSERT_OK(w.value()->Add(EncodeRecord({}, "", big.data(), big.size())));
+  DatasetMeta m;
+  m.count = 300;
+  ASSERT_OK(w.value()->Finish(m));
+  auto src = OpenDatabase(d / "db");
+  ASSERT_OK(src);
+  auto r = src.value()->NewCursor()->Read(299);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->payload_size, big.size());
+}
+
+// Finds `needle` in a file; the offset of its first byte.
+size_t Find(const std::vector<uint8_t>& hay, const std::vector<uint8_t>& needle) {
+  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end());
+  EXPECT_NE(it, hay.end());
+  return static_cast<size_t>(it - hay.begin());
+}
+
+TEST(Corruption, LmdbPayloadByteIsAChecksumMismatchOnThatKey) {
+  TempDir d;
+  Write(ContainerFormat::kLmdb, d / "db", 10);
+  auto bytes = Slurp(d / "db");
+  // LMDB is copy-on-write: stale copies of a page may remain in the file, so
+  // damage every copy of the payload.
+  const auto needle = Payload(6);
+  int copies = 0;
+  for (auto it = std::search(bytes.begin(), bytes.end(), needle.begin(), needle.end()); it != bytes.end();
+       it = std::search(it + 1, bytes.end(), needle.begin(), needle.end())) {
+    *(it + 500) ^= 0xFF;
+    ++copies;
+  }
+  ASSERT_GE(copies, 1);
+  Spit(d / "db", bytes);
+  auto src = OpenDatabase(d / "db");
+  ASSERT_OK(src);
+  auto cur = src.value()->NewCursor();
+  EXPECT_OK(cur->Read(5));
+  auto r = cur->Read(6);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("record 0000000006: checksum mismatch"), std::string::npos)
+      << r.status().ToString();
+}
+
+TEST(Corruption, LmdbMissingRecordAndMetadata) {
+  TempDir d;
+  Write(ContainerFormat::kLmdb, d / "db", 10);
+  MDB_env* env;
+  MDB_txn* txn;
+  MDB_dbi dbi;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  ASSERT_EQ(mdb_env_open(env, (d / "db").c_str(), MDB_NOSUBDIR | MDB_NOLOCK, 0644), 0);
+  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+  ASSERT_EQ(mdb_dbi_open(txn, nullptr, 0, &dbi), 0);
+  std::string key = RecordKey(3);
+  MDB_val k{key.size(), key.data()};
+  ASSERT_EQ(mdb_del(txn, dbi, &k, nullptr), 0);
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  auto src = OpenDatabase(d / "db");
+  ASSERT_OK(src);
+  auto r = src.value()->NewCursor()->Read(3);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("record 0000000003 is missing"), std::string::npos);
+  std::vector<std::string> layout;
+  src.value()->CheckLayout([&](const std::string& m) { layout.push_back(m); });
+  ASSERT_EQ(layout.size(), 1u);
+  EXPECT_EQ(layout[0], "record 0000000003 is missing");
+  // Now damage the metadata.
+  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+  std::string mk = kMetaKey, junk = "{\"format\": \"imagepack\", \"count\": ";
+  MDB_val mkv{mk.size(), mk.data()}, jv{junk.size(), junk.data()};
+  ASSERT_EQ(mdb_put(txn, dbi, &mkv, &jv, 0), 0);
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  mdb_env_close(env);
+  auto bad = OpenDatabase(d / "db");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("metadata is not a JSON object"), std::string::npos)
+      << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find(d / "db"), std::string::npos);
+}
+
+TEST(Corruption, BlobEveryRegionIsChecked) {
+  TempDir d;
+  Write(ContainerFormat::kBlob, d / "db", 10);
+  const auto good = Slurp(d / "db");
+  uint64_t index_offset;
+  std::memcpy(&index_offset, &good[24], 8);
+  struct Case { const char* what; size_t offset; const char* words; };
+  const size_t payload6 = Find(good, Payload(6));
+  for (const Case& c : {Case{"header", 20, "header checksum mismatch"},
+                        Case{"magic", 0, "neither an imagepack blob nor an LMDB file"},
+                        Case{"index", size_t(index_offset) + 16 * 4, "index checksum mismatch"}}) {
+    SCOPED_TRACE(c.what);
+    auto bytes = good;
+    bytes[c.offset] ^= 0x5A;
+    Spit(d / "db", bytes);
+    auto src = OpenDatabase(d / "db");
+    ASSERT_FALSE(src.ok());
+    EXPECT_NE(src.status().message().find(c.words), std::string::npos) << src.status().ToString();
+  }
+  auto bytes = good;
+  bytes[payload6 + 10] ^= 1;
+  Spit(d / "db", bytes);
+  auto src = OpenDatabase(d / "db");
+  ASSERT_OK(src);
+  auto r = src.value()->NewCursor()->Read(6);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("record 0000000006: checksum mismatch"), std::string::npos);
+  for (size_t cut : {good.size() / 2, size_t(40), size_t(0)}) {
+    std::vector<uint8_t> truncated(good.begin(), good.begin() + cut);
+    Spit(d / "db", truncated);
+    auto t = OpenDatabase(d / "db");
+    ASSERT_FALSE(t.ok()) << cut;
+    EXPECT_EQ(t.status().code(), Status::Code::kCorruption) << t.status().ToString();
+  }
+}
+
+TEST(Shards, SeveralContainersReadAsOne) {
+  TempDir d;
+  Write(ContainerFormat::kLmdb, d / "a", 4);
+  Write(ContainerFormat::kBlob, d / "b", 6);
+  auto src = OpenDatabases({d / "a", d / "b"});
+  ASSERT_OK(src);
+  EXPECT_EQ(src.value()->size(), 10);
+  EXPECT_EQ(src.value()->meta().label_counts, (std::vector<int64_t>{4, 3, 3}));
+  auto cur = src.value()->NewCursor();
+  auto r = cur->Read(5);  // record 1 of the second shard
+  ASSERT_OK(r);
+  EXPECT_EQ(r->path, "f1");
+  EXPECT_EQ(std::vector<uint8_t>(r->payload, r->payload + r->payload_size), Payload(1));
+  EXPECT_FALSE(cur->Read(10).ok());
+}
+
+}  // namespace
+}  // namespace imagepack

@@ -1,0 +1,106 @@
+// pack_lmdb SRC DST [options]
+// Packs an image tree (or converts a packed database) into one LMDB or blob
+// file; see docs/USAGE.md and docs/FORMAT.md.
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "imagepack/pack.h"
+
+using namespace imagepack;
+namespace po = boost::program_options;
+
+int main(int argc, char** argv) {
+  PackOptions o;
+  int max_size = 0, max_edge = 0;
+  int64_t shuffle = -1;
+  std::string format = "lmdb", encoding = "jpeg", shard_text = "0/1", filter_name = "triangle", errors_path;
+  po::options_description opts("Options");
+  opts.add_options()
+      ("format", po::value(&format)->default_value("lmdb"), "lmdb or blob (one file to read into RAM or mmap)")
+      ("encoding", po::value(&encoding)->default_value("jpeg"), "jpeg (bytes) or raw (decoded uint8 HWC pixels)")
+      ("channels", po::value(&o.prepare.decode.channels)->default_value(3), "3 (RGB) or 1 (gray)")
+      ("max-size", po::value(&max_size), "resize while packing: cap the shorter edge at N")
+      ("max-edge", po::value(&max_edge), "resize while packing: cap the longer edge at N")
+      ("quality", po::value(&o.prepare.quality)->default_value(90), "JPEG quality of re-encoded images")
+      ("filter", po::value(&filter_name)->default_value("triangle"), "box, triangle, catrom, lanczos3")
+      ("reencode", "re-encode every JPEG (no byte-for-byte pass-through)")
+      ("max-pixels", po::value(&o.prepare.decode.max_pixels)->default_value(200000000), "refuse larger sources")
+      ("classes", po::value(&o.classes_file), "class order: one name per line (e.g. ImageNet's synset list)")
+      ("labels", po::value(&o.labels_file), "flat SRC: lines 'FILENAME LABEL' (class name or index)")
+      ("shuffle", po::value(&shuffle), "store records in a permutation fixed by SEED")
+      ("shard", po::value(&shard_text)->default_value("0/1"), "I/N: pack only shard I of N")
+      ("stats-sample", po::value(&o.stats_sample)->default_value(2048), "JPEG: images decoded for mean/std")
+      ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
+      ("overwrite", "replace DST if it exists")
+      ("errors", po::value(&errors_path), "write every skipped input and its reason to FILE")
+      ("quiet,q", "no progress line")
+      ("help,h", "show this help and exit")
+      ("version", "show the version and exit");
+  po::options_description hidden;
+  hidden.add_options()("src", po::value(&o.src))("dst", po::value(&o.dst));
+  po::positional_options_description pos;
+  pos.add("src", 1).add("dst", 1);
+  auto vm = cli::ParseOrExit(argc, argv, "SRC DST [options]", opts, hidden, pos);
+
+  if (o.src.empty() || o.dst.empty()) return cli::UsageError("SRC and DST are required");
+  if (max_size > 0 && max_edge > 0) return cli::UsageError("give at most one of --max-size and --max-edge");
+  if (max_size < 0 || max_edge < 0) return cli::UsageError("--max-size and --max-edge must be positive");
+  if (o.prepare.quality < 1 || o.prepare.quality > 100) return cli::UsageError("--quality must be in 1..100");
+  if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3)
+    return cli::UsageError("--channels must be 1 or 3");
+  auto fmt = ParseContainerFormat(format);
+  if (!fmt.ok()) return cli::UsageError(fmt.status().message());
+  auto enc = ParseEncoding(encoding);
+  if (!enc.ok()) return cli::UsageError(enc.status().message());
+  auto shard = ParseShard(shard_text);
+  if (!shard.ok()) return cli::UsageError(shard.status().message());
+  auto filter = ParseResampleFilter(filter_name);
+  if (!filter.ok()) return cli::UsageError(filter.status().message());
+  o.format = fmt.value();
+  o.encoding = enc.value();
+  o.shard = shard.value();
+  o.prepare.decode.filter = filter.value();
+  o.prepare.reencode = vm.count("reencode") > 0;
+  if (max_size > 0) o.prepare.decode.limit = {SizeLimit::Mode::kShorterEdge, max_size};
+  if (max_edge > 0) o.prepare.decode.limit = {SizeLimit::Mode::kLongerEdge, max_edge};
+  o.shuffle_seed = shuffle;
+  o.overwrite = vm.count("overwrite") > 0;
+  o.tool = cli::ProgramName() + " " + IMAGEPACK_VERSION;
+  nlohmann::json oj = {{"format", format}, {"encoding", encoding}, {"channels", o.prepare.decode.channels},
+                       {"max_size", max_size}, {"max_edge", max_edge}, {"quality", o.prepare.quality},
+                       {"filter", filter_name}, {"reencode", o.prepare.reencode}, {"shuffle", shuffle},
+                       {"shard", shard_text}};
+  o.options_json = oj.dump();
+  o.cancel = cli::InstallCancelHandler();
+  Progress progress;
+  o.progress = &progress;
+
+  cli::ProgressLine line(&progress, "pack", vm.count("quiet") > 0);
+  auto result = PackDataset(o);
+  line.Stop();
+  const std::string prog = cli::ProgramName();
+  if (!result.ok()) {
+    std::cerr << prog << ": " << result.status().message() << "\n";
+    return cli::kExitFatal;
+  }
+  const PackSummary& s = result.value();
+  cli::ReportSkipped(s.errors, s.ignored, s.problems, errors_path);
+  if (s.cancelled) {
+    std::printf("%s: interrupted after %lld of %lld inputs; nothing written to %s (re-run to pack)\n", prog.c_str(),
+                static_cast<long long>(progress.done.load()), static_cast<long long>(s.inputs), o.dst.c_str());
+    return cli::kExitInterrupted;
+  }
+  std::printf(
+      "%s: %lld records in %lld classes -> %s (%s, %s, shard %s): %lld copied as-is, %zu skipped; "
+      "%s in, payload %s, file %s (%.1f%% over payload); %.1f s, %.1f images/s\n",
+      prog.c_str(), static_cast<long long>(s.written), static_cast<long long>(s.classes), o.dst.c_str(),
+      format.c_str(), encoding.c_str(), o.shard.ToString().c_str(), static_cast<long long>(s.passed_through),
+      s.errors.size(), cli::HumanBytes(double(s.bytes_in)).c_str(), cli::HumanBytes(double(s.payload_bytes)).c_str(),
+      cli::HumanBytes(double(s.file_bytes)).c_str(),
+      s.payload_bytes > 0 ? 100.0 * (double(s.file_bytes) / double(s.payload_bytes) - 1) : 0.0, s.seconds,
+      s.seconds > 0 ? (s.written + double(s.errors.size())) / s.seconds : 0.0);
+  return s.errors.empty() ? cli::kExitOk : cli::kExitSomeSkipped;
+}

@@ -1,0 +1,82 @@
+// verify_db DB... [--decode] [--against SRC] [--stats]
+// Proves packed databases complete and intact; see docs/USAGE.md.
+#include <cstdio>
+#include <iostream>
+
+#include "cli.h"
+#include "imagepack/verify.h"
+
+using namespace imagepack;
+namespace po = boost::program_options;
+
+int main(int argc, char** argv) {
+  VerifyOptions o;
+  int max_print = 50;
+  po::options_description opts("Options");
+  opts.add_options()
+      ("decode", "decode every JPEG completely and check its size")
+      ("against", po::value(&o.against), "SRC tree: every image present exactly once with its label")
+      ("stats", "print the class histogram, sizes and pixel mean/std")
+      ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
+      ("max-print", po::value(&max_print)->default_value(50), "problems printed (all are counted)")
+      ("quiet,q", "no progress line")
+      ("help,h", "show this help and exit")
+      ("version", "show the version and exit");
+  po::options_description hidden;
+  hidden.add_options()("db", po::value(&o.paths)->multitoken());
+  po::positional_options_description pos;
+  pos.add("db", -1);
+  auto vm = cli::ParseOrExit(argc, argv, "DB... [--decode] [--against SRC] [--stats]", opts, hidden, pos);
+  if (o.paths.empty()) return cli::UsageError("give at least one database");
+  o.decode = vm.count("decode") > 0;
+  o.stats = vm.count("stats") > 0;
+  o.cancel = cli::InstallCancelHandler();
+  Progress progress;
+  o.progress = &progress;
+
+  cli::ProgressLine line(&progress, "verify", vm.count("quiet") > 0);
+  auto result = VerifyDatabases(o);
+  line.Stop();
+  const std::string prog = cli::ProgramName();
+  if (!result.ok()) {
+    std::cerr << prog << ": " << result.status().message() << "\n";
+    return cli::kExitUsage;
+  }
+  const VerifyReport& r = result.value();
+  int printed = 0;
+  for (const auto& p : r.problems) {
+    if (printed++ >= max_print) break;
+    std::cout << "PROBLEM " << p.where << (p.path.empty() ? "" : " (" + p.path + ")") << ": " << p.reason << "\n";
+  }
+  if (r.problems_total > max_print)
+    std::cout << "... " << r.problems_total - max_print << " more problems not printed (--max-print)\n";
+  if (o.stats) {
+    std::printf("classes: %zu\n", r.classes.size());
+    for (size_t c = 0; c < r.classes.size(); ++c)
+      std::printf("  %5zu %-20s %lld\n", c, r.classes[c].c_str(), static_cast<long long>(r.class_counts[c]));
+    std::printf("width: min %lld, mean %.1f, max %lld; height: min %lld, mean %.1f, max %lld\n",
+                static_cast<long long>(r.min_width), r.mean_width, static_cast<long long>(r.max_width),
+                static_cast<long long>(r.min_height), r.mean_height, static_cast<long long>(r.max_height));
+    if (r.payload_percentiles.size() == 5)
+      std::printf("payload bytes: min %lld, p10 %lld, median %lld, p90 %lld, max %lld\n",
+                  (long long)r.payload_percentiles[0], (long long)r.payload_percentiles[1],
+                  (long long)r.payload_percentiles[2], (long long)r.payload_percentiles[3],
+                  (long long)r.payload_percentiles[4]);
+    if (!r.mean.empty()) {
+      std::printf("pixel mean:");
+      for (double m : r.mean) std::printf(" %.4f", m);
+      std::printf("  std:");
+      for (double s : r.std) std::printf(" %.4f", s);
+      std::printf("\n");
+    } else {
+      std::printf("pixel mean/std: not computed (JPEG records: add --decode)\n");
+    }
+  }
+  std::printf("%s: %s: %lld of %lld records checked, %s checksummed, %lld problems; %.2f s (%.0f MB/s)%s\n",
+              prog.c_str(), r.ok() ? "OK" : "FAILED", static_cast<long long>(r.checked),
+              static_cast<long long>(r.records), cli::HumanBytes(double(r.bytes)).c_str(),
+              static_cast<long long>(r.problems_total), r.seconds, r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0.0,
+              r.cancelled ? " (interrupted)" : "");
+  if (r.cancelled) return cli::kExitInterrupted;
+  return r.ok() ? cli::kExitOk : cli::kExitFatal;
+}
