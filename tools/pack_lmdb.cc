@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       ("labels", po::value(&o.labels_file), "flat SRC: lines 'FILENAME LABEL' (class name or index)")
       ("shuffle", po::value(&shuffle), "store records in a permutation fixed by SEED")
       ("shard", po::value(&shard_text)->default_value("0/1"), "I/N: pack only shard I of N")
-      ("stats-sample", po::value(&o.stats_sample)->default_value(2048), "JPEG: images decoded for mean/std")
+      ("stats-sample", po::value(&o.stats_sample)->default_value(1024), "JPEG: images decoded for mean/std (0: none)")
       ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
       ("overwrite", "replace DST if it exists")
       ("errors", po::value(&errors_path), "write every skipped input and its reason to FILE")

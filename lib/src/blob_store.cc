@@ -46,6 +46,7 @@ class BlobWriter : public RecordWriter {
     return Write(zeros.data(), zeros.size());
   }
 
+  using RecordWriter::Add;
   Status Add(const uint8_t* record, size_t size) override {
     if (!status_.ok()) return status_;
     offsets_.push_back(pos_);

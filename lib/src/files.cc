@@ -113,7 +113,7 @@ Result<TreeListing> ListTree(const std::string& root) {
   return out;
 }
 
-Result<std::vector<uint8_t>> ReadFile(const std::string& path) {
+Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(path, errno);
   struct stat st;
@@ -127,8 +127,8 @@ Result<std::vector<uint8_t>> ReadFile(const std::string& path) {
     return Status::InvalidArgument(path + ": is a directory");
   }
   // Read until EOF rather than trusting st_size: the file may be changing.
-  std::vector<uint8_t> buf(static_cast<size_t>(st.st_size));
-  size_t used = 0;
+  std::vector<uint8_t> buf(headroom + static_cast<size_t>(st.st_size));
+  size_t used = headroom;
   uint8_t probe[1 << 14];
   while (true) {
     uint8_t* dst = used < buf.size() ? buf.data() + used : probe;

@@ -39,11 +39,15 @@ class LmdbWriter : public RecordWriter {
     return Status::Ok();
   }
 
+  using RecordWriter::Add;
   Status Add(const uint8_t* record, size_t size) override {
+    return Add(std::vector<uint8_t>(record, record + size));
+  }
+
+  Status Add(std::vector<uint8_t>&& record) override {
     if (!status_.ok()) return status_;
-    pending_.emplace_back(RecordKey(count_ + static_cast<int64_t>(pending_.size())),
-                          std::vector<uint8_t>(record, record + size));
-    pending_bytes_ += size;
+    pending_bytes_ += record.size();
+    pending_.emplace_back(RecordKey(count_ + static_cast<int64_t>(pending_.size())), std::move(record));
     if (pending_bytes_ >= kBatchBytes || pending_.size() >= kBatchRecords) status_ = Flush();
     return status_;
   }

@@ -181,7 +181,7 @@ Status ListTreeItems(const PackOptions& o, std::vector<std::string>& classes, st
 Result<Image> DecodeForStats(const uint8_t* data, size_t size, int channels) {
   DecodeOptions d;
   d.channels = channels;
-  d.limit = {SizeLimit::Mode::kShorterEdge, 64};
+  d.limit = {SizeLimit::Mode::kShorterEdge, 32};  // DCT-scaled: nearly free
   return DecodeImage(data, size, d);
 }
 
@@ -252,10 +252,12 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   if (!writer.ok()) return writer.status();
   RecordWriter& w = *writer.value();
 
+  // Raw: exact statistics over every image (the pixels are at hand). JPEG:
+  // every stride-th image, decoded at reduced scale; stats_sample 0: none.
   const int64_t stats_stride =
-      o.encoding == Encoding::kRaw || o.stats_sample <= 0
-          ? 1
-          : std::max<int64_t>(1, (summary.inputs + o.stats_sample - 1) / std::max<int64_t>(1, o.stats_sample));
+      o.encoding == Encoding::kRaw ? 1
+      : o.stats_sample <= 0        ? INT64_MAX
+                                   : std::max<int64_t>(1, (summary.inputs + o.stats_sample - 1) / o.stats_sample);
   const int channels = o.prepare.decode.channels;
   tbb::enumerable_thread_specific<std::unique_ptr<RecordCursor>> cursors;
 
@@ -314,16 +316,42 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
       }
       file.assign(r->payload, r->payload + r->payload_size);
     } else {
-      auto f = ReadFile((fs::path(o.src) / item.rel).string());
+      // Read the file straight into where a record's payload goes: a clean
+      // JPEG then becomes a record with no copy at all.
+      const size_t headroom = kRecordHeaderSize + item.rel.size();
+      auto f = ReadFile((fs::path(o.src) / item.rel).string(), headroom);
       if (!f.ok()) {
         p.error = f.status().message();
         return p;
       }
       file = std::move(f.value());
+      data = file.data() + headroom;
+      size = file.size() - headroom;
+      p.bytes_in = static_cast<int64_t>(size);
+      if (o.encoding == Encoding::kJpeg && !o.prepare.reencode) {
+        auto info = ProbeImage(data, size);
+        if (info.ok() && CanPassThrough(info.value(), o.prepare)) {
+          fields = {Encoding::kJpeg, info->components, item.label, uint32_t(info->height), uint32_t(info->width)};
+          p.passed_through = true;
+          if (pos % stats_stride == 0) {
+            auto small = DecodeForStats(data, size, channels);
+            if (small.ok()) {
+              p.moments.Add(small.value());
+              p.has_moments = true;
+            }
+          }
+          p.payload = static_cast<int64_t>(size);
+          SealRecord(file, fields, item.rel);
+          p.record = std::move(file);
+          return p;
+        }
+      }
     }
-    data = file.data();
-    size = file.size();
-    p.bytes_in = static_cast<int64_t>(size);
+    if (db) {
+      data = file.data();
+      size = file.size();
+      p.bytes_in = static_cast<int64_t>(size);
+    }
     if (o.encoding == Encoding::kJpeg) {
       auto prepared = PrepareJpeg(data, size, o.prepare);
       if (!prepared.ok()) {
@@ -389,7 +417,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
                 return;
               }
               if (!write_status.ok()) return;
-              write_status = w.Add(p.record);
+              write_status = w.Add(std::move(p.record));
               if (!write_status.ok()) return;
               if (p.label >= 0 && static_cast<size_t>(p.label) < label_counts.size()) ++label_counts[p.label];
               summary.payload_bytes += p.payload;

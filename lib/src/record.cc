@@ -37,6 +37,13 @@ Result<Encoding> ParseEncoding(const std::string& name) {
 std::vector<uint8_t> EncodeRecord(const RecordFields& f, std::string_view path,
                                   const uint8_t* payload, size_t payload_size) {
   std::vector<uint8_t> out(kRecordHeaderSize + path.size() + payload_size);
+  if (payload_size) std::memcpy(out.data() + kRecordHeaderSize + path.size(), payload, payload_size);
+  SealRecord(out, f, path);
+  return out;
+}
+
+void SealRecord(std::vector<uint8_t>& out, const RecordFields& f, std::string_view path) {
+  const size_t payload_size = out.size() - kRecordHeaderSize - path.size();
   uint8_t* p = out.data();
   std::memcpy(p + 8, kMagic, 4);
   Put<uint16_t>(p + 12, kRecordVersion);
@@ -50,9 +57,7 @@ std::vector<uint8_t> EncodeRecord(const RecordFields& f, std::string_view path,
   Put<uint32_t>(p + 32, static_cast<uint32_t>(payload_size));
   Put<uint32_t>(p + 36, 0);
   if (!path.empty()) std::memcpy(p + kRecordHeaderSize, path.data(), path.size());
-  if (payload_size) std::memcpy(p + kRecordHeaderSize + path.size(), payload, payload_size);
   Put<uint64_t>(p, XXH3_64bits(p + 8, out.size() - 8));
-  return out;
 }
 
 Result<RecordView> ParseRecord(const uint8_t* d, size_t size, bool verify_checksum) {

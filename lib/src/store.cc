@@ -42,7 +42,9 @@ class LockedWriter : public RecordWriter {
   LockedWriter(std::unique_ptr<PathLock> lock, std::unique_ptr<RecordWriter> inner)
       : lock_(std::move(lock)), inner_(std::move(inner)) {}
   ~LockedWriter() override { inner_.reset(); }
+  using RecordWriter::Add;
   Status Add(const uint8_t* record, size_t size) override { return inner_->Add(record, size); }
+  Status Add(std::vector<uint8_t>&& record) override { return inner_->Add(std::move(record)); }
   Status Finish(const DatasetMeta& meta) override { return inner_->Finish(meta); }
   int64_t count() const override { return inner_->count(); }
 

@@ -26,7 +26,10 @@ struct TreeListing {
 // Temporary files this project writes (".*.ipk-tmp.*") are not listed.
 Result<TreeListing> ListTree(const std::string& root);
 
-Result<std::vector<uint8_t>> ReadFile(const std::string& path);
+// Reads a whole file. With `headroom`, the bytes start at that offset of the
+// returned buffer (the first `headroom` bytes are left for the caller, e.g.
+// a record header, saving a copy).
+Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom = 0);
 
 // Writes `data` to a temporary file beside `path`, then renames it over
 // `path`: readers see the old file or the complete new one, never a part.

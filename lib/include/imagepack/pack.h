@@ -29,7 +29,7 @@ struct PackOptions {
   Shard shard;
   int threads = 0;
   bool overwrite = false;
-  int64_t stats_sample = 2048;  // JPEG: images decoded (reduced) for mean/std
+  int64_t stats_sample = 1024;  // JPEG: images decoded (reduced) for mean/std; 0: none
   std::string tool = "pack_lmdb";
   std::string options_json = "{}";
   CancelFlag* cancel = nullptr;

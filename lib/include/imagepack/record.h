@@ -42,6 +42,12 @@ struct RecordView {
 std::vector<uint8_t> EncodeRecord(const RecordFields& fields, std::string_view path,
                                   const uint8_t* payload, size_t payload_size);
 
+// Fills in the header and checksum of a record whose path and payload are
+// already in place: `record` is header-sized room, then `path`, then the
+// payload, exactly. Lets a caller read a file straight into a record.
+// REQUIRES: record.size() >= kRecordHeaderSize + path.size().
+void SealRecord(std::vector<uint8_t>& record, const RecordFields& fields, std::string_view path);
+
 // Parses and validates a record: length fields against `size`, magic,
 // version, encoding, channels, raw payload size against the dimensions, and
 // (with verify_checksum) the XXH3-64. Errors say what is wrong, with the

@@ -29,6 +29,8 @@ class RecordWriter {
   virtual ~RecordWriter() = default;
   virtual Status Add(const uint8_t* record, size_t size) = 0;
   Status Add(const std::vector<uint8_t>& record) { return Add(record.data(), record.size()); }
+  // Takes the buffer, saving a copy where the container batches records.
+  virtual Status Add(std::vector<uint8_t>&& record) { return Add(record.data(), record.size()); }
   // Writes `meta` (its count must equal the records added), syncs, renames.
   virtual Status Finish(const DatasetMeta& meta) = 0;
   virtual int64_t count() const = 0;

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Side-by-side packing benchmark on one resized tree (page-cached):
+# pack_lmdb (jpeg/raw, lmdb/blob), one-pass resize+pack from the original
+# photos, `tar cf` (the sequential-copy ceiling), a Python LMDB packer
+# (folder2lmdb style), and verify_db with and without --decode.
+#
+#   scripts/bench/bench_pack.sh [--files 20000] [--rounds 3]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+FILES=20000 ROUNDS=3
+while [ $# -gt 0 ]; do
+  case $1 in
+    --files) FILES=$2; shift 2;;
+    --rounds) ROUNDS=$2; shift 2;;
+    *) echo "usage: $0 [--files N] [--rounds R]" >&2; exit 2;;
+  esac
+done
+BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
+[ -x "$BIN/pack_lmdb" ] || scripts/build.sh >/dev/null
+WORK=${BENCH_DIR:-/tmp/imagepack-bench}
+OUT=/dev/shm/imagepack-bench-packs  # tmpfs: the figures compare work, not disk flushes
+[ -d /dev/shm ] || OUT=$WORK/packs
+PHOTOS=$WORK/photos-2000
+RESIZED=$WORK/resized-$FILES
+mkdir -p "$WORK"
+[ -d "$PHOTOS" ] || /usr/bin/python3 scripts/make_photo_tree.py "$PHOTOS" --images 2000 --classes 10 --seed 3 >/dev/null
+if [ ! -d "$RESIZED" ]; then
+  # 2000 distinct resized photos, copied (not linked) up to FILES files.
+  "$BIN/resize_imagenet" "$PHOTOS" "$WORK/resized-base" --max-size 256 -q >/dev/null
+  for c in $(ls "$WORK/resized-base"); do
+    mkdir -p "$RESIZED/$c"
+    n=0
+    while [ $n -lt $((FILES / 10)) ]; do
+      for f in "$WORK/resized-base/$c"/*; do
+        [ $n -ge $((FILES / 10)) ] && break
+        cp "$f" "$RESIZED/$c/$n.JPEG"; n=$((n + 1))
+      done
+    done
+  done
+fi
+find "$RESIZED" "$PHOTOS" -type f -exec cat {} + >/dev/null
+BYTES=$(du -sb "$RESIZED" | cut -f1)
+COUNT=$(find "$RESIZED" -type f | wc -l)
+CORES=$(nproc)
+declare -A T
+secs() { local s; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN {print b - a}'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+for r in $(seq "$ROUNDS"); do
+  rm -rf "$OUT"; mkdir -p "$OUT"
+  T[tar]+="$(secs tar cf "$OUT/tree.tar" -C "$RESIZED" .) "
+  T[py]+="$(secs /usr/bin/python3 scripts/bench/folder2lmdb.py "$RESIZED" "$OUT/py.lmdb") "
+  T[jl]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.lmdb" -q) "
+  T[jb]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.blob" --format blob -q) "
+  T[rl]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/r.lmdb" --encoding raw -q) "
+  T[rb]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/r.blob" --encoding raw --format blob -q) "
+  T[one]+="$(secs "$BIN/pack_lmdb" "$PHOTOS" "$OUT/one.lmdb" --max-size 256 -q) "
+  T[v]+="$(secs "$BIN/verify_db" "$OUT/j.lmdb" -q) "
+  T[vb]+="$(secs "$BIN/verify_db" "$OUT/r.blob" -q) "
+  T[vd]+="$(secs "$BIN/verify_db" "$OUT/j.lmdb" --decode -q) "
+  T[ceil]+="$( "$BIN/bench_jpeg_ceiling" "$RESIZED" --max-size 100000 | sed -n 's/.*: \([0-9.]*\) images\/s/\1/p') "
+done
+tar_s=$(median ${T[tar]})
+py_s=$(median ${T[py]})
+ceil=$(awk -v a="$(median ${T[ceil]})" -v c="$CORES" 'BEGIN {print a * c}')
+echo "pack benchmark: $COUNT resized JPEGs ($((BYTES / 1000000)) MB) from page cache, $CORES cores, median of $ROUNDS rounds"
+printf '%-50s %8s %10s %9s %9s\n' method seconds files/s "vs tar" "vs python"
+row() {
+  awk -v n="$2" -v s="$3" -v t="$tar_s" -v p="$py_s" -v name="$1" \
+    'BEGIN {printf "%-50s %8.2f %10.0f %8.2fx %8.2fx\n", name, s, n / s, t / s, p / s}'
+}
+row "tar cf" "$COUNT" "$tar_s"
+row "Python folder2lmdb (pickle, python3-lmdb)" "$COUNT" "$py_s"
+row "pack_lmdb jpeg -> lmdb" "$COUNT" "$(median ${T[jl]})"
+row "pack_lmdb jpeg -> blob" "$COUNT" "$(median ${T[jb]})"
+row "pack_lmdb raw -> lmdb" "$COUNT" "$(median ${T[rl]})"
+row "pack_lmdb raw -> blob" "$COUNT" "$(median ${T[rb]})"
+row "pack_lmdb resize+pack, 2000 photos (one pass)" 2000 "$(median ${T[one]})"
+echo "decode ceiling (libjpeg-turbo full decodes, $CORES cores): $ceil images/s"
+for k in v vb vd; do
+  case $k in v) name="verify_db jpeg.lmdb (checksums)"; db=j.lmdb;; vb) name="verify_db raw.blob (checksums)"; db=r.blob;;
+             vd) name="verify_db jpeg.lmdb --decode"; db=j.lmdb;; esac
+  s=$(median ${T[$k]})
+  awk -v s="$s" -v b="$(stat -c %s "$OUT/$db")" -v n="$COUNT" -v name="$name" \
+    'BEGIN {printf "%-50s %8.2f %10.0f rec/s %8.0f MB/s\n", name, s, n / s, b / s / 1e6}'
+done
+for f in j.lmdb j.blob r.lmdb r.blob py.lmdb; do
+  printf 'size %-8s %8.1f MB\n' "$f" "$(awk -v b="$(stat -c %s "$OUT/$f")" 'BEGIN {print b / 1e6}')"
+done
+echo "payload (sum of JPEG files): $((BYTES / 1000000)) MB"
+rm -rf "$OUT"
