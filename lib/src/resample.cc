@@ -63,8 +63,12 @@ struct AxisWeights {
   std::vector<int32_t> w;        // out_size * taps
 };
 
-AxisWeights ComputeWeights(int in_size, int out_size, ResampleFilter filter) {
-  const double scale = double(in_size) / out_size;
+// Output pixel i covers [offset + i * scale, offset + (i + 1) * scale) of the
+// input axis, scale = span / out_size; taps are clamped to [0, in_size).
+AxisWeights ComputeWeights(int in_size, int out_size, ResampleFilter filter, double offset = 0,
+                           double span = -1) {
+  if (span <= 0) span = in_size;
+  const double scale = span / out_size;
   const double fscale = std::max(scale, 1.0);
   const double support = FilterSupport(filter) * fscale;
   AxisWeights aw;
@@ -74,7 +78,7 @@ AxisWeights ComputeWeights(int in_size, int out_size, ResampleFilter filter) {
   aw.w.assign(size_t(out_size) * aw.taps, 0);
   std::vector<double> tmp(aw.taps);
   for (int i = 0; i < out_size; ++i) {
-    const double center = (i + 0.5) * scale;
+    const double center = offset + (i + 0.5) * scale;
     int lo = std::max(static_cast<int>(std::floor(center - support + 0.5)), 0);
     int hi = std::min(static_cast<int>(std::floor(center + support + 0.5)), in_size);
     if (hi - lo > aw.taps) hi = lo + aw.taps;
@@ -374,23 +378,31 @@ const char* ResampleFilterName(ResampleFilter f) {
 
 void Resample(const uint8_t* src, int src_w, int src_h, size_t src_stride, int channels,
               uint8_t* dst, int dst_w, int dst_h, size_t dst_stride, ResampleFilter filter) {
+  ResampleRegion(src, src_w, src_h, src_stride, channels, 0, 0, src_w, src_h, dst, dst_w, dst_h, dst_stride,
+                 filter);
+}
+
+void ResampleRegion(const uint8_t* src, int src_w, int src_h, size_t src_stride, int channels, double rx,
+                    double ry, double rw, double rh, uint8_t* dst, int dst_w, int dst_h, size_t dst_stride,
+                    ResampleFilter filter) {
   const size_t dst_row = size_t(dst_w) * channels;
-  if (src_w == dst_w && src_h == dst_h) {
+  const bool whole = rx == 0 && ry == 0 && rw == src_w && rh == src_h;
+  if (whole && src_w == dst_w && src_h == dst_h) {
     for (int y = 0; y < dst_h; ++y)
       std::memcpy(dst + size_t(y) * dst_stride, src + size_t(y) * src_stride, dst_row);
     return;
   }
-  if (src_h == dst_h) {
+  if (whole && src_h == dst_h) {
     AxisWeights hw = ComputeWeights(src_w, dst_w, filter);
     HorizontalPassAny(channels, src, src_stride, src_w, src_h, dst, dst_stride, dst_w, hw);
     return;
   }
-  AxisWeights vw = ComputeWeights(src_h, dst_h, filter);
-  if (src_w == dst_w) {
+  AxisWeights vw = ComputeWeights(src_h, dst_h, filter, ry, rh);
+  if (whole && src_w == dst_w) {
     VerticalPass(src, src_stride, dst_row, dst, dst_stride, dst_h, vw);
     return;
   }
-  AxisWeights hw = ComputeWeights(src_w, dst_w, filter);
+  AxisWeights hw = ComputeWeights(src_w, dst_w, filter, rx, rw);
   if (dst_h <= src_h) {
     // Shrinking vertically: the vertical pass first leaves fewer rows for the
     // (costlier per output) horizontal pass.

@@ -1,0 +1,95 @@
+// The loader: packed records -> augmented uint8 batches, with worker threads
+// and a bounded number of batches in flight. No torch here; the trainer
+// wraps it. Normalisation belongs on the device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "imagepack/meta.h"
+#include "imagepack/status.h"
+#include "imagepack/transform.h"
+
+namespace imagepack {
+
+enum class TransformKind {
+  kTrain,     // RandomResizedCrop(size, scale, ratio) + horizontal flip
+  kEval,      // resize shorter edge to eval_resize, centre crop size
+  kPadCrop,   // small images: pad, random crop size x size, flip
+  kPadCropEval,  // small images, evaluation: centre crop of size (no pad, no flip)
+};
+enum class Layout { kNCHW, kNHWC };
+enum class CorruptPolicy {
+  kFail,  // Next() returns the error, naming the record
+  kSkip,  // the slot takes the next readable record of the epoch; counted
+};
+
+struct LoaderOptions {
+  std::vector<std::string> paths;  // one container or the shards of one dataset
+  bool in_ram = false;
+  int batch_size = 256;
+  int size = 224;                  // output height and width
+  int eval_resize = 0;             // kEval: shorter edge before the crop (0: size / 0.875)
+  int pad = 4;                     // kPadCrop
+  TransformKind transform = TransformKind::kTrain;
+  double scale_min = 0.08, scale_max = 1.0;
+  double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
+  int channels = 0;                // 0: the dataset's
+  Layout layout = Layout::kNCHW;
+  bool shuffle = true;             // per-epoch permutation from seed and epoch
+  uint64_t seed = 0;
+  int rank = 0, world_size = 1;
+  // true (training): every rank gets ceil(N / world) samples per epoch, the
+  // permutation padded by repeating its first indices (DistributedSampler's
+  // rule). false (evaluation): rank r takes positions r, r + world, ...:
+  // every sample exactly once across ranks, counts differ by at most one.
+  bool even_partition = true;
+  bool drop_last = false;          // drop a final short batch
+  int threads = 0;                 // decode threads (0: all cores)
+  int prefetch = 2;                // batches prepared ahead
+  CorruptPolicy on_corrupt = CorruptPolicy::kFail;
+  bool dct_scaling = true;
+};
+
+// Where time went, summed over all worker threads.
+struct LoaderStats {
+  int64_t images = 0;
+  int64_t bytes_read = 0;
+  double read_seconds = 0;
+  double decode_seconds = 0;   // decode + crop + resample
+  double wait_seconds = 0;     // consumer time blocked in Next()
+  int64_t skipped = 0;         // corrupt records replaced (kSkip)
+};
+
+class Loader {
+ public:
+  static Result<std::unique_ptr<Loader>> Open(const LoaderOptions& opts);
+  virtual ~Loader() = default;
+
+  virtual const DatasetMeta& meta() const = 0;
+  virtual int channels() const = 0;
+  virtual int64_t dataset_size() const = 0;
+  virtual int64_t samples_per_epoch() const = 0;  // this rank's
+  virtual int64_t batches_per_epoch() const = 0;
+
+  // Begins epoch `epoch`: the sample order is a function of (seed, epoch,
+  // rank, world_size) alone; batches are identical whatever `threads` is.
+  virtual void StartEpoch(int64_t epoch) = 0;
+
+  // Writes the next batch: images as uint8 [B, C, size, size] (NCHW) or
+  // [B, size, size, C] (NHWC) into `images`, labels into `labels` (B
+  // entries). Returns the batch's sample count (the last may be short),
+  // 0 at the end of the epoch, or the error of a corrupt record (kFail).
+  // REQUIRES: room for batch_size samples in both buffers.
+  virtual Result<int> Next(uint8_t* images, int64_t* labels) = 0;
+
+  virtual LoaderStats stats() const = 0;
+};
+
+// The indices rank `rank` reads in epoch order (exposed for tests).
+std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world,
+                                  bool even_partition);
+
+}  // namespace imagepack

@@ -1,0 +1,266 @@
+#include "imagepack/loader.h"
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "imagepack/store.h"
+
+namespace imagepack {
+
+std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world,
+                                  bool even_partition) {
+  std::vector<int64_t> order;
+  if (shuffle) {
+    order = Permutation(n, seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch) + 1);
+  } else {
+    order.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) order[i] = i;
+  }
+  if (even_partition && n > 0) {
+    const int64_t per_rank = (n + world - 1) / world;
+    const int64_t total = per_rank * world;
+    for (int64_t i = n; i < total; ++i) order.push_back(order[(i - n) % n]);
+  }
+  std::vector<int64_t> mine;
+  for (size_t i = static_cast<size_t>(rank); i < order.size(); i += static_cast<size_t>(world)) mine.push_back(order[i]);
+  return mine;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Batch {
+  int64_t number = -1;
+  int count = 0;
+  std::vector<uint8_t> images;
+  std::vector<int64_t> labels;
+  Status status;
+};
+
+class LoaderImpl : public Loader {
+ public:
+  LoaderImpl(LoaderOptions o, std::unique_ptr<RecordSource> src)
+      : o_(std::move(o)), src_(std::move(src)),
+        channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
+        arena_(o_.threads > 0 ? o_.threads : static_cast<int>(std::thread::hardware_concurrency())) {
+    sample_bytes_ = size_t(o_.size) * o_.size * channels_;
+    for (int t = 0; t < arena_.max_concurrency(); ++t) cursors_.push_back(src_->NewCursor());
+    if (o_.eval_resize <= 0) o_.eval_resize = static_cast<int>(std::lround(o_.size / 0.875));
+  }
+  ~LoaderImpl() override { StopProducer(); }
+
+  const DatasetMeta& meta() const override { return src_->meta(); }
+  int channels() const override { return channels_; }
+  int64_t dataset_size() const override { return src_->size(); }
+  int64_t samples_per_epoch() const override {
+    const int64_t n = src_->size(), w = o_.world_size;
+    return o_.even_partition ? (n + w - 1) / w : (n - o_.rank + w - 1) / w;
+  }
+  int64_t batches_per_epoch() const override {
+    const int64_t s = samples_per_epoch();
+    return o_.drop_last ? s / o_.batch_size : (s + o_.batch_size - 1) / o_.batch_size;
+  }
+
+  void StartEpoch(int64_t epoch) override {
+    StopProducer();
+    epoch_ = epoch;
+    indices_ = EpochIndices(src_->size(), o_.shuffle, o_.seed, epoch, o_.rank, o_.world_size, o_.even_partition);
+    next_consume_ = 0;
+    stop_ = false;
+    queue_.clear();
+    producer_ = std::thread([this] { Produce(); });
+  }
+
+  Result<int> Next(uint8_t* images, int64_t* labels) override {
+    if (!producer_.joinable()) return Status::InvalidArgument("Next() before StartEpoch()");
+    if (next_consume_ >= batches_per_epoch()) return 0;
+    const auto t0 = Clock::now();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !queue_.empty(); });
+    std::unique_ptr<Batch> b = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    cv_.notify_all();
+    wait_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+    ++next_consume_;
+    if (!b->status.ok()) return b->status;
+    const int count = b->count;
+    std::memcpy(images, b->images.data(), size_t(count) * sample_bytes_);
+    std::memcpy(labels, b->labels.data(), size_t(count) * sizeof(int64_t));
+    Recycle(std::move(b));
+    return count;
+  }
+
+  LoaderStats stats() const override {
+    LoaderStats s;
+    s.images = images_.load();
+    s.bytes_read = bytes_.load();
+    s.read_seconds = read_ns_.load() / 1e9;
+    s.decode_seconds = decode_ns_.load() / 1e9;
+    s.wait_seconds = wait_seconds_;
+    s.skipped = skipped_.load();
+    return s;
+  }
+
+ private:
+  void StopProducer() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (producer_.joinable()) producer_.join();
+  }
+
+  void Recycle(std::unique_ptr<Batch> b) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (free_.size() < static_cast<size_t>(o_.prefetch) + 1) free_.push_back(std::move(b));
+  }
+
+  void Produce() {
+    const int64_t nbatches = batches_per_epoch();
+    for (int64_t bn = 0; bn < nbatches; ++bn) {
+      std::unique_ptr<Batch> b;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || static_cast<int>(queue_.size()) < std::max(1, o_.prefetch); });
+        if (stop_) return;
+        if (!free_.empty()) {
+          b = std::move(free_.back());
+          free_.pop_back();
+        } else {
+          b = std::make_unique<Batch>();
+        }
+        b->number = bn;
+      }
+      Fill(*b, bn);  // one batch is being filled while `prefetch` wait ready
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        queue_.push_back(std::move(b));
+      }
+      cv_.notify_all();
+    }
+  }
+
+  // Renders sample `pos` of the epoch (index indices_[pos]) into dst.
+  Status RenderOne(RecordCursor& cur, int64_t index, int64_t pos, uint8_t* dst, int64_t* label) {
+    const auto t0 = Clock::now();
+    auto rec = cur.Read(index);
+    const auto t1 = Clock::now();
+    read_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+    if (!rec.ok()) return rec.status();
+    bytes_ += static_cast<int64_t>(rec->payload_size);
+    // Per-sample randomness from (seed, epoch, position): independent of
+    // which thread renders it.
+    SplitMix64 rng(o_.seed ^ (static_cast<uint64_t>(epoch_) << 40) ^ (static_cast<uint64_t>(pos) * 0xD1B54A32D192ED03ull) ^
+                   (static_cast<uint64_t>(o_.rank) << 56));
+    const int W = static_cast<int>(rec->fields.width), H = static_cast<int>(rec->fields.height);
+    CropBox box;
+    bool flip = false;
+    switch (o_.transform) {
+      case TransformKind::kTrain:
+        box = RandomResizedCropBox(W, H, o_.scale_min, o_.scale_max, o_.ratio_min, o_.ratio_max, rng);
+        flip = rng.Next() & 1;
+        break;
+      case TransformKind::kEval: box = CenterCropBox(W, H, o_.size, o_.eval_resize); break;
+      case TransformKind::kPadCrop:
+        box = PaddedRandomCropBox(W, H, o_.size, o_.pad, rng);
+        flip = rng.Next() & 1;
+        break;
+      case TransformKind::kPadCropEval: box = {(W - o_.size) / 2, (H - o_.size) / 2, o_.size, o_.size}; break;
+    }
+    RenderOptions ro;
+    ro.out_w = ro.out_h = o_.size;
+    ro.channels = channels_;
+    ro.flip = flip;
+    ro.dct_scaling = o_.dct_scaling;
+    Image img;
+    Status st = rec->fields.encoding == Encoding::kJpeg
+                    ? RenderJpeg(rec->payload, rec->payload_size, box, ro, &img)
+                    : RenderPixels(rec->payload, W, H, rec->fields.channels, box, ro, &img);
+    if (!st.ok()) return st.WithContext("record " + RecordKey(index) + " (" + std::string(rec->path) + ")");
+    const size_t plane = size_t(o_.size) * o_.size;
+    if (o_.layout == Layout::kNHWC || channels_ == 1) {
+      std::memcpy(dst, img.pixels.data(), plane * channels_);
+    } else {
+      const uint8_t* s = img.pixels.data();
+      for (size_t p = 0; p < plane; ++p)
+        for (int c = 0; c < channels_; ++c) dst[c * plane + p] = s[p * channels_ + c];
+    }
+    *label = rec->fields.label;
+    decode_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t1).count();
+    ++images_;
+    return Status::Ok();
+  }
+
+  void Fill(Batch& b, int64_t bn) {
+    const int64_t begin = bn * o_.batch_size;
+    const int64_t end = std::min<int64_t>(begin + o_.batch_size, static_cast<int64_t>(indices_.size()));
+    b.count = static_cast<int>(end - begin);
+    b.images.resize(size_t(o_.batch_size) * sample_bytes_);
+    b.labels.assign(static_cast<size_t>(o_.batch_size), -1);
+    b.status = Status::Ok();
+    std::mutex err_mu;
+    arena_.execute([&] {
+      tbb::parallel_for(int64_t{0}, static_cast<int64_t>(b.count), [&](int64_t i) {
+        RecordCursor& cur = *cursors_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
+        const int64_t pos = begin + i;
+        uint8_t* dst = b.images.data() + size_t(i) * sample_bytes_;
+        Status st = RenderOne(cur, indices_[pos], pos, dst, &b.labels[i]);
+        // kSkip: try the following records of the epoch order instead.
+        for (int64_t k = 1; !st.ok() && o_.on_corrupt == CorruptPolicy::kSkip && k <= 16; ++k) {
+          ++skipped_;
+          st = RenderOne(cur, indices_[(pos + k) % indices_.size()], pos, dst, &b.labels[i]);
+        }
+        if (!st.ok()) {
+          std::lock_guard<std::mutex> g(err_mu);
+          if (b.status.ok()) b.status = st;
+        }
+      });
+    });
+  }
+
+  LoaderOptions o_;
+  std::unique_ptr<RecordSource> src_;
+  int channels_;
+  size_t sample_bytes_ = 0;
+  tbb::task_arena arena_;
+  std::vector<std::unique_ptr<RecordCursor>> cursors_;
+  int64_t epoch_ = 0;
+  std::vector<int64_t> indices_;
+  int64_t next_consume_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Batch>> queue_;
+  std::vector<std::unique_ptr<Batch>> free_;
+  bool stop_ = false;
+  std::thread producer_;
+  std::atomic<int64_t> images_{0}, bytes_{0}, read_ns_{0}, decode_ns_{0}, skipped_{0};
+  double wait_seconds_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
+  if (o.batch_size < 1) return Status::InvalidArgument("batch size must be positive");
+  if (o.size < 1) return Status::InvalidArgument("output size must be positive");
+  if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size)
+    return Status::InvalidArgument("rank " + std::to_string(o.rank) + " not in [0, " + std::to_string(o.world_size) + ")");
+  if (o.channels != 0 && o.channels != 1 && o.channels != 3) return Status::InvalidArgument("channels must be 1 or 3");
+  auto src = OpenDatabases(o.paths, OpenOptions{o.in_ram});
+  if (!src.ok()) return src.status();
+  if (src.value()->size() == 0) return Status::InvalidArgument("dataset " + src.value()->Describe() + " is empty");
+  return std::unique_ptr<Loader>(new LoaderImpl(o, std::move(src.value())));
+}
+
+}  // namespace imagepack

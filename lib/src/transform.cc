@@ -1,0 +1,221 @@
+#include "imagepack/transform.h"
+
+#include <jpeglib.h>
+#include <jerror.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace imagepack {
+namespace {
+
+Status Finish(const uint8_t* src, int w, int h, size_t stride, int C, double rx, double ry, double rw, double rh,
+              const RenderOptions& o, Image* out);
+
+int RandInt(SplitMix64& rng, int lo, int hi) {  // inclusive
+  return lo + static_cast<int>(rng.Below(static_cast<uint64_t>(hi - lo) + 1));
+}
+
+// libjpeg reports errors through longjmp; messages are kept for the Status.
+struct ErrorMgr {
+  jpeg_error_mgr pub;
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+  bool premature_end;
+};
+
+extern "C" void OnJpegError(j_common_ptr cinfo) {
+  ErrorMgr* err = reinterpret_cast<ErrorMgr*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  longjmp(err->jump, 1);
+}
+
+extern "C" void OnJpegMessage(j_common_ptr cinfo, int level) {
+  ErrorMgr* err = reinterpret_cast<ErrorMgr*>(cinfo->err);
+  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) err->premature_end = true;
+}
+
+// Decodes rows [y0, y0 + rows) and columns covering [x0, x0 + cols) of the
+// image scaled by num/8 into `buf` (3 or 1 bytes per pixel). On return
+// *got_x0 / *got_w say which columns the buffer holds (whole iMCUs).
+// Only POD state lives across setjmp.
+bool DecodeRegion(const uint8_t* data, size_t size, int num, bool gray_out, int x0, int cols, int y0, int rows,
+                  std::vector<uint8_t>* buf, int* got_x0, int* got_w, int* channels_out, std::string* error) {
+  jpeg_decompress_struct cinfo;
+  ErrorMgr err;
+  err.premature_end = false;
+  err.message[0] = '\0';
+  cinfo.err = jpeg_std_error(&err.pub);
+  err.pub.error_exit = OnJpegError;
+  err.pub.emit_message = OnJpegMessage;
+  jpeg_create_decompress(&cinfo);
+  JSAMPROW row = nullptr;
+  if (setjmp(err.jump)) {
+    *error = err.message;
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  cinfo.scale_num = static_cast<unsigned>(num);
+  cinfo.scale_denom = 8;
+  cinfo.dct_method = JDCT_IFAST;
+  cinfo.out_color_space = gray_out ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_start_decompress(&cinfo);
+  JDIMENSION xoff = static_cast<JDIMENSION>(std::max(0, x0));
+  JDIMENSION width = static_cast<JDIMENSION>(std::min<int>(cols, static_cast<int>(cinfo.output_width) - x0));
+  if (width < cinfo.output_width) jpeg_crop_scanline(&cinfo, &xoff, &width);
+  const int c = cinfo.output_components;
+  const int y_end = std::min<int>(y0 + rows, static_cast<int>(cinfo.output_height));
+  buf->resize(size_t(width) * c * std::max(0, y_end - y0));
+  if (y0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(y0));
+  for (int y = y0; y < y_end; ++y) {
+    row = buf->data() + size_t(y - y0) * width * c;
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  const bool truncated = err.premature_end;
+  jpeg_abort_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  if (truncated) {
+    *error = "truncated JPEG (Premature end of JPEG file)";
+    return false;
+  }
+  *got_x0 = static_cast<int>(xoff);
+  *got_w = static_cast<int>(width);
+  *channels_out = c;
+  return true;
+}
+
+}  // namespace
+
+CropBox RandomResizedCropBox(int W, int H, double smin, double smax, double rmin, double rmax, SplitMix64& rng) {
+  const double area = double(W) * H;
+  const double lr0 = std::log(rmin), lr1 = std::log(rmax);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target = area * (smin + (smax - smin) * rng.Uniform());
+    const double aspect = std::exp(lr0 + (lr1 - lr0) * rng.Uniform());
+    const int w = static_cast<int>(std::lround(std::sqrt(target * aspect)));
+    const int h = static_cast<int>(std::lround(std::sqrt(target / aspect)));
+    if (w > 0 && h > 0 && w <= W && h <= H) {
+      const int y = RandInt(rng, 0, H - h);
+      const int x = RandInt(rng, 0, W - w);
+      return {x, y, w, h};
+    }
+  }
+  const double in_ratio = double(W) / H;
+  int w = W, h = H;
+  if (in_ratio < rmin) h = static_cast<int>(std::lround(w / rmin));
+  else if (in_ratio > rmax) w = static_cast<int>(std::lround(h * rmax));
+  return {(W - w) / 2, (H - h) / 2, w, h};
+}
+
+CropBox CenterCropBox(int W, int H, int size, int resize_to) {
+  const double f = double(resize_to) / std::min(W, H);  // source -> resized
+  const int w = std::min(W, std::max(1, static_cast<int>(std::lround(size / f))));
+  const int h = std::min(H, std::max(1, static_cast<int>(std::lround(size / f))));
+  return {(W - w) / 2, (H - h) / 2, w, h};
+}
+
+CropBox PaddedRandomCropBox(int W, int H, int size, int pad, SplitMix64& rng) {
+  const int x = RandInt(rng, -pad, std::max(-pad, W + pad - size));
+  const int y = RandInt(rng, -pad, std::max(-pad, H + pad - size));
+  return {x, y, size, size};
+}
+
+Status RenderPixels(const uint8_t* pixels, int W, int H, int C, const CropBox& box, const RenderOptions& o,
+                    Image* out) {
+  if (box.w <= 0 || box.h <= 0) return Status::InvalidArgument("empty crop box");
+  const bool inside = box.x >= 0 && box.y >= 0 && box.x + box.w <= W && box.y + box.h <= H;
+  std::vector<uint8_t> padded;
+  const uint8_t* src = nullptr;
+  size_t stride = size_t(W) * C;
+  if (inside) {
+    src = pixels + size_t(box.y) * stride + size_t(box.x) * C;
+  } else {
+    // Zero padding: copy the covered part of the image into a zeroed box.
+    padded.assign(size_t(box.w) * box.h * C, 0);
+    for (int y = std::max(0, box.y); y < std::min(H, box.y + box.h); ++y) {
+      const int x0 = std::max(0, box.x), x1 = std::min(W, box.x + box.w);
+      if (x1 <= x0) continue;
+      std::memcpy(&padded[(size_t(y - box.y) * box.w + (x0 - box.x)) * C], pixels + size_t(y) * stride + size_t(x0) * C,
+                  size_t(x1 - x0) * C);
+    }
+    src = padded.data();
+    stride = size_t(box.w) * C;
+  }
+  return Finish(src, box.w, box.h, stride, C, 0, 0, box.w, box.h, o, out);
+}
+
+namespace {
+
+Status Finish(const uint8_t* src, int w, int h, size_t stride, int C, double rx, double ry, double rw, double rh,
+              const RenderOptions& o, Image* out) {
+  Image img;
+  img.width = o.out_w;
+  img.height = o.out_h;
+  img.channels = C;
+  img.pixels.resize(img.stride() * img.height);
+  ResampleRegion(src, w, h, stride, C, rx, ry, rw, rh, img.pixels.data(), o.out_w, o.out_h, img.stride(), o.filter);
+  if (o.flip) {
+    for (int y = 0; y < img.height; ++y) {
+      uint8_t* row = &img.pixels[size_t(y) * img.stride()];
+      for (int a = 0, b = img.width - 1; a < b; ++a, --b)
+        for (int c = 0; c < C; ++c) std::swap(row[a * C + c], row[b * C + c]);
+    }
+  }
+  *out = ConvertChannels(std::move(img), o.channels);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status RenderJpeg(const uint8_t* data, size_t size, const CropBox& box, const RenderOptions& o, Image* out) {
+  auto info = ProbeImage(data, size);
+  if (!info.ok()) return info.status();
+  const bool inside = box.x >= 0 && box.y >= 0 && box.x + box.w <= info->width && box.y + box.h <= info->height;
+  if (info->format != ImageFormat::kJpeg || info->components == 4 || !inside) {
+    DecodeOptions d;
+    d.channels = o.channels;
+    d.apply_orientation = false;  // packed JPEGs are upright; boxes are in stored pixels
+    auto img = DecodeImage(data, size, d);
+    if (!img.ok()) return img.status();
+    return RenderPixels(img->pixels.data(), img->width, img->height, img->channels, box, o, out);
+  }
+  // Smallest DCT scale n/8 keeping the scaled crop >= the output size.
+  int num = 8;
+  if (o.dct_scaling)
+    for (int n = 1; n < 8; ++n)
+      if (box.w * n >= o.out_w * 8 && box.h * n >= o.out_h * 8) {
+        num = n;
+        break;
+      }
+  // The box in scaled coordinates (libjpeg's scaled size rounds up).
+  auto scaled = [num](int v) { return static_cast<int>(std::floor(double(v) * num / 8.0)); };
+  const int sx0 = scaled(box.x), sy0 = scaled(box.y);
+  const int sx1 = std::max(sx0 + 1, static_cast<int>(std::ceil(double(box.x + box.w) * num / 8.0)));
+  const int sy1 = std::max(sy0 + 1, static_cast<int>(std::ceil(double(box.y + box.h) * num / 8.0)));
+  const bool gray_out = o.channels == 1 || info->components == 1;
+  std::vector<uint8_t> buf;
+  int got_x0 = 0, got_w = 0, c = 0;
+  std::string error;
+  if (!DecodeRegion(data, size, num, gray_out, sx0, sx1 - sx0, sy0, sy1 - sy0, &buf, &got_x0, &got_w, &c, &error)) {
+    if (error.find("remature end") != std::string::npos || error.find("truncated") != std::string::npos)
+      return Status::Corruption("truncated JPEG (" + error + ")");
+    return Status::Corruption("JPEG decode failed: " + error);
+  }
+  const int rows = static_cast<int>(buf.size() / (size_t(got_w) * c));
+  if (rows <= 0 || got_w <= 0) return Status::Corruption("JPEG region decode came back empty");
+  // The exact box in the decoded buffer's coordinates (DCT scaling maps each
+  // 8x8 block to num x num pixels, so the mapping is proportional).
+  const double f = num / 8.0;
+  const double rx = std::max(0.0, box.x * f - got_x0), ry = std::max(0.0, box.y * f - sy0);
+  const double rw = std::min(box.w * f, got_w - rx), rh = std::min(box.h * f, rows - ry);
+  return Finish(buf.data(), got_w, rows, size_t(got_w) * c, c, rx, ry, rw, rh, o, out);
+}
+
+}  // namespace imagepack

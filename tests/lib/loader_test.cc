@@ -1,0 +1,209 @@
+#include "imagepack/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "imagepack/store.h"
+#include "testutil.h"
+
+namespace imagepack {
+namespace {
+
+using testing::Gradient;
+using testing::TempDir;
+
+// n records of distinct 48x40 images, label = index % 5; JPEG or raw.
+std::string MakeDb(const TempDir& d, const std::string& name, int n, Encoding enc, bool corrupt_jpeg_at_7 = false) {
+  auto w = CreateWriter(ContainerFormat::kLmdb, d / name);
+  EXPECT_TRUE(w.ok());
+  for (int i = 0; i < n; ++i) {
+    Image img = Gradient(48, 40);
+    for (auto& p : img.pixels) p = uint8_t(p / 2 + i * 5);  // distinct, smooth
+    RecordFields f{enc, 3, i % 5, 40, 48};
+    std::vector<uint8_t> payload = enc == Encoding::kRaw ? img.pixels : EncodeJpeg(img, 95).value();
+    if (corrupt_jpeg_at_7 && i == 7) payload.resize(payload.size() / 3);
+    EXPECT_OK(w.value()->Add(EncodeRecord(f, "img" + std::to_string(i), payload.data(), payload.size())));
+  }
+  DatasetMeta m;
+  m.count = n;
+  m.classes = {"a", "b", "c", "d", "e"};
+  m.encoding = enc;
+  EXPECT_OK(w.value()->Finish(m));
+  return d / name;
+}
+
+TEST(Sampling, PartitionCoversEveryIndexOncePerEpoch) {
+  for (int64_t n : {1, 10, 101}) {
+    for (int world : {1, 2, 3, 8}) {
+      for (int64_t epoch : {0, 1}) {
+        std::map<int64_t, int> seen;
+        size_t per_rank = 0;
+        for (int r = 0; r < world; ++r) {
+          auto mine = EpochIndices(n, true, 7, epoch, r, world, /*even=*/false);
+          for (auto i : mine) ++seen[i];
+          auto even = EpochIndices(n, true, 7, epoch, r, world, /*even=*/true);
+          if (r == 0) per_rank = even.size();
+          EXPECT_EQ(even.size(), per_rank) << "every rank gets the same count";
+        }
+        EXPECT_EQ(per_rank, size_t((n + world - 1) / world));
+        ASSERT_EQ(seen.size(), size_t(n));
+        for (auto& [i, c] : seen) EXPECT_EQ(c, 1) << "index " << i;
+      }
+    }
+  }
+  EXPECT_NE(EpochIndices(50, true, 7, 0, 0, 1, true), EpochIndices(50, true, 7, 1, 0, 1, true));
+  EXPECT_EQ(EpochIndices(50, true, 7, 3, 0, 1, true), EpochIndices(50, true, 7, 3, 0, 1, true));
+}
+
+std::vector<std::vector<uint8_t>> Epoch(const LoaderOptions& o, int64_t epoch, std::vector<int64_t>* labels) {
+  auto l = Loader::Open(o);
+  EXPECT_TRUE(l.ok()) << l.status().ToString();
+  const size_t sample = size_t(o.size) * o.size * l.value()->channels();
+  std::vector<uint8_t> img(sample * o.batch_size);
+  std::vector<int64_t> lab(o.batch_size);
+  std::vector<std::vector<uint8_t>> batches;
+  l.value()->StartEpoch(epoch);
+  while (true) {
+    auto got = l.value()->Next(img.data(), lab.data());
+    EXPECT_TRUE(got.ok()) << got.status().ToString();
+    if (!got.ok() || got.value() == 0) break;
+    batches.emplace_back(img.begin(), img.begin() + got.value() * sample);
+    labels->insert(labels->end(), lab.begin(), lab.begin() + got.value());
+  }
+  return batches;
+}
+
+TEST(Loader, SameBatchesForTheSameSeedWhateverTheThreadCount) {
+  TempDir d;
+  LoaderOptions o;
+  o.paths = {MakeDb(d, "db", 45, Encoding::kJpeg)};
+  o.batch_size = 8;
+  o.size = 32;
+  o.seed = 5;
+  std::vector<int64_t> l1, l3, l_other;
+  o.threads = 1;
+  auto a = Epoch(o, 2, &l1);
+  o.threads = 3;
+  o.prefetch = 4;
+  auto b = Epoch(o, 2, &l3);
+  EXPECT_EQ(a.size(), 6u);  // 45 / 8 -> 5 full + 1 short
+  EXPECT_EQ(a.back().size(), size_t(5) * 32 * 32 * 3);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(l1, l3);
+  o.seed = 6;
+  auto c = Epoch(o, 2, &l_other);
+  EXPECT_NE(a, c);
+}
+
+TEST(Loader, RawAndJpegRecordsGiveTheSameCrops) {
+  TempDir d;
+  LoaderOptions o;
+  o.batch_size = 16;
+  o.size = 24;
+  o.seed = 9;
+  o.paths = {MakeDb(d, "raw", 16, Encoding::kRaw)};
+  std::vector<int64_t> lr, lj;
+  auto raw = Epoch(o, 0, &lr);
+  o.paths = {MakeDb(d, "jpeg", 16, Encoding::kJpeg)};
+  auto jpeg = Epoch(o, 0, &lj);
+  ASSERT_EQ(raw.size(), 1u);
+  ASSERT_EQ(jpeg.size(), 1u);
+  EXPECT_EQ(lr, lj);
+  double diff = 0;
+  for (size_t i = 0; i < raw[0].size(); ++i) diff += std::abs(int(raw[0][i]) - int(jpeg[0][i]));
+  EXPECT_LT(diff / raw[0].size(), 4.0);  // JPEG error only
+}
+
+TEST(Loader, LayoutsHoldTheSamePixels) {
+  TempDir d;
+  LoaderOptions o;
+  o.paths = {MakeDb(d, "raw", 4, Encoding::kRaw)};
+  o.batch_size = 4;
+  o.size = 16;
+  o.transform = TransformKind::kEval;
+  o.shuffle = false;
+  std::vector<int64_t> l;
+  auto nchw = Epoch(o, 0, &l);
+  o.layout = Layout::kNHWC;
+  auto nhwc = Epoch(o, 0, &l);
+  const size_t plane = 16 * 16;
+  for (size_t s = 0; s < 4; ++s)
+    for (size_t p = 0; p < plane; ++p)
+      for (size_t c = 0; c < 3; ++c)
+        ASSERT_EQ(nchw[0][s * plane * 3 + c * plane + p], nhwc[0][s * plane * 3 + p * 3 + c]);
+  o.channels = 1;
+  auto gray = Epoch(o, 0, &l);
+  EXPECT_EQ(gray[0].size(), 4 * plane);
+}
+
+TEST(Loader, EvaluationVisitsEverySampleOnceAcrossRanks) {
+  TempDir d;
+  auto db = MakeDb(d, "raw", 23, Encoding::kRaw);
+  std::multiset<int64_t> labels;
+  int64_t total = 0;
+  for (int r = 0; r < 3; ++r) {
+    LoaderOptions o;
+    o.paths = {db};
+    o.batch_size = 4;
+    o.size = 8;
+    o.transform = TransformKind::kEval;
+    o.shuffle = false;
+    o.even_partition = false;
+    o.rank = r;
+    o.world_size = 3;
+    std::vector<int64_t> l;
+    Epoch(o, 0, &l);
+    total += static_cast<int64_t>(l.size());
+    labels.insert(l.begin(), l.end());
+  }
+  EXPECT_EQ(total, 23);
+  for (int64_t c = 0; c < 5; ++c) EXPECT_EQ(labels.count(c), size_t(c < 3 ? 5 : 4));
+}
+
+TEST(Loader, CorruptRecordFailsNamingItOrIsSkipped) {
+  TempDir d;
+  LoaderOptions o;
+  o.paths = {MakeDb(d, "db", 12, Encoding::kJpeg, /*corrupt_jpeg_at_7=*/true)};
+  o.batch_size = 12;
+  o.size = 16;
+  o.shuffle = false;
+  auto l = Loader::Open(o);
+  ASSERT_OK(l);
+  std::vector<uint8_t> img(12 * 16 * 16 * 3);
+  std::vector<int64_t> lab(12);
+  l.value()->StartEpoch(0);
+  auto got = l.value()->Next(img.data(), lab.data());
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("record 0000000007 (img7)"), std::string::npos) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("JPEG"), std::string::npos);
+  o.on_corrupt = CorruptPolicy::kSkip;
+  auto s = Loader::Open(o);
+  ASSERT_OK(s);
+  s.value()->StartEpoch(0);
+  auto ok = s.value()->Next(img.data(), lab.data());
+  ASSERT_OK(ok);
+  EXPECT_EQ(ok.value(), 12);
+  EXPECT_EQ(lab[7], 8 % 5);  // slot 7 took record 8
+  EXPECT_EQ(s.value()->stats().skipped, 1);
+}
+
+TEST(Loader, InRamAndShardsAndBadOptions) {
+  TempDir d;
+  LoaderOptions o;
+  o.paths = {MakeDb(d, "a", 10, Encoding::kRaw), MakeDb(d, "b", 6, Encoding::kRaw)};
+  o.batch_size = 5;
+  o.size = 8;
+  o.in_ram = true;
+  auto l = Loader::Open(o);
+  ASSERT_OK(l);
+  EXPECT_EQ(l.value()->dataset_size(), 16);
+  EXPECT_EQ(l.value()->batches_per_epoch(), 4);
+  o.rank = 2;
+  o.world_size = 2;
+  EXPECT_FALSE(Loader::Open(o).ok());
+}
+
+}  // namespace
+}  // namespace imagepack

@@ -1,0 +1,96 @@
+// bench_loader DB... [--batch B] [--threads T] [--size 224] [--in-ram] [--epochs E]
+// Streams augmented batches from packed records and prints images/s, MB/s
+// and where the time went; see docs/BENCHMARKS.md.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "imagepack/loader.h"
+
+using namespace imagepack;
+namespace po = boost::program_options;
+
+namespace {
+long PeakRssKb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  LoaderOptions o;
+  int epochs = 1;
+  int64_t max_batches = 0;
+  std::string transform = "train", layout = "nchw";
+  po::options_description opts("Options");
+  opts.add_options()
+      ("batch", po::value(&o.batch_size)->default_value(256), "batch size")
+      ("threads", po::value(&o.threads)->default_value(0), "decode threads (0: all cores)")
+      ("size", po::value(&o.size)->default_value(224), "output size")
+      ("transform", po::value(&transform)->default_value("train"), "train, eval, padcrop")
+      ("layout", po::value(&layout)->default_value("nchw"), "nchw or nhwc")
+      ("channels", po::value(&o.channels)->default_value(0), "1 or 3 (0: the dataset's)")
+      ("in-ram", "hold the whole database in memory")
+      ("no-dct-scaling", "always decode JPEGs at full scale")
+      ("epochs", po::value(&epochs)->default_value(1), "passes over the data")
+      ("batches", po::value(&max_batches)->default_value(0), "stop after N batches per epoch (0: all)")
+      ("help,h", "show this help and exit")
+      ("version", "show the version and exit");
+  po::options_description hidden;
+  hidden.add_options()("db", po::value(&o.paths)->multitoken());
+  po::positional_options_description pos;
+  pos.add("db", -1);
+  auto vm = cli::ParseOrExit(argc, argv, "DB... [options]", opts, hidden, pos);
+  if (o.paths.empty()) return cli::UsageError("give at least one database");
+  if (transform == "train") o.transform = TransformKind::kTrain;
+  else if (transform == "eval") o.transform = TransformKind::kEval;
+  else if (transform == "padcrop") o.transform = TransformKind::kPadCrop;
+  else return cli::UsageError("unknown --transform '" + transform + "'");
+  if (layout != "nchw" && layout != "nhwc") return cli::UsageError("unknown --layout '" + layout + "'");
+  o.layout = layout == "nhwc" ? Layout::kNHWC : Layout::kNCHW;
+  o.in_ram = vm.count("in-ram") > 0;
+  o.dct_scaling = vm.count("no-dct-scaling") == 0;
+  const auto t_open = std::chrono::steady_clock::now();
+  auto loader = Loader::Open(o);
+  if (!loader.ok()) {
+    std::cerr << cli::ProgramName() << ": " << loader.status().message() << "\n";
+    return cli::kExitFatal;
+  }
+  Loader& l = *loader.value();
+  const double open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_open).count();
+  const size_t sample = size_t(o.size) * o.size * l.channels();
+  std::vector<uint8_t> images(sample * o.batch_size);
+  std::vector<int64_t> labels(o.batch_size);
+  int64_t n = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int e = 0; e < epochs; ++e) {
+    l.StartEpoch(e);
+    for (int64_t b = 0; max_batches == 0 || b < max_batches; ++b) {
+      auto got = l.Next(images.data(), labels.data());
+      if (!got.ok()) {
+        std::cerr << cli::ProgramName() << ": " << got.status().message() << "\n";
+        return cli::kExitFatal;
+      }
+      if (got.value() == 0) break;
+      n += got.value();
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  LoaderStats s = l.stats();
+  const double work = s.read_seconds + s.decode_seconds;
+  std::printf("bench_loader: %lld images (%s, batch %d, %dx%d, %s) in %.2f s: %.1f images/s, %.1f MB/s read\n",
+              static_cast<long long>(n), transform.c_str(), o.batch_size, o.size, o.size,
+              o.in_ram ? "in RAM" : "from storage", secs, n / secs, s.bytes_read / secs / 1e6);
+  std::printf("  time in workers: read %.1f%%, decode+crop+resize %.1f%%; consumer waited %.2f s; open %.2f s; "
+              "peak RSS %ld MiB\n",
+              work > 0 ? 100 * s.read_seconds / work : 0.0, work > 0 ? 100 * s.decode_seconds / work : 0.0,
+              s.wait_seconds, open_s, PeakRssKb() / 1024);
+  return 0;
+}
