@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Starts N local ranks of a command with exactly torchrun's variables
+# (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE),
+# because Debian's torchrun (python3-torch 1.13) crashes under Python 3.11
+# before starting anything. Elsewhere the same program runs under
+#   torchrun --nproc_per_node=N --no_python ./train ...
+#
+#   scripts/launch.sh --nproc N [--nnodes M --node-rank R --master-addr A] [--port P] -- CMD ARGS...
+#
+# Rank 0's output passes through; other ranks' is prefixed "[rank K]".
+# If one rank fails, the others are stopped; the exit code is the first
+# failure's.
+set -uo pipefail
+NPROC=1 NNODES=1 NODE_RANK=0 ADDR=127.0.0.1 PORT=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --nproc) NPROC=$2; shift 2;;
+    --nnodes) NNODES=$2; shift 2;;
+    --node-rank) NODE_RANK=$2; shift 2;;
+    --master-addr) ADDR=$2; shift 2;;
+    --port) PORT=$2; shift 2;;
+    --) shift; break;;
+    *) echo "launch.sh: unknown option $1" >&2; exit 2;;
+  esac
+done
+[ $# -gt 0 ] || { echo "usage: launch.sh --nproc N [--port P] -- CMD ARGS..." >&2; exit 2; }
+if [ -z "$PORT" ]; then  # a free port, chosen by the kernel
+  PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fi
+WORLD=$((NPROC * NNODES))
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; }
+trap 'cleanup; exit 130' INT TERM
+for ((i = 0; i < NPROC; i++)); do
+  rank=$((NODE_RANK * NPROC + i))
+  if [ "$rank" -eq 0 ]; then
+    MASTER_ADDR=$ADDR MASTER_PORT=$PORT RANK=$rank WORLD_SIZE=$WORLD LOCAL_RANK=$i LOCAL_WORLD_SIZE=$NPROC "$@" &
+  else
+    ( MASTER_ADDR=$ADDR MASTER_PORT=$PORT RANK=$rank WORLD_SIZE=$WORLD LOCAL_RANK=$i LOCAL_WORLD_SIZE=$NPROC "$@" \
+        2>&1 | sed -u "s/^/[rank $rank] /" >&2; exit "${PIPESTATUS[0]}" ) &
+  fi
+  pids+=($!)
+done
+rc=0
+while [ ${#pids[@]} -gt 0 ]; do
+  wait -n -p done_pid "${pids[@]}"; r=$?
+  pids=($(for p in "${pids[@]}"; do [ "$p" != "$done_pid" ] && echo "$p"; done))
+  if [ $r -ne 0 ] && [ $rc -eq 0 ]; then rc=$r; cleanup; fi
+done
+exit $rc

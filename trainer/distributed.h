@@ -1,0 +1,89 @@
+// Data-parallel training over c10d: rendezvous from torchrun's (or Slurm's,
+// or Open MPI's) environment, a Gloo (CPU) or NCCL (CUDA) process group,
+// and DDP-style gradient averaging in ~25 MB buckets launched during
+// backward as the buckets fill.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace c10d {
+class ProcessGroup;
+class Work;
+}  // namespace c10d
+
+namespace imagepack::trainer {
+
+struct DistEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string source = "none";  // which variables were used
+};
+
+// Reads RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT
+// (torchrun), else SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID, else
+// OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK; none: a single process.
+// Throws std::runtime_error on inconsistent values.
+DistEnv ReadDistEnv();
+
+class Distributed {
+ public:
+  // world_size 1: no process group, every collective is a no-op.
+  Distributed(const DistEnv& env, torch::Device device);
+  ~Distributed();
+  int rank() const { return env_.rank; }
+  int world_size() const { return env_.world_size; }
+  bool is_main() const { return env_.rank == 0; }
+  std::string backend() const { return backend_; }
+
+  void Broadcast(std::vector<torch::Tensor> tensors);  // from rank 0, in place
+  void AllReduceSum(torch::Tensor& t);                 // in place, blocking
+  c10::intrusive_ptr<c10d::Work> AllReduceSumAsync(torch::Tensor& t);
+  void Barrier();
+
+ private:
+  DistEnv env_;
+  std::string backend_ = "none";
+  c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+};
+
+// Averages gradients across ranks the way DDP does: parameters are grouped
+// into buckets of ~bucket_bytes in reverse registration order (roughly the
+// order backward produces them); a hook on each parameter copies its
+// gradient into its bucket, and a full bucket's all-reduce starts at once,
+// overlapping communication with the rest of backward. Finalize() launches
+// what is left (parameters unused this step count as zero), waits, and
+// writes the averages into .grad.
+class GradientReducer {
+ public:
+  GradientReducer(Distributed* dist, std::vector<torch::Tensor> params, size_t bucket_bytes = 25u << 20);
+  void PrepareForBackward();
+  void Finalize();
+  size_t bucket_count() const { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;   // indices into params_
+    std::vector<int64_t> offsets; // element offset of each param in flat
+    torch::Tensor flat;
+    int ready = 0;
+    bool launched = false;
+    std::vector<bool> filled;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+  void OnGrad(size_t param, const torch::Tensor& grad);
+  void Launch(Bucket& b);
+
+  Distributed* dist_;
+  std::vector<torch::Tensor> params_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::pair<size_t, size_t>> where_;  // param -> (bucket, slot)
+};
+
+}  // namespace imagepack::trainer

@@ -1,0 +1,182 @@
+// ResNet-18/50 with torchvision's architecture and initialisation
+// (kaiming_normal fan_out for convolutions, BN weight 1 / bias 0), a small
+// BN CNN for 28-32 px images, and an MLP without BN (used where exact DDP
+// equivalence is tested: BN statistics are per-process).
+#include "models.h"
+
+#include <stdexcept>
+
+namespace imagepack::trainer {
+namespace {
+
+namespace nn = torch::nn;
+
+nn::Conv2d Conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1, int64_t pad = 0) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, k).stride(stride).padding(pad).bias(false));
+}
+
+struct BasicBlockImpl : nn::Module {
+  static constexpr int64_t kExpansion = 1;
+  BasicBlockImpl(int64_t in, int64_t planes, int64_t stride)
+      : conv1(Conv(in, planes, 3, stride, 1)), bn1(planes), conv2(Conv(planes, planes, 3, 1, 1)), bn2(planes) {
+    register_module("conv1", conv1);
+    register_module("bn1", bn1);
+    register_module("conv2", conv2);
+    register_module("bn2", bn2);
+    if (stride != 1 || in != planes) {
+      downsample = nn::Sequential(Conv(in, planes, 1, stride), nn::BatchNorm2d(planes));
+      register_module("downsample", downsample);
+    }
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    auto identity = downsample ? downsample->forward(x) : x;
+    auto out = torch::relu(bn1(conv1(x)));
+    out = bn2(conv2(out));
+    return torch::relu(out + identity);
+  }
+  nn::BatchNorm2d& last_bn() { return bn2; }
+  nn::Conv2d conv1;
+  nn::BatchNorm2d bn1;
+  nn::Conv2d conv2;
+  nn::BatchNorm2d bn2;
+  nn::Sequential downsample{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+struct BottleneckImpl : nn::Module {
+  static constexpr int64_t kExpansion = 4;
+  BottleneckImpl(int64_t in, int64_t planes, int64_t stride)
+      : conv1(Conv(in, planes, 1)), bn1(planes), conv2(Conv(planes, planes, 3, stride, 1)), bn2(planes),
+        conv3(Conv(planes, planes * 4, 1)), bn3(planes * 4) {
+    register_module("conv1", conv1);
+    register_module("bn1", bn1);
+    register_module("conv2", conv2);
+    register_module("bn2", bn2);
+    register_module("conv3", conv3);
+    register_module("bn3", bn3);
+    if (stride != 1 || in != planes * 4) {
+      downsample = nn::Sequential(Conv(in, planes * 4, 1, stride), nn::BatchNorm2d(planes * 4));
+      register_module("downsample", downsample);
+    }
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    auto identity = downsample ? downsample->forward(x) : x;
+    auto out = torch::relu(bn1(conv1(x)));
+    out = torch::relu(bn2(conv2(out)));
+    out = bn3(conv3(out));
+    return torch::relu(out + identity);
+  }
+  nn::BatchNorm2d& last_bn() { return bn3; }
+  nn::Conv2d conv1;
+  nn::BatchNorm2d bn1;
+  nn::Conv2d conv2;
+  nn::BatchNorm2d bn2;
+  nn::Conv2d conv3;
+  nn::BatchNorm2d bn3;
+  nn::Sequential downsample{nullptr};
+};
+TORCH_MODULE(Bottleneck);
+
+template <typename Block>
+struct ResNetImpl : nn::Module {
+  ResNetImpl(std::vector<int64_t> layers, const ModelOptions& o)
+      : conv1(Conv(o.in_channels, 64, 7, 2, 3)), bn1(64), fc(512 * Block::Impl::kExpansion, o.num_classes) {
+    register_module("conv1", conv1);
+    register_module("bn1", bn1);
+    layer1 = register_module("layer1", MakeLayer(64, layers[0], 1));
+    layer2 = register_module("layer2", MakeLayer(128, layers[1], 2));
+    layer3 = register_module("layer3", MakeLayer(256, layers[2], 2));
+    layer4 = register_module("layer4", MakeLayer(512, layers[3], 2));
+    register_module("fc", fc);
+    for (auto& m : modules(/*include_self=*/false)) {
+      if (auto* c = m->as<nn::Conv2d>()) {
+        nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
+      } else if (auto* b = m->as<nn::BatchNorm2d>()) {
+        nn::init::ones_(b->weight);
+        nn::init::zeros_(b->bias);
+      }
+    }
+    if (o.zero_init_residual)
+      for (auto& m : modules(false))
+        if (auto* blk = m->as<typename Block::Impl>()) nn::init::zeros_(blk->last_bn()->weight);
+  }
+  nn::Sequential MakeLayer(int64_t planes, int64_t blocks, int64_t stride) {
+    nn::Sequential seq;
+    seq->push_back(Block(inplanes_, planes, stride));
+    inplanes_ = planes * Block::Impl::kExpansion;
+    for (int64_t i = 1; i < blocks; ++i) seq->push_back(Block(inplanes_, planes, 1));
+    return seq;
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::max_pool2d(torch::relu(bn1(conv1(x))), 3, 2, 1);
+    x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
+    x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+    return fc(x);
+  }
+  int64_t inplanes_ = 64;
+  nn::Conv2d conv1;
+  nn::BatchNorm2d bn1;
+  nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
+  nn::Linear fc;
+};
+
+struct SmallCnnImpl : nn::Module {
+  explicit SmallCnnImpl(const ModelOptions& o) {
+    features = register_module(
+        "features", nn::Sequential(Conv(o.in_channels, 32, 3, 1, 1), nn::BatchNorm2d(32), nn::ReLU(),
+                                   nn::MaxPool2d(2), Conv(32, 64, 3, 1, 1), nn::BatchNorm2d(64), nn::ReLU(),
+                                   nn::MaxPool2d(2), Conv(64, 128, 3, 1, 1), nn::BatchNorm2d(128), nn::ReLU()));
+    fc = register_module("fc", nn::Linear(128, o.num_classes));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = features->forward(x);
+    return fc(torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1));
+  }
+  nn::Sequential features{nullptr};
+  nn::Linear fc{nullptr};
+};
+TORCH_MODULE(SmallCnn);
+
+struct MlpImpl : nn::Module {
+  explicit MlpImpl(const ModelOptions& o) {
+    fc1 = register_module("fc1", nn::Linear(o.in_channels * o.input_size * o.input_size, 64));
+    fc2 = register_module("fc2", nn::Linear(64, o.num_classes));
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc2(torch::relu(fc1(x.flatten(1)))); }
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+}  // namespace
+
+torch::nn::AnyModule MakeModel(const ModelOptions& o, std::shared_ptr<torch::nn::Module>* module) {
+  if (o.arch == "resnet18") {
+    auto m = std::make_shared<ResNetImpl<BasicBlock>>(std::vector<int64_t>{2, 2, 2, 2}, o);
+    *module = m;
+    return torch::nn::AnyModule(m);
+  }
+  if (o.arch == "resnet50") {
+    auto m = std::make_shared<ResNetImpl<Bottleneck>>(std::vector<int64_t>{3, 4, 6, 3}, o);
+    *module = m;
+    return torch::nn::AnyModule(m);
+  }
+  if (o.arch == "small_cnn") {
+    SmallCnn m(o);
+    *module = m.ptr();
+    return torch::nn::AnyModule(m);
+  }
+  if (o.arch == "mlp") {
+    Mlp m(o);
+    *module = m.ptr();
+    return torch::nn::AnyModule(m);
+  }
+  throw std::invalid_argument("unknown --arch '" + o.arch + "' (resnet18, resnet50, small_cnn, mlp)");
+}
+
+int64_t CountParameters(const torch::nn::Module& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace imagepack::trainer

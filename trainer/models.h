@@ -1,0 +1,25 @@
+// Models for the trainer: torchvision's ResNets and a small BN CNN.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace imagepack::trainer {
+
+struct ModelOptions {
+  std::string arch = "resnet18";  // resnet18 | resnet50 | small_cnn | mlp
+  int64_t num_classes = 1000;
+  int64_t in_channels = 3;
+  int64_t input_size = 224;       // mlp only (its first layer is size-dependent)
+  bool zero_init_residual = false;  // last BN of each residual block starts at 0
+};
+
+// Returns the model as a type-erased module whose forward maps
+// float [N, C, H, W] to logits [N, num_classes]. Throws std::invalid_argument
+// for an unknown arch.
+torch::nn::AnyModule MakeModel(const ModelOptions& opts, std::shared_ptr<torch::nn::Module>* module);
+
+int64_t CountParameters(const torch::nn::Module& m);
+
+}  // namespace imagepack::trainer

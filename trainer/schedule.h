@@ -1,0 +1,41 @@
+// Learning-rate schedules. Plain C++ (no torch): a pure function of progress.
+#pragma once
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace imagepack::trainer {
+
+struct ScheduleOptions {
+  std::string kind = "step";    // step | cosine | onecycle
+  double base_lr = 0.1;         // after any batch scaling
+  double warmup_epochs = 0;     // linear from ~0 to base_lr
+  int step_size = 30;           // step: decay every step_size epochs ...
+  double gamma = 0.1;           // ... by this factor
+  double onecycle_pct = 0.3;    // onecycle: fraction of training spent rising
+  double final_div = 1e4;       // onecycle: final lr = base_lr / final_div
+};
+
+// LR at `epoch_progress` (epoch + fraction of it done) of `total_epochs`.
+inline double LearningRate(const ScheduleOptions& s, double epoch_progress, double total_epochs) {
+  const double t = epoch_progress;
+  if (s.kind != "onecycle" && s.warmup_epochs > 0 && t < s.warmup_epochs)
+    return s.base_lr * (t + 1e-3) / s.warmup_epochs;
+  if (s.kind == "step") return s.base_lr * std::pow(s.gamma, std::floor(t / s.step_size));
+  if (s.kind == "cosine") {
+    const double span = std::max(1e-9, total_epochs - s.warmup_epochs);
+    const double f = std::min(1.0, std::max(0.0, (t - s.warmup_epochs) / span));
+    return s.base_lr * 0.5 * (1 + std::cos(M_PI * f));
+  }
+  if (s.kind == "onecycle") {
+    const double up = s.onecycle_pct * total_epochs;
+    const double start = s.base_lr / 25.0, end = s.base_lr / s.final_div;
+    if (t < up) return start + (s.base_lr - start) * 0.5 * (1 - std::cos(M_PI * t / std::max(up, 1e-9)));
+    const double f = std::min(1.0, (t - up) / std::max(1e-9, total_epochs - up));
+    return end + (s.base_lr - end) * 0.5 * (1 + std::cos(M_PI * f));
+  }
+  throw std::invalid_argument("unknown schedule '" + s.kind + "' (step, cosine, onecycle)");
+}
+
+}  // namespace imagepack::trainer

@@ -1,0 +1,443 @@
+// train --data DB[,DB...] --val DB --arch A --epochs E --batch-size B --lr LR --output DIR [options]
+// Trains on what pack_lmdb wrote and reports accuracy; see docs/TRAINING.md.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/algorithm/string.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "amp.h"
+#include "cli.h"
+#include "distributed.h"
+#include "imagepack/loader.h"
+#include "models.h"
+#include "nccl_backend.h"
+#include "schedule.h"
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+using namespace imagepack;
+using namespace imagepack::trainer;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Args {
+  std::string data, val, arch = "resnet18", output, resume, device = "cpu", schedule = "step";
+  int epochs = 90, batch = 256, print_freq = 10, threads = 0, loader_threads = 0, size = 0, step_size = 30;
+  double lr = 0.1, momentum = 0.9, wd = 1e-4, label_smoothing = 0, warmup = 0;
+  int64_t seed = 0, max_steps = 0;
+  bool amp = false, in_ram = false, evaluate = false, nesterov = false, no_bn_wd = false, lr_scale = false,
+       zero_init = false, channels_last = false;
+};
+
+// Running value and average, as in the reference ImageNet example.
+struct Meter {
+  double val = 0, sum = 0;
+  int64_t n = 0;
+  void Add(double v, int64_t k = 1) {
+    val = v;
+    sum += v * k;
+    n += k;
+  }
+  double avg() const { return n ? sum / n : 0; }
+};
+
+// Number of samples whose target is among the top-k logits, for k = 1, 5.
+std::pair<int64_t, int64_t> Correct(const torch::Tensor& logits, const torch::Tensor& target) {
+  const int64_t k = std::min<int64_t>(5, logits.size(1));
+  auto top = std::get<1>(logits.topk(k, 1));
+  auto hit = top.eq(target.view({-1, 1}));
+  return {hit.narrow(1, 0, 1).sum().item<int64_t>(), hit.sum().item<int64_t>()};
+}
+
+void WriteAtomically(const std::string& path, const std::function<void(const std::string&)>& write) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  write(tmp);
+  fs::rename(tmp, path);
+}
+
+struct Checkpoint {
+  int64_t epoch = 0;  // next epoch to run
+  double best_acc1 = 0;
+  double scaler_scale = 65536;
+  int64_t scaler_tracker = 0;
+  int64_t seed = 0;
+};
+
+void SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& opt,
+                    const Checkpoint& c) {
+  WriteAtomically(path, [&](const std::string& tmp) {
+    torch::serialize::OutputArchive a;
+    torch::serialize::OutputArchive m, o;
+    model.save(m);
+    opt.save(o);
+    a.write("model", m);
+    a.write("optimizer", o);
+    a.write("epoch", torch::tensor(c.epoch));
+    a.write("best_acc1", torch::tensor(c.best_acc1, torch::kFloat64));
+    a.write("scaler_scale", torch::tensor(c.scaler_scale, torch::kFloat64));
+    a.write("scaler_tracker", torch::tensor(c.scaler_tracker));
+    a.write("seed", torch::tensor(c.seed));
+    a.save_to(tmp);
+  });
+}
+
+Checkpoint LoadCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* opt) {
+  torch::serialize::InputArchive a, m, o;
+  a.load_from(path);
+  a.read("model", m);
+  model.load(m);
+  if (opt) {
+    a.read("optimizer", o);
+    opt->load(o);
+  }
+  Checkpoint c;
+  torch::Tensor t;
+  a.read("epoch", t);
+  c.epoch = t.item<int64_t>();
+  a.read("best_acc1", t);
+  c.best_acc1 = t.item<double>();
+  a.read("scaler_scale", t);
+  c.scaler_scale = t.item<double>();
+  a.read("scaler_tracker", t);
+  c.scaler_tracker = t.item<int64_t>();
+  a.read("seed", t);
+  c.seed = t.item<int64_t>();
+  return c;
+}
+
+int Run(const Args& args) {
+  const DistEnv env = ReadDistEnv();
+  const torch::Device device(args.device == "cuda" ? torch::kCUDA : torch::kCPU);
+  if (device.is_cuda()) {
+    if (!torch::cuda::is_available()) throw std::runtime_error("--device cuda, but no CUDA device is available");
+    ConfigureCuda();
+  }
+  // Threads: split the cores between the local ranks unless told.
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const int local_ranks = std::max(1, std::getenv("LOCAL_WORLD_SIZE") ? std::atoi(std::getenv("LOCAL_WORLD_SIZE"))
+                                                                      : env.world_size);
+  const int per_rank = std::max(1, cores / local_ranks);
+  torch::set_num_threads(args.threads > 0 ? args.threads : per_rank);
+  torch::manual_seed(static_cast<uint64_t>(args.seed));
+  Distributed dist(env, device);
+  const bool main_rank = dist.is_main();
+  auto log = [&](const std::string& s) {
+    if (main_rank) {
+      std::cout << s << std::endl;
+    }
+  };
+
+  std::vector<std::string> train_paths;
+  boost::split(train_paths, args.data, boost::is_any_of(","));
+  LoaderOptions lo;
+  lo.paths = train_paths;
+  lo.in_ram = args.in_ram;
+  lo.batch_size = args.batch;
+  lo.seed = static_cast<uint64_t>(args.seed);
+  lo.rank = dist.rank();
+  lo.world_size = dist.world_size();
+  lo.threads = args.loader_threads > 0 ? args.loader_threads : per_rank;
+  const bool small = args.arch == "small_cnn" || args.arch == "mlp";
+  lo.size = args.size > 0 ? args.size : (small ? 28 : 224);
+  lo.transform = small ? TransformKind::kPadCrop : TransformKind::kTrain;
+  lo.pad = 2;
+  lo.layout = args.channels_last ? Layout::kNHWC : Layout::kNCHW;
+  LoaderOptions vo = lo;
+  vo.paths = {args.val};
+  vo.shuffle = false;
+  vo.even_partition = false;
+  vo.transform = small ? TransformKind::kPadCropEval : TransformKind::kEval;
+  auto train_loader = args.evaluate ? Result<std::unique_ptr<Loader>>(Status::Ok()) : Loader::Open(lo);
+  if (!args.evaluate && !train_loader.ok()) throw std::runtime_error(train_loader.status().ToString());
+  auto val_loader = Loader::Open(vo);
+  if (!val_loader.ok()) throw std::runtime_error(val_loader.status().ToString());
+  const DatasetMeta& meta = val_loader.value()->meta();
+  const int C = val_loader.value()->channels();
+
+  ModelOptions mo;
+  mo.arch = args.arch;
+  mo.num_classes = static_cast<int64_t>(meta.classes.size());
+  mo.in_channels = C;
+  mo.input_size = lo.size;
+  mo.zero_init_residual = args.zero_init;
+  std::shared_ptr<torch::nn::Module> module;
+  torch::nn::AnyModule model = MakeModel(mo, &module);
+  module->to(device);
+  if (args.channels_last) {
+    torch::NoGradGuard ng;
+    for (auto& p : module->parameters())
+      if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+
+  // Normalisation on the device with the database's statistics.
+  std::vector<double> mean = meta.mean, stdv = meta.std;
+  if (static_cast<int>(mean.size()) != C) mean.assign(C, 0.5), stdv.assign(C, 0.25);
+  auto mean_t = torch::tensor(mean, torch::kFloat32).view({1, C, 1, 1}).mul(255).to(device);
+  auto std_t = torch::tensor(stdv, torch::kFloat32).view({1, C, 1, 1}).mul(255).clamp_min(1e-3).to(device);
+
+  // SGD; optionally no weight decay on BN and bias parameters.
+  std::vector<torch::Tensor> decay, no_decay, all_params = module->parameters();
+  for (auto& p : all_params) (args.no_bn_wd && p.dim() <= 1 ? no_decay : decay).push_back(p);
+  const double global_batch = double(args.batch) * dist.world_size();
+  ScheduleOptions so;
+  so.kind = args.schedule;
+  so.base_lr = args.lr_scale ? args.lr * global_batch / 256.0 : args.lr;
+  so.warmup_epochs = args.warmup;
+  so.step_size = args.step_size;
+  auto sgd = torch::optim::SGDOptions(so.base_lr).momentum(args.momentum).nesterov(args.nesterov).weight_decay(args.wd);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, std::make_unique<torch::optim::SGDOptions>(sgd));
+  if (!no_decay.empty()) {
+    auto nd = sgd;
+    nd.weight_decay(0);
+    groups.emplace_back(no_decay, std::make_unique<torch::optim::SGDOptions>(nd));
+  }
+  torch::optim::SGD optimizer(groups, sgd);
+  GradScaler::Options gso;
+  gso.enabled = args.amp && device.is_cuda();  // bf16 on CPU needs no scaling
+  GradScaler scaler(gso);
+
+  Checkpoint state;
+  state.seed = args.seed;
+  std::string resume = args.resume;
+  if (resume == "auto") resume = fs::exists(args.output + "/checkpoint.pt") ? args.output + "/checkpoint.pt" : "";
+  if (!resume.empty()) {
+    state = LoadCheckpoint(resume, *module, &optimizer);
+    scaler.Load(state.scaler_scale, static_cast<int>(state.scaler_tracker));
+    module->to(device);
+    log("=> resumed from " + resume + " at epoch " + std::to_string(state.epoch));
+  }
+  // Every rank starts from rank 0's parameters and buffers.
+  std::vector<torch::Tensor> sync = module->parameters();
+  for (auto& b : module->buffers()) sync.push_back(b);
+  {
+    torch::NoGradGuard ng;
+    dist.Broadcast(sync);
+  }
+  GradientReducer reducer(&dist, all_params);
+  if (main_rank) fs::create_directories(args.output);
+  std::ofstream metrics;
+  if (main_rank) metrics.open(args.output + "/metrics.jsonl", std::ios::app);
+  auto emit = [&](const nlohmann::json& j) {
+    if (main_rank) metrics << j.dump() << std::endl;
+  };
+  log("=> " + args.arch + " (" + std::to_string(CountParameters(*module)) + " parameters), " +
+      std::to_string(meta.classes.size()) + " classes, " + std::to_string(dist.world_size()) + " process(es) [" +
+      dist.backend() + ", " + env.source + "], batch " + std::to_string(args.batch) + "/rank, lr " +
+      std::to_string(so.base_lr) + (args.amp ? (device.is_cuda() ? ", AMP fp16" : ", AMP bf16") : ""));
+
+  const size_t sample_bytes = size_t(lo.size) * lo.size * C;
+  std::vector<uint8_t> host_images(sample_bytes * args.batch);
+  std::vector<int64_t> host_labels(args.batch);
+  auto to_input = [&](int n) {
+    auto x = torch::from_blob(host_images.data(),
+                              args.channels_last ? torch::IntArrayRef{n, lo.size, lo.size, C}
+                                                 : torch::IntArrayRef{n, C, lo.size, lo.size},
+                              torch::kUInt8);
+    if (args.channels_last) x = x.permute({0, 3, 1, 2});  // a channels-last view of NCHW
+    x = x.to(device, /*non_blocking=*/device.is_cuda()).to(torch::kFloat32);
+    return x.sub(mean_t).div(std_t);
+  };
+  auto labels_t = [&](int n) {
+    return torch::from_blob(host_labels.data(), {n}, torch::kInt64).to(device).clone();
+  };
+
+  auto evaluate = [&](int64_t epoch) {
+    module->eval();
+    torch::NoGradGuard ng;
+    Loader& vl = *val_loader.value();
+    vl.StartEpoch(0);
+    double loss_sum = 0;
+    int64_t c1 = 0, c5 = 0, total = 0;
+    while (true) {
+      auto got = vl.Next(host_images.data(), host_labels.data());
+      if (!got.ok()) throw std::runtime_error(got.status().ToString());
+      if (got.value() == 0) break;
+      const int n = got.value();
+      auto y = labels_t(n);
+      torch::Tensor out;
+      {
+        AutocastScope ac(args.amp, device);
+        out = model.forward(to_input(n));
+      }
+      out = out.to(torch::kFloat32);
+      loss_sum += torch::nn::functional::cross_entropy(out, y).item<double>() * n;
+      auto [a, b] = Correct(out, y);
+      c1 += a;
+      c5 += b;
+      total += n;
+    }
+    // Every validation sample is counted exactly once across ranks.
+    auto t = torch::tensor({double(c1), double(c5), double(total), loss_sum}, torch::kFloat64);
+    dist.AllReduceSum(t);
+    const double n = t[2].item<double>();
+    const double acc1 = 100 * t[0].item<double>() / n, acc5 = 100 * t[1].item<double>() / n;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, " * Epoch %lld  Acc@1 %.3f  Acc@5 %.3f  Error@1 %.3f  Loss %.4f  (%lld samples)",
+                  static_cast<long long>(epoch), acc1, acc5, 100 - acc1, t[3].item<double>() / n,
+                  static_cast<long long>(n));
+    log(buf);
+    emit({{"type", "eval"}, {"epoch", epoch}, {"acc1", acc1}, {"acc5", acc5}, {"error1", 100 - acc1},
+          {"error5", 100 - acc5}, {"loss", t[3].item<double>() / n}, {"samples", int64_t(n)}});
+    return acc1;
+  };
+
+  if (args.evaluate) {
+    evaluate(state.epoch);
+    return 0;
+  }
+  Loader& tl = *train_loader.value();
+  const int64_t steps_per_epoch = tl.batches_per_epoch();
+  int64_t global_step = state.epoch * steps_per_epoch;
+  for (int64_t epoch = state.epoch; epoch < args.epochs; ++epoch) {
+    module->train();
+    tl.StartEpoch(epoch);
+    Meter batch_time, data_rate, losses, err1, err5;
+    double wait_s = 0, compute_s = 0;
+    auto t_end = Clock::now();
+    for (int64_t step = 0; step < steps_per_epoch; ++step) {
+      if (args.max_steps > 0 && step >= args.max_steps) break;
+      const auto t0 = Clock::now();
+      auto got = tl.Next(host_images.data(), host_labels.data());
+      if (!got.ok()) throw std::runtime_error(got.status().ToString());
+      const int n = got.value();
+      if (n == 0) break;
+      const auto t1 = Clock::now();
+      const double lr = LearningRate(so, epoch + double(step) / steps_per_epoch, args.epochs);
+      for (auto& g : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(g.options()).lr(lr);
+      auto x = to_input(n);
+      auto y = labels_t(n);
+      torch::Tensor out, loss;
+      {
+        AutocastScope ac(args.amp, device);
+        out = model.forward(x);
+      }
+      out = out.to(torch::kFloat32);
+      loss = torch::nn::functional::cross_entropy(
+          out, y, torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(args.label_smoothing));
+      for (auto& p : all_params) p.mutable_grad() = torch::Tensor();  // zero_grad that frees
+      reducer.PrepareForBackward();
+      scaler.Scale(loss).backward();
+      reducer.Finalize();
+      scaler.Step(optimizer, all_params);
+      ++global_step;
+      const auto t2 = Clock::now();
+      const double wait = std::chrono::duration<double>(t1 - t0).count();
+      const double compute = std::chrono::duration<double>(t2 - t1).count();
+      wait_s += wait;
+      compute_s += compute;
+      auto [c1, c5] = Correct(out.detach(), y);
+      losses.Add(loss.item<double>(), n);
+      err1.Add(100.0 - 100.0 * c1 / n, n);
+      err5.Add(100.0 - 100.0 * c5 / n, n);
+      const double step_s = std::chrono::duration<double>(t2 - t_end).count();
+      batch_time.Add(step_s);
+      data_rate.Add(n * dist.world_size() / std::max(step_s, 1e-9));
+      t_end = t2;
+      if (step % args.print_freq == 0 || step + 1 == steps_per_epoch) {
+        char buf[320];
+        std::snprintf(buf, sizeof buf,
+                      "Epoch: [%lld][%lld/%lld]  Time %.3f (%.3f)  Data %.1f (%.1f)  Loss %.4f (%.4f)  "
+                      "Error@1 %.3f (%.3f)  Error@5 %.3f (%.3f)  LR %.5f",
+                      static_cast<long long>(epoch), static_cast<long long>(step),
+                      static_cast<long long>(steps_per_epoch), batch_time.val, batch_time.avg(), data_rate.val,
+                      data_rate.avg(), losses.val, losses.avg(), err1.val, err1.avg(), err5.val, err5.avg(), lr);
+        log(buf);
+        emit({{"type", "train"}, {"epoch", epoch}, {"step", step}, {"global_step", global_step},
+              {"loss", losses.val}, {"loss_avg", losses.avg()}, {"error1", err1.val}, {"error5", err5.val},
+              {"lr", lr}, {"images_per_s", data_rate.val}, {"step_seconds", batch_time.val}});
+      }
+    }
+    const double frac = wait_s / std::max(1e-9, wait_s + compute_s);
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "Epoch %lld: waited for data %.1f s, computed %.1f s: %s (%.0f%% of step time waiting)",
+                  static_cast<long long>(epoch), wait_s, compute_s, frac > 0.1 ? "INPUT-BOUND" : "compute-bound",
+                  100 * frac);
+    log(buf);
+    emit({{"type", "epoch"}, {"epoch", epoch}, {"wait_seconds", wait_s}, {"compute_seconds", compute_s},
+          {"images_per_s", data_rate.avg()}, {"skipped_steps", scaler.skipped_steps()}});
+    const double acc1 = evaluate(epoch);
+    state.epoch = epoch + 1;
+    const bool best = acc1 > state.best_acc1;
+    state.best_acc1 = std::max(state.best_acc1, acc1);
+    state.scaler_scale = scaler.scale();
+    state.scaler_tracker = scaler.growth_tracker();
+    if (main_rank) {
+      SaveCheckpoint(args.output + "/checkpoint.pt", *module, optimizer, state);
+      if (best) SaveCheckpoint(args.output + "/model_best.pt", *module, optimizer, state);
+    }
+    dist.Barrier();
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  po::options_description opts("Options");
+  opts.add_options()
+      ("data", po::value(&a.data), "training database(s), comma-separated shards")
+      ("val", po::value(&a.val), "validation database")
+      ("arch", po::value(&a.arch)->default_value("resnet18"), "resnet18, resnet50, small_cnn, mlp")
+      ("epochs", po::value(&a.epochs)->default_value(90), "epochs")
+      ("batch-size,b", po::value(&a.batch)->default_value(256), "batch size per process")
+      ("lr", po::value(&a.lr)->default_value(0.1), "learning rate")
+      ("lr-scale-batch", "scale lr by global batch / 256")
+      ("schedule", po::value(&a.schedule)->default_value("step"), "step, cosine, onecycle")
+      ("step-size", po::value(&a.step_size)->default_value(30), "step schedule: epochs between decays")
+      ("warmup-epochs", po::value(&a.warmup)->default_value(0), "linear warm-up epochs")
+      ("momentum", po::value(&a.momentum)->default_value(0.9), "SGD momentum")
+      ("nesterov", "Nesterov momentum")
+      ("wd", po::value(&a.wd)->default_value(1e-4), "weight decay")
+      ("no-bn-wd", "no weight decay on BN and bias parameters")
+      ("label-smoothing", po::value(&a.label_smoothing)->default_value(0), "label smoothing")
+      ("zero-init-residual", "zero-init the last BN of each residual block")
+      ("size", po::value(&a.size)->default_value(0), "input size (0: 224, or 28 for small_cnn/mlp)")
+      ("output", po::value(&a.output), "directory for checkpoints and metrics.jsonl")
+      ("resume", po::value(&a.resume), "checkpoint to resume from ('auto': OUTPUT/checkpoint.pt if present)")
+      ("evaluate", "only evaluate --val (with --resume weights)")
+      ("amp", "autocast: bf16 on CPU, fp16 with loss scaling on CUDA")
+      ("device", po::value(&a.device)->default_value("cpu"), "cpu or cuda")
+      ("channels-last", "NHWC batches and channels-last model")
+      ("in-ram", "hold the databases in memory")
+      ("print-freq", po::value(&a.print_freq)->default_value(10), "log every N steps")
+      ("seed", po::value(&a.seed)->default_value(0), "seed for init, shuffling and augmentation")
+      ("threads", po::value(&a.threads)->default_value(0), "torch threads (0: cores / local ranks)")
+      ("loader-threads", po::value(&a.loader_threads)->default_value(0), "decode threads (0: cores / local ranks)")
+      ("max-steps", po::value(&a.max_steps)->default_value(0), "stop each epoch after N steps (profiling)")
+      ("help,h", "show this help and exit")
+      ("version", "show the version and exit");
+  po::options_description hidden;
+  po::positional_options_description pos;
+  auto vm = cli::ParseOrExit(argc, argv, "--data DB --val DB --output DIR [options]", opts, hidden, pos);
+  if (a.val.empty() || a.output.empty() || (a.data.empty() && !vm.count("evaluate")))
+    return cli::UsageError("--data, --val and --output are required");
+  a.amp = vm.count("amp");
+  a.in_ram = vm.count("in-ram");
+  a.evaluate = vm.count("evaluate");
+  a.nesterov = vm.count("nesterov");
+  a.no_bn_wd = vm.count("no-bn-wd");
+  a.lr_scale = vm.count("lr-scale-batch");
+  a.zero_init = vm.count("zero-init-residual");
+  a.channels_last = vm.count("channels-last");
+  if (a.print_freq < 1) a.print_freq = 1;
+  try {
+    return Run(a);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    auto nl = msg.find("\nException raised from");
+    if (nl != std::string::npos) msg = msg.substr(0, nl);
+    std::cerr << cli::ProgramName() << ": " << msg << "\n";
+    return cli::kExitFatal;
+  }
+}
