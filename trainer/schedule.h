@@ -20,6 +20,8 @@ struct ScheduleOptions {
 // LR at `epoch_progress` (epoch + fraction of it done) of `total_epochs`.
 inline double LearningRate(const ScheduleOptions& s, double epoch_progress, double total_epochs) {
   const double t = epoch_progress;
+  if (s.kind != "step" && s.kind != "cosine" && s.kind != "onecycle")
+    throw std::invalid_argument("unknown schedule '" + s.kind + "' (step, cosine, onecycle)");
   if (s.kind != "onecycle" && s.warmup_epochs > 0 && t < s.warmup_epochs)
     return s.base_lr * (t + 1e-3) / s.warmup_epochs;
   if (s.kind == "step") return s.base_lr * std::pow(s.gamma, std::floor(t / s.step_size));

@@ -160,10 +160,11 @@ class LoaderImpl : public Loader {
     read_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
     if (!rec.ok()) return rec.status();
     bytes_ += static_cast<int64_t>(rec->payload_size);
-    // Per-sample randomness from (seed, epoch, position): independent of
-    // which thread renders it.
-    SplitMix64 rng(o_.seed ^ (static_cast<uint64_t>(epoch_) << 40) ^ (static_cast<uint64_t>(pos) * 0xD1B54A32D192ED03ull) ^
-                   (static_cast<uint64_t>(o_.rank) << 56));
+    // Per-sample randomness from (seed, epoch, position in the global epoch
+    // order): independent of the thread that renders it, and of how the
+    // epoch is split across ranks (rank r's k-th sample is global k*world+r).
+    const uint64_t global = static_cast<uint64_t>(pos) * o_.world_size + o_.rank;
+    SplitMix64 rng(o_.seed ^ (static_cast<uint64_t>(epoch_) << 40) ^ (global * 0xD1B54A32D192ED03ull));
     const int W = static_cast<int>(rec->fields.width), H = static_cast<int>(rec->fields.height);
     CropBox box;
     bool flip = false;
