@@ -9,7 +9,7 @@
 # Re-running reuses every finished step. Outputs go to DIR (default out/demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=out/demo LIMIT_TRAIN=0 LIMIT_TEST=0 EPOCHS=2 NPROC=2
+OUT=out/demo LIMIT_TRAIN=0 LIMIT_TEST=0 EPOCHS=8 NPROC=2
 while [ $# -gt 0 ]; do
   case $1 in
     --out) OUT=$2; shift 2;;
@@ -35,7 +35,7 @@ step "export Fashion-MNIST to an image tree"
 step "resize_imagenet (1-channel JPEGs, shorter edge <= 32: these are 28 px, so no upscaling)"
 for split in train test; do
   rc=0
-  "$BIN/resize_imagenet" "$OUT/tree/$split" "$OUT/resized/$split" --max-size 32 --channels 1 -q \
+  "$BIN/resize_imagenet" "$OUT/tree/$split" "$OUT/resized/$split" --max-size 32 --channels 1 --quality 95 -q \
     --errors "$OUT/resize-$split.errors" || rc=$?
   [ $rc -eq 0 ] || { echo "demo.sh: resize_imagenet failed ($rc), see $OUT/resize-$split.errors" >&2; exit 1; }
 done
@@ -63,7 +63,8 @@ if [ ! -x "$TRAIN" ]; then
 fi
 step "train small_cnn, $NPROC DDP processes (Gloo), $EPOCHS epochs"
 scripts/launch.sh --nproc "$NPROC" -- "$TRAIN" --data "$OUT/train.lmdb" --val "$OUT/test.lmdb" \
-  --arch small_cnn --epochs "$EPOCHS" --batch-size 64 --lr 0.1 --output "$OUT/run" --print-freq 100 --resume auto
+  --arch small_cnn --epochs "$EPOCHS" --batch-size 64 --lr 0.1 --schedule cosine --wd 5e-4 --no-bn-wd \
+  --output "$OUT/run" --print-freq 100 --resume auto
 
 step "result"
 /usr/bin/python3 scripts/plot_metrics.py "$OUT/run/metrics.jsonl" "$OUT/curves.png"
