@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       "quality", po::value(&quality)->default_value(90), "JPEG quality")(
       "repeat", po::value(&repeat)->default_value(1), "passes over the files")(
       "yuv", "decode to and encode from Y/Cb/Cr planes")(
+      "decode-only", "full-size RGB decodes only (the loader's ceiling)")(
       "help,h", "show this help")("version", "show the version");
   po::options_description hidden;
   hidden.add_options()("dir", po::value(&dir));
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   pos.add("dir", 1);
   auto vm = cli::ParseOrExit(argc, argv, "DIR [options]", opts, hidden, pos);
   const bool yuv = vm.count("yuv") > 0;
+  const bool decode_only = vm.count("decode-only") > 0;
   if (dir.empty()) return cli::UsageError("DIR is required");
 
   auto listing = ListTree(dir);
@@ -56,6 +58,12 @@ int main(int argc, char** argv) {
     for (const auto& f : files) {
       int w, h, ss, cs;
       if (tjDecompressHeader3(dec, f.data(), f.size(), &w, &h, &ss, &cs) != 0) continue;
+      if (decode_only) {
+        pix.resize(size_t(w) * h * 3);
+        tjDecompress2(dec, f.data(), f.size(), pix.data(), w, 0, h, TJPF_RGB, TJFLAG_FASTDCT);
+        ++done;
+        continue;
+      }
       auto [tw, th] = TargetSize(w, h, {SizeLimit::Mode::kShorterEdge, max_size});
       tjscalingfactor best{1, 1};
       for (int i = 0; i < nsf; ++i) {
@@ -94,7 +102,7 @@ int main(int argc, char** argv) {
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("bench_jpeg_ceiling%s: %lld images in %.2f s on one core: %.1f images/s\n",
-              yuv ? " --yuv" : "", static_cast<long long>(done), secs, done / secs);
+              yuv ? " --yuv" : decode_only ? " --decode-only" : "", static_cast<long long>(done), secs, done / secs);
   tjDestroy(dec);
   tjDestroy(enc);
   return 0;

@@ -138,6 +138,12 @@ Image ConvertChannels(Image img, int channels) {
     for (size_t i = 0; i < n; ++i, s += 3) d[i] = Luma(s[0], s[1], s[2]);
   } else if (img.channels == 1 && channels == 3) {
     for (size_t i = 0; i < n; ++i, d += 3) d[0] = d[1] = d[2] = s[i];
+  } else if (img.channels == 4 && channels == 3) {  // RGBX
+    for (size_t i = 0; i < n; ++i, s += 4, d += 3) {
+      d[0] = s[0]; d[1] = s[1]; d[2] = s[2];
+    }
+  } else if (img.channels == 4 && channels == 1) {
+    for (size_t i = 0; i < n; ++i, s += 4) d[i] = Luma(s[0], s[1], s[2]);
   }
   return out;
 }

@@ -175,6 +175,51 @@ void HorizontalPass4Sse2(const uint8_t* src, size_t src_stride, int rows, uint8_
   }
 }
 
+// Three interleaved channels: like the 4-channel kernel, loading 4 bytes per
+// pixel (the 4th belongs to the next pixel and its lane is discarded). An
+// output whose last tap is the row's last pixel would read past the row, so
+// it takes the scalar path.
+void HorizontalPass3Sse2(const uint8_t* src, size_t src_stride, int src_w, int rows, uint8_t* dst,
+                         size_t dst_stride, int dst_w, const AxisWeights& aw) {
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i round = _mm_set1_epi32(1 << (kPrec - 1));
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* s = src + size_t(y) * src_stride;
+    uint8_t* d = dst + size_t(y) * dst_stride;
+    for (int x = 0; x < dst_w; ++x) {
+      const int n = aw.count[x];
+      const int32_t* w = &aw.w[size_t(x) * aw.taps];
+      const uint8_t* p = s + size_t(aw.start[x]) * 3;
+      if (aw.start[x] + n >= src_w) {
+        int32_t acc[3] = {1 << (kPrec - 1), 1 << (kPrec - 1), 1 << (kPrec - 1)};
+        for (int k = 0; k < n; ++k)
+          for (int c = 0; c < 3; ++c) acc[c] += w[k] * p[k * 3 + c];
+        for (int c = 0; c < 3; ++c) d[x * 3 + c] = Clamp8(acc[c]);
+        continue;
+      }
+      __m128i acc = round;
+      int k = 0;
+      for (; k + 1 < n; k += 2) {
+        int32_t a, b;
+        std::memcpy(&a, p + k * 3, 4);
+        std::memcpy(&b, p + k * 3 + 3, 4);
+        __m128i pix = _mm_unpacklo_epi8(_mm_unpacklo_epi8(_mm_cvtsi32_si128(a), _mm_cvtsi32_si128(b)), zero);
+        __m128i wv = _mm_set1_epi32(int32_t((uint32_t(w[k + 1]) << 16) | (uint32_t(w[k]) & 0xFFFF)));
+        acc = _mm_add_epi32(acc, _mm_madd_epi16(pix, wv));
+      }
+      if (k < n) {
+        int32_t a;
+        std::memcpy(&a, p + k * 3, 4);
+        __m128i pix = _mm_unpacklo_epi8(_mm_unpacklo_epi8(_mm_cvtsi32_si128(a), zero), zero);
+        acc = _mm_add_epi32(acc, _mm_madd_epi16(pix, _mm_set1_epi32(w[k] & 0xFFFF)));
+      }
+      acc = _mm_srai_epi32(acc, kPrec);
+      int32_t out = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(acc, zero), zero));
+      std::memcpy(d + size_t(x) * 3, &out, 3);
+    }
+  }
+}
+
 // One channel, at most 4 taps (the usual case after DCT-domain shrinking):
 // two outputs share one register, four outputs take two _mm_madd_epi16.
 void HorizontalPass1Sse2Taps4(const uint8_t* src, size_t src_stride, int src_w, int rows,
@@ -287,7 +332,13 @@ void HorizontalPassAny(int channels, const uint8_t* src, size_t src_stride, int 
 #endif
       break;
     case 2: HorizontalPass<2>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
-    case 3: HorizontalPass<3>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
+    case 3:
+#if defined(__SSE2__)
+      HorizontalPass3Sse2(src, src_stride, src_w, rows, dst, dst_stride, dst_w, aw);
+#else
+      HorizontalPass<3>(src, src_stride, rows, dst, dst_stride, dst_w, aw);
+#endif
+      break;
     default:
 #if defined(__SSE2__)
       HorizontalPass4Sse2(src, src_stride, rows, dst, dst_stride, dst_w, aw);

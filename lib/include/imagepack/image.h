@@ -90,6 +90,7 @@ void ResampleRegion(const uint8_t* src, int src_w, int src_h, size_t src_stride,
 
 // Converts between 1 and 3 channels: gray -> RGB replicates, RGB -> gray is
 // Rec. 601 luma (0.299 R + 0.587 G + 0.114 B, as libjpeg and Pillow's "L").
+// 4-channel RGBX input (internal decode buffers) converts to either.
 Image ConvertChannels(Image img, int channels);
 
 // Applies an EXIF orientation (1..8) so the result is upright.

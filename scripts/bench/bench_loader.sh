@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Side-by-side loader benchmark on the same 256-px images (the tree that
+# bench_pack.sh builds): bench_loader from JPEG records, raw records and an
+# in-RAM blob; PyTorch's DataLoader over ImageFolder and over an LMDB
+# Dataset (Efficient-PyTorch style), 2 workers; and the ceiling
+# (libjpeg-turbo full decodes per second x cores). Median of rounds.
+#
+#   scripts/bench/bench_loader.sh [--rounds 3] [--batches 20]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROUNDS=3 BATCHES=20
+while [ $# -gt 0 ]; do
+  case $1 in --rounds) ROUNDS=$2; shift 2;; --batches) BATCHES=$2; shift 2;; *) exit 2;; esac
+done
+BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
+WORK=${BENCH_DIR:-/tmp/imagepack-bench}
+TREE=$WORK/resized-20000
+[ -d "$TREE" ] || scripts/bench/bench_pack.sh --rounds 1 >/dev/null
+DB=/dev/shm/imagepack-bench-loader
+mkdir -p "$DB"
+[ -f "$DB/jpeg.lmdb" ] || "$BIN/pack_lmdb" "$TREE" "$DB/jpeg.lmdb" --shuffle 1 -q >/dev/null
+[ -f "$DB/jpeg.blob" ] || "$BIN/pack_lmdb" "$DB/jpeg.lmdb" "$DB/jpeg.blob" --format blob -q >/dev/null
+[ -f "$DB/raw.blob" ] || "$BIN/pack_lmdb" "$DB/jpeg.lmdb" "$DB/raw.blob" --format blob --encoding raw -q >/dev/null
+[ -f "$DB/py.lmdb" ] || /usr/bin/python3 scripts/bench/folder2lmdb.py "$TREE" "$DB/py.lmdb" >/dev/null
+cat "$DB"/* > /dev/null
+CORES=$(nproc)
+declare -A R
+rate() { sed -n 's/.*: \([0-9.]*\) images\/s.*/\1/p' | head -1; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+for r in $(seq "$ROUNDS"); do
+  R[jl]+="$("$BIN/bench_loader" "$DB/jpeg.lmdb" --batches "$BATCHES" | rate) "
+  R[jr]+="$("$BIN/bench_loader" "$DB/jpeg.blob" --in-ram --batches "$BATCHES" | rate) "
+  R[raw]+="$("$BIN/bench_loader" "$DB/raw.blob" --batches "$BATCHES" | rate) "
+  R[if]+="$(/usr/bin/python3 scripts/bench/loader_peers.py imagefolder "$TREE" --workers "$CORES" --batches "$BATCHES" | rate) "
+  R[pl]+="$(/usr/bin/python3 scripts/bench/loader_peers.py lmdb "$DB/py.lmdb" --workers "$CORES" --batches "$BATCHES" | rate) "
+  R[ceil]+="$("$BIN/bench_jpeg_ceiling" "$TREE" --decode-only | rate) "
+done
+base=$(median ${R[if]})
+echo "loader benchmark: 256-px JPEGs, RandomResizedCrop(224) + flip, batch 256, $CORES cores, median of $ROUNDS rounds"
+printf '%-62s %10s %12s\n' method images/s "vs DataLoader"
+row() { awk -v n="$1" -v r="$2" -v b="$base" 'BEGIN {printf "%-62s %10.1f %11.2fx\n", n, r, r / b}'; }
+row "PyTorch DataLoader + ImageFolder, $CORES workers" "$base"
+row "PyTorch DataLoader + LMDB Dataset (pickle), $CORES workers" "$(median ${R[pl]})"
+row "bench_loader, JPEG records, LMDB" "$(median ${R[jl]})"
+row "bench_loader, JPEG records, blob in RAM" "$(median ${R[jr]})"
+row "bench_loader, raw records, blob (mmap)" "$(median ${R[raw]})"
+row "ceiling: libjpeg-turbo full-size decodes x $CORES cores" "$(awk -v a="$(median ${R[ceil]})" -v c="$CORES" 'BEGIN {print a * c}')"
+"$BIN/bench_loader" "$DB/jpeg.lmdb" --batches "$BATCHES" | tail -1
+"$BIN/bench_loader" "$DB/raw.blob" --batches "$BATCHES" | tail -1
