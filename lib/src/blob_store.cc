@@ -117,18 +117,7 @@ class BlobWriter : public RecordWriter {
     buf_.clear();
     return st;
   }
-  Status WriteFd(const uint8_t* p, size_t n) {
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno("write " + tmp_, errno);
-      }
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-    return Status::Ok();
-  }
+  Status WriteFd(const uint8_t* p, size_t n) { return WriteAll(fd_, p, n, tmp_); }
 
   std::string path_, tmp_;
   int fd_ = -1;

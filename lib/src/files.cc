@@ -40,6 +40,9 @@ bool IsTempName(const std::string& name) {
   return !name.empty() && name[0] == '.' && name.find(kTmpTag) != std::string::npos;
 }
 
+
+}  // namespace
+
 Status WriteAll(int fd, const void* data, size_t size, const std::string& path) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
@@ -53,8 +56,6 @@ Status WriteAll(int fd, const void* data, size_t size, const std::string& path) 
   }
   return Status::Ok();
 }
-
-}  // namespace
 
 bool HasImageExtension(const std::string& path) {
   static const std::set<std::string> kExt = {".jpg", ".jpeg", ".jpe", ".png", ".gif",

@@ -185,23 +185,47 @@ class LoaderImpl : public Loader {
     ro.channels = channels_;
     ro.flip = flip;
     ro.dct_scaling = o_.dct_scaling;
+    ro.finish = false;  // flip and channels are done below, in the copy
     Image img;
     Status st = rec->fields.encoding == Encoding::kJpeg
                     ? RenderJpeg(rec->payload, rec->payload_size, box, ro, &img)
                     : RenderPixels(rec->payload, W, H, rec->fields.channels, box, ro, &img);
     if (!st.ok()) return st.WithContext("record " + RecordKey(index) + " (" + std::string(rec->path) + ")");
-    const size_t plane = size_t(o_.size) * o_.size;
-    if (o_.layout == Layout::kNHWC || channels_ == 1) {
-      std::memcpy(dst, img.pixels.data(), plane * channels_);
-    } else {
-      const uint8_t* s = img.pixels.data();
-      for (size_t p = 0; p < plane; ++p)
-        for (int c = 0; c < channels_; ++c) dst[c * plane + p] = s[p * channels_ + c];
-    }
+    WriteSample(img, flip, dst);
     *label = rec->fields.label;
     decode_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t1).count();
     ++images_;
     return Status::Ok();
+  }
+
+  // One pass from the resampled pixels (1, 3 or 4 = RGBX channels) into the
+  // batch: horizontal flip, channel conversion and layout together.
+  void WriteSample(const Image& img, bool flip, uint8_t* dst) const {
+    const int W = img.width, H = img.height, cc = img.channels, C = channels_;
+    const size_t plane = size_t(W) * H;
+    const bool nchw = o_.layout == Layout::kNCHW;
+    for (int y = 0; y < H; ++y) {
+      const uint8_t* row = img.pixels.data() + size_t(y) * W * cc;
+      const size_t out_row = size_t(y) * W;
+      for (int x = 0; x < W; ++x) {
+        const uint8_t* p = row + size_t(flip ? W - 1 - x : x) * cc;
+        const size_t i = out_row + x;
+        if (C == 1) {
+          dst[i] = cc == 1 ? p[0] : uint8_t((p[0] * 299 + p[1] * 587 + p[2] * 114 + 500) / 1000);
+        } else if (cc == 1) {
+          if (nchw) dst[i] = dst[plane + i] = dst[2 * plane + i] = p[0];
+          else dst[i * 3] = dst[i * 3 + 1] = dst[i * 3 + 2] = p[0];
+        } else if (nchw) {
+          dst[i] = p[0];
+          dst[plane + i] = p[1];
+          dst[2 * plane + i] = p[2];
+        } else {
+          dst[i * 3] = p[0];
+          dst[i * 3 + 1] = p[1];
+          dst[i * 3 + 2] = p[2];
+        }
+      }
+    }
   }
 
   void Fill(Batch& b, int64_t bn) {

@@ -163,6 +163,10 @@ Status Finish(const uint8_t* src, int w, int h, size_t stride, int C, double rx,
   img.channels = C;
   img.pixels.resize(img.stride() * img.height);
   ResampleRegion(src, w, h, stride, C, rx, ry, rw, rh, img.pixels.data(), o.out_w, o.out_h, img.stride(), o.filter);
+  if (!o.finish) {
+    *out = std::move(img);
+    return Status::Ok();
+  }
   if (o.flip) {
     for (int y = 0; y < img.height; ++y) {
       uint8_t* row = &img.pixels[size_t(y) * img.stride()];

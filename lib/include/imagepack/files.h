@@ -63,6 +63,10 @@ class PathLock {
   std::string lock_path_;
 };
 
+// write(2)s all of `data` to `fd`, retrying short writes and EINTR. Errors
+// name `path`.
+Status WriteAll(int fd, const void* data, size_t size, const std::string& path);
+
 // fsyncs the directory holding `path` so a rename into it is durable.
 Status SyncParentDir(const std::string& path);
 

@@ -39,6 +39,10 @@ struct RenderOptions {
   bool flip = false;     // horizontal
   bool dct_scaling = true;  // JPEG: decode at a reduced DCT scale when the crop allows
   ResampleFilter filter = ResampleFilter::kTriangle;
+  // false: skip the flip and the channel conversion and hand back the
+  // resampled pixels as decoded (1, 3, or 4 = RGBX channels), for a caller
+  // that does both while copying into its own layout (the loader).
+  bool finish = true;
 };
 
 // Decodes only the part of the JPEG under `box` (libjpeg-turbo skips the
