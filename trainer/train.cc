@@ -34,7 +34,7 @@ struct Args {
   double lr = 0.1, momentum = 0.9, wd = 1e-4, label_smoothing = 0, warmup = 0;
   int64_t seed = 0, max_steps = 0;
   bool amp = false, in_ram = false, evaluate = false, nesterov = false, no_bn_wd = false, lr_scale = false,
-       zero_init = false, channels_last = false;
+       zero_init = false, channels_last = false, no_val = false;
 };
 
 // Running value and average, as in the reference ImageNet example.
@@ -365,7 +365,7 @@ int Run(const Args& args) {
     log(buf);
     emit({{"type", "epoch"}, {"epoch", epoch}, {"wait_seconds", wait_s}, {"compute_seconds", compute_s},
           {"images_per_s", data_rate.avg()}, {"skipped_steps", scaler.skipped_steps()}});
-    const double acc1 = evaluate(epoch);
+    const double acc1 = args.no_val ? 0.0 : evaluate(epoch);
     state.epoch = epoch + 1;
     const bool best = acc1 > state.best_acc1;
     state.best_acc1 = std::max(state.best_acc1, acc1);
@@ -406,6 +406,7 @@ int main(int argc, char** argv) {
       ("output", po::value(&a.output), "directory for checkpoints and metrics.jsonl")
       ("resume", po::value(&a.resume), "checkpoint to resume from ('auto': OUTPUT/checkpoint.pt if present)")
       ("evaluate", "only evaluate --val (with --resume weights)")
+      ("no-val", "skip the per-epoch evaluation (profiling); --val may be omitted")
       ("amp", "autocast: bf16 on CPU, fp16 with loss scaling on CUDA")
       ("device", po::value(&a.device)->default_value("cpu"), "cpu or cuda")
       ("channels-last", "NHWC batches and channels-last model")
@@ -420,6 +421,8 @@ int main(int argc, char** argv) {
   po::options_description hidden;
   po::positional_options_description pos;
   auto vm = cli::ParseOrExit(argc, argv, "--data DB --val DB --output DIR [options]", opts, hidden, pos);
+  a.no_val = vm.count("no-val");
+  if (a.no_val && a.val.empty()) a.val = a.data.substr(0, a.data.find(','));  // for metadata only
   if (a.val.empty() || a.output.empty() || (a.data.empty() && !vm.count("evaluate")))
     return cli::UsageError("--data, --val and --output are required");
   a.amp = vm.count("amp");
