@@ -204,6 +204,31 @@ class LoaderImpl : public Loader {
     const int W = img.width, H = img.height, cc = img.channels, C = channels_;
     const size_t plane = size_t(W) * H;
     const bool nchw = o_.layout == Layout::kNCHW;
+    if (nchw && C == 3 && cc >= 3) {
+      // The common case, without per-pixel branches: RGB(X) -> 3 planes.
+      for (int y = 0; y < H; ++y) {
+        const uint8_t* row = img.pixels.data() + size_t(y) * W * cc;
+        uint8_t* r = dst + size_t(y) * W;
+        uint8_t* g = r + plane;
+        uint8_t* b = g + plane;
+        if (flip) {
+          for (int x = 0; x < W; ++x) {
+            const uint8_t* p = row + size_t(W - 1 - x) * cc;
+            r[x] = p[0];
+            g[x] = p[1];
+            b[x] = p[2];
+          }
+        } else {
+          for (int x = 0; x < W; ++x) {
+            const uint8_t* p = row + size_t(x) * cc;
+            r[x] = p[0];
+            g[x] = p[1];
+            b[x] = p[2];
+          }
+        }
+      }
+      return;
+    }
     for (int y = 0; y < H; ++y) {
       const uint8_t* row = img.pixels.data() + size_t(y) * W * cc;
       const size_t out_row = size_t(y) * W;

@@ -141,31 +141,38 @@ void HorizontalPass4Sse2(const uint8_t* src, size_t src_stride, int rows, uint8_
                          size_t dst_stride, int dst_w, const AxisWeights& aw) {
   const __m128i zero = _mm_setzero_si128();
   const __m128i round = _mm_set1_epi32(1 << (kPrec - 1));
+  // Weights packed once as int16 pairs (w[k], w[k+1]) per output pixel, the
+  // form _mm_madd_epi16 takes; an odd last tap pairs with 0.
+  const int pairs = (aw.taps + 1) / 2;
+  std::vector<int32_t> wp(size_t(dst_w) * pairs, 0);
+  for (int x = 0; x < dst_w; ++x) {
+    const int32_t* w = &aw.w[size_t(x) * aw.taps];
+    for (int k = 0; k < aw.count[x]; k += 2) {
+      const uint32_t hi = k + 1 < aw.count[x] ? uint32_t(w[k + 1]) << 16 : 0;
+      wp[size_t(x) * pairs + k / 2] = int32_t(hi | (uint32_t(w[k]) & 0xFFFF));
+    }
+  }
   for (int y = 0; y < rows; ++y) {
     const uint8_t* s = src + size_t(y) * src_stride;
     uint8_t* d = dst + size_t(y) * dst_stride;
     for (int x = 0; x < dst_w; ++x) {
       const uint8_t* p = s + size_t(aw.start[x]) * 4;
-      const int32_t* w = &aw.w[size_t(x) * aw.taps];
+      const int32_t* w = &wp[size_t(x) * pairs];
       const int n = aw.count[x];
       __m128i acc = round;
       int k = 0;
       for (; k + 1 < n; k += 2) {
-        int32_t a, b;
-        std::memcpy(&a, p + k * 4, 4);
-        std::memcpy(&b, p + k * 4 + 4, 4);
-        // r0 r1 g0 g1 b0 b1 x0 x1 as int16
-        __m128i pix = _mm_unpacklo_epi8(
-            _mm_unpacklo_epi8(_mm_cvtsi32_si128(a), _mm_cvtsi32_si128(b)), zero);
-        __m128i wv = _mm_set1_epi32(int32_t((uint32_t(w[k + 1]) << 16) | (uint32_t(w[k]) & 0xFFFF)));
-        acc = _mm_add_epi32(acc, _mm_madd_epi16(pix, wv));
+        // r0 r1 g0 g1 b0 b1 x0 x1 as int16 from two adjacent pixels
+        __m128i pix = _mm_unpacklo_epi8(_mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k * 4)),
+                                                          _mm_srli_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + k * 4)), 4)),
+                                        zero);
+        acc = _mm_add_epi32(acc, _mm_madd_epi16(pix, _mm_set1_epi32(w[k / 2])));
       }
       if (k < n) {
         int32_t a;
         std::memcpy(&a, p + k * 4, 4);
         __m128i pix = _mm_unpacklo_epi8(_mm_unpacklo_epi8(_mm_cvtsi32_si128(a), zero), zero);
-        __m128i wv = _mm_set1_epi32(w[k] & 0xFFFF);
-        acc = _mm_add_epi32(acc, _mm_madd_epi16(pix, wv));
+        acc = _mm_add_epi32(acc, _mm_madd_epi16(pix, _mm_set1_epi32(w[k / 2])));
       }
       acc = _mm_srai_epi32(acc, kPrec);
       __m128i packed = _mm_packus_epi16(_mm_packs_epi32(acc, zero), zero);
