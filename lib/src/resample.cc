@@ -227,17 +227,30 @@ void HorizontalPass3Sse2(const uint8_t* src, size_t src_stride, int src_w, int r
   }
 }
 
+// Weights as int16, `width` per output pixel (zero-padded), for the
+// one-channel kernels.
+std::vector<int16_t> PackWeights16(const AxisWeights& aw, int dst_w, int width) {
+  std::vector<int16_t> w16(size_t(dst_w) * width, 0);
+  for (int x = 0; x < dst_w; ++x)
+    for (int k = 0; k < aw.count[x]; ++k)
+      w16[size_t(x) * width + k] = static_cast<int16_t>(aw.w[size_t(x) * aw.taps + k]);
+  return w16;
+}
+
+// How many leading outputs (a multiple of 4) can read a `window`-byte span
+// from their first tap without leaving the row: those take the SIMD path.
+int SimdEnd(const AxisWeights& aw, int dst_w, int src_w, int window) {
+  int end = 0;
+  while (end < dst_w && aw.start[end] + window <= src_w) ++end;
+  return end & ~3;
+}
+
 // One channel, at most 4 taps (the usual case after DCT-domain shrinking):
 // two outputs share one register, four outputs take two _mm_madd_epi16.
 void HorizontalPass1Sse2Taps4(const uint8_t* src, size_t src_stride, int src_w, int rows,
                               uint8_t* dst, size_t dst_stride, int dst_w, const AxisWeights& aw) {
-  std::vector<int16_t> w16(size_t(dst_w) * 4, 0);
-  for (int x = 0; x < dst_w; ++x)
-    for (int k = 0; k < aw.count[x]; ++k)
-      w16[size_t(x) * 4 + k] = static_cast<int16_t>(aw.w[size_t(x) * aw.taps + k]);
-  int simd_end = 0;
-  while (simd_end < dst_w && aw.start[simd_end] + 4 <= src_w) ++simd_end;
-  simd_end &= ~3;
+  const std::vector<int16_t> w16 = PackWeights16(aw, dst_w, 4);
+  const int simd_end = SimdEnd(aw, dst_w, src_w, 4);
   const __m128i zero = _mm_setzero_si128();
   const __m128i round = _mm_set1_epi32(1 << (kPrec - 1));
   for (int y = 0; y < rows; ++y) {
@@ -284,14 +297,8 @@ void HorizontalPass1Sse2(const uint8_t* src, size_t src_stride, int src_w, int r
     return;
   }
   const int t8 = (aw.taps + 7) / 8 * 8;
-  std::vector<int16_t> w16(size_t(dst_w) * t8, 0);
-  for (int x = 0; x < dst_w; ++x)
-    for (int k = 0; k < aw.count[x]; ++k)
-      w16[size_t(x) * t8 + k] = static_cast<int16_t>(aw.w[size_t(x) * aw.taps + k]);
-  // Outputs whose padded window stays inside the row take the SIMD path.
-  int simd_end = 0;
-  while (simd_end < dst_w && aw.start[simd_end] + t8 <= src_w) ++simd_end;
-  simd_end &= ~3;
+  const std::vector<int16_t> w16 = PackWeights16(aw, dst_w, t8);
+  const int simd_end = SimdEnd(aw, dst_w, src_w, t8);
   const __m128i zero = _mm_setzero_si128();
   const __m128i round = _mm_set1_epi32(1 << (kPrec - 1));
   for (int y = 0; y < rows; ++y) {
