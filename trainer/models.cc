@@ -28,11 +28,14 @@ struct BasicBlockImpl : nn::Module {
       register_module("downsample", downsample);
     }
   }
+  // In-place ReLU and residual add, as torchvision does: on CPU every
+  // avoided activation-sized allocation is a page-faulting mmap avoided.
   torch::Tensor forward(torch::Tensor x) {
     auto identity = downsample ? downsample->forward(x) : x;
-    auto out = torch::relu(bn1(conv1(x)));
+    auto out = bn1(conv1(x)).relu_();
     out = bn2(conv2(out));
-    return torch::relu(out + identity);
+    out += identity;
+    return out.relu_();
   }
   nn::BatchNorm2d& last_bn() { return bn2; }
   nn::Conv2d conv1;
@@ -61,10 +64,11 @@ struct BottleneckImpl : nn::Module {
   }
   torch::Tensor forward(torch::Tensor x) {
     auto identity = downsample ? downsample->forward(x) : x;
-    auto out = torch::relu(bn1(conv1(x)));
-    out = torch::relu(bn2(conv2(out)));
+    auto out = bn1(conv1(x)).relu_();
+    out = bn2(conv2(out)).relu_();
     out = bn3(conv3(out));
-    return torch::relu(out + identity);
+    out += identity;
+    return out.relu_();
   }
   nn::BatchNorm2d& last_bn() { return bn3; }
   nn::Conv2d conv1;
@@ -108,7 +112,7 @@ struct ResNetImpl : nn::Module {
     return seq;
   }
   torch::Tensor forward(torch::Tensor x) {
-    x = torch::max_pool2d(torch::relu(bn1(conv1(x))), 3, 2, 1);
+    x = torch::max_pool2d(bn1(conv1(x)).relu_(), 3, 2, 1);
     x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
     x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
     return fc(x);
@@ -123,9 +127,9 @@ struct ResNetImpl : nn::Module {
 struct SmallCnnImpl : nn::Module {
   explicit SmallCnnImpl(const ModelOptions& o) {
     features = register_module(
-        "features", nn::Sequential(Conv(o.in_channels, 32, 3, 1, 1), nn::BatchNorm2d(32), nn::ReLU(),
-                                   nn::MaxPool2d(2), Conv(32, 64, 3, 1, 1), nn::BatchNorm2d(64), nn::ReLU(),
-                                   nn::MaxPool2d(2), Conv(64, 128, 3, 1, 1), nn::BatchNorm2d(128), nn::ReLU()));
+        "features", nn::Sequential(Conv(o.in_channels, 32, 3, 1, 1), nn::BatchNorm2d(32), nn::ReLU(nn::ReLUOptions().inplace(true)),
+                                   nn::MaxPool2d(2), Conv(32, 64, 3, 1, 1), nn::BatchNorm2d(64), nn::ReLU(nn::ReLUOptions().inplace(true)),
+                                   nn::MaxPool2d(2), Conv(64, 128, 3, 1, 1), nn::BatchNorm2d(128), nn::ReLU(nn::ReLUOptions().inplace(true))));
     fc = register_module("fc", nn::Linear(128, o.num_classes));
   }
   torch::Tensor forward(torch::Tensor x) {

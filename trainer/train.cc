@@ -235,10 +235,14 @@ int Run(const Args& args) {
       std::to_string(so.base_lr) + (args.amp ? (device.is_cuda() ? ", AMP fp16" : ", AMP bf16") : ""));
 
   const size_t sample_bytes = size_t(lo.size) * lo.size * C;
-  std::vector<uint8_t> host_images(sample_bytes * args.batch);
+  // The loader writes batches straight into this tensor's memory; on CUDA it
+  // is pinned so the host-to-device copy can be asynchronous.
+  torch::Tensor host_batch = torch::empty({static_cast<int64_t>(sample_bytes) * args.batch},
+                                          torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(device.is_cuda()));
+  uint8_t* host_images = host_batch.data_ptr<uint8_t>();
   std::vector<int64_t> host_labels(args.batch);
   auto to_input = [&](int n) {
-    auto x = torch::from_blob(host_images.data(),
+    auto x = torch::from_blob(host_images,
                               args.channels_last ? torch::IntArrayRef{n, lo.size, lo.size, C}
                                                  : torch::IntArrayRef{n, C, lo.size, lo.size},
                               torch::kUInt8);
@@ -258,7 +262,7 @@ int Run(const Args& args) {
     double loss_sum = 0;
     int64_t c1 = 0, c5 = 0, total = 0;
     while (true) {
-      auto got = vl.Next(host_images.data(), host_labels.data());
+      auto got = vl.Next(host_images, host_labels.data());
       if (!got.ok()) throw std::runtime_error(got.status().ToString());
       if (got.value() == 0) break;
       const int n = got.value();
@@ -306,7 +310,7 @@ int Run(const Args& args) {
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       if (args.max_steps > 0 && step >= args.max_steps) break;
       const auto t0 = Clock::now();
-      auto got = tl.Next(host_images.data(), host_labels.data());
+      auto got = tl.Next(host_images, host_labels.data());
       if (!got.ok()) throw std::runtime_error(got.status().ToString());
       const int n = got.value();
       if (n == 0) break;
