@@ -147,6 +147,21 @@ TEST(ResizeTree, ResultDoesNotDependOnThreadCount) {
   }
 }
 
+TEST(ResizeTree, DestinationInsideTheSourceIsRefused) {
+  TempDir src;
+  MakeTree(src.path(), 1);
+  for (const std::string& dst : {src.path(), src / "out", src / "class0/deeper"}) {
+    auto r = ResizeTree(Opts(src.path(), dst));
+    ASSERT_FALSE(r.ok()) << dst;
+    EXPECT_NE(r.status().message().find("inside it"), std::string::npos) << r.status().ToString();
+  }
+  TempDir elsewhere;
+  EXPECT_OK(ResizeTree(Opts(src.path(), elsewhere / "out")));
+  // A sibling whose name starts like the source is not inside it.
+  EXPECT_OK(ResizeTree(Opts(src.path(), src.path() + "-resized")));
+  std::filesystem::remove_all(src.path() + "-resized");
+}
+
 TEST(ResizeTree, MissingSourceIsFatalAndNamesIt) {
   TempDir dst;
   auto r = ResizeTree(Opts("/nonexistent/src", dst.path()));
