@@ -61,7 +61,7 @@ expect_in damaged.out "checksum mismatch"
 expect_in damaged.out "FAILED"
 
 # Ctrl-C during a pack: exit 130 and nothing at DST.
-for i in $(seq 40); do cp -r "$T/n01" "$T/n01_$i"; done
+for i in $(seq 120); do cp -r "$T/n01" "$T/n01_$i"; done
 "$BIN/pack_lmdb" "$T" "$WORK/int.lmdb" --encoding raw --threads 1 -q >"$WORK/int.out" 2>&1 &
 pid=$!
 sleep 0.3

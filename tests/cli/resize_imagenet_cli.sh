@@ -33,7 +33,7 @@ expect_true "[ -f $WORK/qout/b/png_named.JPEG ] && [ ! -e $WORK/qout/b/empty.jpg
 expect_true "[ \"\$(head -c 3 $WORK/qout/b/png_named.JPEG | od -An -tx1 | tr -d ' ')\" = ffd8ff ]" \
   "PNG named .JPEG is now a JPEG"
 
-# A clean tree of photos big enough to interrupt: 240 JPEGs of 640x480.
+# A clean tree of photos big enough to interrupt: 1200 JPEGs of 640x480.
 T=$WORK/tree
 $PY - "$T" <<'PYEOF'
 import sys, os, random
@@ -47,9 +47,12 @@ for c in range(4):
         im = base.rotate(rng.uniform(0, 360)).resize((640 - i, 480))
         im.save(f"{root}/n{c:08d}/{i}.JPEG", quality=rng.randint(75, 95))
 PYEOF
+# Five copies of each (cheap to make): enough work that a Ctrl-C lands
+# mid-run even when the machine is busy with other tests.
+for d in "$T"/n*; do for f in "$d"/*.JPEG; do for k in 1 2 3 4; do cp "$f" "${f%.JPEG}_$k.JPEG"; done; done; done
 run clean "$BIN" "$T" "$WORK/clean" --max-size 128 -q
 expect_rc 0 "clean tree" clean
-expect_in clean.out "240 images in shard 0/1: 240 written"
+expect_in clean.out "1200 images in shard 0/1: 1200 written"
 expect_not_in clean.err "skipped"
 
 # Ctrl-C: exit 130, only complete files under final names, a re-run resumes.
@@ -65,7 +68,7 @@ expect_rc 130 "interrupted run" int
 expect_in int.out "interrupted: re-run to resume"
 expect_true "[ \$(find $WORK/int -name '.*ipk-tmp*' | wc -l) -eq 0 ]" "no temporary files after Ctrl-C"
 done_before=$(find "$WORK/int" -name '*.JPEG' | wc -l)
-expect_true "[ $done_before -gt 0 ] && [ $done_before -lt 240 ]" "interrupted part way ($done_before)"
+expect_true "[ $done_before -gt 0 ] && [ $done_before -lt 1200 ]" "interrupted part way ($done_before)"
 run resume "$BIN" "$T" "$WORK/int" --max-size 128 -q
 expect_rc 0 "resumed run" resume
 expect_in resume.out "$done_before already done"
@@ -96,7 +99,7 @@ for i in 0 1 2; do
   n=$(sed -n 's/.*: \([0-9]*\) images in shard.*/\1/p' "$WORK/shard$i.out")
   total=$((total + n))
 done
-expect_true "[ $total -eq 240 ]" "shard sizes add up to the tree ($total)"
+expect_true "[ $total -eq 1200 ]" "shard sizes add up to the tree ($total)"
 expect_true "diff -r $WORK/clean $WORK/shards >/dev/null" "union of shards equals the whole run"
 
 # --max-edge caps the longer edge; --overwrite redoes.
@@ -105,6 +108,6 @@ expect_rc 0 "--max-edge" edge
 dims=$($PY -c "from PIL import Image; print(Image.open('$WORK/edge/n00000000/0.JPEG').size)")
 expect_true "[ '$dims' = '(100, 75)' ]" "--max-edge 100 on 640x480 gives 100x75 (got $dims)"
 run over "$BIN" "$T" "$WORK/edge" --max-edge 100 --overwrite -q
-expect_in over.out "240 written"
+expect_in over.out "1200 written"
 
 finish
