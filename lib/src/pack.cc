@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -67,22 +68,34 @@ std::string Trim(const std::string& s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-Result<std::vector<std::pair<std::string, std::string>>> ReadPairs(const std::string& path) {
+// Calls `fn(line, line_number)` for each non-empty line of `path` that does
+// not start with '#', trimmed. Stops at the first non-Ok status fn returns.
+Status ForEachDataLine(const std::string& path, const char* what,
+                       const std::function<Status(const std::string&, int)>& fn) {
   std::ifstream f(path);
-  if (!f) return Status::NotFound("cannot read labels file " + path);
-  std::vector<std::pair<std::string, std::string>> out;
+  if (!f) return Status::NotFound(std::string("cannot read ") + what + " file " + path);
   std::string line;
   int n = 0;
   while (std::getline(f, line)) {
     ++n;
     line = Trim(line);
     if (line.empty() || line[0] == '#') continue;
+    IMAGEPACK_RETURN_IF_ERROR(fn(line, n));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> ReadPairs(const std::string& path) {
+  std::vector<std::pair<std::string, std::string>> out;
+  Status st = ForEachDataLine(path, "labels", [&](const std::string& line, int n) {
     std::istringstream is(line);
     std::string a, b;
     if (!(is >> a >> b))
       return Status::InvalidArgument(path + ":" + std::to_string(n) + ": expected 'FILENAME LABEL'");
     out.emplace_back(a, b);
-  }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
   return out;
 }
 
@@ -188,21 +201,16 @@ Result<Image> DecodeForStats(const uint8_t* data, size_t size, int channels) {
 }  // namespace
 
 Result<std::vector<std::string>> ReadClassList(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return Status::NotFound("cannot read classes file " + path);
   std::vector<std::string> out;
   std::set<std::string> seen;
-  std::string line;
-  int n = 0;
-  while (std::getline(f, line)) {
-    ++n;
-    line = Trim(line);
-    if (line.empty() || line[0] == '#') continue;
+  Status st = ForEachDataLine(path, "classes", [&](const std::string& line, int n) {
     std::string name = line.substr(0, line.find_first_of(" \t"));
     if (!seen.insert(name).second)
       return Status::InvalidArgument(path + ":" + std::to_string(n) + ": class '" + name + "' listed twice");
     out.push_back(name);
-  }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
   if (out.empty()) return Status::InvalidArgument(path + " lists no classes");
   return out;
 }

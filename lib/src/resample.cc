@@ -227,6 +227,14 @@ void HorizontalPass3Sse2(const uint8_t* src, size_t src_stride, int src_w, int r
   }
 }
 
+// Output x of a one-channel row, without SIMD (the kernels' row ends).
+inline uint8_t ScalarTap1(const uint8_t* s, const AxisWeights& aw, int x) {
+  const int32_t* w = &aw.w[size_t(x) * aw.taps];
+  int32_t a = 1 << (kPrec - 1);
+  for (int k = 0; k < aw.count[x]; ++k) a += w[k] * s[aw.start[x] + k];
+  return Clamp8(a);
+}
+
 // Weights as int16, `width` per output pixel (zero-padded), for the
 // one-channel kernels.
 std::vector<int16_t> PackWeights16(const AxisWeights& aw, int dst_w, int width) {
@@ -276,12 +284,7 @@ void HorizontalPass1Sse2Taps4(const uint8_t* src, size_t src_stride, int src_w, 
       int32_t out = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sum, zero), zero));
       std::memcpy(d + x, &out, 4);
     }
-    for (; x < dst_w; ++x) {
-      const int32_t* w = &aw.w[size_t(x) * aw.taps];
-      int32_t a = 1 << (kPrec - 1);
-      for (int k = 0; k < aw.count[x]; ++k) a += w[k] * s[aw.start[x] + k];
-      d[x] = Clamp8(a);
-    }
+    for (; x < dst_w; ++x) d[x] = ScalarTap1(s, aw, x);
   }
 }
 
@@ -324,12 +327,7 @@ void HorizontalPass1Sse2(const uint8_t* src, size_t src_stride, int src_w, int r
       int32_t out = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sum, zero), zero));
       std::memcpy(d + x, &out, 4);
     }
-    for (; x < dst_w; ++x) {
-      const int32_t* w = &aw.w[size_t(x) * aw.taps];
-      int32_t a = 1 << (kPrec - 1);
-      for (int k = 0; k < aw.count[x]; ++k) a += w[k] * s[aw.start[x] + k];
-      d[x] = Clamp8(a);
-    }
+    for (; x < dst_w; ++x) d[x] = ScalarTap1(s, aw, x);
   }
 }
 #endif
