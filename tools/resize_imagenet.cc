@@ -89,6 +89,12 @@ int main(int argc, char** argv) {
       cli::HumanBytes(double(s.bytes_in)).c_str(), cli::HumanBytes(double(s.bytes_out)).c_str(),
       s.seconds, s.seconds > 0 ? processed / s.seconds : 0.0,
       s.cancelled ? " (interrupted: re-run to resume)" : "");
+  if (!s.destination_error.empty()) {
+    std::cerr << prog << ": cannot write the destination, stopped: " << s.destination_error
+              << "\n" << prog << ": outputs written so far are complete; free space or fix " << o.dst
+              << " and re-run to resume\n";
+    return cli::kExitFatal;
+  }
   if (s.cancelled) return cli::kExitInterrupted;
   return s.errors.empty() ? cli::kExitOk : cli::kExitSomeSkipped;
 }

@@ -75,7 +75,8 @@ Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info
   const int need_w = transposed ? th : tw;
   const int need_h = transposed ? tw : th;
 
-  tjhandle h = Handles().dec;
+  internal::TjDecompressor decompressor;
+  tjhandle h = decompressor.get();
   if (!h) return Status::IOError("cannot create a libjpeg-turbo decompressor");
   tjscalingfactor sf = PickScale(info.width, info.height, need_w, need_h);
   const int dw = TJSCALED(info.width, sf);
@@ -217,7 +218,7 @@ Result<PreparedJpeg> PrepareJpeg(const uint8_t* data, size_t size, const Prepare
   auto info = ProbeImage(data, size);
   if (!info.ok()) return info.status();
   PreparedJpeg out;
-  if (!opts.reencode && CanPassThrough(info.value(), opts)) {
+  if (!opts.reencode && CanPassThrough(info.value(), opts) && CheckJpegStructure(data, size).ok()) {
     out.bytes.assign(data, data + size);
     out.width = info->width;
     out.height = info->height;

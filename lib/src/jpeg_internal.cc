@@ -12,9 +12,27 @@ TjHandles& Handles() {
 
 std::string TjError(tjhandle h) { return tjGetErrorStr2(h); }
 
+namespace {
+
+// libjpeg-turbo 2.1's warning messages (jerror.h, JWRN_*). TurboJPEG 2.x's
+// tjGetErrorCode() keeps saying "warning" when a fatal error follows a
+// warning in the same image (found by fuzz_verify: extraneous bytes, then
+// "Quantization table 0x00 was not defined", came back as a warning and a
+// half-decoded image as success). The last message is the one that counts.
+bool IsWarningMessage(const std::string& msg) {
+  for (const char* w : {"Corrupt JPEG data", "Premature end of JPEG file", "Unknown Adobe color transform",
+                        "Inconsistent progression sequence", "Warning:", "Invalid SOS parameters for sequential",
+                        "Application transferred too many scanlines"})
+    if (msg.rfind(w, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 Status DecodeFailure(tjhandle h) {
   std::string msg = TjError(h);
-  if (tjGetErrorCode(h) != TJERR_WARNING) return Status::Corruption("JPEG decode failed: " + msg);
+  if (tjGetErrorCode(h) != TJERR_WARNING || !IsWarningMessage(msg))
+    return Status::Corruption("JPEG decode failed: " + msg);
   if (msg.find("remature end") != std::string::npos)
     return Status::Corruption("truncated JPEG (" + msg + ")");
   return Status::Ok();
@@ -57,7 +75,8 @@ Result<PreparedJpeg> PrepareViaYuv(const uint8_t* data, size_t size, const Image
   if (d.channels != 3 || info.format != ImageFormat::kJpeg ||
       (info.jpeg_color != JpegColor::kYCbCr && info.jpeg_color != JpegColor::kGray))
     return Status::NotSupported("not a YCbCr or gray JPEG");
-  tjhandle dec = Handles().dec;
+  TjDecompressor decompressor;
+  tjhandle dec = decompressor.get();
   tjhandle enc = Handles().enc;
   if (!dec || !enc) return Status::IOError("cannot create libjpeg-turbo handles");
   int w = 0, h = 0, subsamp = -1, colorspace = -1;

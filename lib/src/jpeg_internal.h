@@ -9,18 +9,32 @@
 
 namespace imagepack::internal {
 
-// One decompressor and one compressor per thread: TurboJPEG handles are not
-// thread-safe, and creating them per image costs more than decoding a small
-// image's header.
+// One compressor per thread: TurboJPEG handles are not thread-safe.
 struct TjHandles {
-  tjhandle dec = tjInitDecompress();
   tjhandle enc = tjInitCompress();
   ~TjHandles() {
-    if (dec) tjDestroy(dec);
     if (enc) tjDestroy(enc);
   }
 };
 TjHandles& Handles();
+
+// A decompressor for one image. Never reused: libjpeg keeps quantisation
+// tables across images in one decompressor, so a JPEG missing its own
+// tables would silently decode with the previous image's (found by
+// fuzz_verify). Creating one costs well under a microsecond.
+class TjDecompressor {
+ public:
+  TjDecompressor() : h_(tjInitDecompress()) {}
+  ~TjDecompressor() {
+    if (h_) tjDestroy(h_);
+  }
+  TjDecompressor(const TjDecompressor&) = delete;
+  TjDecompressor& operator=(const TjDecompressor&) = delete;
+  tjhandle get() const { return h_; }
+
+ private:
+  tjhandle h_;
+};
 
 std::string TjError(tjhandle h);
 

@@ -165,6 +165,17 @@ class LoaderImpl : public Loader {
     // epoch is split across ranks (rank r's k-th sample is global k*world+r).
     const uint64_t global = static_cast<uint64_t>(pos) * o_.world_size + o_.rank;
     SplitMix64 rng(o_.seed ^ (static_cast<uint64_t>(epoch_) << 40) ^ (global * 0xD1B54A32D192ED03ull));
+    // A label outside the class list would index past the model's outputs
+    // (on a GPU: a device-side assert far from its cause); dimensions feed
+    // the crop geometry. Both are checked before use.
+    const int64_t classes = static_cast<int64_t>(src_->meta().classes.size());
+    if (classes > 0 && rec->fields.label >= classes)
+      return Status::Corruption("record " + RecordKey(index) + " (" + std::string(rec->path) + "): label " +
+                                std::to_string(rec->fields.label) + " outside the " + std::to_string(classes) +
+                                " classes");
+    if (rec->fields.width < 1 || rec->fields.height < 1 || rec->fields.width > 65535 || rec->fields.height > 65535)
+      return Status::Corruption("record " + RecordKey(index) + " (" + std::string(rec->path) + "): bad size " +
+                                std::to_string(rec->fields.width) + "x" + std::to_string(rec->fields.height));
     const int W = static_cast<int>(rec->fields.width), H = static_cast<int>(rec->fields.height);
     CropBox box;
     bool flip = false;

@@ -92,7 +92,10 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
       return Status::Corruption("metadata label_counts has " + std::to_string(m.label_counts.size()) +
                                 " entries for " + std::to_string(m.classes.size()) + " classes");
     int64_t sum = 0;
-    for (auto c : m.label_counts) sum += c;
+    for (auto c : m.label_counts) {
+      if (c < 0 || c > m.count) return Status::Corruption("metadata label_counts holds " + std::to_string(c));
+      sum += c;
+    }
     if (sum > m.count) return Status::Corruption("metadata label_counts add up to more than count");
   }
   m.stats_images = j.value("stats_images", int64_t{0});

@@ -5,6 +5,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -396,7 +397,8 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   Moments total;
   int64_t stats_images = 0;
   std::vector<int64_t> label_counts(classes.size(), 0);
-  Status write_status;
+  Status write_status;                    // owned by the writer stage
+  std::atomic<bool> write_failed{false};  // read by the input stage
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
   tbb::task_arena arena(std::max(threads, 1));
   size_t next = 0;
@@ -405,7 +407,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
         static_cast<size_t>(std::max(threads, 1)) * 4,
         tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
                                        [&](tbb::flow_control& fc) -> size_t {
-                                         if (next >= items.size() || !write_status.ok() ||
+                                         if (next >= items.size() || write_failed.load() ||
                                              (o.cancel && o.cancel->load())) {
                                            fc.stop();
                                            return 0;
@@ -426,7 +428,10 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
               }
               if (!write_status.ok()) return;
               write_status = w.Add(std::move(p.record));
-              if (!write_status.ok()) return;
+              if (!write_status.ok()) {
+                write_failed = true;
+                return;
+              }
               if (p.label >= 0 && static_cast<size_t>(p.label) < label_counts.size()) ++label_counts[p.label];
               summary.payload_bytes += p.payload;
               if (o.progress) o.progress->bytes_out += static_cast<int64_t>(p.record.size());

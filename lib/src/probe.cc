@@ -115,6 +115,100 @@ Result<ImageInfo> ProbeJpeg(const uint8_t* d, size_t n) {
 
 }  // namespace
 
+Status CheckJpegStructure(const uint8_t* d, size_t n) {
+  if (n < 4 || d[0] != 0xFF || d[1] != 0xD8) return Status::Corruption("JPEG does not start with SOI");
+  bool qt_defined[4] = {false, false, false, false};
+  struct Comp { int id, h, v, tq; };
+  Comp comps[4];
+  int ncomp = 0;
+  bool have_sof = false, in_scans = false;
+  size_t p = 2;
+  while (true) {
+    if (p >= n) return Status::Corruption("JPEG ends before its EOI marker");
+    if (d[p] != 0xFF) {
+      if (!in_scans) return Status::Corruption("JPEG: bytes between segments at offset " + std::to_string(p));
+      // Entropy-coded data: runs to the next marker that is not a stuffed
+      // 0xFF00, a restart marker, or fill.
+      const void* ff = std::memchr(d + p, 0xFF, n - p);
+      if (!ff) return Status::Corruption("JPEG ends inside the scan data (no EOI)");
+      p = static_cast<size_t>(static_cast<const uint8_t*>(ff) - d);
+    }
+    while (p < n && d[p] == 0xFF) ++p;
+    if (p >= n) return Status::Corruption("JPEG ends inside a marker");
+    const uint8_t m = d[p++];
+    if (m == 0x00 || (m >= 0xD0 && m <= 0xD7)) {
+      if (!in_scans) return Status::Corruption("JPEG: stray marker in the header");
+      continue;  // stuffed byte or restart marker inside scan data
+    }
+    if (m == 0xD9) {
+      if (!in_scans) return Status::Corruption("JPEG ends before any image data");
+      return Status::Ok();
+    }
+    if (m == 0xD8) return Status::Corruption("JPEG has a second SOI marker at offset " + std::to_string(p - 2));
+    if (m == 0x01) return Status::Corruption("JPEG: TEM marker");
+    if (p + 2 > n) return Status::Corruption("JPEG ends inside a marker");
+    const size_t len = Be16(d + p);
+    if (len < 2 || p + len > n) return Status::Corruption("JPEG marker length runs past the end of the file");
+    const uint8_t* seg = d + p + 2;
+    const size_t seg_len = len - 2;
+    p += len;
+    if (m == 0xDB) {  // DQT: one or more tables
+      for (size_t q = 0; q < seg_len;) {
+        const int pq = seg[q] >> 4, tq = seg[q] & 15;
+        const size_t size = 1 + (pq ? 128 : 64);
+        if (pq > 1 || tq > 3 || q + size > seg_len) return Status::Corruption("JPEG: bad quantisation table");
+        qt_defined[tq] = true;
+        q += size;
+      }
+    } else if (m == 0xC4) {  // DHT: one or more tables
+      for (size_t q = 0; q < seg_len;) {
+        if (q + 17 > seg_len || (seg[q] >> 4) > 1 || (seg[q] & 15) > 3)
+          return Status::Corruption("JPEG: bad Huffman table");
+        size_t count = 0;
+        for (int i = 1; i <= 16; ++i) count += seg[q + i];
+        if (count > 256 || q + 17 + count > seg_len) return Status::Corruption("JPEG: bad Huffman table");
+        q += 17 + count;
+      }
+    } else if (m == 0xC0 || m == 0xC1) {  // baseline / extended Huffman frame
+      if (have_sof) return Status::Corruption("JPEG has two frame headers");
+      if (seg_len < 6 || seg[0] != 8) return Status::Corruption("JPEG: bad frame header");
+      ncomp = seg[5];
+      if ((ncomp != 1 && ncomp != 3) || seg_len != 6 + 3 * size_t(ncomp))
+        return Status::Corruption("JPEG: bad frame header");
+      for (int c = 0; c < ncomp; ++c) {
+        const uint8_t* e = seg + 6 + 3 * c;
+        comps[c] = {e[0], e[1] >> 4, e[1] & 15, e[2]};
+        if (comps[c].h < 1 || comps[c].h > 4 || comps[c].v < 1 || comps[c].v > 4 || comps[c].tq > 3)
+          return Status::Corruption("JPEG: bad component in the frame header");
+      }
+      have_sof = true;
+    } else if (IsSof(m)) {
+      return Status::NotSupported("JPEG coding process other than baseline Huffman");
+    } else if (m == 0xDD) {  // DRI
+      if (seg_len != 2) return Status::Corruption("JPEG: bad restart interval");
+    } else if (m == 0xDA) {  // SOS
+      if (!have_sof) return Status::Corruption("JPEG scan before the frame header");
+      if (seg_len < 1) return Status::Corruption("JPEG: bad scan header");
+      const int ns = seg[0];
+      if (ns < 1 || ns > ncomp || seg_len != 4 + 2 * size_t(ns)) return Status::Corruption("JPEG: bad scan header");
+      int blocks = 0;
+      for (int s = 0; s < ns; ++s) {
+        const int id = seg[1 + 2 * s], tables = seg[2 + 2 * s];
+        const Comp* c = nullptr;
+        for (int k = 0; k < ncomp; ++k)
+          if (comps[k].id == id) c = &comps[k];
+        if (!c || (tables >> 4) > 3 || (tables & 15) > 3) return Status::Corruption("JPEG: bad scan component");
+        if (!qt_defined[c->tq])
+          return Status::Corruption("JPEG: quantisation table " + std::to_string(c->tq) + " is not defined");
+        blocks += ns > 1 ? c->h * c->v : 1;
+      }
+      if (blocks > 10) return Status::Corruption("JPEG: too many blocks per MCU");
+      in_scans = true;
+    }
+    // APPn, COM and others: skipped by length.
+  }
+}
+
 const char* ImageFormatName(ImageFormat f) {
   switch (f) {
     case ImageFormat::kJpeg: return "JPEG";

@@ -75,7 +75,10 @@ Result<RecordView> ParseRecord(const uint8_t* d, size_t size, bool verify_checks
   v.fields.channels = d[15];
   if (v.fields.channels != 1 && v.fields.channels != 3)
     return Status::Corruption("bad channel count " + std::to_string(v.fields.channels));
+  if (Get<uint16_t>(d + 30) != 0 || Get<uint32_t>(d + 36) != 0)
+    return Status::Corruption("reserved header bytes are not zero");
   v.fields.label = Get<int32_t>(d + 16);
+  if (v.fields.label < -1) return Status::Corruption("bad label " + std::to_string(v.fields.label));
   v.fields.height = Get<uint32_t>(d + 20);
   v.fields.width = Get<uint32_t>(d + 24);
   const size_t path_len = Get<uint16_t>(d + 28);
@@ -84,6 +87,8 @@ Result<RecordView> ParseRecord(const uint8_t* d, size_t size, bool verify_checks
     return Status::Corruption("record length mismatch: header says " + std::to_string(path_len) +
                               " path + " + std::to_string(payload_len) + " payload bytes, record is " +
                               std::to_string(size) + " bytes");
+  if (path_len > 0 && std::memchr(d + kRecordHeaderSize, 0, path_len) != nullptr)
+    return Status::Corruption("record path holds a NUL byte");
   if (v.fields.encoding == Encoding::kRaw &&
       uint64_t(v.fields.height) * v.fields.width * v.fields.channels != payload_len)
     return Status::Corruption("raw payload is " + std::to_string(payload_len) + " bytes, not " +

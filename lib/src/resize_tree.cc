@@ -5,6 +5,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
@@ -17,7 +18,10 @@ namespace fs = std::filesystem;
 namespace imagepack {
 namespace {
 
-enum class Outcome { kWritten, kPassedThrough, kAlreadyDone, kFailed };
+// kDestinationFailed: the output could not be written (disk full, read-only,
+// quota): not the input's fault, and every later file would fail the same
+// way, so the run stops with one error.
+enum class Outcome { kWritten, kPassedThrough, kAlreadyDone, kFailed, kDestinationFailed };
 
 struct Item {
   size_t index = 0;
@@ -51,6 +55,7 @@ Item ProcessOne(const ResizeTreeOptions& opts, const std::string& rel, size_t in
   Status st = WriteFileAtomic(out_path, prepared->bytes.data(), prepared->bytes.size());
   if (!st.ok()) {
     item.reason = st.message();
+    item.outcome = Outcome::kDestinationFailed;
     return item;
   }
   item.bytes_out = static_cast<int64_t>(prepared->bytes.size());
@@ -90,13 +95,14 @@ Result<ResizeTreeSummary> ResizeTree(const ResizeTreeOptions& opts) {
                                        : static_cast<int>(std::thread::hardware_concurrency());
   tbb::task_arena arena(std::max(threads, 1));
   size_t next = 0;
+  std::atomic<bool> stop_on_destination{false};
   arena.execute([&] {
     tbb::parallel_pipeline(
         static_cast<size_t>(std::max(threads, 1)) * 2,
         tbb::make_filter<void, size_t>(
             tbb::filter_mode::serial_in_order,
             [&](tbb::flow_control& fc) -> size_t {
-              if (next >= files.size() || (opts.cancel && opts.cancel->load())) {
+              if (next >= files.size() || (opts.cancel && opts.cancel->load()) || stop_on_destination.load()) {
                 fc.stop();
                 return 0;
               }
@@ -114,6 +120,10 @@ Result<ResizeTreeSummary> ResizeTree(const ResizeTreeOptions& opts) {
                   summary.errors.push_back({files[item.index], item.reason});
                   if (opts.progress) ++opts.progress->failed;
                   break;
+                case Outcome::kDestinationFailed:
+                  if (summary.destination_error.empty()) summary.destination_error = item.reason;
+                  stop_on_destination = true;
+                  return;  // not counted as done: a re-run writes it
               }
               summary.bytes_in += item.bytes_in;
               summary.bytes_out += item.bytes_out;
@@ -124,7 +134,7 @@ Result<ResizeTreeSummary> ResizeTree(const ResizeTreeOptions& opts) {
               }
             }));
   });
-  summary.cancelled = next < files.size();
+  summary.cancelled = next < files.size() && summary.destination_error.empty();
   std::sort(summary.errors.begin(), summary.errors.end(),
             [](const FileError& a, const FileError& b) { return a.path < b.path; });
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -161,7 +161,6 @@ Result<VerifyReport> VerifyDatabases(const VerifyOptions& o) {
               DecodeOptions dopt;
               dopt.channels = meta.channels;
               dopt.apply_orientation = false;
-              dopt.max_pixels = INT64_MAX;
               auto dec = DecodeImage(v.payload, v.payload_size, dopt);
               if (!dec.ok()) {
                 problems.Add(where, path, dec.status().message());

@@ -178,6 +178,57 @@ TEST(Decode, BrokenInputsAreErrorsThatSayWhy) {
   }
 }
 
+// Found by fuzz_verify: a JPEG without its quantisation tables used to
+// decode with the tables of the image decoded before it on the same thread,
+// so the result depended on history. It is an error, whatever came before,
+// on every decode path (full, shrink-on-load, planar re-encode, region).
+TEST(Decode, JpegMissingItsTablesFailsWhateverWasDecodedBefore) {
+  const auto good = Golden("rgb.jpg");
+  const auto bad = Golden("missing_dqt.jpg");
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_OK(Decode(good));
+    auto img = Decode(bad);
+    ASSERT_FALSE(img.ok());
+    EXPECT_NE(img.status().message().find("Quantization table"), std::string::npos) << img.status().ToString();
+    PrepareOptions p;
+    p.decode.limit = {SizeLimit::Mode::kShorterEdge, 6};
+    ASSERT_OK(PrepareJpeg(good.data(), good.size(), p));
+    EXPECT_FALSE(PrepareJpeg(bad.data(), bad.size(), p).ok());
+  }
+}
+
+TEST(Prepare, PassThroughOnlyForStructurallySoundJpegs) {
+  for (const char* ok : {"rgb.jpg", "gray.jpg"}) {
+    auto d = Golden(ok);
+    EXPECT_TRUE(CheckJpegStructure(d.data(), d.size()).ok()) << ok;
+  }
+  struct Case { std::vector<uint8_t> data; const char* words; };
+  auto good = Golden("rgb.jpg");
+  auto two_soi = good;  // found by fuzz_decode: a second SOI inside the file
+  two_soi.insert(two_soi.begin() + 2, {0xFF, 0xD8});
+  auto no_eoi = std::vector<uint8_t>(good.begin(), good.end() - 2);
+  auto undefined_table = good;  // the first component asks for table 3
+  for (size_t i = 0; i + 12 < undefined_table.size(); ++i)
+    if (undefined_table[i] == 0xFF && undefined_table[i + 1] == 0xC0) {
+      undefined_table[i + 12] = 3;
+      break;
+    }
+  for (const Case& c : {Case{Golden("missing_dqt.jpg"), "between segments"}, Case{undefined_table, "not defined"},
+                        Case{Golden("truncated.jpg"), "EOI"},
+                        Case{two_soi, "second SOI"}, Case{no_eoi, "EOI"}}) {
+    Status st = CheckJpegStructure(c.data.data(), c.data.size());
+    ASSERT_FALSE(st.ok()) << c.words;
+    EXPECT_NE(st.message().find(c.words), std::string::npos) << st.ToString();
+    // Never passed through: re-encoded when it decodes, an error otherwise.
+    PrepareOptions p;
+    auto out = PrepareJpeg(c.data.data(), c.data.size(), p);
+    if (out.ok()) {
+      EXPECT_FALSE(out->passed_through);
+      EXPECT_OK(DecodeImage(out->bytes.data(), out->bytes.size(), DecodeOptions{}));
+    }
+  }
+}
+
 TEST(Decode, JpegCutInsideTheHeaderIsAnError) {
   auto data = Golden("rgb.jpg");
   for (size_t n : {size_t(3), size_t(20), size_t(100)}) {

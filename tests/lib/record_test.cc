@@ -1,6 +1,9 @@
 #include "imagepack/record.h"
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <cstring>
 
 #include "imagepack/meta.h"
 #include "testutil.h"
@@ -52,6 +55,25 @@ TEST(Record, RawPayloadMustMatchDimensions) {
   auto v = ParseRecord(rec.data(), rec.size());
   ASSERT_FALSE(v.ok());
   EXPECT_NE(v.status().message().find("not 2x2x3"), std::string::npos) << v.status().ToString();
+}
+
+// Found by fuzz_record: fields the format fixes must hold even under a
+// valid checksum (a record that parses re-encodes to the same bytes).
+TEST(Record, ChecksummedButMalformedFieldsAreRejected) {
+  std::vector<uint8_t> payload(20, 7);
+  auto good = EncodeRecord({Encoding::kJpeg, 3, 1, 10, 10}, "ab/c.jpg", payload.data(), payload.size());
+  struct Case { size_t offset; uint8_t value; const char* words; };
+  for (const Case& c : {Case{30, 1, "reserved header bytes"}, Case{38, 0x40, "reserved header bytes"},
+                        Case{19, 0x80, "bad label"}, Case{42, 0, "NUL"}}) {
+    SCOPED_TRACE(c.offset);
+    auto bad = good;
+    bad[c.offset] = c.value;
+    const uint64_t sum = XXH3_64bits(bad.data() + 8, bad.size() - 8);  // a valid checksum
+    std::memcpy(bad.data(), &sum, 8);
+    auto v = ParseRecord(bad.data(), bad.size());
+    ASSERT_FALSE(v.ok());
+    EXPECT_NE(v.status().message().find(c.words), std::string::npos) << v.status().ToString();
+  }
 }
 
 TEST(Record, KeysAreTenDigitsAndSortInIndexOrder) {

@@ -55,6 +55,14 @@ struct ImageInfo {
 // rest). Every length read from the data is bounds-checked.
 Result<ImageInfo> ProbeImage(const uint8_t* data, size_t size);
 
+// Walks every marker of a baseline Huffman JPEG, scan data included, without
+// decoding: one SOI, one frame header, well-formed tables, every
+// quantisation table a scan uses defined before it, no stray SOI, and an EOI.
+// Fast (a memchr over the scan data). A file that passes can fail only with
+// libjpeg warnings (bit errors in the scan data), which every decoder
+// tolerates. PrepareJpeg passes bytes through only when this holds.
+Status CheckJpegStructure(const uint8_t* data, size_t size);
+
 // How output size is capped. Never upscales.
 //   kShorterEdge: min(w, h) <= n   (resize_imagenet --max-size)
 //   kLongerEdge:  max(w, h) <= n   (--max-edge)

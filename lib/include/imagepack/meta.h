@@ -35,7 +35,8 @@ struct DatasetMeta {
 
 // Parses and validates metadata JSON: required keys present with the right
 // types, count >= 0, channels 1 or 3, label_counts (if present) sized like
-// classes and summing to count. Never throws.
+// classes, each >= 0, summing to at most count (unlabelled records, label
+// -1, are not counted). Never throws.
 Result<DatasetMeta> ParseMeta(const uint8_t* data, size_t size);
 
 // Current UTC time as "2026-11-21T22:51:16Z".

@@ -42,13 +42,17 @@ struct ResizeTreeSummary {
   int64_t bytes_out = 0;
   double seconds = 0;
   bool cancelled = false;
+  // Set when an output could not be written (disk full, read-only, ...):
+  // the run stopped there. Outputs already written are complete.
+  std::string destination_error;
 };
 
 // Mirrors every image below opts.src into opts.dst at the same relative path
 // and file name, as a JPEG prepared by PrepareJpeg. Each output is written to
 // a temporary name and renamed, so an interrupted run leaves only complete
 // files; a re-run skips outputs that exist (unless overwrite).
-// Bad inputs do not stop the run: they are listed in summary.errors.
+// Bad inputs do not stop the run: they are listed in summary.errors. A
+// destination that cannot be written stops it (summary.destination_error).
 // A non-Ok Status means the run could not proceed at all (src missing,
 // dst not writable).
 Result<ResizeTreeSummary> ResizeTree(const ResizeTreeOptions& opts);

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""Writes the fuzz seed corpora to tests/data/fuzz/<target>/ from the golden
+images in tests/data and small databases packed by pack_lmdb.
+
+    make_seeds.py BINDIR      (BINDIR holds pack_lmdb, e.g. build/tools)
+
+Regression inputs found by fuzzing live beside the seeds as crash-*/regress-*
+and are kept by this script.
+"""
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "data")
+OUT = os.path.join(DATA, "fuzz")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import read_db  # noqa: E402
+
+GOLDEN = ["rgb.jpg", "gray.jpg", "cmyk_adobe.jpg", "progressive.jpg", "png_named.JPEG", "rgba.png"]
+
+
+def put(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def main(bindir):
+    for t in ("fuzz_record", "fuzz_meta", "fuzz_decode", "fuzz_verify"):
+        d = os.path.join(OUT, t)
+        if os.path.isdir(d):
+            for f in os.listdir(d):
+                if f.startswith("seed-"):
+                    os.remove(os.path.join(d, f))
+    # Decode: mode byte x a few option combinations, 8 box bytes, the file.
+    box = struct.pack("<4H", 100, 80, 300, 260)
+    for g in GOLDEN:
+        body = open(os.path.join(DATA, g), "rb").read()
+        for mode in (0x00, 0x0B, 0x5E, 0x61, 0x66):
+            put("fuzz_decode", "seed-%s-%02x" % (g.replace(".", "_"), mode), bytes([mode]) + box + body)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = os.path.join(tmp, "tree")
+        for i, g in enumerate(GOLDEN):
+            d = os.path.join(tree, "class%d" % (i % 2))
+            os.makedirs(d, exist_ok=True)
+            shutil.copy(os.path.join(DATA, g), os.path.join(d, g))
+        for enc in ("jpeg", "raw"):
+            for fmt in ("blob", "lmdb"):
+                db = os.path.join(tmp, "%s.%s" % (enc, fmt))
+                subprocess.run([os.path.join(bindir, "pack_lmdb"), tree, db, "--format", fmt,
+                                "--encoding", enc, "--max-size", "12", "--quiet"], check=True)
+                r = read_db.open_db(db)
+                if fmt == "blob":
+                    blob = open(db, "rb").read()
+                    for mode in (0x00, 0x02, 0x06, 0x1E, 0x2A):
+                        put("fuzz_verify", "seed-%s-blob-%02x" % (enc, mode), bytes([mode]) + blob)
+                    meta_off, meta_len = struct.unpack_from("<QQ", blob, 32)
+                    put("fuzz_meta", "seed-%s" % enc, blob[meta_off:meta_off + meta_len])
+                    for i in range(3):
+                        put("fuzz_record", "seed-%s-%d" % (enc, i), r.raw(i))
+                else:
+                    # LMDB chunks: records under the next key, then __meta__.
+                    chunks = b""
+                    for i in range(r.meta["count"]):
+                        rec = r.raw(i)
+                        chunks += struct.pack("<BH", 0, len(rec)) + rec
+                    with r.env.begin() as txn:
+                        meta = bytes(txn.get(b"__meta__"))
+                    chunks += struct.pack("<BH", 2, len(meta)) + meta
+                    for mode in (0x01, 0x03, 0x07, 0x1F, 0x2B):
+                        put("fuzz_verify", "seed-%s-lmdb-%02x" % (enc, mode), bytes([mode]) + chunks)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Smoke run of one fuzz target: replays every seed and regression input
+# (each must pass), then fuzzes for SECONDS from a copy of the corpus.
+# Usage: smoke.sh FUZZER CORPUS_DIR SECONDS
+set -euo pipefail
+fuzzer=$1 corpus=$2 seconds=$3
+[ -d "$corpus" ] && [ -n "$(ls -A "$corpus")" ] || { echo "no corpus in $corpus" >&2; exit 1; }
+work=$(mktemp -d /tmp/imagepack-fuzz-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cp -r "$corpus"/. "$work/corpus"
+# 1. Every kept input runs clean (a fixed crash stays fixed).
+"$fuzzer" -runs=0 "$work/corpus" 2>"$work/replay.log" || { tail -40 "$work/replay.log" >&2; exit 1; }
+# 2. A short fuzzing run; a crash leaves its input in $work/crash-*.
+if ! "$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+     -artifact_prefix="$work/" "$work/corpus" 2>"$work/fuzz.log"; then
+  tail -60 "$work/fuzz.log" >&2
+  for f in "$work"/crash-* "$work"/timeout-* "$work"/oom-* "$work"/leak-*; do
+    [ -e "$f" ] && echo "input: $(base64 -w0 "$f")" >&2
+  done
+  exit 1
+fi
+grep -E "stat::number_of_executed_units|stat::new_units_added" "$work/fuzz.log" || true
