@@ -226,6 +226,9 @@ Result<PreparedJpeg> PrepareJpeg(const uint8_t* data, size_t size, const Prepare
     out.passed_through = true;
     return out;
   }
+  // Checked here, before any path allocates (found by tests/cli/bounds_cli.sh:
+  // the planar path decoded a 65500x65500 header without asking).
+  IMAGEPACK_RETURN_IF_ERROR(PixelLimit(info->width, info->height, opts.decode.max_pixels));
   auto fast = internal::PrepareViaYuv(data, size, info.value(), opts);
   if (fast.ok() || fast.status().code() != Status::Code::kNotSupported) return fast;
   auto img = DecodeProbed(data, size, info.value(), opts.decode, /*rgbx=*/true);

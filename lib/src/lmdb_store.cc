@@ -1,9 +1,11 @@
 // The LMDB container (docs/FORMAT.md): one data file, MDB_NOSUBDIR, no lock
 // file, keys "0000000000".. appended in order, "__meta__" written last.
 #include <lmdb.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 
@@ -17,6 +19,22 @@ namespace {
 
 Status LmdbError(const std::string& context, int rc) {
   return Status::IOError(context + ": " + mdb_strerror(rc));
+}
+
+// liblmdb turns a short write (the usual sign of a full disk) into EIO:
+// say how much room the destination has so the user can tell.
+Status DiskError(const std::string& path, int rc) {
+  Status st = LmdbError("write " + path, rc);
+  if (rc != EIO && rc != ENOSPC && rc != EDQUOT) return st;
+  struct statvfs fs_info;
+  const std::string dir = fs::path(path).parent_path().string();
+  if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs_info) != 0) return st;
+  const double free_bytes = double(fs_info.f_bavail) * fs_info.f_frsize;
+  const double total = double(fs_info.f_blocks) * fs_info.f_frsize;
+  if (free_bytes < 0.01 * total + 16 * 1024 * 1024)
+    return Status::IOError(st.message() + " (No space left on device: " + std::to_string(int64_t(free_bytes)) +
+                           " bytes free in " + (dir.empty() ? "." : dir) + ")");
+  return st;
 }
 
 class LmdbWriter : public RecordWriter {
@@ -65,7 +83,7 @@ class LmdbWriter : public RecordWriter {
     status_ = Flush();
     if (!status_.ok()) return status_;
     int rc = mdb_env_sync(env_, 1);
-    if (rc) return status_ = LmdbError("sync " + tmp_, rc);
+    if (rc) return status_ = DiskError(tmp_, rc);
     mdb_env_close(env_);
     env_ = nullptr;
     if (::rename(tmp_.c_str(), path_.c_str()) != 0)
@@ -120,7 +138,7 @@ class LmdbWriter : public RecordWriter {
         pending_bytes_ = 0;
         return Status::Ok();
       }
-      if (rc != MDB_MAP_FULL) return LmdbError("write " + tmp_, rc);
+      if (rc != MDB_MAP_FULL) return DiskError(tmp_, rc);
       map_size_ *= 2;
       rc = mdb_env_set_mapsize(env_, map_size_);
       if (rc) return LmdbError("grow LMDB map", rc);

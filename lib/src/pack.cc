@@ -339,7 +339,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
       p.bytes_in = static_cast<int64_t>(size);
       if (o.encoding == Encoding::kJpeg && !o.prepare.reencode) {
         auto info = ProbeImage(data, size);
-        if (info.ok() && CanPassThrough(info.value(), o.prepare)) {
+        if (info.ok() && CanPassThrough(info.value(), o.prepare) && CheckJpegStructure(data, size).ok()) {
           fields = {Encoding::kJpeg, info->components, item.label, uint32_t(info->height), uint32_t(info->width)};
           p.passed_through = true;
           if (pos % stats_stride == 0) {

@@ -147,7 +147,8 @@ print(len(files), 'complete')"
   run ro_pack "$BIN/pack_lmdb" "$T" "$RO/x.lmdb" -q
   expect_rc 1 "pack into a read-only destination" ro_pack
   expect_in ro_pack.err "Read-only file system"
-  expect_in ro_pack.err "$RO/x.lmdb"
+  expect_in ro_pack.err "$RO/"
+  expect_in ro_pack.err "x.lmdb"
   umount "$RO"
 else
   echo "faults: cannot mount tmpfs here (not root?): full-disk and read-only checks not run"
@@ -155,21 +156,22 @@ fi
 
 # ---- Unreadable sources (as an unprivileged user: root reads everything) ------
 U=$WORK/unreadable
-mkdir -p "$U/out"
+UO=$WORK/unreadable_out
+mkdir -p "$U" "$UO"
 cp -r "$T/n00000000" "$U/a"
 mkdir -p "$U/b"
 cp "$T"/n00000001/img00[0-4].JPEG "$U/b/"
 chmod 000 "$U/a/img005.JPEG" "$U/b"
-chmod 777 "$U/out"
+chmod 777 "$UO"
 if command -v setpriv >/dev/null && [ "$(id -u)" -eq 0 ]; then
   AS_NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-  run unread "${AS_NOBODY[@]}" "$BIN/resize_imagenet" "$U" "$U/out/r" --max-size 64 -q
+  run unread "${AS_NOBODY[@]}" "$BIN/resize_imagenet" "$U" "$UO/r" --max-size 64 -q
   expect_rc 3 "unreadable file and folder are skipped" unread
   expect_in unread.err "a/img005.JPEG"
   expect_in unread.err "Permission denied"
   expect_in unread.err "b"
   expect_in unread.out "119 written"
-  run unread_pack "${AS_NOBODY[@]}" "$BIN/pack_lmdb" "$U/a" "$U/out/x.lmdb" --max-size 64 -q
+  run unread_pack "${AS_NOBODY[@]}" "$BIN/pack_lmdb" "$U" "$UO/x.lmdb" --max-size 64 -q
   expect_rc 3 "pack skips the unreadable file" unread_pack
   expect_in unread_pack.err "img005.JPEG"
   expect_in unread_pack.err "Permission denied"
@@ -199,15 +201,16 @@ for i in $(seq 0 3); do cp -r "$T" "$V$i"; done
 mkdir -p "$V"
 for i in 0 1 2 3; do mv "$V$i" "$V/part$i"; done
 last=$(cd "$V" && find . -name '*.JPEG' | sort | tail -20)
-vanish_during() {  # vanish_during NAME CMD...: deletes 10 and truncates 10 late files mid-run
-  local name=$1; shift
+vanish_during() {  # vanish_during NAME READY_GLOB CMD...: strikes once READY_GLOB exists
+  local name=$1 ready=$2; shift 2
   "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
   local pid=$! n=0
-  # Wait for the first output (the listing is done by then), then strike.
-  for _ in $(seq 200); do
-    [ -n "$(find "$WORK/${name}_dst"* -name '*' -newer "$V" 2>/dev/null | head -1)" ] && break
-    sleep 0.02
+  # READY_GLOB appears once the tool has listed SRC and started writing.
+  for _ in $(seq 500); do
+    compgen -G "$ready" >/dev/null && break
+    sleep 0.01
   done
+  sleep 0.1
   for f in $last; do
     n=$((n + 1))
     if [ $n -le 10 ]; then rm -f "$V/$f"; else truncate -s 500 "$V/$f"; fi
@@ -215,17 +218,22 @@ vanish_during() {  # vanish_during NAME CMD...: deletes 10 and truncates 10 late
   wait $pid
   RC=$?
 }
-vanish_during vr "$BIN/resize_imagenet" "$V" "$WORK/vr_dst" --max-size 64 --threads 1 -q
+vanish_during vr "$WORK/vr_dst/part0/*/*" "$BIN/resize_imagenet" "$V" "$WORK/vr_dst" --max-size 64 --threads 1 -q \
+  --errors "$WORK/vr_errors.tsv"
 expect_rc 3 "files vanishing and shrinking mid-run are skipped" vr
-expect_in vr.err "No such file or directory"
-expect_in vr.err "truncated"
-expect_in vr.err "$(echo "$last" | tail -1 | sed 's|^\./||')"
-cp -r "$T" "$V/restore"  # fresh copies for the pack run
-rm -rf "$V"/part*; mv "$V/restore" "$V/part0"
+expect_in vr.out "1900 written"
+expect_in vr_errors.tsv "No such file or directory"
+expect_in vr_errors.tsv "truncated"
+expect_in vr_errors.tsv "$(echo "$last" | tail -1 | sed 's|^\./||')"
+rm -rf "$V"; mkdir -p "$V"  # fresh copies for the pack run
+for i in 0 1 2 3; do cp -r "$T" "$V/part$i"; done
 last=$(cd "$V" && find . -name '*.JPEG' | sort | tail -20)
-vanish_during vp "$BIN/pack_lmdb" "$V" "$WORK/vp_dst.lmdb" --threads 1 --encoding raw -q
+vanish_during vp "$WORK/.vp_dst.lmdb.ipk-tmp.*" "$BIN/pack_lmdb" "$V" "$WORK/vp_dst.lmdb" --threads 1 --encoding raw -q \
+  --errors "$WORK/vp_errors.tsv"
 expect_rc 3 "pack: vanishing sources skipped" vp
-expect_in vp.err "No such file or directory"
+expect_in vp.out "1900 records"
+expect_in vp_errors.tsv "No such file or directory"
+expect_in vp_errors.tsv "truncated"
 run vp_verify "$BIN/verify_db" "$WORK/vp_dst.lmdb" -q
 expect_rc 0 "the database packed around vanished files verifies" vp_verify
 

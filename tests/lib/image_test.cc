@@ -257,6 +257,16 @@ TEST(Decode, PixelLimitIsCheckedBeforeDecoding) {
   ASSERT_FALSE(img.ok());
   EXPECT_NE(img.status().message().find("65000x65000"), std::string::npos) << img.status().ToString();
   EXPECT_NE(img.status().message().find("--max-pixels"), std::string::npos);
+  // pack_lmdb and resize_imagenet go through PrepareJpeg: refused there too,
+  // with and without a size limit (the planar path used to skip the check).
+  for (int n : {0, 256}) {
+    PrepareOptions p;
+    p.decode.max_pixels = 100000000;
+    if (n) p.decode.limit = {SizeLimit::Mode::kShorterEdge, n};
+    auto out = PrepareJpeg(data.data(), data.size(), p);
+    ASSERT_FALSE(out.ok());
+    EXPECT_NE(out.status().message().find("--max-pixels"), std::string::npos) << out.status().ToString();
+  }
 }
 
 TEST(Prepare, CleanJpegWithinLimitPassesThroughByteForByte) {
