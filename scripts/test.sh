@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing, builds, runs the suite.
+# The README's test command: installs what is missing, builds, runs the suite,
+# then runs it again under AddressSanitizer + UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 cd "${IMAGEPACK_BUILD_DIR:-build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 600
+cd - >/dev/null
+# The same suite (without the trainer) under AddressSanitizer + UBSan, with
+# a short run of every fuzz target (docs/RELIABILITY.md). About 3 minutes on
+# 2 cores; IMAGEPACK_SKIP_SANITIZERS=1 leaves it out.
+if [ "${IMAGEPACK_SKIP_SANITIZERS:-0}" != 1 ]; then
+  scripts/sanitize.sh asan
+fi
