@@ -1,6 +1,9 @@
 #include "imagepack/meta.h"
 
 #include <ctime>
+#include <limits>
+#include <type_traits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +37,25 @@ std::string DatasetMeta::ToJson() const {
 
 namespace {
 
+// An integer field within [lo, hi]. nlohmann's get<int>() converts floats
+// and out-of-range values with undefined behaviour (found by fuzz_meta:
+// 5.6e70 as a label count), and wraps large unsigned values silently.
+Result<int64_t> IntIn(const json& v, const std::string& what, int64_t lo, int64_t hi) {
+  bool ok = false;
+  int64_t x = 0;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    ok = u <= static_cast<uint64_t>(hi);
+    x = static_cast<int64_t>(u);
+  } else if (v.is_number_integer()) {
+    x = v.get<int64_t>();
+    ok = true;
+  }
+  if (!ok || x < lo || x > hi) return Status::Corruption("metadata " + what + " is not an integer in [" +
+                                                         std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return x;
+}
+
 Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
   json j = json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Status::Corruption("metadata is not a JSON object");
@@ -52,12 +74,16 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
   IMAGEPACK_RETURN_IF_ERROR(need("encoding", V::string));
   IMAGEPACK_RETURN_IF_ERROR(need("channels", V::number_unsigned, V::number_integer));
   DatasetMeta m;
-  m.format_version = j["format_version"].get<int>();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  auto version = IntIn(j["format_version"], "format_version", 0, 1 << 30);
+  if (!version.ok()) return version.status();
+  m.format_version = static_cast<int>(*version);
   if (m.format_version != kFormatVersion)
     return Status::NotSupported("format version " + std::to_string(m.format_version) +
                                 " (this build reads " + std::to_string(kFormatVersion) + ")");
-  m.count = j["count"].get<int64_t>();
-  if (m.count < 0) return Status::Corruption("metadata count is negative");
+  auto count = IntIn(j["count"], "count", 0, kMax);
+  if (!count.ok()) return count.status();
+  m.count = *count;
   for (const auto& c : j["classes"]) {
     if (!c.is_string()) return Status::Corruption("metadata class names must be strings");
     m.classes.push_back(c.get<std::string>());
@@ -65,22 +91,34 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
   auto enc = ParseEncoding(j["encoding"].get<std::string>());
   if (!enc.ok()) return Status::Corruption("metadata: " + enc.status().message());
   m.encoding = enc.value();
-  m.channels = j["channels"].get<int>();
-  if (m.channels != 1 && m.channels != 3) return Status::Corruption("metadata channels must be 1 or 3");
+  auto channels = IntIn(j["channels"], "channels", 1, 3);
+  if (!channels.ok() || *channels == 2) return Status::Corruption("metadata channels must be 1 or 3");
+  m.channels = static_cast<int>(*channels);
   if (j.contains("key_width") && j["key_width"] != kKeyWidth)
     return Status::NotSupported("key width " + j["key_width"].dump());
   if (j.contains("shard") && j["shard"].is_object()) {
     const auto& s = j["shard"];
-    if (s.value("index", -1) < 0 || s.value("count", 0) < 1 || s.value("index", -1) >= s.value("count", 0))
+    if (!s.contains("index") || !s.contains("count"))
       return Status::Corruption("metadata shard is not I/N with 0 <= I < N");
-    m.shard = {s["index"].get<int>(), s["count"].get<int>()};
+    auto index = IntIn(s["index"], "shard index", 0, 1 << 30);
+    auto shards = IntIn(s["count"], "shard count", 1, 1 << 30);
+    if (!index.ok() || !shards.ok() || *index >= *shards)
+      return Status::Corruption("metadata shard is not I/N with 0 <= I < N");
+    m.shard = {static_cast<int>(*index), static_cast<int>(*shards)};
   }
   auto numbers = [&](const char* key, auto& out) -> Status {
     if (!j.contains(key)) return Status::Ok();
     if (!j[key].is_array()) return Status::Corruption(std::string("metadata '") + key + "' is not an array");
+    using T = typename std::decay_t<decltype(out)>::value_type;
     for (const auto& v : j[key]) {
       if (!v.is_number()) return Status::Corruption(std::string("metadata '") + key + "' holds a non-number");
-      out.push_back(v.get<typename std::decay_t<decltype(out)>::value_type>());
+      if constexpr (std::is_integral_v<T>) {
+        auto x = IntIn(v, std::string("'") + key + "' entry", 0, kMax);
+        if (!x.ok()) return x.status();
+        out.push_back(*x);
+      } else {
+        out.push_back(v.get<T>());
+      }
     }
     return Status::Ok();
   };
@@ -98,8 +136,13 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
     }
     if (sum > m.count) return Status::Corruption("metadata label_counts add up to more than count");
   }
-  m.stats_images = j.value("stats_images", int64_t{0});
-  m.payload_bytes = j.value("payload_bytes", int64_t{0});
+  for (auto [key, field] : {std::pair<const char*, int64_t*>{"stats_images", &m.stats_images},
+                            std::pair<const char*, int64_t*>{"payload_bytes", &m.payload_bytes}}) {
+    if (!j.contains(key)) continue;
+    auto x = IntIn(j[key], key, 0, kMax);
+    if (!x.ok()) return x.status();
+    *field = *x;
+  }
   m.tool = j.value("tool", std::string());
   m.source = j.value("source", std::string());
   m.created = j.value("created", std::string());

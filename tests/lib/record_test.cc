@@ -110,7 +110,16 @@ TEST(Meta, RoundTripsAndRejectsBadJson) {
                           std::string(R"({"format":"imagepack","format_version":1,"count":1,"classes":["a"],)"
                                       R"("encoding":"jpeg","channels":3,"label_counts":[5]})"),
                           std::string(R"({"format":"imagepack","format_version":1,"count":1,"classes":["a"],)"
-                                      R"("encoding":"jpeg","channels":3,"shard":{"index":"x","count":2}})")}) {
+                                      R"("encoding":"jpeg","channels":3,"shard":{"index":"x","count":2}})"),
+                          // Found by fuzz_meta: floats and wrapping integers where integers belong.
+                          std::string(R"({"format":"imagepack","format_version":1,"count":6,"classes":["a"],)"
+                                      R"("encoding":"jpeg","channels":3,"label_counts":[5.5e70]})"),
+                          std::string(R"({"format":"imagepack","format_version":1,"count":1.5,"classes":[],)"
+                                      R"("encoding":"jpeg","channels":3})"),
+                          std::string(R"({"format":"imagepack","format_version":1,"count":1,"classes":[],)"
+                                      R"("encoding":"jpeg","channels":3,"shard":{"index":0,"count":1e99}})"),
+                          std::string(R"({"format":"imagepack","format_version":1,"count":1,"classes":[],)"
+                                      R"("encoding":"jpeg","channels":4294967299})")}) {
     auto r = ParseMeta(reinterpret_cast<const uint8_t*>(bad.data()), bad.size());
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), Status::Code::kCorruption) << r.status().ToString();
