@@ -33,7 +33,7 @@ struct Args {
   int epochs = 90, batch = 256, print_freq = 10, threads = 0, loader_threads = 0, size = 0, step_size = 30;
   double lr = 0.1, momentum = 0.9, wd = 1e-4, label_smoothing = 0, warmup = 0;
   int64_t seed = 0, max_steps = 0;
-  bool amp = false, in_ram = false, evaluate = false, nesterov = false, no_bn_wd = false, lr_scale = false,
+  bool amp = false, in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false, lr_scale = false,
        zero_init = false, channels_last = false, no_val = false;
 };
 
@@ -270,7 +270,10 @@ int Run(const Args& args) {
       torch::Tensor out;
       {
         AutocastScope ac(args.amp, device);
-        out = model.forward(to_input(n));
+        auto x = to_input(n);
+        out = model.forward(x);
+        // Test-time flip: the mean of the logits of the image and its mirror.
+        if (args.tta_flip) out = (out + model.forward(x.flip({3}))) / 2;
       }
       out = out.to(torch::kFloat32);
       loss_sum += torch::nn::functional::cross_entropy(out, y).item<double>() * n;
@@ -410,6 +413,7 @@ int main(int argc, char** argv) {
       ("output", po::value(&a.output), "directory for checkpoints and metrics.jsonl")
       ("resume", po::value(&a.resume), "checkpoint to resume from ('auto': OUTPUT/checkpoint.pt if present)")
       ("evaluate", "only evaluate --val (with --resume weights)")
+      ("tta-flip", "evaluate on each image and its horizontal mirror, averaging the logits")
       ("no-val", "skip the per-epoch evaluation (profiling); --val may be omitted")
       ("amp", "autocast: bf16 on CPU, fp16 with loss scaling on CUDA")
       ("device", po::value(&a.device)->default_value("cpu"), "cpu or cuda")
@@ -432,6 +436,7 @@ int main(int argc, char** argv) {
   a.amp = vm.count("amp");
   a.in_ram = vm.count("in-ram");
   a.evaluate = vm.count("evaluate");
+  a.tta_flip = vm.count("tta-flip") > 0;
   a.nesterov = vm.count("nesterov");
   a.no_bn_wd = vm.count("no-bn-wd");
   a.lr_scale = vm.count("lr-scale-batch");

@@ -1,10 +1,12 @@
 // The trainer: model sizes, loss scaler, schedules, rendezvous variables,
 // and, with real processes, DDP equivalence and checkpoint resume.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "amp.h"
 #include "distributed.h"
@@ -120,14 +122,19 @@ TEST(Rendezvous, ReadsTorchrunThenSlurmVariables) {
 }
 
 // A small raw dataset: 64 records of 8x8 gray noise-like images, 4 classes.
-std::string MakeDb(const TempDir& d) {
-  auto w = CreateWriter(ContainerFormat::kLmdb, d / "db");
+// mirrored: every row is its own mirror image.
+std::string MakeDb(const TempDir& d, bool mirrored = false) {
+  const std::string path = d / (mirrored ? "mirrored_db" : "db");
+  auto w = CreateWriter(ContainerFormat::kLmdb, path);
   EXPECT_TRUE(w.ok());
   SplitMix64 rng(11);
   for (int i = 0; i < 64; ++i) {
     std::vector<uint8_t> px(64);
     for (auto& p : px) p = uint8_t(rng.Below(256));
     for (int k = 0; k < 8; ++k) px[(i % 4) * 16 + k] = 255;  // a learnable class cue
+    if (mirrored)
+      for (int y = 0; y < 8; ++y)
+        for (int x = 4; x < 8; ++x) px[y * 8 + x] = px[y * 8 + 7 - x];
     EXPECT_OK(w.value()->Add(EncodeRecord({Encoding::kRaw, 1, i % 4, 8, 8}, "i" + std::to_string(i), px.data(), px.size())));
   }
   DatasetMeta m;
@@ -138,7 +145,7 @@ std::string MakeDb(const TempDir& d) {
   m.mean = {0.5};
   m.std = {0.3};
   EXPECT_OK(w.value()->Finish(m));
-  return d / "db";
+  return path;
 }
 
 int RunCommand(const std::string& cmd) {
@@ -204,6 +211,35 @@ TEST(Checkpoint, ResumeEqualsUninterruptedTraining) {
   EXPECT_LT(MaxRelDiff(Params(d / "resumed/checkpoint.pt"), Params(d / "straight/checkpoint.pt")), 1e-6);
   EXPECT_TRUE(fs::exists(d / "resumed/model_best.pt"));
   EXPECT_TRUE(fs::exists(d / "resumed/metrics.jsonl"));
+}
+
+// The validation loss logged in DIR/metrics.jsonl by the last eval line.
+double EvalLoss(const std::string& dir) {
+  std::ifstream f(dir + "/metrics.jsonl");
+  double loss = -1;
+  for (std::string line; std::getline(f, line);)
+    if (line.find("\"eval\"") != std::string::npos) loss = nlohmann::json::parse(line)["loss"].get<double>();
+  return loss;
+}
+
+TEST(Evaluate, TtaFlipAveragesEachImageWithItsMirror) {
+  TempDir d;
+  const std::string db = MakeDb(d), mirrored = MakeDb(d, true);
+  ASSERT_EQ(RunCommand(kTrain + Common(db) + " --epochs 1 --batch-size 16 --output " + (d / "w")), 0);
+  auto eval = [&](const std::string& data, const std::string& extra, const std::string& out) {
+    EXPECT_EQ(RunCommand(kTrain + " --evaluate --val " + data + " --arch mlp --size 8 --threads 1 --loader-threads 1"
+                         " --resume " + (d / "w/checkpoint.pt") + extra + " --output " + (d / out)), 0);
+    return EvalLoss(d / out);
+  };
+  // Images that are their own mirror: flipping changes nothing.
+  const double sym = eval(mirrored, "", "sym"), sym_tta = eval(mirrored, " --tta-flip", "sym_tta");
+  ASSERT_GT(sym, 0);
+  EXPECT_NEAR(sym_tta, sym, 1e-6);
+  // Noise is not: the averaged logits give another loss.
+  const double plain = eval(db, "", "plain"), tta = eval(db, " --tta-flip", "tta");
+  ASSERT_GT(plain, 0);
+  ASSERT_GT(tta, 0);
+  EXPECT_GT(std::abs(tta - plain), 1e-4);
 }
 
 }  // namespace
