@@ -1,6 +1,7 @@
 // Header parsing without pixel decoding. Every length and offset read from
 // the data is checked against the buffer before use: this runs on untrusted
 // files and is fuzzed.
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -204,8 +205,13 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
       }
       if (blocks > 10) return Status::Corruption("JPEG: too many blocks per MCU");
       in_scans = true;
+    } else if (!((m >= 0xE0 && m <= 0xEF) || m == 0xFE || m == 0xDC)) {
+      // libjpeg skips only APPn, COM and DNL; any other marker is a fatal
+      // "Unsupported marker type" (found by fuzz_decode: 0xFF72).
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", m);
+      return Status::Corruption(std::string("JPEG: unsupported marker ") + hex);
     }
-    // APPn, COM and others: skipped by length.
   }
 }
 

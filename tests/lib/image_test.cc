@@ -207,6 +207,8 @@ TEST(Prepare, PassThroughOnlyForStructurallySoundJpegs) {
   auto two_soi = good;  // found by fuzz_decode: a second SOI inside the file
   two_soi.insert(two_soi.begin() + 2, {0xFF, 0xD8});
   auto no_eoi = std::vector<uint8_t>(good.begin(), good.end() - 2);
+  auto odd_marker = good;  // found by fuzz_decode: libjpeg refuses markers it does not know
+  odd_marker.insert(odd_marker.begin() + 2, {0xFF, 0x72, 0x00, 0x04, 0x00, 0x00});
   auto undefined_table = good;  // the first component asks for table 3
   for (size_t i = 0; i + 12 < undefined_table.size(); ++i)
     if (undefined_table[i] == 0xFF && undefined_table[i + 1] == 0xC0) {
@@ -215,7 +217,7 @@ TEST(Prepare, PassThroughOnlyForStructurallySoundJpegs) {
     }
   for (const Case& c : {Case{Golden("missing_dqt.jpg"), "between segments"}, Case{undefined_table, "not defined"},
                         Case{Golden("truncated.jpg"), "EOI"},
-                        Case{two_soi, "second SOI"}, Case{no_eoi, "EOI"}}) {
+                        Case{two_soi, "second SOI"}, Case{odd_marker, "unsupported marker 0x72"}, Case{no_eoi, "EOI"}}) {
     Status st = CheckJpegStructure(c.data.data(), c.data.size());
     ASSERT_FALSE(st.ok()) << c.words;
     EXPECT_NE(st.message().find(c.words), std::string::npos) << st.ToString();
