@@ -122,7 +122,8 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
   struct Comp { int id, h, v, tq; };
   Comp comps[4];
   int ncomp = 0;
-  bool have_sof = false, in_scans = false;
+  bool have_sof = false, in_scans = false, multiple_scans = false;
+  bool scanned[4] = {false, false, false, false};
   size_t p = 2;
   while (true) {
     if (p >= n) return Status::Corruption("JPEG ends before its EOI marker");
@@ -192,6 +193,11 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
       if (seg_len < 1) return Status::Corruption("JPEG: bad scan header");
       const int ns = seg[0];
       if (ns < 1 || ns > ncomp || seg_len != 4 + 2 * size_t(ns)) return Status::Corruption("JPEG: bad scan header");
+      // libjpeg: a sequential JPEG has several scans only when its first
+      // scan leaves components out (found by fuzz_decode: "Didn't expect
+      // more than one scan"); each component is scanned once.
+      if (!in_scans) multiple_scans = ns < ncomp;
+      else if (!multiple_scans) return Status::Corruption("JPEG: a second scan in a single-scan image");
       int blocks = 0;
       for (int s = 0; s < ns; ++s) {
         const int id = seg[1 + 2 * s], tables = seg[2 + 2 * s];
@@ -199,6 +205,8 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
         for (int k = 0; k < ncomp; ++k)
           if (comps[k].id == id) c = &comps[k];
         if (!c || (tables >> 4) > 3 || (tables & 15) > 3) return Status::Corruption("JPEG: bad scan component");
+        if (scanned[c - comps]) return Status::Corruption("JPEG: a component scanned twice");
+        scanned[c - comps] = true;
         if (!qt_defined[c->tq])
           return Status::Corruption("JPEG: quantisation table " + std::to_string(c->tq) + " is not defined");
         blocks += ns > 1 ? c->h * c->v : 1;
