@@ -16,6 +16,14 @@ targets=("$@")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizers/lsan.supp}
 mkdir -p build-asan/fuzz-artifacts
+# A target that crashes cannot remove its scratch folder: remove those of
+# processes that are gone.
+clean_scratch() {
+  for d in /dev/shm/imagepack-fuzz-*; do
+    [ -d "$d" ] && ! kill -0 "${d##*-}" 2>/dev/null && rm -rf "$d"
+  done
+  return 0
+}
 status=0
 for t in "${targets[@]}"; do
   corpus=build-asan/fuzz-corpus/$t
@@ -34,4 +42,5 @@ for t in "${targets[@]}"; do
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
   printf '%-12s %6ss  %10s inputs  %6s execs/s  coverage %s  %s\n' "$t" "$seconds" "$execs" "$rate" "$cov" "$result"
 done
+clean_scratch
 exit $status

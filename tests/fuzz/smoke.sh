@@ -5,8 +5,16 @@
 set -euo pipefail
 fuzzer=$1 corpus=$2 seconds=$3
 [ -d "$corpus" ] && [ -n "$(ls -A "$corpus")" ] || { echo "no corpus in $corpus" >&2; exit 1; }
+# A target that crashes cannot remove its scratch folder: remove those of
+# processes that are gone.
+clean_scratch() {
+  for d in /dev/shm/imagepack-fuzz-*; do
+    [ -d "$d" ] && ! kill -0 "${d##*-}" 2>/dev/null && rm -rf "$d"
+  done
+  return 0
+}
 work=$(mktemp -d /tmp/imagepack-fuzz-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work"; clean_scratch' EXIT
 cp -r "$corpus"/. "$work/corpus"
 # 1. Every kept input runs clean (a fixed crash stays fixed).
 "$fuzzer" -runs=0 "$work/corpus" 2>"$work/replay.log" || { tail -40 "$work/replay.log" >&2; exit 1; }
