@@ -210,7 +210,7 @@ int Run(const Args& args) {
   std::string resume = args.resume;
   if (resume == "auto") resume = fs::exists(args.output + "/checkpoint.pt") ? args.output + "/checkpoint.pt" : "";
   if (!resume.empty()) {
-    state = LoadCheckpoint(resume, *module, &optimizer);
+    state = LoadCheckpoint(resume, *module, args.evaluate ? nullptr : &optimizer);  // --evaluate needs weights only
     scaler.Load(state.scaler_scale, static_cast<int>(state.scaler_tracker));
     module->to(device);
     log("=> resumed from " + resume + " at epoch " + std::to_string(state.epoch));

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Smoke run of one fuzz target: replays every seed and regression input
-# (each must pass), then fuzzes for SECONDS from a copy of the corpus.
-# Usage: smoke.sh FUZZER CORPUS_DIR SECONDS
+# (each must pass), then runs RUNS mutated inputs from a copy of the corpus
+# with a fixed seed, so a given commit gives the same run every time (CI
+# must not fail by luck; open-ended fuzzing is scripts/fuzz.sh).
+# Usage: smoke.sh FUZZER CORPUS_DIR RUNS
 set -euo pipefail
-fuzzer=$1 corpus=$2 seconds=$3
+fuzzer=$1 corpus=$2 runs=$3
 [ -d "$corpus" ] && [ -n "$(ls -A "$corpus")" ] || { echo "no corpus in $corpus" >&2; exit 1; }
 # A target that crashes cannot remove its scratch folder: remove those of
 # processes that are gone.
@@ -18,8 +20,8 @@ trap 'rm -rf "$work"; clean_scratch' EXIT
 cp -r "$corpus"/. "$work/corpus"
 # 1. Every kept input runs clean (a fixed crash stays fixed).
 "$fuzzer" -runs=0 "$work/corpus" 2>"$work/replay.log" || { tail -40 "$work/replay.log" >&2; exit 1; }
-# 2. A short fuzzing run; a crash leaves its input in $work/crash-*.
-if ! "$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+# 2. A short, deterministic fuzzing run; a crash leaves its input in $work.
+if ! "$fuzzer" -seed=1 -runs="$runs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
      -artifact_prefix="$work/" "$work/corpus" 2>"$work/fuzz.log"; then
   tail -60 "$work/fuzz.log" >&2
   for f in "$work"/crash-* "$work"/timeout-* "$work"/oom-* "$work"/leak-*; do
