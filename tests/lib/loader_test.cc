@@ -189,6 +189,48 @@ TEST(Loader, CorruptRecordFailsNamingItOrIsSkipped) {
   EXPECT_EQ(s.value()->stats().skipped, 1);
 }
 
+// Found by fuzz_verify: a label outside the class list reached the batch
+// (on a GPU, a device-side assert far from its cause). It is a corrupt
+// record, under either policy.
+TEST(Loader, LabelOutsideTheClassListIsACorruptRecord) {
+  TempDir d;
+  auto w = CreateWriter(ContainerFormat::kLmdb, d / "labels");
+  ASSERT_OK(w);
+  Image img = Gradient(8, 8);
+  for (int i = 0; i < 6; ++i) {
+    RecordFields f{Encoding::kRaw, 3, i == 3 ? 9 : i % 5, 8, 8};
+    ASSERT_OK(w.value()->Add(EncodeRecord(f, "img" + std::to_string(i), img.pixels.data(), img.pixels.size())));
+  }
+  DatasetMeta m;
+  m.count = 6;
+  m.classes = {"a", "b", "c", "d", "e"};
+  m.encoding = Encoding::kRaw;
+  ASSERT_OK(w.value()->Finish(m));
+  LoaderOptions o;
+  o.paths = {d / "labels"};
+  o.batch_size = 6;
+  o.size = 8;
+  o.shuffle = false;
+  o.transform = TransformKind::kEval;
+  std::vector<uint8_t> px(6 * 8 * 8 * 3);
+  std::vector<int64_t> lab(6);
+  auto l = Loader::Open(o);
+  ASSERT_OK(l);
+  l.value()->StartEpoch(0);
+  auto got = l.value()->Next(px.data(), lab.data());
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("record 0000000003 (img3): label 9 outside the 5 classes"), std::string::npos)
+      << got.status().ToString();
+  o.on_corrupt = CorruptPolicy::kSkip;
+  auto s = Loader::Open(o);
+  ASSERT_OK(s);
+  s.value()->StartEpoch(0);
+  auto ok = s.value()->Next(px.data(), lab.data());
+  ASSERT_OK(ok);
+  EXPECT_EQ(s.value()->stats().skipped, 1);
+  for (int i = 0; i < ok.value(); ++i) EXPECT_LT(lab[i], 5) << i;
+}
+
 TEST(Loader, InRamAndShardsAndBadOptions) {
   TempDir d;
   LoaderOptions o;
