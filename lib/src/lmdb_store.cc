@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <future>
 
 #include "imagepack/files.h"
 #include "store_internal.h"
@@ -41,6 +42,7 @@ class LmdbWriter : public RecordWriter {
  public:
   LmdbWriter(std::string path, std::string tmp) : path_(std::move(path)), tmp_(std::move(tmp)) {}
   ~LmdbWriter() override {
+    if (inflight_.valid()) inflight_.wait();  // the flush thread uses env_
     if (env_) mdb_env_close(env_);
     if (!finished_) ::unlink(tmp_.c_str());
   }
@@ -65,22 +67,22 @@ class LmdbWriter : public RecordWriter {
   Status Add(std::vector<uint8_t>&& record) override {
     if (!status_.ok()) return status_;
     pending_bytes_ += record.size();
-    pending_.emplace_back(RecordKey(count_ + static_cast<int64_t>(pending_.size())), std::move(record));
-    if (pending_bytes_ >= kBatchBytes || pending_.size() >= kBatchRecords) status_ = Flush();
+    pending_.emplace_back(RecordKey(added_++), std::move(record));
+    if (pending_bytes_ >= kBatchBytes || pending_.size() >= kBatchRecords) StartFlush();
     return status_;
   }
 
   Status Finish(const DatasetMeta& meta) override {
+    WaitForFlush();
     if (!status_.ok()) return status_;
-    const int64_t total = count_ + static_cast<int64_t>(pending_.size());
-    if (meta.count != total) {
+    if (meta.count != added_) {
       status_ = Status::InvalidArgument("metadata count " + std::to_string(meta.count) + " but " +
-                                        std::to_string(total) + " records were added");
+                                        std::to_string(added_) + " records were added");
       return status_;
     }
     std::string json = meta.ToJson();
     pending_.emplace_back(kMetaKey, std::vector<uint8_t>(json.begin(), json.end()));
-    status_ = Flush();
+    status_ = Flush(pending_, pending_bytes_ + json.size());
     if (!status_.ok()) return status_;
     int rc = mdb_env_sync(env_, 1);
     if (rc) return status_ = DiskError(tmp_, rc);
@@ -92,16 +94,37 @@ class LmdbWriter : public RecordWriter {
     return status_ = SyncParentDir(path_);
   }
 
-  int64_t count() const override { return count_ + static_cast<int64_t>(pending_.size()); }
+  int64_t count() const override { return added_; }
 
  private:
+  using Batch = std::vector<std::pair<std::string, std::vector<uint8_t>>>;
   static constexpr size_t kBatchBytes = 64 << 20;
   static constexpr size_t kBatchRecords = 4096;
 
-  // Writes the pending batch in one transaction, growing the map as needed
-  // (the user never sees MDB_MAP_FULL).
-  Status Flush() {
-    if (pending_.empty()) return Status::Ok();
+  // Hands the pending batch to a flush thread, so the pipeline fills the
+  // next batch while LMDB copies and writes this one. At most one batch is
+  // in flight; its status is collected before the next one starts.
+  void StartFlush() {
+    WaitForFlush();
+    if (!status_.ok()) return;
+    flushing_ = std::move(pending_);
+    const size_t bytes = pending_bytes_;
+    pending_ = Batch();
+    pending_bytes_ = 0;
+    inflight_ = std::async(std::launch::async, [this, bytes] { return Flush(flushing_, bytes); });
+  }
+
+  void WaitForFlush() {
+    if (!inflight_.valid()) return;
+    Status st = inflight_.get();
+    flushing_.clear();
+    if (status_.ok()) status_ = st;
+  }
+
+  // Writes `batch` in one transaction, growing the map as needed (the user
+  // never sees MDB_MAP_FULL). Runs on one thread at a time.
+  Status Flush(const Batch& batch, size_t batch_bytes) {
+    if (batch.empty()) return Status::Ok();
     // Leaf, branch and overflow pages cost more than the values; grow ahead.
     while (true) {
       MDB_envinfo info;
@@ -109,7 +132,7 @@ class LmdbWriter : public RecordWriter {
       mdb_env_info(env_, &info);
       mdb_env_stat(env_, &st);
       const size_t used = (info.me_last_pgno + 1) * size_t(st.ms_psize);
-      if (used + pending_bytes_ * 2 + (16 << 20) <= map_size_) break;
+      if (used + batch_bytes * 2 + (16 << 20) <= map_size_) break;
       map_size_ *= 2;
       int rc = mdb_env_set_mapsize(env_, map_size_);
       if (rc) return LmdbError("grow LMDB map to " + std::to_string(map_size_) + " bytes", rc);
@@ -122,9 +145,9 @@ class LmdbWriter : public RecordWriter {
         rc = mdb_dbi_open(txn, nullptr, 0, &dbi_);
         if (rc) { mdb_txn_abort(txn); return LmdbError("mdb_dbi_open", rc); }
       }
-      for (auto& [key, value] : pending_) {
-        MDB_val k{key.size(), key.data()};
-        MDB_val v{value.size(), value.data()};
+      for (const auto& [key, value] : batch) {
+        MDB_val k{key.size(), const_cast<char*>(key.data())};
+        MDB_val v{value.size(), const_cast<uint8_t*>(value.data())};  // read only (no MDB_RESERVE)
         rc = mdb_put(txn, dbi_, &k, &v, MDB_APPEND);
         if (rc) break;
       }
@@ -132,10 +155,6 @@ class LmdbWriter : public RecordWriter {
       else mdb_txn_abort(txn);
       if (rc == 0) {
         dbi_open_ = true;
-        count_ += static_cast<int64_t>(pending_.size());
-        if (pending_.back().first == kMetaKey) --count_;
-        pending_.clear();
-        pending_bytes_ = 0;
         return Status::Ok();
       }
       if (rc != MDB_MAP_FULL) return DiskError(tmp_, rc);
@@ -151,9 +170,11 @@ class LmdbWriter : public RecordWriter {
   MDB_dbi dbi_ = 0;
   bool dbi_open_ = false;
   size_t map_size_ = size_t(256) << 20;
-  std::vector<std::pair<std::string, std::vector<uint8_t>>> pending_;
+  Batch pending_;   // filled by Add
+  Batch flushing_;  // owned by the flush thread while inflight_ is valid
+  std::future<Status> inflight_;
   size_t pending_bytes_ = 0;
-  int64_t count_ = 0;
+  int64_t added_ = 0;
   bool finished_ = false;
   Status status_;
 };
