@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <filesystem>
 #include <set>
 
@@ -112,6 +114,25 @@ TEST(Pack, RawRecordsHoldDecodedPixels) {
     auto img = DecodeImage(data.data(), data.size(), d);
     ASSERT_OK(img);
     EXPECT_EQ(std::vector<uint8_t>(rec->payload, rec->payload + rec->payload_size), img->pixels) << path;
+  }
+  // Raw statistics are exact: recompute them from every stored pixel.
+  double n = 0, sum[3] = {0, 0, 0}, sq[3] = {0, 0, 0};
+  for (int64_t i = 0; i < db.value()->size(); ++i) {
+    auto rec = cur->Read(i);
+    ASSERT_OK(rec);
+    for (size_t k = 0; k < rec->payload_size; ++k) {
+      const double v = rec->payload[k] / 255.0;
+      sum[k % 3] += v;
+      sq[k % 3] += v * v;
+    }
+    n += rec->payload_size / 3;
+  }
+  const DatasetMeta& m = db.value()->meta();
+  ASSERT_EQ(m.mean.size(), 3u);
+  for (int c = 0; c < 3; ++c) {
+    const double mean = sum[c] / n;
+    EXPECT_NEAR(m.mean[c], mean, 1e-9) << c;
+    EXPECT_NEAR(m.std[c], std::sqrt(sq[c] / n - mean * mean), 1e-9) << c;
   }
 }
 
