@@ -119,6 +119,10 @@ Result<ImageInfo> ProbeJpeg(const uint8_t* d, size_t n) {
 Status CheckJpegStructure(const uint8_t* d, size_t n) {
   if (n < 4 || d[0] != 0xFF || d[1] != 0xD8) return Status::Corruption("JPEG does not start with SOI");
   bool qt_defined[4] = {false, false, false, false};
+  // Huffman tables [DC, AC][0..3]; libjpeg-turbo supplies the standard
+  // tables 0 and 1 when a file leaves them out, but not 2 and 3 (found by
+  // fuzz_decode: "Huffman table 0x02 was not defined").
+  bool ht_defined[2][4] = {{true, true, false, false}, {true, true, false, false}};
   struct Comp { int id, h, v, tq; };
   Comp comps[4];
   int ncomp = 0;
@@ -169,6 +173,7 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
         size_t count = 0;
         for (int i = 1; i <= 16; ++i) count += seg[q + i];
         if (count > 256 || q + 17 + count > seg_len) return Status::Corruption("JPEG: bad Huffman table");
+        ht_defined[seg[q] >> 4][seg[q] & 15] = true;
         q += 17 + count;
       }
     } else if (m == 0xC0 || m == 0xC1) {  // baseline / extended Huffman frame
@@ -205,6 +210,8 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
         for (int k = 0; k < ncomp; ++k)
           if (comps[k].id == id) c = &comps[k];
         if (!c || (tables >> 4) > 3 || (tables & 15) > 3) return Status::Corruption("JPEG: bad scan component");
+        if (!ht_defined[0][tables >> 4] || !ht_defined[1][tables & 15])
+          return Status::Corruption("JPEG: a scan uses a Huffman table that is not defined");
         if (scanned[c - comps]) return Status::Corruption("JPEG: a component scanned twice");
         scanned[c - comps] = true;
         if (!qt_defined[c->tq])

@@ -207,6 +207,12 @@ TEST(Prepare, PassThroughOnlyForStructurallySoundJpegs) {
   auto two_soi = good;  // found by fuzz_decode: a second SOI inside the file
   two_soi.insert(two_soi.begin() + 2, {0xFF, 0xD8});
   auto no_eoi = std::vector<uint8_t>(good.begin(), good.end() - 2);
+  auto undefined_huffman = good;  // found by fuzz_decode: the scan asks for DC/AC table 2
+  for (size_t i = 0; i + 6 < undefined_huffman.size(); ++i)
+    if (undefined_huffman[i] == 0xFF && undefined_huffman[i + 1] == 0xDA) {
+      undefined_huffman[i + 6] = 0x22;
+      break;
+    }
   auto odd_marker = good;  // found by fuzz_decode: libjpeg refuses markers it does not know
   odd_marker.insert(odd_marker.begin() + 2, {0xFF, 0x72, 0x00, 0x04, 0x00, 0x00});
   auto undefined_table = good;  // the first component asks for table 3
@@ -217,7 +223,8 @@ TEST(Prepare, PassThroughOnlyForStructurallySoundJpegs) {
     }
   for (const Case& c : {Case{Golden("missing_dqt.jpg"), "between segments"}, Case{undefined_table, "not defined"},
                         Case{Golden("truncated.jpg"), "EOI"},
-                        Case{two_soi, "second SOI"}, Case{odd_marker, "unsupported marker 0x72"}, Case{no_eoi, "EOI"}}) {
+                        Case{two_soi, "second SOI"}, Case{odd_marker, "unsupported marker 0x72"},
+                        Case{undefined_huffman, "Huffman table that is not defined"}, Case{no_eoi, "EOI"}}) {
     Status st = CheckJpegStructure(c.data.data(), c.data.size());
     ASSERT_FALSE(st.ok()) << c.words;
     EXPECT_NE(st.message().find(c.words), std::string::npos) << st.ToString();
