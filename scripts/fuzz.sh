@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for SECONDS (default 300) from its corpus in
-# tests/data/fuzz/<target>, in the asan build (built if missing).
+# tests/data/fuzz/<target>, in the asan build (rebuilt first if out of date).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 # New coverage is kept in build-asan/fuzz-corpus/<target> (not in git);
 # crashes land in build-asan/fuzz-artifacts/. A crash input that matters is
@@ -12,7 +12,8 @@ seconds=${1:-300}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(fuzz_record fuzz_meta fuzz_decode fuzz_verify)
-[ -x build-asan/tests/fuzz/fuzz_record ] || { cmake --preset asan >/dev/null && cmake --build --preset asan -j "$(nproc)"; }
+# Always brought up to date: a stale binary re-finds fixed crashes.
+cmake --preset asan >/dev/null && cmake --build --preset asan -j "$(nproc)" >/dev/null
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizers/lsan.supp}
 mkdir -p build-asan/fuzz-artifacts
