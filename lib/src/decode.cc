@@ -16,10 +16,6 @@ using internal::PickScale;
 using internal::TjError;
 namespace {
 
-inline uint8_t Luma(int r, int g, int b) {
-  return static_cast<uint8_t>((r * 299 + g * 587 + b * 114 + 500) / 1000);
-}
-
 // CMYK as libjpeg returns it -> RGB or gray. Adobe files store inverted
 // samples (255 = no ink), so there R = C * K / 255; otherwise
 // R = (255 - C) * (255 - K) / 255. No ICC profile is applied.
@@ -202,7 +198,7 @@ Result<std::vector<uint8_t>> EncodeJpeg(const Image& img, int quality) {
   return out;
 }
 
-bool CanPassThrough(const ImageInfo& info, const PrepareOptions& opts) {
+bool CanPassThrough(const uint8_t* data, size_t size, const ImageInfo& info, const PrepareOptions& opts) {
   if (info.format != ImageFormat::kJpeg || info.progressive || info.arithmetic || !info.has_eoi)
     return false;
   if (info.orientation != 1 && opts.decode.apply_orientation) return false;
@@ -210,15 +206,15 @@ bool CanPassThrough(const ImageInfo& info, const PrepareOptions& opts) {
       !(info.jpeg_color == JpegColor::kYCbCr && opts.decode.channels == 3))
     return false;
   if (int64_t(info.width) * info.height > opts.decode.max_pixels) return false;
-  return TargetSize(info.width, info.height, opts.decode.limit) ==
-         std::make_pair(info.width, info.height);
+  return TargetSize(info.width, info.height, opts.decode.limit) == std::make_pair(info.width, info.height) &&
+         CheckJpegStructure(data, size).ok();
 }
 
 Result<PreparedJpeg> PrepareJpeg(const uint8_t* data, size_t size, const PrepareOptions& opts) {
   auto info = ProbeImage(data, size);
   if (!info.ok()) return info.status();
   PreparedJpeg out;
-  if (!opts.reencode && CanPassThrough(info.value(), opts) && CheckJpegStructure(data, size).ok()) {
+  if (!opts.reencode && CanPassThrough(data, size, info.value(), opts)) {
     out.bytes.assign(data, data + size);
     out.width = info->width;
     out.height = info->height;

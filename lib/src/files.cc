@@ -40,7 +40,6 @@ bool IsTempName(const std::string& name) {
   return !name.empty() && name[0] == '.' && name.find(kTmpTag) != std::string::npos;
 }
 
-
 }  // namespace
 
 Status WriteAll(int fd, const void* data, size_t size, const std::string& path) {

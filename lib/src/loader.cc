@@ -168,14 +168,16 @@ class LoaderImpl : public Loader {
     // A label outside the class list would index past the model's outputs
     // (on a GPU: a device-side assert far from its cause); dimensions feed
     // the crop geometry. Both are checked before use.
+    auto where = [&] { return "record " + RecordKey(index) + " (" + std::string(rec->path) + ")"; };
     const int64_t classes = static_cast<int64_t>(src_->meta().classes.size());
     if (classes > 0 && rec->fields.label >= classes)
-      return Status::Corruption("record " + RecordKey(index) + " (" + std::string(rec->path) + "): label " +
-                                std::to_string(rec->fields.label) + " outside the " + std::to_string(classes) +
-                                " classes");
+      return Status::Corruption("label " + std::to_string(rec->fields.label) + " outside the " +
+                                std::to_string(classes) + " classes")
+          .WithContext(where());
     if (rec->fields.width < 1 || rec->fields.height < 1 || rec->fields.width > 65535 || rec->fields.height > 65535)
-      return Status::Corruption("record " + RecordKey(index) + " (" + std::string(rec->path) + "): bad size " +
-                                std::to_string(rec->fields.width) + "x" + std::to_string(rec->fields.height));
+      return Status::Corruption("bad size " + std::to_string(rec->fields.width) + "x" +
+                                std::to_string(rec->fields.height))
+          .WithContext(where());
     const int W = static_cast<int>(rec->fields.width), H = static_cast<int>(rec->fields.height);
     CropBox box;
     bool flip = false;
@@ -201,7 +203,7 @@ class LoaderImpl : public Loader {
     Status st = rec->fields.encoding == Encoding::kJpeg
                     ? RenderJpeg(rec->payload, rec->payload_size, box, ro, &img)
                     : RenderPixels(rec->payload, W, H, rec->fields.channels, box, ro, &img);
-    if (!st.ok()) return st.WithContext("record " + RecordKey(index) + " (" + std::string(rec->path) + ")");
+    if (!st.ok()) return st.WithContext(where());
     WriteSample(img, flip, dst);
     *label = rec->fields.label;
     decode_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t1).count();
@@ -247,7 +249,7 @@ class LoaderImpl : public Loader {
         const uint8_t* p = row + size_t(flip ? W - 1 - x : x) * cc;
         const size_t i = out_row + x;
         if (C == 1) {
-          dst[i] = cc == 1 ? p[0] : uint8_t((p[0] * 299 + p[1] * 587 + p[2] * 114 + 500) / 1000);
+          dst[i] = cc == 1 ? p[0] : Luma(p[0], p[1], p[2]);
         } else if (cc == 1) {
           if (nchw) dst[i] = dst[plane + i] = dst[2 * plane + i] = p[0];
           else dst[i * 3] = dst[i * 3 + 1] = dst[i * 3 + 2] = p[0];

@@ -363,7 +363,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
       p.bytes_in = static_cast<int64_t>(size);
       if (o.encoding == Encoding::kJpeg && !o.prepare.reencode) {
         auto info = ProbeImage(data, size);
-        if (info.ok() && CanPassThrough(info.value(), o.prepare) && CheckJpegStructure(data, size).ok()) {
+        if (info.ok() && CanPassThrough(data, size, info.value(), o.prepare)) {
           fields = {Encoding::kJpeg, info->components, item.label, uint32_t(info->height), uint32_t(info->width)};
           p.passed_through = true;
           if (pos % stats_stride == 0) {

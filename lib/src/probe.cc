@@ -124,7 +124,7 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
   // fuzz_decode: "Huffman table 0x02 was not defined").
   bool ht_defined[2][4] = {{true, true, false, false}, {true, true, false, false}};
   struct Comp { int id, h, v, tq; };
-  Comp comps[4];
+  Comp comps[4] = {};
   int ncomp = 0;
   bool have_sof = false, in_scans = false, multiple_scans = false;
   bool scanned[4] = {false, false, false, false};

@@ -72,8 +72,7 @@ Result<ResizeTreeSummary> ResizeTree(const ResizeTreeOptions& opts) {
   // A destination inside the source would be listed as input by a re-run.
   const fs::path src_abs = fs::weakly_canonical(opts.src, ec);
   const fs::path dst_abs = fs::weakly_canonical(opts.dst, ec);
-  const auto [src_end, dst_it] = std::mismatch(src_abs.begin(), src_abs.end(), dst_abs.begin(), dst_abs.end());
-  if (src_end == src_abs.end())
+  if (std::mismatch(src_abs.begin(), src_abs.end(), dst_abs.begin(), dst_abs.end()).first == src_abs.end())
     return Status::InvalidArgument("destination " + opts.dst + " is the source directory or inside it");
   auto listing = ListTree(opts.src);
   if (!listing.ok()) return listing.status();

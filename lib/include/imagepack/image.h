@@ -97,6 +97,11 @@ void ResampleRegion(const uint8_t* src, int src_w, int src_h, size_t src_stride,
                     ResampleFilter filter);
 
 // Converts between 1 and 3 channels: gray -> RGB replicates, RGB -> gray is
+// Rec. 601 luma of one pixel, rounded (as libjpeg and Pillow's "L").
+inline uint8_t Luma(int r, int g, int b) {
+  return static_cast<uint8_t>((r * 299 + g * 587 + b * 114 + 500) / 1000);
+}
+
 // Rec. 601 luma (0.299 R + 0.587 G + 0.114 B, as libjpeg and Pillow's "L").
 // 4-channel RGBX input (internal decode buffers) converts to either.
 Image ConvertChannels(Image img, int channels);
@@ -139,9 +144,10 @@ struct PreparedJpeg {
   bool passed_through = false;
 };
 
-// True when `info` describes a JPEG that can be used byte for byte: baseline
-// Huffman, gray or YCbCr, upright, complete, and within `opts`' limits.
-bool CanPassThrough(const ImageInfo& info, const PrepareOptions& opts);
+// True when `data` (probed as `info`) is a JPEG that can be used byte for
+// byte: baseline Huffman, gray or YCbCr, upright, complete, within `opts`'
+// limits, and structurally sound (CheckJpegStructure).
+bool CanPassThrough(const uint8_t* data, size_t size, const ImageInfo& info, const PrepareOptions& opts);
 
 // Source bytes -> JPEG ready for training: passes clean JPEGs through,
 // decodes/resizes/re-encodes the rest.
