@@ -13,6 +13,11 @@
 #include <thread>
 
 #include "imagepack/store.h"
+#include "resample_internal.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace imagepack {
 
@@ -39,6 +44,55 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// n interleaved RGB (C = 3) or RGBX (C = 4) pixels to three planes.
+template <int C>
+void ToPlanes(const uint8_t* src, size_t n, uint8_t* r, uint8_t* g, uint8_t* b) {
+  for (size_t i = 0; i < n; ++i, src += C) {
+    r[i] = src[0];
+    g[i] = src[1];
+    b[i] = src[2];
+  }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define IMAGEPACK_HAVE_AVX2_PLANES 1
+// Eight pixels per step: one shuffle per 128-bit lane gathers each channel's
+// four bytes, one permute lines the lanes up, then 8 bytes to each plane.
+template <int C>
+__attribute__((target("avx2"))) void ToPlanesAvx2(const uint8_t* src, size_t n, uint8_t* r, uint8_t* g,
+                                                  uint8_t* b) {
+  const __m256i gather = C == 4 ? _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,  //
+                                                   0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
+                                : _mm256_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1,  //
+                                                   0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  size_t i = 0;
+  // Each step reads 16 bytes at pixel i and at pixel i + 4: in bounds while
+  // (i + 4) * C + 16 <= n * C.
+  for (; (i + 4) * C + 16 <= n * C; i += 8) {
+    const uint8_t* p = src + i * C;
+    __m256i v = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * C)),
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, gather), order);  // r0-7 g0-7 b0-7 -
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(r + i), _mm256_castsi256_si128(v));
+    _mm_storeh_pd(reinterpret_cast<double*>(g + i), _mm_castsi128_pd(_mm256_castsi256_si128(v)));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(b + i), _mm256_extracti128_si256(v, 1));
+  }
+  ToPlanes<C>(src + i * C, n - i, r + i, g + i, b + i);
+}
+#endif
+
+template <int C>
+void ToPlanesBest(const uint8_t* src, size_t n, uint8_t* r, uint8_t* g, uint8_t* b) {
+#if defined(IMAGEPACK_HAVE_AVX2_PLANES)
+  if (ResampleSimdLevel() == SimdLevel::kAvx2) {
+    ToPlanesAvx2<C>(src, n, r, g, b);
+    return;
+  }
+#endif
+  ToPlanes<C>(src, n, r, g, b);
+}
+
 struct Batch {
   int64_t number = -1;
   int count = 0;
@@ -55,6 +109,7 @@ class LoaderImpl : public Loader {
         arena_(o_.threads > 0 ? o_.threads : static_cast<int>(std::thread::hardware_concurrency())) {
     sample_bytes_ = size_t(o_.size) * o_.size * channels_;
     for (int t = 0; t < arena_.max_concurrency(); ++t) cursors_.push_back(src_->NewCursor());
+    scratch_.resize(cursors_.size());
     if (o_.eval_resize <= 0) o_.eval_resize = static_cast<int>(std::lround(o_.size / 0.875));
   }
   ~LoaderImpl() override { StopProducer(); }
@@ -198,70 +253,49 @@ class LoaderImpl : public Loader {
     ro.channels = channels_;
     ro.flip = flip;
     ro.dct_scaling = o_.dct_scaling;
-    ro.finish = false;  // flip and channels are done below, in the copy
-    Image img;
+    ro.finish = false;  // channels are converted below, in the copy
+    Image& img = scratch_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
     Status st = rec->fields.encoding == Encoding::kJpeg
                     ? RenderJpeg(rec->payload, rec->payload_size, box, ro, &img)
                     : RenderPixels(rec->payload, W, H, rec->fields.channels, box, ro, &img);
     if (!st.ok()) return st.WithContext(where());
-    WriteSample(img, flip, dst);
+    WriteSample(img, dst);
     *label = rec->fields.label;
     decode_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t1).count();
     ++images_;
     return Status::Ok();
   }
 
-  // One pass from the resampled pixels (1, 3 or 4 = RGBX channels) into the
-  // batch: horizontal flip, channel conversion and layout together.
-  void WriteSample(const Image& img, bool flip, uint8_t* dst) const {
+  // One pass from the resampled (already flipped) pixels (1, 3 or 4 = RGBX
+  // channels) into the batch: channel conversion and layout together.
+  void WriteSample(const Image& img, uint8_t* dst) const {
     const int W = img.width, H = img.height, cc = img.channels, C = channels_;
     const size_t plane = size_t(W) * H;
     const bool nchw = o_.layout == Layout::kNCHW;
-    if (nchw && C == 3 && cc >= 3) {
-      // The common case, without per-pixel branches: RGB(X) -> 3 planes.
-      for (int y = 0; y < H; ++y) {
-        const uint8_t* row = img.pixels.data() + size_t(y) * W * cc;
-        uint8_t* r = dst + size_t(y) * W;
-        uint8_t* g = r + plane;
-        uint8_t* b = g + plane;
-        if (flip) {
-          for (int x = 0; x < W; ++x) {
-            const uint8_t* p = row + size_t(W - 1 - x) * cc;
-            r[x] = p[0];
-            g[x] = p[1];
-            b[x] = p[2];
-          }
-        } else {
-          for (int x = 0; x < W; ++x) {
-            const uint8_t* p = row + size_t(x) * cc;
-            r[x] = p[0];
-            g[x] = p[1];
-            b[x] = p[2];
-          }
-        }
+    const uint8_t* px = img.pixels.data();
+    if (cc == C) {
+      if (C == 1 || !nchw) {
+        std::memcpy(dst, px, plane * C);
+        return;
       }
+      ToPlanesBest<3>(px, plane, dst, dst + plane, dst + 2 * plane);
       return;
     }
-    for (int y = 0; y < H; ++y) {
-      const uint8_t* row = img.pixels.data() + size_t(y) * W * cc;
-      const size_t out_row = size_t(y) * W;
-      for (int x = 0; x < W; ++x) {
-        const uint8_t* p = row + size_t(flip ? W - 1 - x : x) * cc;
-        const size_t i = out_row + x;
-        if (C == 1) {
-          dst[i] = cc == 1 ? p[0] : Luma(p[0], p[1], p[2]);
-        } else if (cc == 1) {
-          if (nchw) dst[i] = dst[plane + i] = dst[2 * plane + i] = p[0];
-          else dst[i * 3] = dst[i * 3 + 1] = dst[i * 3 + 2] = p[0];
-        } else if (nchw) {
-          dst[i] = p[0];
-          dst[plane + i] = p[1];
-          dst[2 * plane + i] = p[2];
-        } else {
-          dst[i * 3] = p[0];
-          dst[i * 3 + 1] = p[1];
-          dst[i * 3 + 2] = p[2];
-        }
+    if (nchw && C == 3 && cc == 4) {
+      ToPlanesBest<4>(px, plane, dst, dst + plane, dst + 2 * plane);
+      return;
+    }
+    for (size_t i = 0; i < plane; ++i) {
+      const uint8_t* p = px + i * cc;
+      if (C == 1) {
+        dst[i] = Luma(p[0], p[1], p[2]);
+      } else if (cc == 1) {
+        if (nchw) dst[i] = dst[plane + i] = dst[2 * plane + i] = p[0];
+        else dst[i * 3] = dst[i * 3 + 1] = dst[i * 3 + 2] = p[0];
+      } else {  // NHWC from RGBX
+        dst[i * 3] = p[0];
+        dst[i * 3 + 1] = p[1];
+        dst[i * 3 + 2] = p[2];
       }
     }
   }
@@ -299,6 +333,7 @@ class LoaderImpl : public Loader {
   size_t sample_bytes_ = 0;
   tbb::task_arena arena_;
   std::vector<std::unique_ptr<RecordCursor>> cursors_;
+  std::vector<Image> scratch_;  // per arena thread: the resampled sample
   int64_t epoch_ = 0;
   std::vector<int64_t> indices_;
   int64_t next_consume_ = 0;

@@ -10,11 +10,14 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
 #endif
 
+#include <atomic>
+
 #include "imagepack/image.h"
+#include "resample_internal.h"
 
 namespace imagepack {
 namespace {
@@ -22,6 +25,40 @@ namespace {
 constexpr int kPrec = 14;
 constexpr int32_t kOne = 1 << kPrec;
 constexpr double kPi = 3.14159265358979323846;
+
+// Which kernels run: AVX2 where the CPU has it (checked once at run time;
+// the rest of the library is built for the baseline x86-64), else SSE2, else
+// plain C++. All three give bit-identical results (same integer arithmetic).
+std::atomic<int> g_simd{-1};
+
+int DetectSimd() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) return static_cast<int>(SimdLevel::kAvx2);
+#endif
+#if defined(__SSE2__)
+  return static_cast<int>(SimdLevel::kSse2);
+#else
+  return static_cast<int>(SimdLevel::kScalar);
+#endif
+}
+
+SimdLevel Simd() {
+  int v = g_simd.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = DetectSimd();
+    g_simd.store(v, std::memory_order_relaxed);
+  }
+  return static_cast<SimdLevel>(v);
+}
+
+// Per-thread scratch that keeps its capacity between calls: the loader
+// resamples thousands of images per second per thread, and a fresh 100-200 KB
+// buffer each time costs page faults and zeroing.
+uint8_t* Scratch(std::vector<uint8_t>& v, size_t bytes) {
+  if (v.size() < bytes) v.resize(bytes);
+  return v.data();
+}
 
 double Sinc(double x) {
   if (x == 0.0) return 1.0;
@@ -109,29 +146,40 @@ AxisWeights ComputeWeights(int in_size, int out_size, ResampleFilter filter, dou
   return aw;
 }
 
+// Output i takes what output n-1-i had: a horizontally mirrored result for
+// the cost of reordering the weight sets.
+void MirrorAxis(AxisWeights* aw) {
+  const int n = static_cast<int>(aw->start.size());
+  for (int i = 0, j = n - 1; i < j; ++i, --j) {
+    std::swap(aw->start[i], aw->start[j]);
+    std::swap(aw->count[i], aw->count[j]);
+    std::swap_ranges(aw->w.begin() + size_t(i) * aw->taps, aw->w.begin() + size_t(i + 1) * aw->taps,
+                     aw->w.begin() + size_t(j) * aw->taps);
+  }
+}
+
 inline uint8_t Clamp8(int32_t v) {
   v >>= kPrec;
   return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
 }
 
+// Output x of one row, C interleaved channels, in plain C++.
+template <int C>
+inline void ScalarOutput(const uint8_t* row, const AxisWeights& aw, int x, uint8_t* out_row) {
+  const uint8_t* p = row + size_t(aw.start[x]) * C;
+  const int32_t* w = &aw.w[size_t(x) * aw.taps];
+  int32_t acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = 1 << (kPrec - 1);
+  for (int k = 0; k < aw.count[x]; ++k)
+    for (int c = 0; c < C; ++c) acc[c] += w[k] * p[k * C + c];
+  for (int c = 0; c < C; ++c) out_row[size_t(x) * C + c] = Clamp8(acc[c]);
+}
+
 template <int C>
 void HorizontalPass(const uint8_t* src, size_t src_stride, int rows, uint8_t* dst,
                     size_t dst_stride, int dst_w, const AxisWeights& aw) {
-  for (int y = 0; y < rows; ++y) {
-    const uint8_t* s = src + size_t(y) * src_stride;
-    uint8_t* d = dst + size_t(y) * dst_stride;
-    for (int x = 0; x < dst_w; ++x) {
-      const uint8_t* p = s + size_t(aw.start[x]) * C;
-      const int32_t* w = &aw.w[size_t(x) * aw.taps];
-      const int n = aw.count[x];
-      int32_t acc[C];
-      for (int c = 0; c < C; ++c) acc[c] = 1 << (kPrec - 1);
-      for (int k = 0; k < n; ++k) {
-        for (int c = 0; c < C; ++c) acc[c] += w[k] * p[k * C + c];
-      }
-      for (int c = 0; c < C; ++c) d[x * C + c] = Clamp8(acc[c]);
-    }
-  }
+  for (int y = 0; y < rows; ++y)
+    for (int x = 0; x < dst_w; ++x) ScalarOutput<C>(src + size_t(y) * src_stride, aw, x, dst + size_t(y) * dst_stride);
 }
 
 #if defined(__SSE2__)
@@ -144,7 +192,8 @@ void HorizontalPass4Sse2(const uint8_t* src, size_t src_stride, int rows, uint8_
   // Weights packed once as int16 pairs (w[k], w[k+1]) per output pixel, the
   // form _mm_madd_epi16 takes; an odd last tap pairs with 0.
   const int pairs = (aw.taps + 1) / 2;
-  std::vector<int32_t> wp(size_t(dst_w) * pairs, 0);
+  thread_local std::vector<int32_t> wp;
+  wp.assign(size_t(dst_w) * pairs, 0);
   for (int x = 0; x < dst_w; ++x) {
     const int32_t* w = &aw.w[size_t(x) * aw.taps];
     for (int k = 0; k < aw.count[x]; k += 2) {
@@ -332,32 +381,163 @@ void HorizontalPass1Sse2(const uint8_t* src, size_t src_stride, int src_w, int r
 }
 #endif
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define IMAGEPACK_HAVE_AVX2_KERNELS 1
+// AVX2, 3 or 4 interleaved channels: four outputs per step. Each 128-bit
+// lane holds one output's two taps of every channel as int16 (r0 r1 g0 g1
+// b0 b1 x0 x1), so one _mm256_madd_epi16 applies a tap pair to two outputs.
+// Taps past an output's count have weight 0; outputs whose padded taps
+// would read past the row end, and the last dst_w % 4, are done in scalar.
+template <int C>
+__attribute__((target("avx2"))) void HorizontalPassAvx2(const uint8_t* src, size_t src_stride, int src_w,
+                                                        int rows, uint8_t* dst, size_t dst_stride, int dst_w,
+                                                        const AxisWeights& aw) {
+  static_assert(C == 3 || C == 4, "3 or 4 channels");
+  const int groups = dst_w / 4;
+  // Per group of four: tap pairs to run (the most any of the four needs),
+  // and the weights expanded to one 256-bit vector per (output pair, tap
+  // pair): [w(x) w(x) w(x) w(x) | w(x+1) ...] as packed int16 pairs.
+  thread_local std::vector<int32_t> we;
+  thread_local std::vector<int> gpairs;
+  int max_pairs = 1;
+  for (int x = 0; x < dst_w; ++x) max_pairs = std::max(max_pairs, (aw.count[x] + 1) / 2);
+  gpairs.assign(size_t(groups), 0);
+  we.assign(size_t(groups) * 2 * max_pairs * 8, 0);
+  for (int g = 0; g < groups; ++g) {
+    int np = 0;
+    for (int j = 0; j < 4; ++j) np = std::max(np, (aw.count[g * 4 + j] + 1) / 2);
+    bool inside = true;  // every 8-byte load of every tap pair within the row
+    for (int j = 0; j < 4; ++j) inside &= (aw.start[g * 4 + j] + 2 * (np - 1)) * C + 8 <= src_w * C;
+    if (!inside) continue;  // gpairs[g] == 0: this group is done in scalar
+    gpairs[g] = np;
+    for (int j = 0; j < 4; ++j) {
+      const int x = g * 4 + j;
+      const int32_t* w = &aw.w[size_t(x) * aw.taps];
+      for (int p = 0; p < np; ++p) {
+        const int k = 2 * p;
+        const uint32_t lo = k < aw.count[x] ? uint32_t(w[k]) & 0xFFFF : 0;
+        const uint32_t hi = k + 1 < aw.count[x] ? uint32_t(w[k + 1]) << 16 : 0;
+        int32_t* dstw = &we[((size_t(g) * 2 + j / 2) * max_pairs + p) * 8 + (j % 2) * 4];
+        for (int c = 0; c < 4; ++c) dstw[c] = int32_t(hi | lo);
+      }
+    }
+  }
+  const __m128i interleave = C == 4 ? _mm_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15)
+                                    : _mm_setr_epi8(0, 3, 1, 4, 2, 5, -1, -1, 8, 11, 9, 12, 10, 13, -1, -1);
+  const __m256i round = _mm256_set1_epi32(1 << (kPrec - 1));
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0);
+  const __m128i compact3 = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* s = src + size_t(y) * src_stride;
+    uint8_t* d = dst + size_t(y) * dst_stride;
+    for (int g = 0; g < groups; ++g) {
+      const int x = g * 4;
+      if (gpairs[g] == 0) {
+        for (int j = 0; j < 4; ++j) ScalarOutput<C>(s, aw, x + j, d);
+        continue;
+      }
+      const uint8_t* p0 = s + size_t(aw.start[x]) * C;
+      const uint8_t* p1 = s + size_t(aw.start[x + 1]) * C;
+      const uint8_t* p2 = s + size_t(aw.start[x + 2]) * C;
+      const uint8_t* p3 = s + size_t(aw.start[x + 3]) * C;
+      const __m256i* w01 = reinterpret_cast<const __m256i*>(&we[(size_t(g) * 2) * max_pairs * 8]);
+      const __m256i* w23 = reinterpret_cast<const __m256i*>(&we[(size_t(g) * 2 + 1) * max_pairs * 8]);
+      __m256i a01 = round, a23 = round;
+      for (int p = 0; p < gpairs[g]; ++p) {
+        const size_t o = size_t(2 * p) * C;
+        __m128i v01 = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p0 + o)),
+                                         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p1 + o)));
+        __m128i v23 = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p2 + o)),
+                                         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p3 + o)));
+        v01 = _mm_shuffle_epi8(v01, interleave);
+        v23 = _mm_shuffle_epi8(v23, interleave);
+        a01 = _mm256_add_epi32(a01, _mm256_madd_epi16(_mm256_cvtepu8_epi16(v01), _mm256_loadu_si256(w01 + p)));
+        a23 = _mm256_add_epi32(a23, _mm256_madd_epi16(_mm256_cvtepu8_epi16(v23), _mm256_loadu_si256(w23 + p)));
+      }
+      a01 = _mm256_srai_epi32(a01, kPrec);
+      a23 = _mm256_srai_epi32(a23, kPrec);
+      // lanes: [x0 x2 | x1 x3] as int16, then bytes; reorder to x0 x1 x2 x3.
+      __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(a01, a23), _mm256_setzero_si256());
+      __m128i out = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, order));
+      if (C == 4) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + size_t(x) * 4), out);
+      } else {
+        out = _mm_shuffle_epi8(out, compact3);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(d + size_t(x) * 3), out);
+        const int32_t tail = _mm_extract_epi32(out, 2);
+        std::memcpy(d + size_t(x) * 3 + 8, &tail, 4);
+      }
+    }
+    for (int x = groups * 4; x < dst_w; ++x) ScalarOutput<C>(s, aw, x, d);
+  }
+}
+
+// AVX2 vertical pass: the SSE2 kernel below on 32 bytes at a time (the
+// unpack and pack steps work within 128-bit lanes, so bytes stay in order).
+__attribute__((target("avx2"))) size_t VerticalRowAvx2(const uint8_t* rows0, size_t src_stride, size_t row_bytes,
+                                                       const int32_t* w, int n, uint8_t* d) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i round = _mm256_set1_epi32(1 << (kPrec - 1));
+  size_t i = 0;
+  for (; i + 32 <= row_bytes; i += 32) {
+    __m256i a0 = round, a1 = round, a2 = round, a3 = round;
+    int k = 0;
+    for (; k + 1 < n; k += 2) {
+      __m256i r0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows0 + size_t(k) * src_stride + i));
+      __m256i r1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows0 + size_t(k + 1) * src_stride + i));
+      __m256i wv = _mm256_set1_epi32(int32_t((uint32_t(w[k + 1]) << 16) | (uint32_t(w[k]) & 0xFFFF)));
+      __m256i lo = _mm256_unpacklo_epi8(r0, r1), hi = _mm256_unpackhi_epi8(r0, r1);
+      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), wv));
+      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), wv));
+      a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), wv));
+      a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), wv));
+    }
+    if (k < n) {
+      __m256i r0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows0 + size_t(k) * src_stride + i));
+      __m256i wv = _mm256_set1_epi32(w[k] & 0xFFFF);
+      __m256i lo = _mm256_unpacklo_epi8(r0, zero), hi = _mm256_unpackhi_epi8(r0, zero);
+      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi16(lo, zero), wv));
+      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi16(lo, zero), wv));
+      a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi16(hi, zero), wv));
+      a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi16(hi, zero), wv));
+    }
+    a0 = _mm256_srai_epi32(a0, kPrec);
+    a1 = _mm256_srai_epi32(a1, kPrec);
+    a2 = _mm256_srai_epi32(a2, kPrec);
+    a3 = _mm256_srai_epi32(a3, kPrec);
+    __m256i out = _mm256_packus_epi16(_mm256_packs_epi32(a0, a1), _mm256_packs_epi32(a2, a3));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), out);
+  }
+  return i;
+}
+#endif
+
 void HorizontalPassAny(int channels, const uint8_t* src, size_t src_stride, int src_w, int rows,
                        uint8_t* dst, size_t dst_stride, int dst_w, const AxisWeights& aw) {
+  const SimdLevel level = Simd();
+#if defined(IMAGEPACK_HAVE_AVX2_KERNELS)
+  if (level == SimdLevel::kAvx2 && (channels == 3 || channels == 4)) {
+    if (channels == 3) HorizontalPassAvx2<3>(src, src_stride, src_w, rows, dst, dst_stride, dst_w, aw);
+    else HorizontalPassAvx2<4>(src, src_stride, src_w, rows, dst, dst_stride, dst_w, aw);
+    return;
+  }
+#endif
+#if defined(__SSE2__)
+  if (level != SimdLevel::kScalar) {
+    switch (channels) {
+      case 1: HorizontalPass1Sse2(src, src_stride, src_w, rows, dst, dst_stride, dst_w, aw); return;
+      case 3: HorizontalPass3Sse2(src, src_stride, src_w, rows, dst, dst_stride, dst_w, aw); return;
+      case 4: HorizontalPass4Sse2(src, src_stride, rows, dst, dst_stride, dst_w, aw); return;
+      default: break;
+    }
+  }
+#endif
+  (void)src_w;
   switch (channels) {
-    case 1:
-#if defined(__SSE2__)
-      HorizontalPass1Sse2(src, src_stride, src_w, rows, dst, dst_stride, dst_w, aw);
-#else
-      (void)src_w;
-      HorizontalPass<1>(src, src_stride, rows, dst, dst_stride, dst_w, aw);
-#endif
-      break;
+    case 1: HorizontalPass<1>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
     case 2: HorizontalPass<2>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
-    case 3:
-#if defined(__SSE2__)
-      HorizontalPass3Sse2(src, src_stride, src_w, rows, dst, dst_stride, dst_w, aw);
-#else
-      HorizontalPass<3>(src, src_stride, rows, dst, dst_stride, dst_w, aw);
-#endif
-      break;
-    default:
-#if defined(__SSE2__)
-      HorizontalPass4Sse2(src, src_stride, rows, dst, dst_stride, dst_w, aw);
-#else
-      HorizontalPass<4>(src, src_stride, rows, dst, dst_stride, dst_w, aw);
-#endif
-      break;
+    case 3: HorizontalPass<3>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
+    default: HorizontalPass<4>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
   }
 }
 
@@ -366,17 +546,22 @@ void HorizontalPassAny(int channels, const uint8_t* src, size_t src_stride, int 
 // applies two taps to eight bytes.
 void VerticalPass(const uint8_t* src, size_t src_stride, size_t row_bytes, uint8_t* dst,
                   size_t dst_stride, int dst_h, const AxisWeights& aw) {
-  std::vector<int32_t> acc(row_bytes + 16);
+  thread_local std::vector<int32_t> acc;
+  if (acc.size() < row_bytes + 16) acc.resize(row_bytes + 16);
+  const SimdLevel level = Simd();
   for (int y = 0; y < dst_h; ++y) {
     const int32_t* w = &aw.w[size_t(y) * aw.taps];
     const int n = aw.count[y];
     const uint8_t* rows0 = src + size_t(aw.start[y]) * src_stride;
     uint8_t* d = dst + size_t(y) * dst_stride;
     size_t i = 0;
+#if defined(IMAGEPACK_HAVE_AVX2_KERNELS)
+    if (level == SimdLevel::kAvx2) i = VerticalRowAvx2(rows0, src_stride, row_bytes, w, n, d);
+#endif
 #if defined(__SSE2__)
     const __m128i zero = _mm_setzero_si128();
     const __m128i round = _mm_set1_epi32(1 << (kPrec - 1));
-    for (; i + 16 <= row_bytes; i += 16) {
+    for (; level != SimdLevel::kScalar && i + 16 <= row_bytes; i += 16) {
       __m128i a0 = round, a1 = round, a2 = round, a3 = round;
       int k = 0;
       for (; k + 1 < n; k += 2) {
@@ -439,6 +624,14 @@ const char* ResampleFilterName(ResampleFilter f) {
   return "?";
 }
 
+SimdLevel ResampleSimdLevel() { return Simd(); }
+
+SimdLevel SetResampleSimdLevel(SimdLevel level) {
+  const int best = DetectSimd();
+  g_simd.store(std::min(static_cast<int>(level), best), std::memory_order_relaxed);
+  return Simd();
+}
+
 void Resample(const uint8_t* src, int src_w, int src_h, size_t src_stride, int channels,
               uint8_t* dst, int dst_w, int dst_h, size_t dst_stride, ResampleFilter filter) {
   ResampleRegion(src, src_w, src_h, src_stride, channels, 0, 0, src_w, src_h, dst, dst_w, dst_h, dst_stride,
@@ -447,42 +640,48 @@ void Resample(const uint8_t* src, int src_w, int src_h, size_t src_stride, int c
 
 void ResampleRegion(const uint8_t* src, int src_w, int src_h, size_t src_stride, int channels, double rx,
                     double ry, double rw, double rh, uint8_t* dst, int dst_w, int dst_h, size_t dst_stride,
-                    ResampleFilter filter) {
+                    ResampleFilter filter, bool mirror) {
   const size_t dst_row = size_t(dst_w) * channels;
   const bool whole = rx == 0 && ry == 0 && rw == src_w && rh == src_h;
-  if (whole && src_w == dst_w && src_h == dst_h) {
+  if (whole && src_w == dst_w && src_h == dst_h && !mirror) {
     for (int y = 0; y < dst_h; ++y)
       std::memcpy(dst + size_t(y) * dst_stride, src + size_t(y) * src_stride, dst_row);
     return;
   }
+  AxisWeights hw = ComputeWeights(src_w, dst_w, filter, rx, rw);
+  if (mirror) MirrorAxis(&hw);
   if (whole && src_h == dst_h) {
-    AxisWeights hw = ComputeWeights(src_w, dst_w, filter);
     HorizontalPassAny(channels, src, src_stride, src_w, src_h, dst, dst_stride, dst_w, hw);
     return;
   }
   AxisWeights vw = ComputeWeights(src_h, dst_h, filter, ry, rh);
-  if (whole && src_w == dst_w) {
+  if (whole && src_w == dst_w && !mirror) {
     VerticalPass(src, src_stride, dst_row, dst, dst_stride, dst_h, vw);
     return;
   }
-  AxisWeights hw = ComputeWeights(src_w, dst_w, filter, rx, rw);
+  thread_local std::vector<uint8_t> scratch;
   if (dst_h <= src_h) {
     // Shrinking vertically: the vertical pass first leaves fewer rows for the
-    // (costlier per output) horizontal pass.
-    const size_t src_row = size_t(src_w) * channels;
-    std::vector<uint8_t> tmp(size_t(dst_h) * src_row);
-    VerticalPass(src, src_stride, src_row, tmp.data(), src_row, dst_h, vw);
-    HorizontalPassAny(channels, tmp.data(), src_row, src_w, dst_h, dst, dst_stride, dst_w, hw);
+    // (costlier per output) horizontal pass. Only the columns the horizontal
+    // taps read are filtered.
+    const int col_lo = *std::min_element(hw.start.begin(), hw.start.end());
+    int col_hi = col_lo + 1;
+    for (int i = 0; i < dst_w; ++i) col_hi = std::max(col_hi, hw.start[i] + hw.count[i]);
+    const size_t tmp_row = size_t(col_hi - col_lo) * channels;
+    uint8_t* tmp = Scratch(scratch, size_t(dst_h) * tmp_row);
+    VerticalPass(src + size_t(col_lo) * channels, src_stride, tmp_row, tmp, tmp_row, dst_h, vw);
+    for (auto& s : hw.start) s -= col_lo;
+    HorizontalPassAny(channels, tmp, tmp_row, col_hi - col_lo, dst_h, dst, dst_stride, dst_w, hw);
     return;
   }
   // Horizontal first, over only the source rows the vertical pass reads.
   const int row_lo = vw.start.front();
   const int row_hi = vw.start.back() + vw.count.back();
-  std::vector<uint8_t> tmp(size_t(row_hi - row_lo) * dst_row);
-  HorizontalPassAny(channels, src + size_t(row_lo) * src_stride, src_stride, src_w, row_hi - row_lo,
-                    tmp.data(), dst_row, dst_w, hw);
+  uint8_t* tmp = Scratch(scratch, size_t(row_hi - row_lo) * dst_row);
+  HorizontalPassAny(channels, src + size_t(row_lo) * src_stride, src_stride, src_w, row_hi - row_lo, tmp, dst_row,
+                    dst_w, hw);
   for (auto& s : vw.start) s -= row_lo;
-  VerticalPass(tmp.data(), dst_row, dst_row, dst, dst_stride, dst_h, vw);
+  VerticalPass(tmp, dst_row, dst_row, dst, dst_stride, dst_h, vw);
 }
 
 Image ResampleImage(const Image& src, int dst_w, int dst_h, ResampleFilter filter) {

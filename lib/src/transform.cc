@@ -157,24 +157,15 @@ namespace {
 
 Status Finish(const uint8_t* src, int w, int h, size_t stride, int C, double rx, double ry, double rw, double rh,
               const RenderOptions& o, Image* out) {
-  Image img;
-  img.width = o.out_w;
-  img.height = o.out_h;
-  img.channels = C;
-  img.pixels.resize(img.stride() * img.height);
-  ResampleRegion(src, w, h, stride, C, rx, ry, rw, rh, img.pixels.data(), o.out_w, o.out_h, img.stride(), o.filter);
-  if (!o.finish) {
-    *out = std::move(img);
-    return Status::Ok();
-  }
-  if (o.flip) {
-    for (int y = 0; y < img.height; ++y) {
-      uint8_t* row = &img.pixels[size_t(y) * img.stride()];
-      for (int a = 0, b = img.width - 1; a < b; ++a, --b)
-        for (int c = 0; c < C; ++c) std::swap(row[a * C + c], row[b * C + c]);
-    }
-  }
-  *out = ConvertChannels(std::move(img), o.channels);
+  // `out` keeps its capacity: a caller rendering many images into one Image
+  // allocates once.
+  out->width = o.out_w;
+  out->height = o.out_h;
+  out->channels = C;
+  out->pixels.resize(out->stride() * out->height);
+  ResampleRegion(src, w, h, stride, C, rx, ry, rw, rh, out->pixels.data(), o.out_w, o.out_h, out->stride(), o.filter,
+                 o.flip);
+  if (o.finish && C != o.channels) *out = ConvertChannels(std::move(*out), o.channels);
   return Status::Ok();
 }
 
@@ -206,7 +197,7 @@ Status RenderJpeg(const uint8_t* data, size_t size, const CropBox& box, const Re
   const int sx1 = std::max(sx0 + 1, static_cast<int>(std::ceil(double(box.x + box.w) * num / 8.0)));
   const int sy1 = std::max(sy0 + 1, static_cast<int>(std::ceil(double(box.y + box.h) * num / 8.0)));
   const bool gray_out = o.channels == 1 || info->components == 1;
-  std::vector<uint8_t> buf;
+  thread_local std::vector<uint8_t> buf;  // keeps its capacity between images
   int got_x0 = 0, got_w = 0, c = 0;
   std::string error;
   if (!DecodeRegion(data, size, num, gray_out, sx0, sx1 - sx0, sy0, sy1 - sy0, &buf, &got_x0, &got_w, &c, &error)) {

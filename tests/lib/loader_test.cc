@@ -6,6 +6,7 @@
 #include <set>
 
 #include "imagepack/store.h"
+#include "resample_internal.h"
 #include "testutil.h"
 
 namespace imagepack {
@@ -117,25 +118,36 @@ TEST(Loader, RawAndJpegRecordsGiveTheSameCrops) {
 }
 
 TEST(Loader, LayoutsHoldTheSamePixels) {
+  // Raw records resample 3 channels, JPEG records 4 (RGBX); NCHW goes
+  // through the SIMD plane split, NHWC through plain copies, so the two
+  // layouts check each other. 21 px: rows that are not a multiple of 8.
   TempDir d;
-  LoaderOptions o;
-  o.paths = {MakeDb(d, "raw", 4, Encoding::kRaw)};
-  o.batch_size = 4;
-  o.size = 16;
-  o.transform = TransformKind::kEval;
-  o.shuffle = false;
-  std::vector<int64_t> l;
-  auto nchw = Epoch(o, 0, &l);
-  o.layout = Layout::kNHWC;
-  auto nhwc = Epoch(o, 0, &l);
-  const size_t plane = 16 * 16;
-  for (size_t s = 0; s < 4; ++s)
-    for (size_t p = 0; p < plane; ++p)
-      for (size_t c = 0; c < 3; ++c)
-        ASSERT_EQ(nchw[0][s * plane * 3 + c * plane + p], nhwc[0][s * plane * 3 + p * 3 + c]);
-  o.channels = 1;
-  auto gray = Epoch(o, 0, &l);
-  EXPECT_EQ(gray[0].size(), 4 * plane);
+  for (Encoding enc : {Encoding::kRaw, Encoding::kJpeg}) {
+    SCOPED_TRACE(enc == Encoding::kRaw ? "raw" : "jpeg");
+    LoaderOptions o;
+    o.paths = {MakeDb(d, enc == Encoding::kRaw ? "raw" : "jpeg", 4, enc)};
+    o.batch_size = 4;
+    o.size = 21;
+    o.seed = 3;
+    std::vector<int64_t> l;
+    auto nchw = Epoch(o, 0, &l);
+    // The same batch with the SSE2 / plain kernels: identical bytes.
+    const SimdLevel best = ResampleSimdLevel();
+    SetResampleSimdLevel(SimdLevel::kScalar);
+    auto plain = Epoch(o, 0, &l);
+    SetResampleSimdLevel(best);
+    EXPECT_EQ(nchw, plain);
+    o.layout = Layout::kNHWC;
+    auto nhwc = Epoch(o, 0, &l);
+    const size_t plane = 21 * 21;
+    for (size_t s = 0; s < 4; ++s)
+      for (size_t p = 0; p < plane; ++p)
+        for (size_t c = 0; c < 3; ++c)
+          ASSERT_EQ(nchw[0][s * plane * 3 + c * plane + p], nhwc[0][s * plane * 3 + p * 3 + c]) << s << " " << p;
+    o.channels = 1;
+    auto gray = Epoch(o, 0, &l);
+    EXPECT_EQ(gray[0].size(), 4 * plane);
+  }
 }
 
 TEST(Loader, EvaluationVisitsEverySampleOnceAcrossRanks) {

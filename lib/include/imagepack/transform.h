@@ -36,19 +36,20 @@ CropBox PaddedRandomCropBox(int width, int height, int size, int pad, SplitMix64
 struct RenderOptions {
   int out_w = 224, out_h = 224;
   int channels = 3;      // 1 or 3
-  bool flip = false;     // horizontal
+  bool flip = false;     // horizontal (folded into the resampling weights)
   bool dct_scaling = true;  // JPEG: decode at a reduced DCT scale when the crop allows
   ResampleFilter filter = ResampleFilter::kTriangle;
-  // false: skip the flip and the channel conversion and hand back the
-  // resampled pixels as decoded (1, 3, or 4 = RGBX channels), for a caller
-  // that does both while copying into its own layout (the loader).
+  // false: skip the channel conversion and hand back the resampled (and
+  // flipped) pixels as decoded (1, 3, or 4 = RGBX channels), for a caller
+  // that converts while copying into its own layout (the loader).
   bool finish = true;
 };
 
 // Decodes only the part of the JPEG under `box` (libjpeg-turbo skips the
 // rows above and below it and crops the columns to whole iMCUs), at the
 // smallest DCT scale that keeps the crop at least as large as the output,
-// then resamples to out_w x out_h, flips, and writes HWC pixels to `out`.
+// then resamples to out_w x out_h, flips, and writes HWC pixels to `out`
+// (reusing its capacity).
 // Errors name what is wrong ("truncated JPEG", ...). Falls back to a full
 // decode for what the partial decoder cannot do (CMYK, boxes outside).
 Status RenderJpeg(const uint8_t* data, size_t size, const CropBox& box, const RenderOptions& opts, Image* out);
