@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
       ("channels", po::value(&o.channels)->default_value(0), "1 or 3 (0: the dataset's)")
       ("in-ram", "hold the whole database in memory")
       ("no-dct-scaling", "always decode JPEGs at full scale")
+      ("copy", "take batches with Next() (a copy into our buffer) instead of NextView()")
       ("epochs", po::value(&epochs)->default_value(1), "passes over the data")
       ("batches", po::value(&max_batches)->default_value(0), "stop after N batches per epoch (0: all)")
       ("help,h", "show this help and exit")
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   o.layout = layout == "nhwc" ? Layout::kNHWC : Layout::kNCHW;
   o.in_ram = vm.count("in-ram") > 0;
   o.dct_scaling = vm.count("no-dct-scaling") == 0;
+  const bool copy = vm.count("copy") > 0;
   const auto t_open = std::chrono::steady_clock::now();
   auto loader = Loader::Open(o);
   if (!loader.ok()) {
@@ -73,7 +75,13 @@ int main(int argc, char** argv) {
   for (int e = 0; e < epochs; ++e) {
     l.StartEpoch(e);
     for (int64_t b = 0; max_batches == 0 || b < max_batches; ++b) {
-      auto got = l.Next(images.data(), labels.data());
+      Result<int> got = 0;
+      if (copy) {
+        got = l.Next(images.data(), labels.data());
+      } else {
+        auto v = l.NextView();
+        got = v.ok() ? Result<int>(v->count) : Result<int>(v.status());
+      }
       if (!got.ok()) {
         std::cerr << cli::ProgramName() << ": " << got.status().message() << "\n";
         return cli::kExitFatal;
@@ -85,9 +93,10 @@ int main(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   LoaderStats s = l.stats();
   const double work = s.read_seconds + s.decode_seconds;
-  std::printf("bench_loader: %lld images (%s, batch %d, %dx%d, %s) in %.2f s: %.1f images/s, %.1f MB/s read\n",
+  std::printf("bench_loader: %lld images (%s, batch %d, %dx%d, %s, %s) in %.2f s: %.1f images/s, %.1f MB/s read\n",
               static_cast<long long>(n), transform.c_str(), o.batch_size, o.size, o.size,
-              o.in_ram ? "in RAM" : "from storage", secs, n / secs, s.bytes_read / secs / 1e6);
+              o.in_ram ? "in RAM" : "from storage", copy ? "Next" : "NextView", secs, n / secs,
+              s.bytes_read / secs / 1e6);
   std::printf("  time in workers: read %.1f%%, decode+crop+resize %.1f%%; consumer waited %.2f s; open %.2f s; "
               "peak RSS %ld MiB\n",
               work > 0 ? 100 * s.read_seconds / work : 0.0, work > 0 ? 100 * s.decode_seconds / work : 0.0,

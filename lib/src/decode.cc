@@ -41,25 +41,10 @@ Status PixelLimit(int w, int h, int64_t max_pixels) {
                                  std::to_string(max_pixels) + " (--max-pixels)");
 }
 
-// Drops the padding byte of RGBX pixels.
-Image RgbxToRgb(Image img) {
-  Image out;
-  out.width = img.width;
-  out.height = img.height;
-  out.channels = 3;
-  out.pixels.resize(out.stride() * out.height);
-  const size_t n = size_t(img.width) * img.height;
-  const uint8_t* s = img.pixels.data();
-  uint8_t* d = out.pixels.data();
-  for (size_t i = 0; i < n; ++i, s += 4, d += 3) {
-    d[0] = s[0]; d[1] = s[1]; d[2] = s[2];
-  }
-  return out;
-}
-
 // With `rgbx`, 3-channel results come back as 4-byte RGBX pixels
-// (channels == 4): libjpeg-turbo writes them as cheaply as RGB, the
-// resampler's SIMD path wants them, and the encoder reads them directly.
+// (channels == 4): libjpeg-turbo writes them as cheaply as RGB and the
+// encoder reads them directly. Without, as RGB straight from the decoder
+// (raw records: no conversion pass afterwards).
 Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info,
                          const DecodeOptions& opts, bool rgbx) {
   IMAGEPACK_RETURN_IF_ERROR(PixelLimit(info.width, info.height, opts.max_pixels));
@@ -83,7 +68,8 @@ Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info
   int dc;
   if (cmyk) { pf = TJPF_CMYK; dc = 4; }
   else if (opts.channels == 1) { pf = TJPF_GRAY; dc = 1; }
-  else { pf = TJPF_RGBX; dc = 4; }
+  else if (rgbx) { pf = TJPF_RGBX; dc = 4; }
+  else { pf = TJPF_RGB; dc = 3; }
 
   Image dec;
   dec.width = dw;
@@ -107,7 +93,6 @@ Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info
   }
   if (dw != need_w || dh != need_h) dec = ResampleImage(dec, need_w, need_h, opts.filter);
   dec = ApplyOrientation(std::move(dec), orientation);
-  if (dec.channels == 4 && !rgbx) dec = RgbxToRgb(std::move(dec));
   return dec;
 }
 

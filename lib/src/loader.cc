@@ -128,6 +128,7 @@ class LoaderImpl : public Loader {
 
   void StartEpoch(int64_t epoch) override {
     StopProducer();
+    if (current_) Recycle(std::move(current_));
     epoch_ = epoch;
     indices_ = EpochIndices(src_->size(), o_.shuffle, o_.seed, epoch, o_.rank, o_.world_size, o_.even_partition);
     next_consume_ = 0;
@@ -137,8 +138,17 @@ class LoaderImpl : public Loader {
   }
 
   Result<int> Next(uint8_t* images, int64_t* labels) override {
+    auto v = NextView();
+    if (!v.ok()) return v.status();
+    std::memcpy(images, v->images, size_t(v->count) * sample_bytes_);
+    std::memcpy(labels, v->labels, size_t(v->count) * sizeof(int64_t));
+    return v->count;
+  }
+
+  Result<BatchView> NextView() override {
     if (!producer_.joinable()) return Status::InvalidArgument("Next() before StartEpoch()");
-    if (next_consume_ >= batches_per_epoch()) return 0;
+    if (current_) Recycle(std::move(current_));  // the previous view ends here
+    if (next_consume_ >= batches_per_epoch()) return BatchView{};
     const auto t0 = Clock::now();
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return !queue_.empty(); });
@@ -148,12 +158,13 @@ class LoaderImpl : public Loader {
     cv_.notify_all();
     wait_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
     ++next_consume_;
-    if (!b->status.ok()) return b->status;
-    const int count = b->count;
-    std::memcpy(images, b->images.data(), size_t(count) * sample_bytes_);
-    std::memcpy(labels, b->labels.data(), size_t(count) * sizeof(int64_t));
-    Recycle(std::move(b));
-    return count;
+    if (!b->status.ok()) {
+      Status st = b->status;
+      Recycle(std::move(b));
+      return st;
+    }
+    current_ = std::move(b);
+    return BatchView{current_->count, current_->images.data(), current_->labels.data()};
   }
 
   LoaderStats stats() const override {
@@ -341,6 +352,7 @@ class LoaderImpl : public Loader {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Batch>> queue_;
   std::vector<std::unique_ptr<Batch>> free_;
+  std::unique_ptr<Batch> current_;  // the batch the last NextView() shows
   bool stop_ = false;
   std::thread producer_;
   std::atomic<int64_t> images_{0}, bytes_{0}, read_ns_{0}, decode_ns_{0}, skipped_{0};

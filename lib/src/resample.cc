@@ -113,7 +113,9 @@ AxisWeights ComputeWeights(int in_size, int out_size, ResampleFilter filter, dou
   aw.start.resize(out_size);
   aw.count.resize(out_size);
   aw.w.assign(size_t(out_size) * aw.taps, 0);
-  std::vector<double> tmp(aw.taps);
+  thread_local std::vector<double> tmp;
+  tmp.assign(size_t(aw.taps), 0.0);
+  const double inv_fscale = 1.0 / fscale;
   for (int i = 0; i < out_size; ++i) {
     const double center = offset + (i + 0.5) * scale;
     int lo = std::max(static_cast<int>(std::floor(center - support + 0.5)), 0);
@@ -122,7 +124,9 @@ AxisWeights ComputeWeights(int in_size, int out_size, ResampleFilter filter, dou
     if (hi <= lo) { lo = std::min(static_cast<int>(center), in_size - 1); hi = lo + 1; }
     double total = 0.0;
     for (int x = lo; x < hi; ++x) {
-      tmp[x - lo] = FilterValue(filter, (x + 0.5 - center) / fscale);
+      tmp[x - lo] = filter == ResampleFilter::kTriangle
+                        ? std::max(0.0, 1.0 - std::fabs((x + 0.5 - center) * inv_fscale))
+                        : FilterValue(filter, (x + 0.5 - center) * inv_fscale);
       total += tmp[x - lo];
     }
     if (total == 0.0) {  // degenerate: nearest neighbour
@@ -134,8 +138,9 @@ AxisWeights ComputeWeights(int in_size, int out_size, ResampleFilter filter, dou
     int32_t* w = &aw.w[size_t(i) * aw.taps];
     int32_t sum = 0;
     int biggest = 0;
+    const double norm = kOne / total;
     for (int k = 0; k < hi - lo; ++k) {
-      w[k] = static_cast<int32_t>(std::lround(tmp[k] / total * kOne));
+      w[k] = static_cast<int32_t>(std::floor(tmp[k] * norm + 0.5));  // >= 0 except for negative lobes
       sum += w[k];
       if (w[k] > w[biggest]) biggest = k;
     }

@@ -63,6 +63,13 @@ struct LoaderStats {
   int64_t skipped = 0;         // corrupt records replaced (kSkip)
 };
 
+// A batch inside the loader's own memory (Loader::NextView).
+struct BatchView {
+  int count = 0;                     // samples; 0 at the end of the epoch
+  const uint8_t* images = nullptr;   // count samples, layout as for Next()
+  const int64_t* labels = nullptr;   // count labels
+};
+
 class Loader {
  public:
   static Result<std::unique_ptr<Loader>> Open(const LoaderOptions& opts);
@@ -84,6 +91,11 @@ class Loader {
   // 0 at the end of the epoch, or the error of a corrupt record (kFail).
   // REQUIRES: room for batch_size samples in both buffers.
   virtual Result<int> Next(uint8_t* images, int64_t* labels) = 0;
+
+  // The same batch without the copy: the view points into the loader's
+  // batch buffer and stays valid until the next call to Next(), NextView()
+  // or StartEpoch(), or the loader's destruction.
+  virtual Result<BatchView> NextView() = 0;
 
   virtual LoaderStats stats() const = 0;
 };
