@@ -43,6 +43,10 @@ mkdir -p "$OUT"
 TAG=$I-of-$N
 LOG=$OUT/prepare-$TAG.log
 exec > >(tee -a "$LOG") 2>&1
+# The tee runs on after this script's last line unless waited for: a caller
+# reading our output right after we exit could miss the end of it.
+TEE_PID=$!
+trap 'exec >&- 2>&-; wait "$TEE_PID"' EXIT
 echo "== prepare_imagenet $(date -u +%FT%TZ) shard $SHARD, max-size $MAX, $ENC/$FMT, on $(hostname)"
 
 # Class order: shared by every shard, train and val.

@@ -229,7 +229,7 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const Op
   }
   return NewMemorySource(std::move(meta.value()),
                          path + (opts.in_ram ? " (blob, in RAM)" : " (blob, mmapped)"), base, file_size,
-                         std::move(offsets), std::move(lengths), std::move(keep), resident);
+                         std::move(offsets), std::move(lengths), std::move(keep), resident, !opts.in_ram);
 }
 
 }  // namespace imagepack::internal

@@ -182,6 +182,10 @@ class LmdbWriter : public RecordWriter {
 struct Env {
   MDB_env* env = nullptr;
   MDB_dbi dbi = 0;
+  // liblmdb's read-only map of the file (found at open), for
+  // ReleaseMappedPages; size 0 when it could not be found.
+  const void* map = nullptr;
+  size_t map_size = 0;
   ~Env() {
     if (env) mdb_env_close(env);
   }
@@ -245,6 +249,9 @@ class LmdbSource : public RecordSource {
     return std::make_unique<LmdbCursor>(env_, path_);
   }
   std::string Describe() const override { return path_ + " (LMDB)"; }
+  void ReleaseMappedPages() const override {
+    if (env_->map_size > 0) ReleasePages(env_->map, env_->map_size);
+  }
 
   void CheckLayout(const std::function<void(const std::string&)>& report) const override {
     MDB_txn* txn = nullptr;
@@ -318,6 +325,14 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
   std::string mk = kMetaKey;
   MDB_val k{mk.size(), mk.data()}, v;
   rc = mdb_get(txn, env->dbi, &k, &v);
+  if (rc == 0) {
+    // Values point into liblmdb's map of the file; the mapping that holds
+    // one is the whole map (liblmdb keeps its address to itself).
+    std::error_code ec;
+    const auto file_size = std::filesystem::file_size(path, ec);
+    if (!ec && FindMapping(v.mv_data, &env->map, &env->map_size))
+      env->map_size = std::min<size_t>(env->map_size, file_size);
+  }
   if (rc) {
     mdb_txn_abort(txn);
     if (rc == MDB_NOTFOUND)

@@ -13,11 +13,6 @@
 #include <thread>
 
 #include "imagepack/store.h"
-#include "resample_internal.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace imagepack {
 
@@ -44,55 +39,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// n interleaved RGB (C = 3) or RGBX (C = 4) pixels to three planes.
-template <int C>
-void ToPlanes(const uint8_t* src, size_t n, uint8_t* r, uint8_t* g, uint8_t* b) {
-  for (size_t i = 0; i < n; ++i, src += C) {
-    r[i] = src[0];
-    g[i] = src[1];
-    b[i] = src[2];
-  }
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define IMAGEPACK_HAVE_AVX2_PLANES 1
-// Eight pixels per step: one shuffle per 128-bit lane gathers each channel's
-// four bytes, one permute lines the lanes up, then 8 bytes to each plane.
-template <int C>
-__attribute__((target("avx2"))) void ToPlanesAvx2(const uint8_t* src, size_t n, uint8_t* r, uint8_t* g,
-                                                  uint8_t* b) {
-  const __m256i gather = C == 4 ? _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,  //
-                                                   0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
-                                : _mm256_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1,  //
-                                                   0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1);
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  size_t i = 0;
-  // Each step reads 16 bytes at pixel i and at pixel i + 4: in bounds while
-  // (i + 4) * C + 16 <= n * C.
-  for (; (i + 4) * C + 16 <= n * C; i += 8) {
-    const uint8_t* p = src + i * C;
-    __m256i v = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * C)),
-                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, gather), order);  // r0-7 g0-7 b0-7 -
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(r + i), _mm256_castsi256_si128(v));
-    _mm_storeh_pd(reinterpret_cast<double*>(g + i), _mm_castsi128_pd(_mm256_castsi256_si128(v)));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(b + i), _mm256_extracti128_si256(v, 1));
-  }
-  ToPlanes<C>(src + i * C, n - i, r + i, g + i, b + i);
-}
-#endif
-
-template <int C>
-void ToPlanesBest(const uint8_t* src, size_t n, uint8_t* r, uint8_t* g, uint8_t* b) {
-#if defined(IMAGEPACK_HAVE_AVX2_PLANES)
-  if (ResampleSimdLevel() == SimdLevel::kAvx2) {
-    ToPlanesAvx2<C>(src, n, r, g, b);
-    return;
-  }
-#endif
-  ToPlanes<C>(src, n, r, g, b);
-}
-
 struct Batch {
   int64_t number = -1;
   int count = 0;
@@ -111,8 +57,17 @@ class LoaderImpl : public Loader {
     for (int t = 0; t < arena_.max_concurrency(); ++t) cursors_.push_back(src_->NewCursor());
     scratch_.resize(cursors_.size());
     if (o_.eval_resize <= 0) o_.eval_resize = static_cast<int>(std::lround(o_.size / 0.875));
+    releaser_ = std::thread([this] { ReleaseLoop(); });
   }
-  ~LoaderImpl() override { StopProducer(); }
+  ~LoaderImpl() override {
+    StopProducer();
+    {
+      std::lock_guard<std::mutex> g(rel_mu_);
+      rel_stop_ = true;
+    }
+    rel_cv_.notify_all();
+    releaser_.join();
+  }
 
   const DatasetMeta& meta() const override { return src_->meta(); }
   int channels() const override { return channels_; }
@@ -188,6 +143,24 @@ class LoaderImpl : public Loader {
     if (producer_.joinable()) producer_.join();
   }
 
+  // A mapped database's pages stay mapped after a read, so a pass over the
+  // file would grow the resident set to its size (5 GB for 20k raw 256-px
+  // images). After each batch this thread unmaps them (the page cache keeps
+  // the data; safe while workers read: a page maps back with the same
+  // bytes). Unmapping costs ~0.2 us per page; here it overlaps the next
+  // batch instead of delaying it.
+  void ReleaseLoop() {
+    std::unique_lock<std::mutex> lock(rel_mu_);
+    while (true) {
+      rel_cv_.wait(lock, [&] { return rel_stop_ || rel_pending_; });
+      if (rel_stop_) return;
+      rel_pending_ = false;
+      lock.unlock();
+      src_->ReleaseMappedPages();
+      lock.lock();
+    }
+  }
+
   void Recycle(std::unique_ptr<Batch> b) {
     std::lock_guard<std::mutex> g(mu_);
     if (free_.size() < static_cast<size_t>(o_.prefetch) + 1) free_.push_back(std::move(b));
@@ -210,6 +183,11 @@ class LoaderImpl : public Loader {
         b->number = bn;
       }
       Fill(*b, bn);  // one batch is being filled while `prefetch` wait ready
+      {
+        std::lock_guard<std::mutex> g(rel_mu_);
+        rel_pending_ = true;
+      }
+      rel_cv_.notify_all();
       {
         std::lock_guard<std::mutex> g(mu_);
         queue_.push_back(std::move(b));
@@ -265,43 +243,40 @@ class LoaderImpl : public Loader {
     ro.flip = flip;
     ro.dct_scaling = o_.dct_scaling;
     ro.finish = false;  // channels are converted below, in the copy
+    // NCHW RGB, the usual training layout: the resampler writes the planes
+    // straight into the batch.
+    const bool planar = o_.layout == Layout::kNCHW && channels_ == 3;
+    if (planar) ro.planes = dst;
     Image& img = scratch_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
     Status st = rec->fields.encoding == Encoding::kJpeg
                     ? RenderJpeg(rec->payload, rec->payload_size, box, ro, &img)
                     : RenderPixels(rec->payload, W, H, rec->fields.channels, box, ro, &img);
     if (!st.ok()) return st.WithContext(where());
-    WriteSample(img, dst);
+    if (!planar) WriteSample(img, dst);
     *label = rec->fields.label;
     decode_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t1).count();
     ++images_;
     return Status::Ok();
   }
 
-  // One pass from the resampled (already flipped) pixels (1, 3 or 4 = RGBX
-  // channels) into the batch: channel conversion and layout together.
+  // The resampled (already flipped) pixels (1, 3 or 4 = RGBX channels) into
+  // the batch, for what the planar path does not cover: one output channel,
+  // or NHWC.
   void WriteSample(const Image& img, uint8_t* dst) const {
-    const int W = img.width, H = img.height, cc = img.channels, C = channels_;
-    const size_t plane = size_t(W) * H;
+    const int cc = img.channels, C = channels_;
+    const size_t n = size_t(img.width) * img.height;
     const bool nchw = o_.layout == Layout::kNCHW;
     const uint8_t* px = img.pixels.data();
     if (cc == C) {
-      if (C == 1 || !nchw) {
-        std::memcpy(dst, px, plane * C);
-        return;
-      }
-      ToPlanesBest<3>(px, plane, dst, dst + plane, dst + 2 * plane);
+      std::memcpy(dst, px, n * C);
       return;
     }
-    if (nchw && C == 3 && cc == 4) {
-      ToPlanesBest<4>(px, plane, dst, dst + plane, dst + 2 * plane);
-      return;
-    }
-    for (size_t i = 0; i < plane; ++i) {
+    for (size_t i = 0; i < n; ++i) {
       const uint8_t* p = px + i * cc;
       if (C == 1) {
         dst[i] = Luma(p[0], p[1], p[2]);
       } else if (cc == 1) {
-        if (nchw) dst[i] = dst[plane + i] = dst[2 * plane + i] = p[0];
+        if (nchw) dst[i] = dst[n + i] = dst[2 * n + i] = p[0];
         else dst[i * 3] = dst[i * 3 + 1] = dst[i * 3 + 2] = p[0];
       } else {  // NHWC from RGBX
         dst[i * 3] = p[0];
@@ -355,6 +330,10 @@ class LoaderImpl : public Loader {
   std::unique_ptr<Batch> current_;  // the batch the last NextView() shows
   bool stop_ = false;
   std::thread producer_;
+  std::thread releaser_;
+  std::mutex rel_mu_;
+  std::condition_variable rel_cv_;
+  bool rel_pending_ = false, rel_stop_ = false;
   std::atomic<int64_t> images_{0}, bytes_{0}, read_ns_{0}, decode_ns_{0}, skipped_{0};
   double wait_seconds_ = 0;
 };

@@ -92,6 +92,14 @@ double FilterValue(ResampleFilter f, double x) {
   return 0.0;
 }
 
+// floor() for the coordinates and weights here (|x| < 2^31), inline: the
+// baseline x86-64 build has no SSE4.1 round instruction, and std::floor
+// then becomes a library call, hundreds per image.
+inline int FloorInt(double x) {
+  const int i = static_cast<int>(x);  // truncates toward zero
+  return i - (x < i);
+}
+
 // Weights for one axis: out[i] = sum_k w[i][k] * in[start[i] + k].
 struct AxisWeights {
   int taps = 0;                  // max taps per output (rows padded with 0)
@@ -118,8 +126,8 @@ AxisWeights ComputeWeights(int in_size, int out_size, ResampleFilter filter, dou
   const double inv_fscale = 1.0 / fscale;
   for (int i = 0; i < out_size; ++i) {
     const double center = offset + (i + 0.5) * scale;
-    int lo = std::max(static_cast<int>(std::floor(center - support + 0.5)), 0);
-    int hi = std::min(static_cast<int>(std::floor(center + support + 0.5)), in_size);
+    int lo = std::max(FloorInt(center - support + 0.5), 0);
+    int hi = std::min(FloorInt(center + support + 0.5), in_size);
     if (hi - lo > aw.taps) hi = lo + aw.taps;
     if (hi <= lo) { lo = std::min(static_cast<int>(center), in_size - 1); hi = lo + 1; }
     double total = 0.0;
@@ -140,7 +148,7 @@ AxisWeights ComputeWeights(int in_size, int out_size, ResampleFilter filter, dou
     int biggest = 0;
     const double norm = kOne / total;
     for (int k = 0; k < hi - lo; ++k) {
-      w[k] = static_cast<int32_t>(std::floor(tmp[k] * norm + 0.5));  // >= 0 except for negative lobes
+      w[k] = FloorInt(tmp[k] * norm + 0.5);  // >= 0 except for negative lobes
       sum += w[k];
       if (w[k] > w[biggest]) biggest = k;
     }
@@ -168,23 +176,39 @@ inline uint8_t Clamp8(int32_t v) {
   return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
 }
 
-// Output x of one row, C interleaved channels, in plain C++.
+// Output x of one row, C interleaved channels, in plain C++: C bytes to
+// `out` (the output pixel).
 template <int C>
-inline void ScalarOutput(const uint8_t* row, const AxisWeights& aw, int x, uint8_t* out_row) {
+inline void ScalarOutput(const uint8_t* row, const AxisWeights& aw, int x, uint8_t* out) {
   const uint8_t* p = row + size_t(aw.start[x]) * C;
   const int32_t* w = &aw.w[size_t(x) * aw.taps];
   int32_t acc[C];
   for (int c = 0; c < C; ++c) acc[c] = 1 << (kPrec - 1);
   for (int k = 0; k < aw.count[x]; ++k)
     for (int c = 0; c < C; ++c) acc[c] += w[k] * p[k * C + c];
-  for (int c = 0; c < C; ++c) out_row[size_t(x) * C + c] = Clamp8(acc[c]);
+  for (int c = 0; c < C; ++c) out[c] = Clamp8(acc[c]);
+}
+
+// Where a planar result goes: row y of channel c at p[c] + y * stride.
+struct Planes {
+  uint8_t* p[3];
+  size_t stride;
+};
+
+// ScalarOutput into three planes (channels 0-2 of C >= 3), row y.
+template <int C>
+inline void ScalarOutputPlanar(const uint8_t* row, const AxisWeights& aw, int x, const Planes& pl, size_t y) {
+  uint8_t px[C];
+  ScalarOutput<C>(row, aw, x, px);
+  for (int c = 0; c < 3; ++c) pl.p[c][y * pl.stride + size_t(x)] = px[c];
 }
 
 template <int C>
 void HorizontalPass(const uint8_t* src, size_t src_stride, int rows, uint8_t* dst,
                     size_t dst_stride, int dst_w, const AxisWeights& aw) {
   for (int y = 0; y < rows; ++y)
-    for (int x = 0; x < dst_w; ++x) ScalarOutput<C>(src + size_t(y) * src_stride, aw, x, dst + size_t(y) * dst_stride);
+    for (int x = 0; x < dst_w; ++x)
+      ScalarOutput<C>(src + size_t(y) * src_stride, aw, x, dst + size_t(y) * dst_stride + size_t(x) * C);
 }
 
 #if defined(__SSE2__)
@@ -393,10 +417,12 @@ void HorizontalPass1Sse2(const uint8_t* src, size_t src_stride, int src_w, int r
 // b0 b1 x0 x1), so one _mm256_madd_epi16 applies a tap pair to two outputs.
 // Taps past an output's count have weight 0; outputs whose padded taps
 // would read past the row end, and the last dst_w % 4, are done in scalar.
-template <int C>
+// kPlanar: the first three channels go to three planes (`planes`, row y
+// of plane c at planes->p[c] + y * planes->stride) instead of `dst`.
+template <int C, bool kPlanar = false>
 __attribute__((target("avx2"))) void HorizontalPassAvx2(const uint8_t* src, size_t src_stride, int src_w,
                                                         int rows, uint8_t* dst, size_t dst_stride, int dst_w,
-                                                        const AxisWeights& aw) {
+                                                        const AxisWeights& aw, const Planes* planes = nullptr) {
   static_assert(C == 3 || C == 4, "3 or 4 channels");
   const int groups = dst_w / 4;
   // Per group of four: tap pairs to run (the most any of the four needs),
@@ -432,13 +458,17 @@ __attribute__((target("avx2"))) void HorizontalPassAvx2(const uint8_t* src, size
   const __m256i round = _mm256_set1_epi32(1 << (kPrec - 1));
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0);
   const __m128i compact3 = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  const __m128i split = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   for (int y = 0; y < rows; ++y) {
     const uint8_t* s = src + size_t(y) * src_stride;
     uint8_t* d = dst + size_t(y) * dst_stride;
     for (int g = 0; g < groups; ++g) {
       const int x = g * 4;
       if (gpairs[g] == 0) {
-        for (int j = 0; j < 4; ++j) ScalarOutput<C>(s, aw, x + j, d);
+        for (int j = 0; j < 4; ++j) {
+          if (kPlanar) ScalarOutputPlanar<C>(s, aw, x + j, *planes, size_t(y));
+          else ScalarOutput<C>(s, aw, x + j, d + size_t(x + j) * C);
+        }
         continue;
       }
       const uint8_t* p0 = s + size_t(aw.start[x]) * C;
@@ -464,7 +494,14 @@ __attribute__((target("avx2"))) void HorizontalPassAvx2(const uint8_t* src, size
       // lanes: [x0 x2 | x1 x3] as int16, then bytes; reorder to x0 x1 x2 x3.
       __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(a01, a23), _mm256_setzero_si256());
       __m128i out = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, order));
-      if (C == 4) {
+      if (kPlanar) {
+        out = _mm_shuffle_epi8(out, split);  // r0-3 g0-3 b0-3 -
+        const int32_t r = _mm_cvtsi128_si32(out), gg = _mm_extract_epi32(out, 1), b = _mm_extract_epi32(out, 2);
+        const size_t at = size_t(y) * planes->stride + size_t(x);
+        std::memcpy(planes->p[0] + at, &r, 4);
+        std::memcpy(planes->p[1] + at, &gg, 4);
+        std::memcpy(planes->p[2] + at, &b, 4);
+      } else if (C == 4) {
         _mm_storeu_si128(reinterpret_cast<__m128i*>(d + size_t(x) * 4), out);
       } else {
         out = _mm_shuffle_epi8(out, compact3);
@@ -473,7 +510,10 @@ __attribute__((target("avx2"))) void HorizontalPassAvx2(const uint8_t* src, size
         std::memcpy(d + size_t(x) * 3 + 8, &tail, 4);
       }
     }
-    for (int x = groups * 4; x < dst_w; ++x) ScalarOutput<C>(s, aw, x, d);
+    for (int x = groups * 4; x < dst_w; ++x) {
+      if (kPlanar) ScalarOutputPlanar<C>(s, aw, x, *planes, size_t(y));
+      else ScalarOutput<C>(s, aw, x, d + size_t(x) * C);
+    }
   }
 }
 
@@ -543,6 +583,28 @@ void HorizontalPassAny(int channels, const uint8_t* src, size_t src_stride, int 
     case 2: HorizontalPass<2>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
     case 3: HorizontalPass<3>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
     default: HorizontalPass<4>(src, src_stride, rows, dst, dst_stride, dst_w, aw); break;
+  }
+}
+
+// HorizontalPassAny with the first three channels of a 3- or 4-channel
+// result going to three planes. Without AVX2: each row interleaved into
+// scratch, then split (same bytes).
+void HorizontalPassToPlanes(int channels, const uint8_t* src, size_t src_stride, int src_w, int rows,
+                            const Planes& planes, int dst_w, const AxisWeights& aw) {
+#if defined(IMAGEPACK_HAVE_AVX2_KERNELS)
+  if (Simd() == SimdLevel::kAvx2) {
+    if (channels == 3) HorizontalPassAvx2<3, true>(src, src_stride, src_w, rows, nullptr, 0, dst_w, aw, &planes);
+    else HorizontalPassAvx2<4, true>(src, src_stride, src_w, rows, nullptr, 0, dst_w, aw, &planes);
+    return;
+  }
+#endif
+  thread_local std::vector<uint8_t> row;
+  uint8_t* r = Scratch(row, size_t(dst_w) * channels);
+  for (int y = 0; y < rows; ++y) {
+    HorizontalPassAny(channels, src + size_t(y) * src_stride, src_stride, src_w, 1, r, size_t(dst_w) * channels,
+                      dst_w, aw);
+    for (int x = 0; x < dst_w; ++x)
+      for (int c = 0; c < 3; ++c) planes.p[c][size_t(y) * planes.stride + x] = r[size_t(x) * channels + c];
   }
 }
 
@@ -687,6 +749,41 @@ void ResampleRegion(const uint8_t* src, int src_w, int src_h, size_t src_stride,
                     dst_w, hw);
   for (auto& s : vw.start) s -= row_lo;
   VerticalPass(tmp, dst_row, dst_row, dst, dst_stride, dst_h, vw);
+}
+
+void ResampleRegionToPlanes(const uint8_t* src, int src_w, int src_h, size_t src_stride, int channels, double rx,
+                            double ry, double rw, double rh, uint8_t* const planes[3], size_t plane_stride,
+                            int dst_w, int dst_h, ResampleFilter filter, bool mirror) {
+  const Planes out{{planes[0], planes[1], planes[2]}, plane_stride};
+  AxisWeights hw = ComputeWeights(src_w, dst_w, filter, rx, rw);
+  if (mirror) MirrorAxis(&hw);
+  AxisWeights vw = ComputeWeights(src_h, dst_h, filter, ry, rh);
+  thread_local std::vector<uint8_t> scratch;
+  if (dst_h <= src_h) {
+    // Vertical first (interleaved, only the columns used), then the
+    // horizontal pass writes the planes.
+    const int col_lo = *std::min_element(hw.start.begin(), hw.start.end());
+    int col_hi = col_lo + 1;
+    for (int i = 0; i < dst_w; ++i) col_hi = std::max(col_hi, hw.start[i] + hw.count[i]);
+    const size_t tmp_row = size_t(col_hi - col_lo) * channels;
+    uint8_t* tmp = Scratch(scratch, size_t(dst_h) * tmp_row);
+    VerticalPass(src + size_t(col_lo) * channels, src_stride, tmp_row, tmp, tmp_row, dst_h, vw);
+    for (auto& s : hw.start) s -= col_lo;
+    HorizontalPassToPlanes(channels, tmp, tmp_row, col_hi - col_lo, dst_h, out, dst_w, hw);
+    return;
+  }
+  // Horizontal first into planar rows [R | G | B] of the source rows the
+  // vertical pass reads; then one vertical pass per plane.
+  const int row_lo = vw.start.front();
+  const int row_hi = vw.start.back() + vw.count.back();
+  const size_t tmp_row = size_t(dst_w) * 3;
+  uint8_t* tmp = Scratch(scratch, size_t(row_hi - row_lo) * tmp_row);
+  const Planes rows{{tmp, tmp + dst_w, tmp + 2 * size_t(dst_w)}, tmp_row};
+  HorizontalPassToPlanes(channels, src + size_t(row_lo) * src_stride, src_stride, src_w, row_hi - row_lo, rows, dst_w,
+                         hw);
+  for (auto& s : vw.start) s -= row_lo;
+  for (int c = 0; c < 3; ++c)
+    VerticalPass(tmp + size_t(c) * dst_w, tmp_row, size_t(dst_w), planes[c], plane_stride, dst_h, vw);
 }
 
 Image ResampleImage(const Image& src, int dst_w, int dst_h, ResampleFilter filter) {

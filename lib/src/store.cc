@@ -1,12 +1,15 @@
 // Writer creation, container detection, in-memory sources and multi-shard
 // datasets.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "imagepack/files.h"
 #include "imagepack/store.h"
@@ -84,11 +87,19 @@ class MemorySource : public RecordSource {
   }
   std::string Describe() const override { return describe_; }
   int64_t resident_bytes() const override { return resident_; }
+  void ReleaseMappedPages() const override {
+    if (mapped_size_ > 0) internal::ReleasePages(base_, mapped_size_);
+  }
+
+  // A source over a read-only file mapping of `size` bytes at base (not a
+  // buffer of its own: releasing that would lose its contents).
+  void set_mapped(uint64_t size) { mapped_size_ = size; }
 
  private:
   DatasetMeta meta_;
   std::string describe_;
   const uint8_t* base_;
+  uint64_t mapped_size_ = 0;
   std::vector<uint64_t> offsets_, lengths_;
   std::shared_ptr<void> keep_;
   int64_t resident_;
@@ -104,6 +115,7 @@ class MultiCursor : public RecordCursor {
       return Status::InvalidArgument("record " + std::to_string(index) + " is out of range");
     const size_t part = static_cast<size_t>(it - starts_->begin() - 1);
     if (!cursors_[part]) cursors_[part] = (*parts_)[part]->NewCursor();
+
     Status st = cursors_[part]->ReadRaw(index - (*starts_)[part], data, size);
     return st.ok() ? st : st.WithContext((*parts_)[part]->Describe());
   }
@@ -139,6 +151,9 @@ class MultiSource : public RecordSource {
     for (const auto& p : parts_) r += p->resident_bytes();
     return r;
   }
+  void ReleaseMappedPages() const override {
+    for (const auto& p : parts_) p->ReleaseMappedPages();
+  }
 
  private:
   std::vector<std::unique_ptr<RecordSource>> parts_;
@@ -151,11 +166,38 @@ class MultiSource : public RecordSource {
 namespace internal {
 
 std::unique_ptr<RecordSource> NewMemorySource(DatasetMeta meta, std::string describe, const uint8_t* base,
-                                              uint64_t /*base_size*/, std::vector<uint64_t> offsets,
+                                              uint64_t base_size, std::vector<uint64_t> offsets,
                                               std::vector<uint64_t> lengths, std::shared_ptr<void> keep_alive,
-                                              int64_t resident) {
-  return std::make_unique<MemorySource>(std::move(meta), std::move(describe), base, std::move(offsets),
-                                        std::move(lengths), std::move(keep_alive), resident);
+                                              int64_t resident, bool mapped) {
+  auto s = std::make_unique<MemorySource>(std::move(meta), std::move(describe), base, std::move(offsets),
+                                          std::move(lengths), std::move(keep_alive), resident);
+  if (mapped) s->set_mapped(base_size);
+  return s;
+}
+
+bool FindMapping(const void* p, const void** begin, size_t* size) {
+  std::ifstream maps("/proc/self/maps");
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx", &lo, &hi) != 2) continue;
+    if (at >= lo && at < hi) {
+      *begin = reinterpret_cast<const void*>(static_cast<uintptr_t>(lo));
+      *size = static_cast<size_t>(hi - lo);
+      return true;
+    }
+  }
+  return false;
+}
+
+void ReleasePages(const void* addr, size_t size) {
+  // Whole pages inside [addr, addr + size) of a read-only file mapping;
+  // MADV_DONTNEED there only unmaps (page-cache pages are not discarded).
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(addr) / page * page;  // mappings start on a page
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(addr) + size + page - 1) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace internal

@@ -18,11 +18,21 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const Op
 
 // Records held in one memory region, located by an (offset, length) index:
 // a mmapped or loaded blob, or LMDB values copied into an arena.
-// `keep_alive` owns whatever backs `base` (a buffer or a mapping).
+// `keep_alive` owns whatever backs `base` (a buffer or a mapping); `mapped`:
+// base is a read-only file mapping of base_size bytes (ReleaseMappedPages
+// applies).
 std::unique_ptr<RecordSource> NewMemorySource(DatasetMeta meta, std::string describe,
                                               const uint8_t* base, uint64_t base_size,
                                               std::vector<uint64_t> offsets,
                                               std::vector<uint64_t> lengths,
-                                              std::shared_ptr<void> keep_alive, int64_t resident);
+                                              std::shared_ptr<void> keep_alive, int64_t resident,
+                                              bool mapped = false);
+
+// Unmaps the whole pages of [addr, addr + size) of a read-only file mapping
+// from this process (MADV_DONTNEED); the page cache keeps the data.
+void ReleasePages(const void* addr, size_t size);
+
+// The mapping of this process (/proc/self/maps) that contains `p`.
+bool FindMapping(const void* p, const void** begin, size_t* size);
 
 }  // namespace imagepack::internal

@@ -157,6 +157,19 @@ namespace {
 
 Status Finish(const uint8_t* src, int w, int h, size_t stride, int C, double rx, double ry, double rw, double rh,
               const RenderOptions& o, Image* out) {
+  if (o.planes && o.channels == 3) {
+    const size_t plane = size_t(o.out_w) * o.out_h;
+    uint8_t* const p[3] = {o.planes, o.planes + plane, o.planes + 2 * plane};
+    if (C >= 3) {
+      ResampleRegionToPlanes(src, w, h, stride, C, rx, ry, rw, rh, p, size_t(o.out_w), o.out_w, o.out_h, o.filter,
+                             o.flip);
+    } else {  // gray: one plane, copied to the other two
+      ResampleRegion(src, w, h, stride, C, rx, ry, rw, rh, p[0], o.out_w, o.out_h, size_t(o.out_w), o.filter, o.flip);
+      std::memcpy(p[1], p[0], plane);
+      std::memcpy(p[2], p[0], plane);
+    }
+    return Status::Ok();
+  }
   // `out` keeps its capacity: a caller rendering many images into one Image
   // allocates once.
   out->width = o.out_w;

@@ -8,7 +8,7 @@
 #   scripts/bench/bench_loader.sh [--rounds 3] [--batches 20]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROUNDS=3 BATCHES=20
+ROUNDS=3 BATCHES=60
 while [ $# -gt 0 ]; do
   case $1 in --rounds) ROUNDS=$2; shift 2;; --batches) BATCHES=$2; shift 2;; *) exit 2;; esac
 done

@@ -184,6 +184,25 @@ TEST(Resample, EveryKernelGivesTheSameBytes) {
           ASSERT_EQ(out[0], out[1]);
           ASSERT_EQ(out[0], out[2]);
           for (int g = 1; g <= 3; ++g) ASSERT_EQ(out[0][out[0].size() - g], 0xAB) << "wrote past the end";
+          if (c < 3) continue;
+          // Planar output: the interleaved result's first three channels,
+          // split, at every level; planes with a row stride wider than the
+          // row and guard bytes after the last plane.
+          const size_t pstride = size_t(k.dw) + 3;
+          std::vector<uint8_t> expect(pstride * k.dh * 3 + 3, 0xCD);
+          for (int y = 0; y < k.dh; ++y)
+            for (int x = 0; x < k.dw; ++x)
+              for (int ch = 0; ch < 3; ++ch)
+                expect[size_t(ch) * pstride * k.dh + size_t(y) * pstride + x] = out[0][(size_t(y) * k.dw + x) * c + ch];
+          for (int l = 0; l < 3; ++l) {
+            SetResampleSimdLevel(levels[l]);
+            std::vector<uint8_t> planar(expect.size(), 0xCD);
+            uint8_t* const p[3] = {planar.data(), planar.data() + pstride * k.dh, planar.data() + 2 * pstride * k.dh};
+            ResampleRegionToPlanes(src.data(), k.sw, k.sh, stride, c, k.rx, k.ry, k.rw, k.rh, p, pstride, k.dw, k.dh,
+                                   f, mirror);
+            SetResampleSimdLevel(best);
+            ASSERT_EQ(planar, expect) << "planar, level " << l;
+          }
         }
   SetResampleSimdLevel(best);
 }

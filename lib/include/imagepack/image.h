@@ -97,6 +97,13 @@ void ResampleRegion(const uint8_t* src, int src_w, int src_h, size_t src_stride,
                     double y, double w, double h, uint8_t* dst, int dst_w, int dst_h, size_t dst_stride,
                     ResampleFilter filter, bool mirror = false);
 
+// ResampleRegion for 3- or 4-channel (RGBX) pixels with the result's first
+// three channels written as planes (NCHW): row y of channel c at
+// planes[c] + y * plane_stride. Same bytes as ResampleRegion then a split.
+void ResampleRegionToPlanes(const uint8_t* src, int src_w, int src_h, size_t src_stride, int channels, double x,
+                            double y, double w, double h, uint8_t* const planes[3], size_t plane_stride, int dst_w,
+                            int dst_h, ResampleFilter filter, bool mirror = false);
+
 // Converts between 1 and 3 channels: gray -> RGB replicates, RGB -> gray is
 // Rec. 601 luma of one pixel, rounded (as libjpeg and Pillow's "L").
 inline uint8_t Luma(int r, int g, int b) {

@@ -69,6 +69,12 @@ class RecordSource {
   // Container-level checks beyond the records themselves (LMDB: the keys
   // are exactly 0..count-1 then __meta__). Each problem goes to `report`.
   virtual void CheckLayout(const std::function<void(const std::string&)>& report) const { (void)report; }
+  // For a memory-mapped source (blob, LMDB): unmaps the file's pages from
+  // this process (MADV_DONTNEED). The page cache keeps the data and the next
+  // read maps a page back with the same bytes, so this is safe at any time,
+  // also while other threads read; it keeps a long streaming pass from
+  // growing the resident set to the size of the file. No-op in RAM.
+  virtual void ReleaseMappedPages() const {}
 };
 
 struct OpenOptions {

@@ -43,6 +43,10 @@ struct RenderOptions {
   // flipped) pixels as decoded (1, 3, or 4 = RGBX channels), for a caller
   // that converts while copying into its own layout (the loader).
   bool finish = true;
+  // With channels == 3: the result goes here instead, as three planes of
+  // out_w x out_h bytes one after another (NCHW for one sample), with no
+  // interleaved copy in between; `out` is left alone.
+  uint8_t* planes = nullptr;
 };
 
 // Decodes only the part of the JPEG under `box` (libjpeg-turbo skips the
