@@ -131,8 +131,10 @@ class BlobWriter : public RecordWriter {
 struct Mapping {
   void* addr = MAP_FAILED;
   size_t size = 0;
+  int fd = -1;  // kept open for pread_records
   ~Mapping() {
     if (addr != MAP_FAILED) ::munmap(addr, size);
+    if (fd >= 0) ::close(fd);
   }
 };
 
@@ -157,6 +159,7 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const Op
   std::shared_ptr<void> keep;
   const uint8_t* base = nullptr;
   int64_t resident = 0;
+  int pread_fd = -1;
   if (file_size < kHeaderSize) {
     ::close(fd);
     return Status::Corruption(path + ": blob is " + std::to_string(file_size) +
@@ -188,9 +191,13 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const Op
     }
     map->size = file_size;
     base = static_cast<const uint8_t*>(map->addr);
+    if (opts.pread_records) {
+      map->fd = fd;  // the mapping's owner closes it
+      pread_fd = fd;
+    }
     keep = map;
   }
-  ::close(fd);
+  if (pread_fd < 0) ::close(fd);
 
   if (std::memcmp(base, kBlobMagic, 8) != 0) return Status::Corruption(path + ": not an imagepack blob (bad magic)");
   if (Get<uint64_t>(base + 56) != XXH3_64bits(base, 56))
@@ -229,7 +236,8 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const Op
   }
   return NewMemorySource(std::move(meta.value()),
                          path + (opts.in_ram ? " (blob, in RAM)" : " (blob, mmapped)"), base, file_size,
-                         std::move(offsets), std::move(lengths), std::move(keep), resident, !opts.in_ram);
+                         std::move(offsets), std::move(lengths), std::move(keep), resident, !opts.in_ram,
+                         pread_fd);
 }
 
 }  // namespace imagepack::internal

@@ -346,7 +346,12 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size)
     return Status::InvalidArgument("rank " + std::to_string(o.rank) + " not in [0, " + std::to_string(o.world_size) + ")");
   if (o.channels != 0 && o.channels != 1 && o.channels != 3) return Status::InvalidArgument("channels must be 1 or 3");
-  auto src = OpenDatabases(o.paths, OpenOptions{o.in_ram});
+  // Blobs are streamed with pread (each worker thread has its own cursor,
+  // and a record is done with before that cursor reads the next).
+  OpenOptions oo;
+  oo.in_ram = o.in_ram;
+  oo.pread_records = !o.in_ram;
+  auto src = OpenDatabases(o.paths, oo);
   if (!src.ok()) return src.status();
   if (src.value()->size() == 0) return Status::InvalidArgument("dataset " + src.value()->Describe() + " is empty");
   return std::unique_ptr<Loader>(new LoaderImpl(o, std::move(src.value())));

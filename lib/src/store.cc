@@ -75,6 +75,38 @@ class MemoryCursor : public RecordCursor {
   const std::vector<uint64_t>* lengths_;
 };
 
+// Records read with pread() into the cursor's buffer (OpenOptions::
+// pread_records); the offsets and lengths were checked against the file.
+class PreadCursor : public RecordCursor {
+ public:
+  PreadCursor(int fd, const std::vector<uint64_t>* offsets, const std::vector<uint64_t>* lengths)
+      : fd_(fd), offsets_(offsets), lengths_(lengths) {}
+  Status ReadRaw(int64_t index, const uint8_t** data, size_t* size) override {
+    if (index < 0 || static_cast<size_t>(index) >= offsets_->size())
+      return Status::InvalidArgument("record " + RecordKey(index) + " is out of range");
+    const size_t n = static_cast<size_t>((*lengths_)[index]);
+    if (buf_.size() < n) buf_.resize(n);
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t got =
+          ::pread(fd_, buf_.data() + done, n - done, static_cast<off_t>((*offsets_)[index] + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Status::FromErrno("read record " + RecordKey(index), errno);
+      if (got == 0) return Status::Corruption("record " + RecordKey(index) + " ends past the end of the file");
+      done += static_cast<size_t>(got);
+    }
+    *data = buf_.data();
+    *size = n;
+    return Status::Ok();
+  }
+
+ private:
+  int fd_;
+  const std::vector<uint64_t>* offsets_;
+  const std::vector<uint64_t>* lengths_;
+  std::vector<uint8_t> buf_;
+};
+
 class MemorySource : public RecordSource {
  public:
   MemorySource(DatasetMeta meta, std::string describe, const uint8_t* base, std::vector<uint64_t> offsets,
@@ -83,6 +115,7 @@ class MemorySource : public RecordSource {
         lengths_(std::move(lengths)), keep_(std::move(keep)), resident_(resident) {}
   const DatasetMeta& meta() const override { return meta_; }
   std::unique_ptr<RecordCursor> NewCursor() const override {
+    if (pread_fd_ >= 0) return std::make_unique<PreadCursor>(pread_fd_, &offsets_, &lengths_);
     return std::make_unique<MemoryCursor>(base_, &offsets_, &lengths_);
   }
   std::string Describe() const override { return describe_; }
@@ -94,12 +127,14 @@ class MemorySource : public RecordSource {
   // A source over a read-only file mapping of `size` bytes at base (not a
   // buffer of its own: releasing that would lose its contents).
   void set_mapped(uint64_t size) { mapped_size_ = size; }
+  void set_pread_fd(int fd) { pread_fd_ = fd; }
 
  private:
   DatasetMeta meta_;
   std::string describe_;
   const uint8_t* base_;
   uint64_t mapped_size_ = 0;
+  int pread_fd_ = -1;
   std::vector<uint64_t> offsets_, lengths_;
   std::shared_ptr<void> keep_;
   int64_t resident_;
@@ -168,10 +203,11 @@ namespace internal {
 std::unique_ptr<RecordSource> NewMemorySource(DatasetMeta meta, std::string describe, const uint8_t* base,
                                               uint64_t base_size, std::vector<uint64_t> offsets,
                                               std::vector<uint64_t> lengths, std::shared_ptr<void> keep_alive,
-                                              int64_t resident, bool mapped) {
+                                              int64_t resident, bool mapped, int pread_fd) {
   auto s = std::make_unique<MemorySource>(std::move(meta), std::move(describe), base, std::move(offsets),
                                           std::move(lengths), std::move(keep_alive), resident);
   if (mapped) s->set_mapped(base_size);
+  s->set_pread_fd(pread_fd);
   return s;
 }
 

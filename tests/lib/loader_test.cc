@@ -16,8 +16,9 @@ using testing::Gradient;
 using testing::TempDir;
 
 // n records of distinct 48x40 images, label = index % 5; JPEG or raw.
-std::string MakeDb(const TempDir& d, const std::string& name, int n, Encoding enc, bool corrupt_jpeg_at_7 = false) {
-  auto w = CreateWriter(ContainerFormat::kLmdb, d / name);
+std::string MakeDb(const TempDir& d, const std::string& name, int n, Encoding enc, bool corrupt_jpeg_at_7 = false,
+                   ContainerFormat format = ContainerFormat::kLmdb) {
+  auto w = CreateWriter(format, d / name);
   EXPECT_TRUE(w.ok());
   for (int i = 0; i < n; ++i) {
     Image img = Gradient(48, 40);
@@ -241,6 +242,47 @@ TEST(Loader, LabelOutsideTheClassListIsACorruptRecord) {
   ASSERT_OK(ok);
   EXPECT_EQ(s.value()->stats().skipped, 1);
   for (int i = 0; i < ok.value(); ++i) EXPECT_LT(lab[i], 5) << i;
+}
+
+// LMDB (mapped, pages released after each batch), blob (pread), both in
+// RAM, and the two as shards of one dataset: the same batches.
+TEST(Loader, EveryContainerAndReadModeGivesTheSameBatches) {
+  TempDir d;
+  for (Encoding enc : {Encoding::kRaw, Encoding::kJpeg}) {
+    const std::string tag = enc == Encoding::kRaw ? "raw" : "jpeg";
+    SCOPED_TRACE(tag);
+    LoaderOptions o;
+    o.batch_size = 7;
+    o.size = 19;
+    o.seed = 5;
+    const std::string lmdb = MakeDb(d, tag + ".lmdb", 20, enc);
+    o.paths = {lmdb};
+    std::vector<int64_t> l0;
+    auto ref = Epoch(o, 1, &l0);
+    ASSERT_EQ(ref.size(), 3u);
+    auto same = [&](const char* what) {
+      std::vector<int64_t> l;
+      EXPECT_EQ(Epoch(o, 1, &l), ref) << what;
+      EXPECT_EQ(l, l0) << what;
+    };
+    o.paths = {MakeDb(d, tag + ".blob", 20, enc, false, ContainerFormat::kBlob)};
+    same("blob, pread");
+    o.in_ram = true;
+    same("blob, in RAM");
+    o.paths = {lmdb};
+    same("LMDB, in RAM");
+  }
+  // Two shards of different containers read as one, streamed.
+  LoaderOptions o;
+  o.batch_size = 6;
+  o.size = 16;
+  o.paths = {MakeDb(d, "s0.blob", 9, Encoding::kRaw, false, ContainerFormat::kBlob), MakeDb(d, "s1.lmdb", 9, Encoding::kRaw)};
+  std::vector<int64_t> l1, l2;
+  auto streamed = Epoch(o, 0, &l1);
+  o.in_ram = true;
+  EXPECT_EQ(Epoch(o, 0, &l2), streamed);
+  EXPECT_EQ(l1, l2);
+  EXPECT_EQ(l1.size(), 18u);
 }
 
 TEST(Loader, InRamAndShardsAndBadOptions) {

@@ -82,6 +82,11 @@ struct OpenOptions {
   // are copied into one arena. Otherwise blobs are mmapped and LMDB is read
   // through its own memory map.
   bool in_ram = false;
+  // Blob, not in RAM: read each record with pread() into the cursor's own
+  // buffer instead of through the file mapping. The pointer a cursor returns
+  // is then valid until that cursor's next read. For streaming passes: no
+  // page faults, and resident memory is one record per cursor.
+  bool pread_records = false;
 };
 
 // Opens one container; LMDB or blob is detected from the file's first bytes.
