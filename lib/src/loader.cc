@@ -95,6 +95,7 @@ class LoaderImpl : public Loader {
   Result<int> Next(uint8_t* images, int64_t* labels) override {
     auto v = NextView();
     if (!v.ok()) return v.status();
+    if (v->count == 0) return 0;
     std::memcpy(images, v->images, size_t(v->count) * sample_bytes_);
     std::memcpy(labels, v->labels, size_t(v->count) * sizeof(int64_t));
     return v->count;
