@@ -98,8 +98,13 @@ class LmdbWriter : public RecordWriter {
 
  private:
   using Batch = std::vector<std::pair<std::string, std::vector<uint8_t>>>;
-  static constexpr size_t kBatchBytes = 64 << 20;
-  static constexpr size_t kBatchRecords = 4096;
+  // One transaction per batch. 16 MB: the writer's memory (the batch being
+  // filled, the one being flushed, liblmdb's dirty pages) is first touched
+  // page by page, so it costs page faults in proportion to its size; 64 MB
+  // batches took 3x the faults (47,000 vs 15,000 on 20,000 JPEGs) and
+  // 210 vs 80 MB peak RSS for no gain in speed.
+  static constexpr size_t kBatchBytes = 16 << 20;
+  static constexpr size_t kBatchRecords = 1024;
 
   // Hands the pending batch to a flush thread, so the pipeline fills the
   // next batch while LMDB copies and writes this one. At most one batch is
