@@ -158,6 +158,26 @@ Image ApplyOrientation(Image img, int orientation) {
   return out;
 }
 
+Status DecodeJpegInto(const uint8_t* data, size_t size, const ImageInfo& info, const DecodeOptions& opts,
+                      uint8_t* dst) {
+  if (opts.channels != 1 && opts.channels != 3) return Status::InvalidArgument("channels must be 1 or 3");
+  const bool cmyk = info.jpeg_color == JpegColor::kCmyk || info.jpeg_color == JpegColor::kYcck;
+  const int orientation = opts.apply_orientation ? info.orientation : 1;
+  const auto target = TargetSize(info.width, info.height, opts.limit);
+  if (info.format != ImageFormat::kJpeg || cmyk || orientation > 1 || target.first != info.width ||
+      target.second != info.height)
+    return Status::NotSupported("needs more than a plain decode");
+  IMAGEPACK_RETURN_IF_ERROR(PixelLimit(info.width, info.height, opts.max_pixels));
+  internal::TjDecompressor decompressor;
+  tjhandle h = decompressor.get();
+  if (!h) return Status::IOError("cannot create a libjpeg-turbo decompressor");
+  const int pf = opts.channels == 1 ? TJPF_GRAY : TJPF_RGB;
+  if (tjDecompress2(h, data, static_cast<unsigned long>(size), dst, info.width, 0, info.height, pf,
+                    opts.fast_dct ? TJFLAG_FASTDCT : 0) != 0)
+    IMAGEPACK_RETURN_IF_ERROR(internal::DecodeFailure(h));
+  return Status::Ok();
+}
+
 Result<Image> DecodeImage(const uint8_t* data, size_t size, const DecodeOptions& opts) {
   auto info = ProbeImage(data, size);
   if (!info.ok()) return info.status();

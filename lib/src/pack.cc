@@ -29,39 +29,47 @@ struct SourceItem {
   int64_t db_index = -1;
 };
 
+// Sums and sums of squares of `bytes` bytes (a whole number of 48-byte
+// blocks) into 48 lanes: lane k holds channel k % c (48 is a multiple of 1
+// and 3), which vectorises. uint32 lanes, emptied every 65536 blocks
+// (65536 * 255^2 < 2^32). Built twice, for AVX2 and for baseline x86-64;
+// the dynamic loader picks one at run time (GCC function multiversioning).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void SumLanes48(const uint8_t* p, size_t bytes, int c, uint64_t s[3], uint64_t q[3]) {
+  constexpr size_t kLanes = 48;
+  size_t i = 0;
+  while (i < bytes) {
+    uint32_t ls[kLanes] = {}, lq[kLanes] = {};
+    const size_t end = std::min(bytes, i + kLanes * 65536);
+    for (; i < end; i += kLanes)
+      for (size_t k = 0; k < kLanes; ++k) {
+        const uint32_t v = p[i + k];
+        ls[k] += v;
+        lq[k] += v * v;
+      }
+    for (size_t k = 0; k < kLanes; ++k) {
+      s[k % c] += ls[k];
+      q[k % c] += lq[k];
+    }
+  }
+}
+
 // Per-channel pixel sums, for mean/std.
 struct Moments {
   double n = 0;
   double sum[3] = {0, 0, 0};
   double sq[3] = {0, 0, 0};
-  // Raw packing adds every image, so this runs over every pixel: the bytes
-  // are summed as a flat array into 48 lanes (48 is a multiple of 1 and 3,
-  // so lane k holds channel k % c), which vectorises; lanes are uint32 and
-  // emptied every 65536 blocks (65536 * 255^2 < 2^32).
-  void Add(const Image& img) {
-    const size_t px = size_t(img.width) * img.height;
-    const int c = img.channels;
-    const uint8_t* p = img.pixels.data();
+  // Raw packing adds every image, so this runs over every pixel.
+  void Add(const Image& img) { Add(img.pixels.data(), size_t(img.width) * img.height, img.channels); }
+  void Add(const uint8_t* p, size_t px, int c) {
     const size_t bytes = px * c;
     uint64_t s[3] = {0, 0, 0}, q[3] = {0, 0, 0};
     size_t i = 0;
     if (c == 1 || c == 3) {
-      constexpr size_t kLanes = 48;
-      const size_t whole = bytes - bytes % kLanes;
-      while (i < whole) {
-        uint32_t ls[kLanes] = {}, lq[kLanes] = {};
-        const size_t end = std::min(whole, i + kLanes * 65536);
-        for (; i < end; i += kLanes)
-          for (size_t k = 0; k < kLanes; ++k) {
-            const uint32_t v = p[i + k];
-            ls[k] += v;
-            lq[k] += v * v;
-          }
-        for (size_t k = 0; k < kLanes; ++k) {
-          s[k % c] += ls[k];
-          q[k % c] += lq[k];
-        }
-      }
+      i = bytes - bytes % 48;
+      SumLanes48(p, i, c, s, q);
     }
     for (; i < bytes; ++i) {
       const uint32_t v = p[i];
@@ -404,6 +412,34 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
       p.payload = static_cast<int64_t>(prepared->bytes.size());
       p.record = EncodeRecord(fields, item.rel, prepared->bytes.data(), prepared->bytes.size());
     } else {
+      // The usual raw case (a plain JPEG already within the size limit):
+      // decode straight into the record, no image copied into it after.
+      auto info = ProbeImage(data, size);
+      if (info.ok() && info->format == ImageFormat::kJpeg) {
+        const size_t headroom = kRecordHeaderSize + item.rel.size();
+        const size_t payload = size_t(info->width) * info->height * channels;
+        if (info->width > 0 && info->height > 0 && payload / info->width / info->height == size_t(channels)) {
+          std::vector<uint8_t> rec;
+          Status st = Status::NotSupported("");
+          if (int64_t(info->width) * info->height <= o.prepare.decode.max_pixels) {
+            rec.resize(headroom + payload);
+            st = DecodeJpegInto(data, size, info.value(), o.prepare.decode, rec.data() + headroom);
+          }
+          if (st.ok()) {
+            fields = {Encoding::kRaw, channels, item.label, uint32_t(info->height), uint32_t(info->width)};
+            p.moments.Add(rec.data() + headroom, size_t(info->width) * info->height, channels);
+            p.has_moments = true;
+            p.payload = static_cast<int64_t>(payload);
+            SealRecord(rec, fields, item.rel);
+            p.record = std::move(rec);
+            return p;
+          }
+          if (st.code() != Status::Code::kNotSupported) {
+            p.error = st.message();
+            return p;
+          }
+        }
+      }
       auto img = DecodeImage(data, size, o.prepare.decode);
       if (!img.ok()) {
         p.error = img.status().message();

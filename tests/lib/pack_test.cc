@@ -90,49 +90,68 @@ TEST(Pack, ImageFolderTreeBecomesLabelledRecords) {
   }
 }
 
+// Raw records hold exactly what DecodeImage gives, whether the packer
+// decodes straight into the record (plain JPEGs within the limit) or goes
+// through DecodeImage (a resize, CMYK); gray and RGB; the truncated file is
+// reported, not stored.
 TEST(Pack, RawRecordsHoldDecodedPixels) {
   TempDir src, out;
   MakeTree(src.path(), 2);
-  auto o = Opts(src.path(), out / "raw.blob");
-  o.format = ContainerFormat::kBlob;
-  o.encoding = Encoding::kRaw;
-  o.prepare.decode.limit = {SizeLimit::Mode::kShorterEdge, 32};
-  ASSERT_OK(PackDataset(o));
-  auto db = OpenDatabase(out / "raw.blob");
-  ASSERT_OK(db);
-  EXPECT_EQ(db.value()->meta().stats_images, db.value()->size());
-  auto cur = db.value()->NewCursor();
-  for (int64_t i = 0; i < db.value()->size(); ++i) {
-    auto rec = cur->Read(i);
-    ASSERT_OK(rec);
-    EXPECT_EQ(rec->fields.encoding, Encoding::kRaw);
-    EXPECT_EQ(std::min(rec->fields.width, rec->fields.height), 32u);
-    const std::string path(rec->path);
-    auto data = Slurp(src / path);
-    DecodeOptions d;
-    d.limit = {SizeLimit::Mode::kShorterEdge, 32};
-    auto img = DecodeImage(data.data(), data.size(), d);
-    ASSERT_OK(img);
-    EXPECT_EQ(std::vector<uint8_t>(rec->payload, rec->payload + rec->payload_size), img->pixels) << path;
-  }
-  // Raw statistics are exact: recompute them from every stored pixel.
-  double n = 0, sum[3] = {0, 0, 0}, sq[3] = {0, 0, 0};
-  for (int64_t i = 0; i < db.value()->size(); ++i) {
-    auto rec = cur->Read(i);
-    ASSERT_OK(rec);
-    for (size_t k = 0; k < rec->payload_size; ++k) {
-      const double v = rec->payload[k] / 255.0;
-      sum[k % 3] += v;
-      sq[k % 3] += v * v;
+  struct Case {
+    const char* name;
+    SizeLimit limit;
+    int channels;
+  };
+  const Case cases[] = {{"resized", {SizeLimit::Mode::kShorterEdge, 32}, 3},
+                        {"as stored", {}, 3},
+                        {"as stored, gray", {}, 1}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.name);
+    const std::string dst = out / (std::string("raw-") + std::to_string(&k - cases) + ".blob");
+    auto o = Opts(src.path(), dst);
+    o.format = ContainerFormat::kBlob;
+    o.encoding = Encoding::kRaw;
+    o.prepare.decode.limit = k.limit;
+    o.prepare.decode.channels = k.channels;
+    auto summary = PackDataset(o);
+    ASSERT_OK(summary);
+    ASSERT_EQ(summary->errors.size(), 1u);
+    EXPECT_EQ(summary->errors[0].path, "n01/broken.JPEG");
+    auto db = OpenDatabase(dst);
+    ASSERT_OK(db);
+    EXPECT_EQ(db.value()->size(), 7);  // 3 x 2 generated + the CMYK file
+    EXPECT_EQ(db.value()->meta().stats_images, db.value()->size());
+    auto cur = db.value()->NewCursor();
+    double n = 0, sum[3] = {0, 0, 0}, sq[3] = {0, 0, 0};
+    for (int64_t i = 0; i < db.value()->size(); ++i) {
+      auto rec = cur->Read(i);
+      ASSERT_OK(rec);
+      EXPECT_EQ(rec->fields.encoding, Encoding::kRaw);
+      EXPECT_EQ(rec->fields.channels, k.channels);
+      const std::string path(rec->path);
+      auto data = Slurp(src / path);
+      DecodeOptions d;
+      d.limit = k.limit;
+      d.channels = k.channels;
+      auto img = DecodeImage(data.data(), data.size(), d);
+      ASSERT_OK(img);
+      EXPECT_EQ(rec->fields.width, uint32_t(img->width)) << path;
+      EXPECT_EQ(std::vector<uint8_t>(rec->payload, rec->payload + rec->payload_size), img->pixels) << path;
+      // Raw statistics are exact: recompute them from every stored pixel.
+      for (size_t b = 0; b < rec->payload_size; ++b) {
+        const double v = rec->payload[b] / 255.0;
+        sum[b % k.channels] += v;
+        sq[b % k.channels] += v * v;
+      }
+      n += double(rec->payload_size) / k.channels;
     }
-    n += rec->payload_size / 3;
-  }
-  const DatasetMeta& m = db.value()->meta();
-  ASSERT_EQ(m.mean.size(), 3u);
-  for (int c = 0; c < 3; ++c) {
-    const double mean = sum[c] / n;
-    EXPECT_NEAR(m.mean[c], mean, 1e-9) << c;
-    EXPECT_NEAR(m.std[c], std::sqrt(sq[c] / n - mean * mean), 1e-9) << c;
+    const DatasetMeta& m = db.value()->meta();
+    ASSERT_EQ(m.mean.size(), size_t(k.channels));
+    for (int c = 0; c < k.channels; ++c) {
+      const double mean = sum[c] / n;
+      EXPECT_NEAR(m.mean[c], mean, 1e-9) << c;
+      EXPECT_NEAR(m.std[c], std::sqrt(sq[c] / n - mean * mean), 1e-9) << c;
+    }
   }
 }
 

@@ -133,6 +133,15 @@ struct DecodeOptions {
 // A truncated JPEG is an error ("truncated JPEG").
 Result<Image> DecodeImage(const uint8_t* data, size_t size, const DecodeOptions& opts);
 
+// DecodeImage's plain case straight into caller memory: a JPEG (`info` from
+// ProbeImage) that needs no resize under opts.limit, no orientation change
+// and no CMYK conversion, decoded to opts.channels into `dst`
+// (info.width * info.height * opts.channels bytes, rows packed). The same
+// pixels DecodeImage gives. Returns NotSupported, writing nothing, for any
+// other image (then call DecodeImage); decode errors as DecodeImage.
+Status DecodeJpegInto(const uint8_t* data, size_t size, const ImageInfo& info, const DecodeOptions& opts,
+                      uint8_t* dst);
+
 // Encodes as baseline JPEG, 4:2:0 for colour. channels 4 is read as RGBX
 // (the fourth byte ignored).
 Result<std::vector<uint8_t>> EncodeJpeg(const Image& img, int quality);
