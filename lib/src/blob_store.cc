@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include <cstring>
+#include <mutex>
 
 #include "imagepack/files.h"
 #include "store_internal.h"
@@ -56,7 +57,36 @@ class BlobWriter : public RecordWriter {
     return status_;
   }
 
+  bool parallel_writes() const override { return true; }
+
+  // The record's place: after the last one, aligned. The padding in
+  // between is never written: a hole in the file reads as zeros.
+  Result<uint64_t> Reserve(size_t size) override {
+    if (!status_.ok()) return status_;
+    if (!buf_.empty()) status_ = FlushBuffer();  // records added before
+    if (!status_.ok()) return status_;
+    const uint64_t at = pos_;
+    offsets_.push_back(at);
+    lengths_.push_back(size);
+    pos_ += size;
+    pos_ += (kAlign - pos_ % kAlign) % kAlign;
+    return at;
+  }
+
+  Status WriteReserved(uint64_t at, const uint8_t* record, size_t size) override {
+    Status st = PwriteAll(record, size, at);
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> g(parallel_mu_);
+      if (parallel_status_.ok()) parallel_status_ = st;
+    }
+    return st;
+  }
+
   Status Finish(const DatasetMeta& meta) override {
+    {
+      std::lock_guard<std::mutex> g(parallel_mu_);
+      if (!parallel_status_.ok() && status_.ok()) status_ = parallel_status_;
+    }
     if (!status_.ok()) return status_;
     if (meta.count != count())
       return status_ = Status::InvalidArgument("metadata count " + std::to_string(meta.count) + " but " +
@@ -101,13 +131,16 @@ class BlobWriter : public RecordWriter {
 
   // Small records gather in the buffer (few syscalls); large ones (raw
   // images: 200 KB and more) go to the file directly, saving a copy on
-  // this one writer thread.
+  // this one writer thread. Every write says where it goes (pwrite): the
+  // file offset plays no part, so reserved records can be written around.
   Status Write(const uint8_t* p, size_t n) {
+    const uint64_t at = pos_;
     pos_ += n;
     if (n >= kDirect || buf_.size() + n > kBufSize) {
       IMAGEPACK_RETURN_IF_ERROR(FlushBuffer());
-      if (n >= kDirect) return WriteFd(p, n);
+      if (n >= kDirect) return PwriteAll(p, n, at);
     }
+    if (buf_.empty()) buf_at_ = at;
     buf_.insert(buf_.end(), p, p + n);
     return Status::Ok();
   }
@@ -117,11 +150,20 @@ class BlobWriter : public RecordWriter {
     return pad ? Write(zeros, pad) : Status::Ok();
   }
   Status FlushBuffer() {
-    Status st = WriteFd(buf_.data(), buf_.size());
+    Status st = PwriteAll(buf_.data(), buf_.size(), buf_at_);
     buf_.clear();
     return st;
   }
-  Status WriteFd(const uint8_t* p, size_t n) { return WriteAll(fd_, p, n, tmp_); }
+  Status PwriteAll(const uint8_t* p, size_t n, uint64_t at) const {
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t got = ::pwrite(fd_, p + done, n - done, static_cast<off_t>(at + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Status::FromErrno("write " + tmp_, errno);
+      done += static_cast<size_t>(got);
+    }
+    return Status::Ok();
+  }
 
   std::string path_, tmp_;
   int fd_ = -1;
@@ -130,6 +172,9 @@ class BlobWriter : public RecordWriter {
   std::vector<uint64_t> offsets_, lengths_;
   bool finished_ = false;
   Status status_;
+  uint64_t buf_at_ = 0;        // where buf_'s first byte goes
+  std::mutex parallel_mu_;
+  Status parallel_status_;     // the first WriteReserved() failure
 };
 
 struct Mapping {

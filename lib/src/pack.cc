@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -94,6 +95,7 @@ struct Packed {
   int64_t bytes_in = 0;
   int64_t payload = 0;
   int32_t label = -1;
+  int64_t write_at = -1;  // parallel writes: where the record goes
 };
 
 std::string Trim(const std::string& s) {
@@ -461,6 +463,9 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   std::atomic<bool> write_failed{false};  // read by the input stage
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
   tbb::task_arena arena(std::max(threads, 1));
+  const bool parallel_writes = w.parallel_writes();
+  std::mutex parallel_error_mu;
+  Status parallel_error;  // the first WriteReserved() failure
   size_t next = 0;
   arena.execute([&] {
     tbb::parallel_pipeline(
@@ -475,7 +480,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
                                          return next++;
                                        }) &
             tbb::make_filter<size_t, Packed>(tbb::filter_mode::parallel, process) &
-            tbb::make_filter<Packed, void>(tbb::filter_mode::serial_in_order, [&](Packed p) {
+            tbb::make_filter<Packed, Packed>(tbb::filter_mode::serial_in_order, [&](Packed p) -> Packed {
               if (o.progress) {
                 ++o.progress->done;
                 o.progress->bytes_in += p.bytes_in;
@@ -484,17 +489,31 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
               if (!p.error.empty()) {
                 summary.errors.push_back({items[p.pos].rel, p.error});
                 if (o.progress) ++o.progress->failed;
-                return;
+                p.record.clear();
+                return p;
               }
-              if (!write_status.ok()) return;
-              write_status = w.Add(std::move(p.record));
+              if (!write_status.ok() || write_failed.load()) {
+                p.record.clear();
+                return p;
+              }
+              const int64_t record_bytes = static_cast<int64_t>(p.record.size());
+              if (parallel_writes) {
+                // The record's place is fixed here, in order; its bytes are
+                // written by the next stage, on any thread.
+                auto at = w.Reserve(p.record.size());
+                if (at.ok()) p.write_at = static_cast<int64_t>(at.value());
+                else write_status = at.status();
+              } else {
+                write_status = w.Add(std::move(p.record));
+              }
               if (!write_status.ok()) {
                 write_failed = true;
-                return;
+                p.record.clear();
+                return p;
               }
               if (p.label >= 0 && static_cast<size_t>(p.label) < label_counts.size()) ++label_counts[p.label];
               summary.payload_bytes += p.payload;
-              if (o.progress) o.progress->bytes_out += static_cast<int64_t>(p.record.size());
+              if (o.progress) o.progress->bytes_out += record_bytes;
               summary.passed_through += p.passed_through;
               if (p.has_moments) {
                 ++stats_images;
@@ -504,9 +523,22 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
                   total.sq[k] += p.moments.sq[k];
                 }
               }
+              return p;
+            }) &
+            tbb::make_filter<Packed, void>(tbb::filter_mode::parallel, [&](Packed p) {
+              if (p.write_at < 0) return;
+              // A failure is kept by the writer and fails Finish(); stop
+              // feeding the pipeline.
+              Status st = w.WriteReserved(static_cast<uint64_t>(p.write_at), p.record.data(), p.record.size());
+              if (!st.ok()) {
+                std::lock_guard<std::mutex> g(parallel_error_mu);
+                if (parallel_error.ok()) parallel_error = st;
+                write_failed = true;
+              }
             }));
   });
   IMAGEPACK_RETURN_IF_ERROR(write_status);
+  IMAGEPACK_RETURN_IF_ERROR(parallel_error);
   std::sort(summary.errors.begin(), summary.errors.end(),
             [](const FileError& a, const FileError& b) { return a.path < b.path; });
   if (next < items.size()) {

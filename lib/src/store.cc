@@ -50,6 +50,11 @@ class LockedWriter : public RecordWriter {
   Status Add(std::vector<uint8_t>&& record) override { return inner_->Add(std::move(record)); }
   Status Finish(const DatasetMeta& meta) override { return inner_->Finish(meta); }
   int64_t count() const override { return inner_->count(); }
+  bool parallel_writes() const override { return inner_->parallel_writes(); }
+  Result<uint64_t> Reserve(size_t size) override { return inner_->Reserve(size); }
+  Status WriteReserved(uint64_t at, const uint8_t* record, size_t size) override {
+    return inner_->WriteReserved(at, record, size);
+  }
 
  private:
   std::unique_ptr<PathLock> lock_;

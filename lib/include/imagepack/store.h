@@ -23,7 +23,7 @@ Result<ContainerFormat> ParseContainerFormat(const std::string& name);
 // `path` only ever holds a complete container. Destroying a writer that has
 // not finished deletes the temporary. Status is sticky: after the first
 // failure Add() does nothing and Finish() returns that failure.
-// Not thread-safe: one writer thread.
+// Not thread-safe: one writer thread (but see WriteReserved).
 class RecordWriter {
  public:
   virtual ~RecordWriter() = default;
@@ -34,6 +34,22 @@ class RecordWriter {
   // Writes `meta` (its count must equal the records added), syncs, renames.
   virtual Status Finish(const DatasetMeta& meta) = 0;
   virtual int64_t count() const = 0;
+
+  // Containers that take record bytes from several threads (blob): Reserve()
+  // adds the next record (writer thread, in record order) and returns where
+  // its bytes go; WriteReserved() writes them there, from any thread, each
+  // reservation once. Every WriteReserved() must have returned before
+  // Finish(). A failed WriteReserved() fails Finish() too. LMDB: not
+  // supported (liblmdb has one writer), use Add().
+  virtual bool parallel_writes() const { return false; }
+  virtual Result<uint64_t> Reserve(size_t size) {
+    (void)size;
+    return Status::NotSupported("this container has one writer thread");
+  }
+  virtual Status WriteReserved(uint64_t at, const uint8_t* record, size_t size) {
+    (void)at, (void)record, (void)size;
+    return Status::NotSupported("this container has one writer thread");
+  }
 };
 
 struct WriterOptions {
