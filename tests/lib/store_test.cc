@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "imagepack/files.h"
 #include "testutil.h"
@@ -185,6 +186,54 @@ TEST(Writer, OverwriteReplacesAtomically) {
   EXPECT_EQ(OpenDatabase(d / "db").value()->size(), 3);  // old one readable meanwhile
   ASSERT_OK(w.value()->Finish(Meta(0)));
   EXPECT_EQ(OpenDatabase(d / "db").value()->size(), 0);
+}
+
+// Blob records whose place is reserved in order and whose bytes are written
+// later from other threads, in any order, mixed with plain Add()s: the
+// container reads back as if every record had been added in order.
+TEST(Writer, BlobReservedRecordsWrittenOutOfOrderFromThreads) {
+  TempDir d;
+  auto w = CreateWriter(ContainerFormat::kBlob, d / "db");
+  ASSERT_OK(w);
+  ASSERT_TRUE(w.value()->parallel_writes());
+  const int n = 40;
+  std::vector<std::vector<uint8_t>> recs;
+  for (int i = 0; i < n; ++i) {
+    auto p = Payload(i * 50);  // 1 KB to 74 KB: some above the direct-write size
+    recs.push_back(EncodeRecord({Encoding::kJpeg, 3, i % 3, 1, 1}, "f" + std::to_string(i), p.data(), p.size()));
+  }
+  std::vector<uint64_t> at(n);
+  for (int i = 0; i < n; ++i) {
+    if (i % 7 == 3) {
+      ASSERT_OK(w.value()->Add(recs[i]));  // a plain add between reservations
+      at[i] = UINT64_MAX;
+      continue;
+    }
+    auto r = w.value()->Reserve(recs[i].size());
+    ASSERT_OK(r);
+    at[i] = r.value();
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = n - 1 - t; i >= 0; i -= 3)  // backwards, interleaved
+        if (at[i] != UINT64_MAX) EXPECT_OK(w.value()->WriteReserved(at[i], recs[i].data(), recs[i].size()));
+    });
+  for (auto& th : threads) th.join();
+  ASSERT_OK(w.value()->Finish(Meta(n)));
+  auto src = OpenDatabase(d / "db");
+  ASSERT_OK(src);
+  auto cur = src.value()->NewCursor();
+  for (int i = 0; i < n; ++i) {
+    const uint8_t* data;
+    size_t size;
+    ASSERT_OK(cur->ReadRaw(i, &data, &size));
+    ASSERT_EQ(std::vector<uint8_t>(data, data + size), recs[i]) << i;
+  }
+  auto lmdb = CreateWriter(ContainerFormat::kLmdb, d / "l");
+  ASSERT_OK(lmdb);
+  EXPECT_FALSE(lmdb.value()->parallel_writes());
+  EXPECT_FALSE(lmdb.value()->Reserve(10).ok());
 }
 
 TEST(Writer, CountMismatchIsRefused) {
