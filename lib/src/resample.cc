@@ -417,6 +417,36 @@ void HorizontalPass1Sse2(const uint8_t* src, size_t src_stride, int src_w, int r
 // b0 b1 x0 x1), so one _mm256_madd_epi16 applies a tap pair to two outputs.
 // Taps past an output's count have weight 0; outputs whose padded taps
 // would read past the row end, and the last dst_w % 4, are done in scalar.
+// The four outputs x..x+3 of one row (3 or 4 interleaved channels): tap
+// pairs accumulated as int32 (two outputs per register, one per 128-bit
+// lane), scaled back and packed to int16: lanes [x, x+2 | x+1, x+3], four
+// channels each. `w` holds the group's expanded weights (see below).
+template <int C>
+__attribute__((target("avx2"), always_inline)) inline __m256i GroupSums16(const uint8_t* s, const AxisWeights& aw,
+                                                                         int x, const int32_t* w, int max_pairs,
+                                                                         int pairs, __m128i interleave) {
+  const uint8_t* p0 = s + size_t(aw.start[x]) * C;
+  const uint8_t* p1 = s + size_t(aw.start[x + 1]) * C;
+  const uint8_t* p2 = s + size_t(aw.start[x + 2]) * C;
+  const uint8_t* p3 = s + size_t(aw.start[x + 3]) * C;
+  const __m256i* w01 = reinterpret_cast<const __m256i*>(w);
+  const __m256i* w23 = reinterpret_cast<const __m256i*>(w + size_t(max_pairs) * 8);
+  const __m256i round = _mm256_set1_epi32(1 << (kPrec - 1));
+  __m256i a01 = round, a23 = round;
+  for (int p = 0; p < pairs; ++p) {
+    const size_t o = size_t(2 * p) * C;
+    __m128i v01 = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p0 + o)),
+                                     _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p1 + o)));
+    __m128i v23 = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p2 + o)),
+                                     _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p3 + o)));
+    v01 = _mm_shuffle_epi8(v01, interleave);
+    v23 = _mm_shuffle_epi8(v23, interleave);
+    a01 = _mm256_add_epi32(a01, _mm256_madd_epi16(_mm256_cvtepu8_epi16(v01), _mm256_loadu_si256(w01 + p)));
+    a23 = _mm256_add_epi32(a23, _mm256_madd_epi16(_mm256_cvtepu8_epi16(v23), _mm256_loadu_si256(w23 + p)));
+  }
+  return _mm256_packs_epi32(_mm256_srai_epi32(a01, kPrec), _mm256_srai_epi32(a23, kPrec));
+}
+
 // kPlanar: the first three channels go to three planes (`planes`, row y
 // of plane c at planes->p[c] + y * planes->stride) instead of `dst`.
 template <int C, bool kPlanar = false>
@@ -455,10 +485,10 @@ __attribute__((target("avx2"))) void HorizontalPassAvx2(const uint8_t* src, size
   }
   const __m128i interleave = C == 4 ? _mm_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15)
                                     : _mm_setr_epi8(0, 3, 1, 4, 2, 5, -1, -1, 8, 11, 9, 12, 10, 13, -1, -1);
-  const __m256i round = _mm256_set1_epi32(1 << (kPrec - 1));
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0);
   const __m128i compact3 = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
   const __m128i split = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m256i split8 = _mm256_broadcastsi128_si256(split);
   for (int y = 0; y < rows; ++y) {
     const uint8_t* s = src + size_t(y) * src_stride;
     uint8_t* d = dst + size_t(y) * dst_stride;
@@ -471,28 +501,27 @@ __attribute__((target("avx2"))) void HorizontalPassAvx2(const uint8_t* src, size
         }
         continue;
       }
-      const uint8_t* p0 = s + size_t(aw.start[x]) * C;
-      const uint8_t* p1 = s + size_t(aw.start[x + 1]) * C;
-      const uint8_t* p2 = s + size_t(aw.start[x + 2]) * C;
-      const uint8_t* p3 = s + size_t(aw.start[x + 3]) * C;
-      const __m256i* w01 = reinterpret_cast<const __m256i*>(&we[(size_t(g) * 2) * max_pairs * 8]);
-      const __m256i* w23 = reinterpret_cast<const __m256i*>(&we[(size_t(g) * 2 + 1) * max_pairs * 8]);
-      __m256i a01 = round, a23 = round;
-      for (int p = 0; p < gpairs[g]; ++p) {
-        const size_t o = size_t(2 * p) * C;
-        __m128i v01 = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p0 + o)),
-                                         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p1 + o)));
-        __m128i v23 = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p2 + o)),
-                                         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p3 + o)));
-        v01 = _mm_shuffle_epi8(v01, interleave);
-        v23 = _mm_shuffle_epi8(v23, interleave);
-        a01 = _mm256_add_epi32(a01, _mm256_madd_epi16(_mm256_cvtepu8_epi16(v01), _mm256_loadu_si256(w01 + p)));
-        a23 = _mm256_add_epi32(a23, _mm256_madd_epi16(_mm256_cvtepu8_epi16(v23), _mm256_loadu_si256(w23 + p)));
+      const __m256i s16 = GroupSums16<C>(s, aw, x, &we[(size_t(g) * 2) * max_pairs * 8], max_pairs, gpairs[g],
+                                         interleave);
+      if (kPlanar && g + 1 < groups && gpairs[g + 1] != 0) {
+        // Eight outputs: both groups' bytes in one register (lanes:
+        // [x0 x2 x4 x6 | x1 x3 x5 x7], 4 channels each), each channel's
+        // bytes gathered per lane, then the two lanes interleaved: 8 bytes
+        // of R, G and B in output order.
+        const __m256i s16b = GroupSums16<C>(s, aw, x + 4, &we[(size_t(g + 1) * 2) * max_pairs * 8], max_pairs,
+                                            gpairs[g + 1], interleave);
+        const __m256i bytes = _mm256_shuffle_epi8(_mm256_packus_epi16(s16, s16b), split8);
+        const __m128i lo = _mm256_castsi256_si128(bytes), hi = _mm256_extracti128_si256(bytes, 1);
+        const __m128i rg = _mm_unpacklo_epi8(lo, hi), bx = _mm_unpackhi_epi8(lo, hi);
+        const size_t at = size_t(y) * planes->stride + size_t(x);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(planes->p[0] + at), rg);
+        _mm_storeh_pd(reinterpret_cast<double*>(planes->p[1] + at), _mm_castsi128_pd(rg));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(planes->p[2] + at), bx);
+        ++g;
+        continue;
       }
-      a01 = _mm256_srai_epi32(a01, kPrec);
-      a23 = _mm256_srai_epi32(a23, kPrec);
       // lanes: [x0 x2 | x1 x3] as int16, then bytes; reorder to x0 x1 x2 x3.
-      __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(a01, a23), _mm256_setzero_si256());
+      __m256i b = _mm256_packus_epi16(s16, _mm256_setzero_si256());
       __m128i out = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(b, order));
       if (kPlanar) {
         out = _mm_shuffle_epi8(out, split);  // r0-3 g0-3 b0-3 -
