@@ -60,6 +60,12 @@ uint8_t* Scratch(std::vector<uint8_t>& v, size_t bytes) {
   return v.data();
 }
 
+// The intermediate image between the two passes (one per thread).
+uint8_t* PassScratch(size_t bytes) {
+  thread_local std::vector<uint8_t> v;
+  return Scratch(v, bytes);
+}
+
 double Sinc(double x) {
   if (x == 0.0) return 1.0;
   x *= kPi;
@@ -132,9 +138,7 @@ AxisWeights ComputeWeights(int in_size, int out_size, ResampleFilter filter, dou
     if (hi <= lo) { lo = std::min(static_cast<int>(center), in_size - 1); hi = lo + 1; }
     double total = 0.0;
     for (int x = lo; x < hi; ++x) {
-      tmp[x - lo] = filter == ResampleFilter::kTriangle
-                        ? std::max(0.0, 1.0 - std::fabs((x + 0.5 - center) * inv_fscale))
-                        : FilterValue(filter, (x + 0.5 - center) * inv_fscale);
+      tmp[x - lo] = FilterValue(filter, (x + 0.5 - center) * inv_fscale);
       total += tmp[x - lo];
     }
     if (total == 0.0) {  // degenerate: nearest neighbour
@@ -412,11 +416,6 @@ void HorizontalPass1Sse2(const uint8_t* src, size_t src_stride, int src_w, int r
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define IMAGEPACK_HAVE_AVX2_KERNELS 1
-// AVX2, 3 or 4 interleaved channels: four outputs per step. Each 128-bit
-// lane holds one output's two taps of every channel as int16 (r0 r1 g0 g1
-// b0 b1 x0 x1), so one _mm256_madd_epi16 applies a tap pair to two outputs.
-// Taps past an output's count have weight 0; outputs whose padded taps
-// would read past the row end, and the last dst_w % 4, are done in scalar.
 // The four outputs x..x+3 of one row (3 or 4 interleaved channels): tap
 // pairs accumulated as int32 (two outputs per register, one per 128-bit
 // lane), scaled back and packed to int16: lanes [x, x+2 | x+1, x+3], four
@@ -447,6 +446,11 @@ __attribute__((target("avx2"), always_inline)) inline __m256i GroupSums16(const 
   return _mm256_packs_epi32(_mm256_srai_epi32(a01, kPrec), _mm256_srai_epi32(a23, kPrec));
 }
 
+// AVX2, 3 or 4 interleaved channels: four outputs per step. Each 128-bit
+// lane holds one output's two taps of every channel as int16 (r0 r1 g0 g1
+// b0 b1 x0 x1), so one _mm256_madd_epi16 applies a tap pair to two outputs.
+// Taps past an output's count have weight 0; outputs whose padded taps
+// would read past the row end, and the last dst_w % 4, are done in scalar.
 // kPlanar: the first three channels go to three planes (`planes`, row y
 // of plane c at planes->p[c] + y * planes->stride) instead of `dst`.
 template <int C, bool kPlanar = false>
@@ -699,6 +703,35 @@ void VerticalPass(const uint8_t* src, size_t src_stride, size_t row_bytes, uint8
   }
 }
 
+// The vertical pass first, over only the columns the horizontal taps read,
+// into per-thread scratch (dst_h rows); `hw` is rebased to that window.
+struct Window {
+  const uint8_t* data;
+  size_t stride;
+  int width;
+};
+
+Window VerticalFirst(const uint8_t* src, size_t src_stride, int channels, int dst_h, const AxisWeights& vw,
+                     AxisWeights* hw) {
+  const int col_lo = *std::min_element(hw->start.begin(), hw->start.end());
+  int col_hi = col_lo + 1;
+  for (size_t i = 0; i < hw->start.size(); ++i) col_hi = std::max(col_hi, hw->start[i] + hw->count[i]);
+  const size_t row = size_t(col_hi - col_lo) * channels;
+  uint8_t* tmp = PassScratch(size_t(dst_h) * row);
+  VerticalPass(src + size_t(col_lo) * channels, src_stride, row, tmp, row, dst_h, vw);
+  for (auto& s : hw->start) s -= col_lo;
+  return {tmp, row, col_hi - col_lo};
+}
+
+// The source rows the vertical taps read: (first, count); `vw` is rebased
+// to them.
+std::pair<int, int> RebaseRows(AxisWeights* vw) {
+  const int row_lo = vw->start.front();
+  const int rows = vw->start.back() + vw->count.back() - row_lo;
+  for (auto& s : vw->start) s -= row_lo;
+  return {row_lo, rows};
+}
+
 }  // namespace
 
 Result<ResampleFilter> ParseResampleFilter(const std::string& name) {
@@ -755,28 +788,17 @@ void ResampleRegion(const uint8_t* src, int src_w, int src_h, size_t src_stride,
     VerticalPass(src, src_stride, dst_row, dst, dst_stride, dst_h, vw);
     return;
   }
-  thread_local std::vector<uint8_t> scratch;
   if (dst_h <= src_h) {
     // Shrinking vertically: the vertical pass first leaves fewer rows for the
-    // (costlier per output) horizontal pass. Only the columns the horizontal
-    // taps read are filtered.
-    const int col_lo = *std::min_element(hw.start.begin(), hw.start.end());
-    int col_hi = col_lo + 1;
-    for (int i = 0; i < dst_w; ++i) col_hi = std::max(col_hi, hw.start[i] + hw.count[i]);
-    const size_t tmp_row = size_t(col_hi - col_lo) * channels;
-    uint8_t* tmp = Scratch(scratch, size_t(dst_h) * tmp_row);
-    VerticalPass(src + size_t(col_lo) * channels, src_stride, tmp_row, tmp, tmp_row, dst_h, vw);
-    for (auto& s : hw.start) s -= col_lo;
-    HorizontalPassAny(channels, tmp, tmp_row, col_hi - col_lo, dst_h, dst, dst_stride, dst_w, hw);
+    // (costlier per output) horizontal pass.
+    const Window t = VerticalFirst(src, src_stride, channels, dst_h, vw, &hw);
+    HorizontalPassAny(channels, t.data, t.stride, t.width, dst_h, dst, dst_stride, dst_w, hw);
     return;
   }
   // Horizontal first, over only the source rows the vertical pass reads.
-  const int row_lo = vw.start.front();
-  const int row_hi = vw.start.back() + vw.count.back();
-  uint8_t* tmp = Scratch(scratch, size_t(row_hi - row_lo) * dst_row);
-  HorizontalPassAny(channels, src + size_t(row_lo) * src_stride, src_stride, src_w, row_hi - row_lo, tmp, dst_row,
-                    dst_w, hw);
-  for (auto& s : vw.start) s -= row_lo;
+  const auto [row_lo, rows] = RebaseRows(&vw);
+  uint8_t* tmp = PassScratch(size_t(rows) * dst_row);
+  HorizontalPassAny(channels, src + size_t(row_lo) * src_stride, src_stride, src_w, rows, tmp, dst_row, dst_w, hw);
   VerticalPass(tmp, dst_row, dst_row, dst, dst_stride, dst_h, vw);
 }
 
@@ -787,30 +809,21 @@ void ResampleRegionToPlanes(const uint8_t* src, int src_w, int src_h, size_t src
   AxisWeights hw = ComputeWeights(src_w, dst_w, filter, rx, rw);
   if (mirror) MirrorAxis(&hw);
   AxisWeights vw = ComputeWeights(src_h, dst_h, filter, ry, rh);
-  thread_local std::vector<uint8_t> scratch;
   if (dst_h <= src_h) {
-    // Vertical first (interleaved, only the columns used), then the
-    // horizontal pass writes the planes.
-    const int col_lo = *std::min_element(hw.start.begin(), hw.start.end());
-    int col_hi = col_lo + 1;
-    for (int i = 0; i < dst_w; ++i) col_hi = std::max(col_hi, hw.start[i] + hw.count[i]);
-    const size_t tmp_row = size_t(col_hi - col_lo) * channels;
-    uint8_t* tmp = Scratch(scratch, size_t(dst_h) * tmp_row);
-    VerticalPass(src + size_t(col_lo) * channels, src_stride, tmp_row, tmp, tmp_row, dst_h, vw);
-    for (auto& s : hw.start) s -= col_lo;
-    HorizontalPassToPlanes(channels, tmp, tmp_row, col_hi - col_lo, dst_h, out, dst_w, hw);
+    // Vertical first (interleaved), then the horizontal pass writes the
+    // planes.
+    const Window t = VerticalFirst(src, src_stride, channels, dst_h, vw, &hw);
+    HorizontalPassToPlanes(channels, t.data, t.stride, t.width, dst_h, out, dst_w, hw);
     return;
   }
   // Horizontal first into planar rows [R | G | B] of the source rows the
   // vertical pass reads; then one vertical pass per plane.
-  const int row_lo = vw.start.front();
-  const int row_hi = vw.start.back() + vw.count.back();
+  const auto [row_lo, rows] = RebaseRows(&vw);
   const size_t tmp_row = size_t(dst_w) * 3;
-  uint8_t* tmp = Scratch(scratch, size_t(row_hi - row_lo) * tmp_row);
-  const Planes rows{{tmp, tmp + dst_w, tmp + 2 * size_t(dst_w)}, tmp_row};
-  HorizontalPassToPlanes(channels, src + size_t(row_lo) * src_stride, src_stride, src_w, row_hi - row_lo, rows, dst_w,
+  uint8_t* tmp = PassScratch(size_t(rows) * tmp_row);
+  const Planes planar_rows{{tmp, tmp + dst_w, tmp + 2 * size_t(dst_w)}, tmp_row};
+  HorizontalPassToPlanes(channels, src + size_t(row_lo) * src_stride, src_stride, src_w, rows, planar_rows, dst_w,
                          hw);
-  for (auto& s : vw.start) s -= row_lo;
   for (int c = 0; c < 3; ++c)
     VerticalPass(tmp + size_t(c) * dst_w, tmp_row, size_t(dst_w), planes[c], plane_stride, dst_h, vw);
 }
