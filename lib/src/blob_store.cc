@@ -82,11 +82,14 @@ class BlobWriter : public RecordWriter {
     return st;
   }
 
+  Status status() const override {
+    if (!status_.ok()) return status_;
+    std::lock_guard<std::mutex> g(parallel_mu_);
+    return parallel_status_;
+  }
+
   Status Finish(const DatasetMeta& meta) override {
-    {
-      std::lock_guard<std::mutex> g(parallel_mu_);
-      if (!parallel_status_.ok() && status_.ok()) status_ = parallel_status_;
-    }
+    status_ = status();
     if (!status_.ok()) return status_;
     if (meta.count != count())
       return status_ = Status::InvalidArgument("metadata count " + std::to_string(meta.count) + " but " +
@@ -154,16 +157,7 @@ class BlobWriter : public RecordWriter {
     buf_.clear();
     return st;
   }
-  Status PwriteAll(const uint8_t* p, size_t n, uint64_t at) const {
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t got = ::pwrite(fd_, p + done, n - done, static_cast<off_t>(at + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return Status::FromErrno("write " + tmp_, errno);
-      done += static_cast<size_t>(got);
-    }
-    return Status::Ok();
-  }
+  Status PwriteAll(const uint8_t* p, size_t n, uint64_t at) const { return imagepack::PwriteAll(fd_, p, n, at, tmp_); }
 
   std::string path_, tmp_;
   int fd_ = -1;
@@ -173,7 +167,7 @@ class BlobWriter : public RecordWriter {
   bool finished_ = false;
   Status status_;
   uint64_t buf_at_ = 0;        // where buf_'s first byte goes
-  std::mutex parallel_mu_;
+  mutable std::mutex parallel_mu_;
   Status parallel_status_;     // the first WriteReserved() failure
 };
 
@@ -216,16 +210,11 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const Op
   }
   if (opts.in_ram) {
     auto buf = std::make_shared<std::vector<uint8_t>>(file_size);
-    size_t done = 0;
-    while (done < file_size) {
-      ssize_t n = ::pread(fd, buf->data() + done, file_size - done, static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        int e = n < 0 ? errno : EIO;
-        ::close(fd);
-        return Status::FromErrno("read " + path, e);
-      }
-      done += static_cast<size_t>(n);
+    const ssize_t got = PreadFull(fd, buf->data(), file_size, 0);
+    if (got != static_cast<ssize_t>(file_size)) {
+      const int e = got < 0 ? errno : EIO;
+      ::close(fd);
+      return Status::FromErrno("read " + path, e);
     }
     base = buf->data();
     resident = static_cast<int64_t>(file_size);

@@ -56,6 +56,33 @@ Status WriteAll(int fd, const void* data, size_t size, const std::string& path) 
   return Status::Ok();
 }
 
+Status PwriteAll(int fd, const void* data, size_t size, uint64_t offset, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pwrite(fd, p + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("write " + path, errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+ssize_t PreadFull(int fd, void* data, size_t size, uint64_t offset) {
+  char* p = static_cast<char*>(data);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, p + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) break;  // end of file
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(done);
+}
+
 bool HasImageExtension(const std::string& path) {
   static const std::set<std::string> kExt = {".jpg", ".jpeg", ".jpe", ".png", ".gif",
                                              ".bmp", ".tif",  ".tiff", ".webp", ".ppm",

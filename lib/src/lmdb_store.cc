@@ -95,6 +95,7 @@ class LmdbWriter : public RecordWriter {
   }
 
   int64_t count() const override { return added_; }
+  Status status() const override { return status_; }
 
  private:
   using Batch = std::vector<std::pair<std::string, std::vector<uint8_t>>>;

@@ -12,7 +12,6 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -464,8 +463,6 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
   tbb::task_arena arena(std::max(threads, 1));
   const bool parallel_writes = w.parallel_writes();
-  std::mutex parallel_error_mu;
-  Status parallel_error;  // the first WriteReserved() failure
   size_t next = 0;
   arena.execute([&] {
     tbb::parallel_pipeline(
@@ -527,18 +524,14 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
             }) &
             tbb::make_filter<Packed, void>(tbb::filter_mode::parallel, [&](Packed p) {
               if (p.write_at < 0) return;
-              // A failure is kept by the writer and fails Finish(); stop
-              // feeding the pipeline.
-              Status st = w.WriteReserved(static_cast<uint64_t>(p.write_at), p.record.data(), p.record.size());
-              if (!st.ok()) {
-                std::lock_guard<std::mutex> g(parallel_error_mu);
-                if (parallel_error.ok()) parallel_error = st;
+              // The writer keeps a failure (w.status()); stop feeding the
+              // pipeline.
+              if (!w.WriteReserved(static_cast<uint64_t>(p.write_at), p.record.data(), p.record.size()).ok())
                 write_failed = true;
-              }
             }));
   });
   IMAGEPACK_RETURN_IF_ERROR(write_status);
-  IMAGEPACK_RETURN_IF_ERROR(parallel_error);
+  if (write_failed) IMAGEPACK_RETURN_IF_ERROR(w.status());
   std::sort(summary.errors.begin(), summary.errors.end(),
             [](const FileError& a, const FileError& b) { return a.path < b.path; });
   if (next < items.size()) {

@@ -50,6 +50,7 @@ class LockedWriter : public RecordWriter {
   Status Add(std::vector<uint8_t>&& record) override { return inner_->Add(std::move(record)); }
   Status Finish(const DatasetMeta& meta) override { return inner_->Finish(meta); }
   int64_t count() const override { return inner_->count(); }
+  Status status() const override { return inner_->status(); }
   bool parallel_writes() const override { return inner_->parallel_writes(); }
   Result<uint64_t> Reserve(size_t size) override { return inner_->Reserve(size); }
   Status WriteReserved(uint64_t at, const uint8_t* record, size_t size) override {
@@ -91,15 +92,10 @@ class PreadCursor : public RecordCursor {
       return Status::InvalidArgument("record " + RecordKey(index) + " is out of range");
     const size_t n = static_cast<size_t>((*lengths_)[index]);
     if (buf_.size() < n) buf_.resize(n);
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t got =
-          ::pread(fd_, buf_.data() + done, n - done, static_cast<off_t>((*offsets_)[index] + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return Status::FromErrno("read record " + RecordKey(index), errno);
-      if (got == 0) return Status::Corruption("record " + RecordKey(index) + " ends past the end of the file");
-      done += static_cast<size_t>(got);
-    }
+    const ssize_t got = PreadFull(fd_, buf_.data(), n, (*offsets_)[index]);
+    if (got < 0) return Status::FromErrno("read record " + RecordKey(index), errno);
+    if (static_cast<size_t>(got) < n)
+      return Status::Corruption("record " + RecordKey(index) + " ends past the end of the file");
     *data = buf_.data();
     *size = n;
     return Status::Ok();

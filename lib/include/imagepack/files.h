@@ -1,6 +1,8 @@
 // File-system helpers: tree listing, whole-file reads, atomic writes.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -66,6 +68,15 @@ class PathLock {
 // write(2)s all of `data` to `fd`, retrying short writes and EINTR. Errors
 // name `path`.
 Status WriteAll(int fd, const void* data, size_t size, const std::string& path);
+
+// pwrite(2)s all of `data` at `offset`, retrying short writes and EINTR.
+// Errors name `path`.
+Status PwriteAll(int fd, const void* data, size_t size, uint64_t offset, const std::string& path);
+
+// pread(2)s `size` bytes at `offset`, retrying short reads and EINTR.
+// Returns the bytes read (fewer than `size` only at the end of the file),
+// or -1 with errno set.
+ssize_t PreadFull(int fd, void* data, size_t size, uint64_t offset);
 
 // fsyncs the directory holding `path` so a rename into it is durable.
 Status SyncParentDir(const std::string& path);

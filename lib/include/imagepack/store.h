@@ -34,6 +34,8 @@ class RecordWriter {
   // Writes `meta` (its count must equal the records added), syncs, renames.
   virtual Status Finish(const DatasetMeta& meta) = 0;
   virtual int64_t count() const = 0;
+  // The first failure so far (sticky), including a failed WriteReserved().
+  virtual Status status() const = 0;
 
   // Containers that take record bytes from several threads (blob): Reserve()
   // adds the next record (writer thread, in record order) and returns where
