@@ -41,6 +41,18 @@ Status PixelLimit(int w, int h, int64_t max_pixels) {
                                  std::to_string(max_pixels) + " (--max-pixels)");
 }
 
+// One TurboJPEG decode of the whole image into `dst` (dw x dh pixels of
+// format `pf`, rows packed); a fresh decompressor, so nothing is carried
+// over from another image.
+Status TjDecode(const uint8_t* data, size_t size, uint8_t* dst, int dw, int dh, int pf, bool fast_dct) {
+  internal::TjDecompressor decompressor;
+  tjhandle h = decompressor.get();
+  if (!h) return Status::IOError("cannot create a libjpeg-turbo decompressor");
+  if (tjDecompress2(h, data, static_cast<unsigned long>(size), dst, dw, 0, dh, pf, fast_dct ? TJFLAG_FASTDCT : 0) != 0)
+    return internal::DecodeFailure(h);
+  return Status::Ok();
+}
+
 // With `rgbx`, 3-channel results come back as 4-byte RGBX pixels
 // (channels == 4): libjpeg-turbo writes them as cheaply as RGB and the
 // encoder reads them directly. Without, as RGB straight from the decoder
@@ -56,9 +68,6 @@ Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info
   const int need_w = transposed ? th : tw;
   const int need_h = transposed ? tw : th;
 
-  internal::TjDecompressor decompressor;
-  tjhandle h = decompressor.get();
-  if (!h) return Status::IOError("cannot create a libjpeg-turbo decompressor");
   tjscalingfactor sf = PickScale(info.width, info.height, need_w, need_h);
   const int dw = TJSCALED(info.width, sf);
   const int dh = TJSCALED(info.height, sf);
@@ -76,11 +85,7 @@ Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info
   dec.height = dh;
   dec.channels = dc;
   dec.pixels.resize(size_t(dw) * dh * dc);
-  int flags = opts.fast_dct ? TJFLAG_FASTDCT : 0;
-  if (tjDecompress2(h, data, static_cast<unsigned long>(size), dec.pixels.data(), dw, 0, dh, pf,
-                    flags) != 0) {
-    IMAGEPACK_RETURN_IF_ERROR(internal::DecodeFailure(h));
-  }
+  IMAGEPACK_RETURN_IF_ERROR(TjDecode(data, size, dec.pixels.data(), dw, dh, pf, opts.fast_dct));
   if (cmyk) {
     Image conv;
     conv.width = dw;
@@ -168,14 +173,8 @@ Status DecodeJpegInto(const uint8_t* data, size_t size, const ImageInfo& info, c
       target.second != info.height)
     return Status::NotSupported("needs more than a plain decode");
   IMAGEPACK_RETURN_IF_ERROR(PixelLimit(info.width, info.height, opts.max_pixels));
-  internal::TjDecompressor decompressor;
-  tjhandle h = decompressor.get();
-  if (!h) return Status::IOError("cannot create a libjpeg-turbo decompressor");
-  const int pf = opts.channels == 1 ? TJPF_GRAY : TJPF_RGB;
-  if (tjDecompress2(h, data, static_cast<unsigned long>(size), dst, info.width, 0, info.height, pf,
-                    opts.fast_dct ? TJFLAG_FASTDCT : 0) != 0)
-    IMAGEPACK_RETURN_IF_ERROR(internal::DecodeFailure(h));
-  return Status::Ok();
+  return TjDecode(data, size, dst, info.width, info.height, opts.channels == 1 ? TJPF_GRAY : TJPF_RGB,
+                  opts.fast_dct);
 }
 
 Result<Image> DecodeImage(const uint8_t* data, size_t size, const DecodeOptions& opts) {

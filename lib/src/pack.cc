@@ -97,6 +97,27 @@ struct Packed {
   int64_t write_at = -1;  // parallel writes: where the record goes
 };
 
+// Raw packing's usual case: a plain JPEG already within the limits is
+// decoded straight into its record (no image buffer copied into it after).
+// NotSupported for anything that needs more than a decode (then use
+// DecodeImage, which also reports the pixel limit).
+Status DecodeIntoRecord(const uint8_t* data, size_t size, const SourceItem& item, const DecodeOptions& d,
+                        Packed* p) {
+  auto info = ProbeImage(data, size);
+  if (!info.ok() || info->format != ImageFormat::kJpeg || int64_t(info->width) * info->height > d.max_pixels)
+    return Status::NotSupported("not a plain JPEG");
+  const size_t px = size_t(info->width) * info->height;  // JPEG sizes are 16-bit: no overflow
+  const size_t headroom = kRecordHeaderSize + item.rel.size();
+  std::vector<uint8_t> rec(headroom + px * d.channels);
+  IMAGEPACK_RETURN_IF_ERROR(DecodeJpegInto(data, size, info.value(), d, rec.data() + headroom));
+  p->moments.Add(rec.data() + headroom, px, d.channels);
+  p->has_moments = true;
+  p->payload = static_cast<int64_t>(px * d.channels);
+  SealRecord(rec, {Encoding::kRaw, d.channels, item.label, uint32_t(info->height), uint32_t(info->width)}, item.rel);
+  p->record = std::move(rec);
+  return Status::Ok();
+}
+
 std::string Trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
@@ -413,33 +434,11 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
       p.payload = static_cast<int64_t>(prepared->bytes.size());
       p.record = EncodeRecord(fields, item.rel, prepared->bytes.data(), prepared->bytes.size());
     } else {
-      // The usual raw case (a plain JPEG already within the size limit):
-      // decode straight into the record, no image copied into it after.
-      auto info = ProbeImage(data, size);
-      if (info.ok() && info->format == ImageFormat::kJpeg) {
-        const size_t headroom = kRecordHeaderSize + item.rel.size();
-        const size_t payload = size_t(info->width) * info->height * channels;
-        if (info->width > 0 && info->height > 0 && payload / info->width / info->height == size_t(channels)) {
-          std::vector<uint8_t> rec;
-          Status st = Status::NotSupported("");
-          if (int64_t(info->width) * info->height <= o.prepare.decode.max_pixels) {
-            rec.resize(headroom + payload);
-            st = DecodeJpegInto(data, size, info.value(), o.prepare.decode, rec.data() + headroom);
-          }
-          if (st.ok()) {
-            fields = {Encoding::kRaw, channels, item.label, uint32_t(info->height), uint32_t(info->width)};
-            p.moments.Add(rec.data() + headroom, size_t(info->width) * info->height, channels);
-            p.has_moments = true;
-            p.payload = static_cast<int64_t>(payload);
-            SealRecord(rec, fields, item.rel);
-            p.record = std::move(rec);
-            return p;
-          }
-          if (st.code() != Status::Code::kNotSupported) {
-            p.error = st.message();
-            return p;
-          }
-        }
+      Status direct = DecodeIntoRecord(data, size, item, o.prepare.decode, &p);
+      if (direct.ok()) return p;
+      if (direct.code() != Status::Code::kNotSupported) {
+        p.error = direct.message();
+        return p;
       }
       auto img = DecodeImage(data, size, o.prepare.decode);
       if (!img.ok()) {
