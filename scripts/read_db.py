@@ -43,10 +43,22 @@ class LmdbDB:
         self.env = lmdb.open(path, subdir=False, readonly=True, lock=False, readahead=False)
         with self.env.begin() as txn:
             self.meta = json.loads(txn.get(b"__meta__"))
+        # Format 2: values hold records_per_value records each; format 1: one.
+        self.per_value = self.meta.get("records_per_value", 0)
 
     def raw(self, i):
         with self.env.begin(buffers=True) as txn:
-            return bytes(txn.get(b"%010d" % i))
+            if self.per_value == 0:
+                return bytes(txn.get(b"%010d" % i))
+            group, j = divmod(i, self.per_value)
+            value = txn.get(b"%010d" % group)
+            if value is None:
+                raise KeyError("record %010d is missing (value %010d)" % (i, group))
+            magic, n = struct.unpack_from("<4sI", value, 0)
+            if magic != b"IPKG" or j >= n:
+                raise ValueError("value %010d: bad header" % group)
+            begin, end = struct.unpack_from("<QQ", value, 8 + 8 * j)
+            return bytes(value[begin:end])
 
 
 class BlobDB:

@@ -1,6 +1,8 @@
 // pack_lmdb SRC DST [options]
 // Packs an image tree (or converts a packed database) into one LMDB or blob
 // file; see docs/USAGE.md and docs/FORMAT.md.
+#include <malloc.h>
+
 #include <cstdio>
 #include <iostream>
 
@@ -13,6 +15,14 @@ using namespace imagepack;
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
+  // Every record is a fresh buffer of tens to hundreds of KB freed a moment
+  // later on another thread. glibc's defaults hand freed heap tops back to
+  // the kernel and fault them in again (zeroed) for the next records: raw
+  // packing spent 40% of its system time there. Keep up to 256 MB of freed
+  // memory for reuse; what is resident stays bounded by the pipeline's
+  // records in flight (peak RSS unchanged, ~35 MB on 20,000 JPEGs).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   PackOptions o;
   int max_size = 0, max_edge = 0;
   int64_t shuffle = -1;
@@ -32,6 +42,8 @@ int main(int argc, char** argv) {
       ("labels", po::value(&o.labels_file), "flat SRC: lines 'FILENAME LABEL' (class name or index)")
       ("shuffle", po::value(&shuffle), "store records in a permutation fixed by SEED")
       ("shard", po::value(&shard_text)->default_value("0/1"), "I/N: pack only shard I of N")
+      ("records-per-value", po::value(&o.lmdb_records_per_value)->default_value(0),
+       "LMDB: records stored in one value (0: 64 for jpeg, 1 for raw)")
       ("stats-sample", po::value(&o.stats_sample)->default_value(1024), "JPEG: images decoded for mean/std (0: none)")
       ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
       ("overwrite", "replace DST if it exists")
@@ -51,6 +63,8 @@ int main(int argc, char** argv) {
   if (o.prepare.quality < 1 || o.prepare.quality > 100) return cli::UsageError("--quality must be in 1..100");
   if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3)
     return cli::UsageError("--channels must be 1 or 3");
+  if (o.lmdb_records_per_value < 0 || o.lmdb_records_per_value > kMaxRecordsPerValue)
+    return cli::UsageError("--records-per-value must be in 0.." + std::to_string(kMaxRecordsPerValue));
   auto fmt = ParseContainerFormat(format);
   if (!fmt.ok()) return cli::UsageError(fmt.status().message());
   auto enc = ParseEncoding(encoding);
@@ -72,7 +86,7 @@ int main(int argc, char** argv) {
   nlohmann::json oj = {{"format", format}, {"encoding", encoding}, {"channels", o.prepare.decode.channels},
                        {"max_size", max_size}, {"max_edge", max_edge}, {"quality", o.prepare.quality},
                        {"filter", filter_name}, {"reencode", o.prepare.reencode}, {"shuffle", shuffle},
-                       {"shard", shard_text}};
+                       {"shard", shard_text}, {"records_per_value", o.lmdb_records_per_value}};
   o.options_json = oj.dump();
   o.cancel = cli::InstallCancelHandler();
   Progress progress;

@@ -18,6 +18,9 @@ namespace {
 
 constexpr char kBlobMagic[8] = {'I', 'P', 'K', 'B', 'L', 'O', 'B', '1'};
 constexpr size_t kHeaderSize = 64;
+// The blob layout's own version (the header's); unchanged by format 2, which
+// only regrouped LMDB values.
+constexpr uint32_t kBlobLayoutVersion = 1;
 constexpr uint64_t kAlign = 16;
 
 template <typename T>
@@ -108,7 +111,7 @@ class BlobWriter : public RecordWriter {
     if (!status_.ok()) return status_;
     uint8_t header[kHeaderSize] = {0};
     std::memcpy(header, kBlobMagic, 8);
-    Put<uint32_t>(header + 8, kFormatVersion);
+    Put<uint32_t>(header + 8, kBlobLayoutVersion);
     Put<uint64_t>(header + 16, static_cast<uint64_t>(count()));
     Put<uint64_t>(header + 24, index_offset);
     Put<uint64_t>(header + 32, meta_offset);
@@ -241,7 +244,7 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const Op
   if (Get<uint64_t>(base + 56) != XXH3_64bits(base, 56))
     return Status::Corruption(path + ": blob header checksum mismatch (header damaged, or the file was not finished)");
   const uint32_t version = Get<uint32_t>(base + 8);
-  if (version != kFormatVersion)
+  if (version != kBlobLayoutVersion)
     return Status::NotSupported(path + ": blob format version " + std::to_string(version));
   const uint64_t count = Get<uint64_t>(base + 16);
   const uint64_t index_offset = Get<uint64_t>(base + 24);

@@ -38,9 +38,22 @@ Status DiskError(const std::string& path, int rc) {
   return st;
 }
 
+// Format 2 value: "IPKG", uint32 n, uint64 offsets[n + 1] (from the value's
+// start; offsets[0] is the header's size, offsets[n] the value's), then the
+// n records back to back (docs/FORMAT.md).
+constexpr char kGroupMagic[4] = {'I', 'P', 'K', 'G'};
+size_t GroupHeaderSize(size_t n) { return 8 + 8 * (n + 1); }
+
+uint64_t Load64(const uint8_t* p) {
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  return x;
+}
+
 class LmdbWriter : public RecordWriter {
  public:
-  LmdbWriter(std::string path, std::string tmp) : path_(std::move(path)), tmp_(std::move(tmp)) {}
+  LmdbWriter(std::string path, std::string tmp, int per_value)
+      : path_(std::move(path)), tmp_(std::move(tmp)), per_value_(static_cast<size_t>(per_value)) {}
   ~LmdbWriter() override {
     if (inflight_.valid()) inflight_.wait();  // the flush thread uses env_
     if (env_) mdb_env_close(env_);
@@ -67,8 +80,11 @@ class LmdbWriter : public RecordWriter {
   Status Add(std::vector<uint8_t>&& record) override {
     if (!status_.ok()) return status_;
     pending_bytes_ += record.size();
-    pending_.emplace_back(RecordKey(added_++), std::move(record));
-    if (pending_bytes_ >= kBatchBytes || pending_.size() >= kBatchRecords) StartFlush();
+    pending_.push_back(std::move(record));
+    ++added_;
+    // Batches end on a value boundary: a value is written in one piece.
+    if ((pending_bytes_ >= kBatchBytes || pending_.size() >= kBatchRecords) && pending_.size() % per_value_ == 0)
+      StartFlush();
     return status_;
   }
 
@@ -80,9 +96,10 @@ class LmdbWriter : public RecordWriter {
                                         std::to_string(added_) + " records were added");
       return status_;
     }
-    std::string json = meta.ToJson();
-    pending_.emplace_back(kMetaKey, std::vector<uint8_t>(json.begin(), json.end()));
-    status_ = Flush(pending_, pending_bytes_ + json.size());
+    DatasetMeta stored = meta;
+    stored.records_per_value = static_cast<int>(per_value_);
+    const std::string json = stored.ToJson();
+    status_ = Flush(pending_, added_ - static_cast<int64_t>(pending_.size()), pending_bytes_, &json);
     if (!status_.ok()) return status_;
     int rc = mdb_env_sync(env_, 1);
     if (rc) return status_ = DiskError(tmp_, rc);
@@ -98,7 +115,7 @@ class LmdbWriter : public RecordWriter {
   Status status() const override { return status_; }
 
  private:
-  using Batch = std::vector<std::pair<std::string, std::vector<uint8_t>>>;
+  using Batch = std::vector<std::vector<uint8_t>>;
   // One transaction per batch. 16 MB: the writer's memory (the batch being
   // filled, the one being flushed, liblmdb's dirty pages) is first touched
   // page by page, so it costs page faults in proportion to its size; 64 MB
@@ -115,9 +132,10 @@ class LmdbWriter : public RecordWriter {
     if (!status_.ok()) return;
     flushing_ = std::move(pending_);
     const size_t bytes = pending_bytes_;
+    const int64_t first = added_ - static_cast<int64_t>(flushing_.size());
     pending_ = Batch();
     pending_bytes_ = 0;
-    inflight_ = std::async(std::launch::async, [this, bytes] { return Flush(flushing_, bytes); });
+    inflight_ = std::async(std::launch::async, [this, first, bytes] { return Flush(flushing_, first, bytes); });
   }
 
   void WaitForFlush() {
@@ -127,10 +145,14 @@ class LmdbWriter : public RecordWriter {
     if (status_.ok()) status_ = st;
   }
 
-  // Writes `batch` in one transaction, growing the map as needed (the user
-  // never sees MDB_MAP_FULL). Runs on one thread at a time.
-  Status Flush(const Batch& batch, size_t batch_bytes) {
-    if (batch.empty()) return Status::Ok();
+  // Writes records first.. (`batch`, starting on a value boundary) as values
+  // of per_value_ records, then `meta_json` if given, in one transaction,
+  // growing the map as needed (the user never sees MDB_MAP_FULL). Runs on
+  // one thread at a time.
+  Status Flush(const Batch& batch, int64_t first, size_t batch_bytes, const std::string* meta_json = nullptr) {
+    if (batch.empty() && !meta_json) return Status::Ok();
+    batch_bytes += GroupHeaderSize(per_value_) * (batch.size() / per_value_ + 1);
+    if (meta_json) batch_bytes += meta_json->size();
     // Leaf, branch and overflow pages cost more than the values; grow ahead.
     while (true) {
       MDB_envinfo info;
@@ -151,11 +173,33 @@ class LmdbWriter : public RecordWriter {
         rc = mdb_dbi_open(txn, nullptr, 0, &dbi_);
         if (rc) { mdb_txn_abort(txn); return LmdbError("mdb_dbi_open", rc); }
       }
-      for (const auto& [key, value] : batch) {
+      for (size_t g = 0; g < batch.size() && rc == 0; g += per_value_) {
+        const size_t n = std::min(per_value_, batch.size() - g);
+        size_t total = GroupHeaderSize(n);
+        for (size_t j = 0; j < n; ++j) total += batch[g + j].size();
+        const std::string key = RecordKey((first + static_cast<int64_t>(g)) / static_cast<int64_t>(per_value_));
         MDB_val k{key.size(), const_cast<char*>(key.data())};
-        MDB_val v{value.size(), const_cast<uint8_t*>(value.data())};  // read only (no MDB_RESERVE)
-        rc = mdb_put(txn, dbi_, &k, &v, MDB_APPEND);
+        MDB_val v{total, nullptr};
+        // MDB_RESERVE: liblmdb gives the value's place in its page; the
+        // records are copied there once.
+        rc = mdb_put(txn, dbi_, &k, &v, MDB_APPEND | MDB_RESERVE);
         if (rc) break;
+        uint8_t* out = static_cast<uint8_t*>(v.mv_data);
+        std::memcpy(out, kGroupMagic, 4);
+        const uint32_t n32 = static_cast<uint32_t>(n);
+        std::memcpy(out + 4, &n32, 4);
+        uint64_t at = GroupHeaderSize(n);
+        for (size_t j = 0; j <= n; ++j) {
+          std::memcpy(out + 8 + 8 * j, &at, 8);
+          if (j == n) break;
+          std::memcpy(out + at, batch[g + j].data(), batch[g + j].size());
+          at += batch[g + j].size();
+        }
+      }
+      if (rc == 0 && meta_json) {
+        MDB_val k{std::strlen(kMetaKey), const_cast<char*>(kMetaKey)};
+        MDB_val v{meta_json->size(), const_cast<char*>(meta_json->data())};
+        rc = mdb_put(txn, dbi_, &k, &v, MDB_APPEND);
       }
       if (rc == 0) rc = mdb_txn_commit(txn);
       else mdb_txn_abort(txn);
@@ -172,6 +216,7 @@ class LmdbWriter : public RecordWriter {
   }
 
   std::string path_, tmp_;
+  const size_t per_value_;
   MDB_env* env_ = nullptr;
   MDB_dbi dbi_ = 0;
   bool dbi_open_ = false;
@@ -197,53 +242,116 @@ struct Env {
   }
 };
 
+// Values holding records first..last: "records A..B" (or "record A").
+std::string RecordRange(int64_t first, int64_t last) {
+  return first == last ? "record " + RecordKey(first) : "records " + RecordKey(first) + ".." + RecordKey(last);
+}
+
 class LmdbCursor : public RecordCursor {
  public:
-  LmdbCursor(std::shared_ptr<Env> env, std::string path) : env_(std::move(env)), path_(std::move(path)) {}
+  // per_value: the metadata's records_per_value; 0 for format 1.
+  LmdbCursor(std::shared_ptr<Env> env, std::string path, int per_value, int64_t count)
+      : env_(std::move(env)), path_(std::move(path)), per_value_(per_value), count_(count) {}
   ~LmdbCursor() override {
     if (cursor_) mdb_cursor_close(cursor_);
     if (txn_) mdb_txn_abort(txn_);
   }
 
   Status ReadRaw(int64_t index, const uint8_t** data, size_t* size) override {
+    if (index < 0 || index >= count_) return Status::InvalidArgument("record " + RecordKey(index) + " is out of range");
+    if (per_value_ == 0) {
+      MDB_val v;
+      IMAGEPACK_RETURN_IF_ERROR(Fetch(index, index, &v));
+      *data = static_cast<const uint8_t*>(v.mv_data);
+      *size = v.mv_size;
+      return Status::Ok();
+    }
+    const int64_t value = index / per_value_;
+    if (value != value_) {
+      value_ = -1;
+      MDB_val v;
+      IMAGEPACK_RETURN_IF_ERROR(Fetch(value, index, &v));
+      const int64_t first = value * per_value_;
+      const int64_t n = std::min<int64_t>(per_value_, count_ - first);
+      Status st = CheckGroup(static_cast<const uint8_t*>(v.mv_data), v.mv_size, n);
+      if (!st.ok())
+        return Status::Corruption("record " + RecordKey(index) + ": value " + RecordKey(value) + " (" +
+                                  RecordRange(first, first + n - 1) + "): " + st.message());
+      value_ = value;
+      group_ = static_cast<const uint8_t*>(v.mv_data);
+    }
+    // CheckGroup has checked the whole offset table.
+    const size_t j = static_cast<size_t>(index - value_ * per_value_);
+    const uint64_t begin = Load64(group_ + 8 + 8 * j), end = Load64(group_ + 16 + 8 * j);
+    *data = group_ + begin;
+    *size = static_cast<size_t>(end - begin);
+    return Status::Ok();
+  }
+
+ private:
+  // A value's header: magic, n == expect, offsets ascending from the
+  // header's end to the value's end.
+  static Status CheckGroup(const uint8_t* p, size_t size, int64_t expect) {
+    if (size < 8 || std::memcmp(p, kGroupMagic, 4) != 0) return Status::Corruption("bad value header (magic)");
+    uint32_t n;
+    std::memcpy(&n, p + 4, 4);
+    if (static_cast<int64_t>(n) != expect)
+      return Status::Corruption("value holds " + std::to_string(n) + " records, expected " + std::to_string(expect));
+    const size_t header = GroupHeaderSize(n);
+    if (header > size) return Status::Corruption("value is shorter than its offset table");
+    uint64_t prev = header;
+    for (uint32_t j = 0; j <= n; ++j) {
+      const uint64_t at = Load64(p + 8 + 8 * size_t(j));
+      if ((j == 0 && at != header) || at < prev || at > size || (j == n && at != size))
+        return Status::Corruption("offset table entry " + std::to_string(j) + " (" + std::to_string(at) +
+                                  ") is out of order or outside the value's " + std::to_string(size) + " bytes");
+      prev = at;
+    }
+    return Status::Ok();
+  }
+
+  // The value under key `key` (for record `index`, named in errors).
+  Status Fetch(int64_t key, int64_t index, MDB_val* v) {
     if (!txn_) {
       int rc = mdb_txn_begin(env_->env, nullptr, MDB_RDONLY, &txn_);
       if (rc) return LmdbError(path_ + ": read transaction", rc);
       rc = mdb_cursor_open(txn_, env_->dbi, &cursor_);
       if (rc) return LmdbError(path_ + ": cursor", rc);
     }
-    std::string key = RecordKey(index);
-    MDB_val k{key.size(), key.data()}, v;
+    std::string name = RecordKey(key);
+    MDB_val k{name.size(), name.data()};
     int rc;
-    if (index == last_ + 1 && last_ >= 0) {
+    if (key == last_ + 1 && last_ >= 0) {
       // Sequential: step the cursor and check it landed on the right key.
       MDB_val got;
-      rc = mdb_cursor_get(cursor_, &got, &v, MDB_NEXT);
+      rc = mdb_cursor_get(cursor_, &got, v, MDB_NEXT);
       if (rc == 0 && (got.mv_size != k.mv_size || std::memcmp(got.mv_data, k.mv_data, k.mv_size) != 0))
-        rc = mdb_cursor_get(cursor_, &k, &v, MDB_SET_KEY);
+        rc = mdb_cursor_get(cursor_, &k, v, MDB_SET_KEY);
     } else {
-      rc = mdb_cursor_get(cursor_, &k, &v, MDB_SET_KEY);
+      rc = mdb_cursor_get(cursor_, &k, v, MDB_SET_KEY);
     }
+    const std::string which = per_value_ > 1 ? " (value " + name + ")" : "";
     if (rc == MDB_NOTFOUND) {
       last_ = -1;
-      return Status::Corruption("record " + key + " is missing");
+      return Status::Corruption("record " + RecordKey(index) + " is missing" + which);
     }
     if (rc) {
       last_ = -1;
-      return LmdbError(path_ + ": record " + key, rc);
+      return LmdbError(path_ + ": record " + RecordKey(index) + which, rc);
     }
-    last_ = index;
-    *data = static_cast<const uint8_t*>(v.mv_data);
-    *size = v.mv_size;
+    last_ = key;
     return Status::Ok();
   }
 
- private:
   std::shared_ptr<Env> env_;
   std::string path_;
+  const int per_value_;
+  const int64_t count_;
   MDB_txn* txn_ = nullptr;
   MDB_cursor* cursor_ = nullptr;
-  int64_t last_ = -1;
+  int64_t last_ = -1;   // key the cursor is on
+  int64_t value_ = -1;  // value (group) last checked, at group_
+  const uint8_t* group_ = nullptr;
 };
 
 class LmdbSource : public RecordSource {
@@ -252,7 +360,7 @@ class LmdbSource : public RecordSource {
       : env_(std::move(env)), meta_(std::move(meta)), path_(std::move(path)) {}
   const DatasetMeta& meta() const override { return meta_; }
   std::unique_ptr<RecordCursor> NewCursor() const override {
-    return std::make_unique<LmdbCursor>(env_, path_);
+    return std::make_unique<LmdbCursor>(env_, path_, meta_.records_per_value, meta_.count);
   }
   std::string Describe() const override { return path_ + " (LMDB)"; }
   void ReleaseMappedPages() const override {
@@ -267,6 +375,17 @@ class LmdbSource : public RecordSource {
       if (txn) mdb_txn_abort(txn);
       return;
     }
+    // Keys are values 0..values-1; format 2 values hold per records each.
+    const int64_t per = std::max(meta_.records_per_value, 1);
+    const int64_t values = (meta_.count + per - 1) / per;
+    auto missing = [&](int64_t first_value, int64_t last_value) {
+      const int64_t first = first_value * per, last = std::min(last_value * per + per, meta_.count) - 1;
+      std::string r = RecordRange(first, last) + (first == last ? " is missing" : " are missing");
+      if (per > 1)
+        r += first_value == last_value ? " (value " + RecordKey(first_value) + ")"
+                                       : " (values " + RecordKey(first_value) + ".." + RecordKey(last_value) + ")";
+      return r;
+    };
     MDB_val k, v;
     int64_t expect = 0, reported = 0;
     bool meta_seen = false;
@@ -281,18 +400,16 @@ class LmdbSource : public RecordSource {
         continue;
       }
       const int64_t index = std::stoll(key);
-      if (index >= meta_.count) {
-        if (reported++ < 100) report("record " + key + " is beyond the count " + std::to_string(meta_.count));
+      if (index >= values) {
+        if (reported++ < 100)
+          report((per > 1 ? "value " : "record ") + key + " is beyond the count " + std::to_string(meta_.count));
         continue;
       }
       // Keys arrive sorted: a jump means records are missing.
-      if (index > expect && reported++ < 100)
-        report(index - expect == 1 ? "record " + RecordKey(expect) + " is missing"
-                                   : "records " + RecordKey(expect) + ".." + RecordKey(index - 1) + " are missing");
+      if (index > expect && reported++ < 100) report(missing(expect, index - 1));
       expect = index + 1;
     }
-    if (expect < meta_.count && reported++ < 100)
-      report("records " + RecordKey(expect) + ".." + RecordKey(meta_.count - 1) + " are missing");
+    if (expect < values && reported++ < 100) report(missing(expect, values - 1));
     if (!meta_seen) report("no __meta__ key");
     mdb_cursor_close(cur);
     mdb_txn_abort(txn);
@@ -306,9 +423,13 @@ class LmdbSource : public RecordSource {
 
 }  // namespace
 
-Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, const std::string& tmp) {
+Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, const std::string& tmp,
+                                                    int records_per_value) {
+  if (records_per_value < 1 || records_per_value > kMaxRecordsPerValue)
+    return Status::InvalidArgument("records per LMDB value must be in [1, " + std::to_string(kMaxRecordsPerValue) +
+                                   "], not " + std::to_string(records_per_value));
   ::unlink(tmp.c_str());
-  auto w = std::make_unique<LmdbWriter>(path, tmp);
+  auto w = std::make_unique<LmdbWriter>(path, tmp, records_per_value);
   IMAGEPACK_RETURN_IF_ERROR(w->Open());
   return std::unique_ptr<RecordWriter>(std::move(w));
 }
@@ -350,41 +471,26 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
     mdb_txn_abort(txn);
     return meta.status().WithContext(path);
   }
-  if (!opts.in_ram) {
-    mdb_txn_abort(txn);
-    return std::unique_ptr<RecordSource>(new LmdbSource(env, std::move(meta.value()), path));
-  }
-  // in_ram: copy every value into one arena in index order.
-  MDB_cursor* cur = nullptr;
-  rc = mdb_cursor_open(txn, env->dbi, &cur);
-  if (rc) {
-    mdb_txn_abort(txn);
-    return LmdbError(path + ": cursor", rc);
-  }
+  mdb_txn_abort(txn);
+  if (meta->format_version >= 2 && meta->records_per_value == 0)
+    return Status::Corruption(path + ": metadata lacks records_per_value (required in format 2)");
+  if (!opts.in_ram) return std::unique_ptr<RecordSource>(new LmdbSource(env, std::move(meta.value()), path));
+  // in_ram: copy every record into one arena in index order.
   auto arena = std::make_shared<std::vector<uint8_t>>();
-  MDB_stat st;
-  mdb_stat(txn, env->dbi, &st);
   arena->reserve(static_cast<size_t>(meta->payload_bytes + meta->count * 128));
   std::vector<uint64_t> offsets, lengths;
-  const int64_t count = meta->count;
-  Status status;
-  for (int64_t i = 0; i < count; ++i) {
-    std::string key = RecordKey(i);
-    MDB_val kk{key.size(), key.data()}, vv;
-    rc = mdb_cursor_get(cur, &kk, &vv, MDB_SET_KEY);
-    if (rc) {
-      status = rc == MDB_NOTFOUND ? Status::Corruption(path + ": record " + key + " is missing")
-                                  : LmdbError(path + ": record " + key, rc);
-      break;
+  {
+    LmdbCursor cursor(env, path, meta->records_per_value, meta->count);
+    for (int64_t i = 0; i < meta->count; ++i) {
+      const uint8_t* p = nullptr;
+      size_t n = 0;
+      Status st = cursor.ReadRaw(i, &p, &n);
+      if (!st.ok()) return st.WithContext(path);
+      offsets.push_back(arena->size());
+      lengths.push_back(n);
+      arena->insert(arena->end(), p, p + n);
     }
-    offsets.push_back(arena->size());
-    lengths.push_back(vv.mv_size);
-    const uint8_t* p = static_cast<const uint8_t*>(vv.mv_data);
-    arena->insert(arena->end(), p, p + vv.mv_size);
   }
-  mdb_cursor_close(cur);
-  mdb_txn_abort(txn);
-  if (!status.ok()) return status;
   const uint8_t* base = arena->data();
   const uint64_t base_size = arena->size();
   const int64_t resident = static_cast<int64_t>(arena->capacity());

@@ -20,6 +20,7 @@ std::string DatasetMeta::ToJson() const {
   j["encoding"] = EncodingName(encoding);
   j["channels"] = channels;
   j["key_width"] = kKeyWidth;
+  if (records_per_value > 0) j["records_per_value"] = records_per_value;
   j["shard"] = {{"index", shard.index}, {"count", shard.count}};
   j["label_counts"] = label_counts;
   j["mean"] = mean;
@@ -78,9 +79,14 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
   auto version = IntIn(j["format_version"], "format_version", 0, 1 << 30);
   if (!version.ok()) return version.status();
   m.format_version = static_cast<int>(*version);
-  if (m.format_version != kFormatVersion)
+  if (m.format_version < 1 || m.format_version > kFormatVersion)
     return Status::NotSupported("format version " + std::to_string(m.format_version) +
-                                " (this build reads " + std::to_string(kFormatVersion) + ")");
+                                " (this build reads 1 to " + std::to_string(kFormatVersion) + ")");
+  if (m.format_version >= 2 && j.contains("records_per_value")) {
+    auto per_value = IntIn(j["records_per_value"], "records_per_value", 1, kMaxRecordsPerValue);
+    if (!per_value.ok()) return per_value.status();
+    m.records_per_value = static_cast<int>(*per_value);
+  }
   auto count = IntIn(j["count"], "count", 0, kMax);
   if (!count.ok()) return count.status();
   m.count = *count;

@@ -311,7 +311,12 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   summary.classes = static_cast<int64_t>(classes.size());
   if (o.progress) o.progress->total = summary.inputs;
 
-  auto writer = CreateWriter(o.format, o.dst, WriterOptions{o.overwrite});
+  WriterOptions wo;
+  wo.overwrite = o.overwrite;
+  wo.lmdb_records_per_value = o.lmdb_records_per_value > 0 ? o.lmdb_records_per_value
+                              : o.encoding == Encoding::kJpeg ? kJpegRecordsPerValue
+                                                              : 1;
+  auto writer = CreateWriter(o.format, o.dst, wo);
   if (!writer.ok()) return writer.status();
   RecordWriter& w = *writer.value();
 

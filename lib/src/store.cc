@@ -255,7 +255,7 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
   RemoveStaleTempsFor(path);
   const std::string tmp = TempPathFor(path);
   auto inner = format == ContainerFormat::kBlob ? internal::NewBlobWriter(path, tmp)
-                                                : internal::NewLmdbWriter(path, tmp);
+                                                : internal::NewLmdbWriter(path, tmp, opts.lmdb_records_per_value);
   if (!inner.ok()) return inner.status();
   return std::unique_ptr<RecordWriter>(new LockedWriter(std::move(lock.value()), std::move(inner.value())));
 }

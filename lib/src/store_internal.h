@@ -10,7 +10,8 @@
 namespace imagepack::internal {
 
 // Writers of each container, writing to `tmp_path` (renamed by Finish).
-Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, const std::string& tmp_path);
+Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, const std::string& tmp_path,
+                                                    int records_per_value);
 Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, const std::string& tmp_path);
 
 Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const OpenOptions& opts);

@@ -45,6 +45,17 @@ expect_in verify2.out "n01                  20"
 # Python reads what C++ wrote, checksums included.
 run py "$PY" "$SCRIPTS/read_db.py" "$WORK/train.lmdb" --check
 expect_rc 0 "python reader" py; expect_in py.out "checked 60 records: OK"
+# Seven records per LMDB value (the last holds four): the same records.
+run g7 "$BIN/pack_lmdb" "$T" "$WORK/g7.lmdb" --max-size 128 --shuffle 7 --records-per-value 7 -q
+expect_rc 0 "pack, 7 records per value" g7
+run g7verify "$BIN/verify_db" "$WORK/g7.lmdb" --decode -q
+expect_rc 0 "verify, 7 records per value" g7verify
+run pyg7 "$PY" "$SCRIPTS/read_db.py" "$WORK/g7.lmdb" --check
+expect_rc 0 "python reader, 7 records per value" pyg7; expect_in pyg7.out "checked 60 records: OK"
+run pyg7r "$PY" "$SCRIPTS/read_db.py" "$WORK/g7.lmdb" 0 27 59
+run g1 "$BIN/pack_lmdb" "$T" "$WORK/g1.lmdb" --max-size 128 --shuffle 7 --records-per-value 1 -q
+run pyg1r "$PY" "$SCRIPTS/read_db.py" "$WORK/g1.lmdb" 0 27 59
+expect_true "cmp -s $WORK/pyg7r.out $WORK/pyg1r.out" "python reads the same records whatever the grouping"
 
 # Blob and raw, converted from the LMDB.
 run blob "$BIN/pack_lmdb" "$WORK/train.lmdb" "$WORK/train.blob" --format blob --encoding raw -q

@@ -2,7 +2,8 @@
 //
 // Input byte 0 picks the container and options; the rest is
 //   blob mode: the bytes of a blob file;
-//   LMDB mode: chunks [kind u8][len u16 LE][value], each put into a real
+//   LMDB mode: chunks [kind u8][len u16 LE][value] (a bare record or a
+//     format 2 group of records), each put into a real
 //     LMDB under a key the kind chooses (next record key, a chosen record
 //     key, "__meta__", or a stray key). LMDB's own B-tree pages are not
 //     mutated: liblmdb trusts them (docs/RELIABILITY.md).
@@ -43,6 +44,22 @@ void RepairBlob(std::vector<uint8_t>& b) {
   fuzz::Put64(&b[56], XXH3_64bits(b.data(), 56));
 }
 
+// An LMDB value: one bare record (format 1) or "IPKG", n, offsets[n + 1],
+// records (format 2): repairs each record the offset table locates.
+void RepairValue(std::vector<uint8_t>& v) {
+  if (v.size() < 8 || std::memcmp(v.data(), "IPKG", 4) != 0) {
+    fuzz::RepairRecordChecksum(v.data(), v.size());
+    return;
+  }
+  uint32_t n;
+  std::memcpy(&n, &v[4], 4);
+  if (n > (v.size() - 8) / 8 - 1) return;
+  for (uint32_t j = 0; j < n; ++j) {
+    const uint64_t begin = fuzz::Get64(&v[8 + 8 * size_t(j)]), end = fuzz::Get64(&v[16 + 8 * size_t(j)]);
+    if (begin <= end && end <= v.size()) fuzz::RepairRecordChecksum(&v[begin], end - begin);
+  }
+}
+
 bool WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
@@ -73,7 +90,7 @@ bool WriteLmdb(const std::string& path, const uint8_t* data, size_t size, bool r
       case 2: key = kMetaKey; break;
       case 3: key = "stray" + std::to_string(kind >> 2); break;
     }
-    if (repair && key != kMetaKey) fuzz::RepairRecordChecksum(value.data(), value.size());
+    if (repair && key != kMetaKey) RepairValue(value);
     MDB_val k{key.size(), key.data()}, v{value.size(), value.data()};
     ok = mdb_put(txn, dbi, &k, &v, 0) == 0;
   }

@@ -7,6 +7,7 @@ images in tests/data and small databases packed by pack_lmdb.
 Regression inputs found by fuzzing live beside the seeds as crash-*/regress-*
 and are kept by this script.
 """
+import json
 import os
 import shutil
 import struct
@@ -53,8 +54,10 @@ def main(bindir):
         for enc in ("jpeg", "raw"):
             for fmt in ("blob", "lmdb"):
                 db = os.path.join(tmp, "%s.%s" % (enc, fmt))
+                # Two records per LMDB value: 6 images make 3 values.
                 subprocess.run([os.path.join(bindir, "pack_lmdb"), tree, db, "--format", fmt,
-                                "--encoding", enc, "--max-size", "12", "--quiet"], check=True)
+                                "--encoding", enc, "--max-size", "12", "--records-per-value", "2",
+                                "--quiet"], check=True)
                 r = read_db.open_db(db)
                 if fmt == "blob":
                     blob = open(db, "rb").read()
@@ -65,17 +68,22 @@ def main(bindir):
                     for i in range(3):
                         put("fuzz_record", "seed-%s-%d" % (enc, i), r.raw(i))
                 else:
-                    # LMDB chunks: records under the next key, then __meta__.
-                    chunks = b""
-                    for i in range(r.meta["count"]):
-                        rec = r.raw(i)
-                        chunks += struct.pack("<BH", 0, len(rec)) + rec
+                    # LMDB chunks: each value under the next key, then
+                    # __meta__. Format 2 as packed (grouped values), and the
+                    # same records as format 1 (one bare record per value).
                     with r.env.begin() as txn:
+                        values = [bytes(v) for k, v in txn.cursor() if k != b"__meta__"]
                         meta = bytes(txn.get(b"__meta__"))
-                    chunks += struct.pack("<BH", 2, len(meta)) + meta
-                    for mode in (0x01, 0x03, 0x07, 0x1F, 0x2B):
-                        put("fuzz_verify", "seed-%s-lmdb-%02x" % (enc, mode), bytes([mode]) + chunks)
-
+                    v1_meta = json.loads(meta)
+                    v1_meta["format_version"] = 1
+                    del v1_meta["records_per_value"]
+                    for tag, vals, m in (("lmdb", values, meta),
+                                         ("lmdb1", [r.raw(i) for i in range(r.meta["count"])],
+                                          json.dumps(v1_meta).encode())):
+                        chunks = b"".join(struct.pack("<BH", 0, len(v)) + v for v in vals)
+                        chunks += struct.pack("<BH", 2, len(m)) + m
+                        for mode in (0x01, 0x03, 0x07, 0x1F, 0x2B):
+                            put("fuzz_verify", "seed-%s-%s-%02x" % (enc, tag, mode), bytes([mode]) + chunks)
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -251,6 +251,39 @@ TEST(Pack, ConvertsBetweenContainersAndEncodings) {
   ASSERT_OK(rec);
   EXPECT_EQ(rec->fields.encoding, Encoding::kJpeg);
   EXPECT_EQ(db.value()->meta().classes, (std::vector<std::string>{"n01", "n02", "n03"}));
+  // LMDB values: 64 JPEG records each, raw records alone.
+  EXPECT_EQ(db.value()->meta().records_per_value, kJpegRecordsPerValue);
+  EXPECT_EQ(OpenDatabase(out / "raw.lmdb").value()->meta().records_per_value, 1);
+}
+
+// 256-px JPEGs of ~20 KB: alone in an LMDB value each wastes half a 4 KB
+// overflow page (over 10%); 64 to a value, the file is within 10% of the
+// payload (docs/FORMAT.md).
+TEST(Pack, LmdbOfSmallJpegsIsWithinTenPercentOfItsPayload) {
+  TempDir src, out;
+  uint32_t seed = 7;
+  for (int i = 0; i < 150; ++i) {
+    Image img = Gradient(256, 200 + i % 50);
+    for (auto& p : img.pixels) {
+      seed = seed * 1664525u + 1013904223u;
+      p = uint8_t(std::min(255, p + int(seed >> 27)));
+    }
+    Spit(src.path() + "/c" + std::to_string(i % 2) + "/" + std::to_string(i) + ".jpg", EncodeJpeg(img, 90).value());
+  }
+  auto grouped = PackDataset(Opts(src.path(), out / "grouped.lmdb"));
+  ASSERT_OK(grouped);
+  auto single = Opts(src.path(), out / "single.lmdb");
+  single.lmdb_records_per_value = 1;
+  auto alone = PackDataset(single);
+  ASSERT_OK(alone);
+  const double payload = double(grouped->payload_bytes);
+  EXPECT_GT(payload / 150, 12000);
+  EXPECT_LT(payload / 150, 30000);
+  EXPECT_LT(double(grouped->file_bytes), 1.10 * payload);
+  EXPECT_GT(double(alone->file_bytes), 1.10 * payload);
+  EXPECT_EQ(OpenDatabase(out / "grouped.lmdb").value()->meta().records_per_value, kJpegRecordsPerValue);
+  EXPECT_EQ(OpenDatabase(out / "single.lmdb").value()->meta().records_per_value, 1);
+  EXPECT_EQ(AllRecords(out / "grouped.lmdb"), AllRecords(out / "single.lmdb"));
 }
 
 TEST(Pack, CancelledPackLeavesNothingAtDst) {

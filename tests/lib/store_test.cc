@@ -38,8 +38,10 @@ DatasetMeta Meta(int64_t n) {
   return m;
 }
 
-void Write(ContainerFormat f, const std::string& path, int n) {
-  auto w = CreateWriter(f, path);
+void Write(ContainerFormat f, const std::string& path, int n, int records_per_value = 1) {
+  WriterOptions wo;
+  wo.lmdb_records_per_value = records_per_value;
+  auto w = CreateWriter(f, path, wo);
   ASSERT_OK(w);
   for (int i = 0; i < n; ++i) {
     auto p = Payload(i);
@@ -48,14 +50,15 @@ void Write(ContainerFormat f, const std::string& path, int n) {
   ASSERT_OK(w.value()->Finish(Meta(n)));
 }
 
-// Read modes: mapped, in RAM, pread (blob; LMDB ignores it).
-class Containers : public ::testing::TestWithParam<std::tuple<ContainerFormat, int>> {};
+// Read modes: mapped, in RAM, pread (blob; LMDB ignores it); LMDB records
+// per value: 1, 3 (the last value holds 2), 64 (one value, not full).
+class Containers : public ::testing::TestWithParam<std::tuple<ContainerFormat, int, int>> {};
 
 TEST_P(Containers, RoundTripBytesInEqualBytesOut) {
-  auto [format, mode] = GetParam();
+  auto [format, mode, per_value] = GetParam();
   const bool in_ram = mode == 1;
   TempDir d;
-  Write(format, d / "db", 50);
+  Write(format, d / "db", 50, per_value);
   OpenOptions oo;
   oo.in_ram = in_ram;
   oo.pread_records = mode == 2;
@@ -72,7 +75,11 @@ TEST_P(Containers, RoundTripBytesInEqualBytesOut) {
     EXPECT_EQ(r->fields.label, i % 3);
     EXPECT_EQ(std::vector<uint8_t>(r->payload, r->payload + r->payload_size), Payload(i));
   }
-  EXPECT_FALSE(cur->Read(50).ok());
+  auto past = cur->Read(50);
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.status().message().find("record 0000000050 is out of range"), std::string::npos)
+      << past.status().ToString();
+  EXPECT_EQ(src.value()->meta().records_per_value, format == ContainerFormat::kLmdb ? per_value : 0);
   // Nothing but the container is left beside it.
   int files = 0;
   for (auto& e : fs::directory_iterator(d.path())) { (void)e; ++files; }
@@ -81,7 +88,7 @@ TEST_P(Containers, RoundTripBytesInEqualBytesOut) {
 
 INSTANTIATE_TEST_SUITE_P(All, Containers,
                          ::testing::Combine(::testing::Values(ContainerFormat::kLmdb, ContainerFormat::kBlob),
-                                            ::testing::Values(0, 1, 2)));
+                                            ::testing::Values(0, 1, 2), ::testing::Values(1, 3, 64)));
 
 int64_t ResidentBytes() {
   std::ifstream f("/proc/self/statm");
@@ -329,6 +336,152 @@ TEST(Corruption, LmdbMissingRecordAndMetadata) {
   EXPECT_NE(bad.status().message().find("metadata is not a JSON object"), std::string::npos)
       << bad.status().ToString();
   EXPECT_NE(bad.status().message().find(d / "db"), std::string::npos);
+}
+
+// Edits an LMDB file under its keys (liblmdb's own pages stay valid).
+// An empty `value` deletes the key.
+void EditLmdb(const fs::path& path, const std::string& key, const std::vector<uint8_t>& value) {
+  MDB_env* env;
+  MDB_txn* txn;
+  MDB_dbi dbi;
+  ASSERT_EQ(mdb_env_create(&env), 0);
+  ASSERT_EQ(mdb_env_open(env, path.c_str(), MDB_NOSUBDIR | MDB_NOLOCK, 0644), 0);
+  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
+  ASSERT_EQ(mdb_dbi_open(txn, nullptr, 0, &dbi), 0);
+  MDB_val k{key.size(), const_cast<char*>(key.data())};
+  MDB_val v{value.size(), const_cast<uint8_t*>(value.data())};
+  ASSERT_EQ(value.empty() ? mdb_del(txn, dbi, &k, nullptr) : mdb_put(txn, dbi, &k, &v, 0), 0);
+  ASSERT_EQ(mdb_txn_commit(txn), 0);
+  mdb_env_close(env);
+}
+
+std::vector<uint8_t> LmdbValue(const fs::path& path, const std::string& key) {
+  MDB_env* env;
+  MDB_txn* txn;
+  MDB_dbi dbi;
+  std::vector<uint8_t> out;
+  EXPECT_EQ(mdb_env_create(&env), 0);
+  EXPECT_EQ(mdb_env_open(env, path.c_str(), MDB_NOSUBDIR | MDB_NOLOCK | MDB_RDONLY, 0644), 0);
+  EXPECT_EQ(mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn), 0);
+  EXPECT_EQ(mdb_dbi_open(txn, nullptr, 0, &dbi), 0);
+  MDB_val k{key.size(), const_cast<char*>(key.data())}, v;
+  if (mdb_get(txn, dbi, &k, &v) == 0) out.assign(static_cast<uint8_t*>(v.mv_data), static_cast<uint8_t*>(v.mv_data) + v.mv_size);
+  mdb_txn_abort(txn);
+  mdb_env_close(env);
+  return out;
+}
+
+std::string ReadError(RecordSource& src, int64_t index) {
+  auto r = src.NewCursor()->Read(index);
+  EXPECT_FALSE(r.ok()) << "record " << index << " read fine";
+  return r.ok() ? "" : r.status().message();
+}
+
+std::vector<std::string> LayoutProblems(const RecordSource& src) {
+  std::vector<std::string> out;
+  src.CheckLayout([&](const std::string& m) { out.push_back(m); });
+  return out;
+}
+
+// Format 2, three records per value: 10 records are values 0..3 (the last
+// holds record 9 alone). The value layout is checked, and problems name the
+// records they cost as well as the value.
+TEST(Corruption, LmdbGroupedValues) {
+  TempDir d;
+  Write(ContainerFormat::kLmdb, d / "db", 10, 3);
+  const auto value1 = LmdbValue(d / "db", RecordKey(1));
+  // "IPKG", n = 3, offsets 40, 40 + |record 3|, ..., then records 3, 4, 5.
+  ASSERT_EQ(value1.size(), 40 + 3 * 40 + 3 * 2 + Payload(3).size() + Payload(4).size() + Payload(5).size());
+  EXPECT_EQ(std::string(value1.begin(), value1.begin() + 4), "IPKG");
+  {
+    auto src = OpenDatabase(d / "db");
+    ASSERT_OK(src);
+    EXPECT_TRUE(LayoutProblems(*src.value()).empty());
+  }
+  struct Case { const char* what; size_t offset; uint8_t value; const char* words; };
+  for (const Case& c : {Case{"magic", 0, 'X', "bad value header (magic)"},
+                        Case{"count", 4, 2, "value holds 2 records, expected 3"},
+                        Case{"first offset", 8, 41, "offset table entry 0 (41)"},
+                        Case{"middle offset", 16 + 1, 0xFF, "offset table entry 1"},
+                        Case{"last offset", 32, 0, "offset table entry 3"}}) {
+    SCOPED_TRACE(c.what);
+    auto bad = value1;
+    bad[c.offset] = c.value;
+    EditLmdb(d / "db", RecordKey(1), bad);
+    auto src = OpenDatabase(d / "db");
+    ASSERT_OK(src);
+    EXPECT_OK(src.value()->NewCursor()->Read(2));
+    EXPECT_OK(src.value()->NewCursor()->Read(6));
+    const std::string msg = ReadError(*src.value(), 4);
+    EXPECT_NE(msg.find("record 0000000004: value 0000000001 (records 0000000003..0000000005): "), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find(c.words), std::string::npos) << msg;
+  }
+  // A damaged record inside an intact value: that record's checksum.
+  auto damaged = value1;
+  damaged[40 + (42 + Payload(3).size()) + 42 + 500] ^= 0x10;  // record 4's payload
+  EditLmdb(d / "db", RecordKey(1), damaged);
+  {
+    auto src = OpenDatabase(d / "db");
+    ASSERT_OK(src);
+    EXPECT_OK(src.value()->NewCursor()->Read(3));
+    EXPECT_NE(ReadError(*src.value(), 4).find("record 0000000004: checksum mismatch"), std::string::npos);
+    EXPECT_OK(src.value()->NewCursor()->Read(5));
+  }
+  // Missing values: the records they held.
+  EditLmdb(d / "db", RecordKey(1), {});
+  EditLmdb(d / "db", RecordKey(3), {});
+  auto src = OpenDatabase(d / "db");
+  ASSERT_OK(src);
+  EXPECT_NE(ReadError(*src.value(), 5).find("record 0000000005 is missing (value 0000000001)"), std::string::npos);
+  EXPECT_EQ(LayoutProblems(*src.value()),
+            (std::vector<std::string>{"records 0000000003..0000000005 are missing (value 0000000001)",
+                                      "record 0000000009 is missing (value 0000000003)"}));
+  OpenOptions ram;
+  ram.in_ram = true;
+  auto in_ram = OpenDatabase(d / "db", ram);
+  ASSERT_FALSE(in_ram.ok());
+  EXPECT_NE(in_ram.status().message().find("record 0000000003 is missing (value 0000000001)"), std::string::npos)
+      << in_ram.status().ToString();
+}
+
+// Format 1 (one bare record per value, no records_per_value) stays readable;
+// format 2 metadata without records_per_value is refused.
+TEST(Store, ReadsFormatOneLmdb) {
+  TempDir d;
+  Write(ContainerFormat::kLmdb, d / "db", 5, 1);
+  for (int i = 0; i < 5; ++i) {
+    const auto v = LmdbValue(d / "db", RecordKey(i));
+    ASSERT_GT(v.size(), 24u);
+    EditLmdb(d / "db", RecordKey(i), std::vector<uint8_t>(v.begin() + 24, v.end()));  // strip the 1-record header
+  }
+  DatasetMeta m = Meta(5);
+  m.format_version = 1;
+  const std::string v1 = m.ToJson();
+  EXPECT_EQ(v1.find("records_per_value"), std::string::npos);
+  EditLmdb(d / "db", kMetaKey, std::vector<uint8_t>(v1.begin(), v1.end()));
+  for (bool in_ram : {false, true}) {
+    OpenOptions oo;
+    oo.in_ram = in_ram;
+    auto src = OpenDatabase(d / "db", oo);
+    ASSERT_OK(src);
+    EXPECT_EQ(src.value()->meta().format_version, 1);
+    EXPECT_EQ(src.value()->meta().records_per_value, 0);
+    EXPECT_TRUE(LayoutProblems(*src.value()).empty());
+    auto cur = src.value()->NewCursor();
+    for (int i : {0, 1, 4, 2}) {
+      auto r = cur->Read(i);
+      ASSERT_OK(r);
+      EXPECT_EQ(std::vector<uint8_t>(r->payload, r->payload + r->payload_size), Payload(i));
+    }
+  }
+  m.format_version = 2;
+  const std::string v2 = m.ToJson();
+  EditLmdb(d / "db", kMetaKey, std::vector<uint8_t>(v2.begin(), v2.end()));
+  auto bad = OpenDatabase(d / "db");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("metadata lacks records_per_value"), std::string::npos)
+      << bad.status().ToString();
 }
 
 TEST(Corruption, BlobEveryRegionIsChecked) {

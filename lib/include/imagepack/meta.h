@@ -11,7 +11,10 @@
 
 namespace imagepack {
 
-constexpr int kFormatVersion = 1;
+// Format 2 groups LMDB records into values (records_per_value); format 1
+// (one bare record per LMDB value) is still read.
+constexpr int kFormatVersion = 2;
+constexpr int kMaxRecordsPerValue = 65536;
 
 struct DatasetMeta {
   int format_version = kFormatVersion;
@@ -25,6 +28,9 @@ struct DatasetMeta {
   std::vector<double> std;
   int64_t stats_images = 0;
   int64_t payload_bytes = 0;
+  // LMDB, format 2: records per value (docs/FORMAT.md); the LMDB writer sets
+  // it. 0: format 1's one bare record per value; blobs leave it 0.
+  int records_per_value = 0;
   std::string tool;
   std::string options_json = "{}";  // a JSON object, kept verbatim
   std::string source;

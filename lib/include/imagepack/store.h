@@ -56,6 +56,11 @@ class RecordWriter {
 
 struct WriterOptions {
   bool overwrite = false;  // replace an existing container at path (atomically)
+  // LMDB: records stored together in one value, 1..kMaxRecordsPerValue
+  // (docs/FORMAT.md). Values hold whole 4 KB overflow pages, so grouping
+  // small records (JPEGs of a few tens of KB) saves the half page each
+  // would waste alone. Blob: not used.
+  int lmdb_records_per_value = 1;
 };
 
 // Creates a writer for `path`. Refuses when `path` exists (unless
