@@ -51,6 +51,11 @@ for r in $(seq "$ROUNDS"); do
   T[py]+="$(secs /usr/bin/python3 scripts/bench/folder2lmdb.py "$RESIZED" "$OUT/py.lmdb") "
   T[jl]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.lmdb" -q) "
   T[jb]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.blob" --format blob -q) "
+  # The peers' work only (no mean/std sample), and format 1's layout.
+  T[jl0]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j0.lmdb" --stats-sample 0 -q) "
+  T[jb0]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j0.blob" --format blob --stats-sample 0 -q) "
+  T[jl1]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j1.lmdb" --records-per-value 1 -q) "
+  rm -f "$OUT/j0.lmdb" "$OUT/j0.blob"
   T[rl]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/r.lmdb" --encoding raw -q) "
   # 5.5 GB each on tmpfs: keep one raw database at a time, or the second
   # one is written under memory pressure (it ran at half speed that way).
@@ -58,6 +63,7 @@ for r in $(seq "$ROUNDS"); do
   rm -f "$OUT/r.lmdb"
   T[rb]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/r.blob" --encoding raw --format blob -q) "
   T[one]+="$(secs "$BIN/pack_lmdb" "$PHOTOS" "$OUT/one.lmdb" --max-size 256 -q) "
+  T[one0]+="$(secs "$BIN/pack_lmdb" "$PHOTOS" "$OUT/one0.lmdb" --max-size 256 --stats-sample 0 -q) "
   T[v]+="$(secs "$BIN/verify_db" "$OUT/j.lmdb" -q) "
   T[vb]+="$(secs "$BIN/verify_db" "$OUT/r.blob" -q) "
   T[vd]+="$(secs "$BIN/verify_db" "$OUT/j.lmdb" --decode -q) "
@@ -81,15 +87,20 @@ row "tar cf" "$COUNT" "$tar_s"
 row "Python folder2lmdb (pickle, python3-lmdb)" "$COUNT" "$py_s"
 row "pack_lmdb jpeg -> lmdb" "$COUNT" "$(median ${T[jl]})"
 row "pack_lmdb jpeg -> blob" "$COUNT" "$(median ${T[jb]})"
+row "pack_lmdb jpeg -> lmdb, --stats-sample 0" "$COUNT" "$(median ${T[jl0]})"
+row "pack_lmdb jpeg -> blob, --stats-sample 0" "$COUNT" "$(median ${T[jb0]})"
+row "pack_lmdb jpeg -> lmdb, --records-per-value 1" "$COUNT" "$(median ${T[jl1]})"
 row "pack_lmdb raw -> lmdb" "$COUNT" "$(median ${T[rl]})"
 row "pack_lmdb raw -> blob" "$COUNT" "$(median ${T[rb]})"
 row "pack_lmdb resize+pack, 2000 photos (one pass)" 2000 "$(median ${T[one]})"
+row "  the same, --stats-sample 0" 2000 "$(median ${T[one0]})"
 vs_ceil() { awk -v n="$2" -v s="$3" -v c="$4" -v name="$1" 'BEGIN {printf "%-50s %5.0f%% of %.0f images/s\n", name, 100 * n / s / c, c}'; }
 echo "raw-pack ceiling (libjpeg-turbo full decodes of the resized files, $CORES cores): $ceil images/s"
 echo "one-pass ceiling (decode at the best DCT scale + encode at 256 px, the 2000 photos, $CORES cores): $ceil1 images/s"
 vs_ceil "pack_lmdb raw -> lmdb" "$COUNT" "$(median ${T[rl]})" "$ceil"
 vs_ceil "pack_lmdb raw -> blob" "$COUNT" "$(median ${T[rb]})" "$ceil"
 vs_ceil "pack_lmdb resize+pack (one pass)" 2000 "$(median ${T[one]})" "$ceil1"
+vs_ceil "pack_lmdb resize+pack, --stats-sample 0" 2000 "$(median ${T[one0]})" "$ceil1"
 for k in v vb vd; do
   case $k in v) name="verify_db jpeg.lmdb (checksums)"; db=j.lmdb;; vb) name="verify_db raw.blob (checksums)"; db=r.blob;;
              vd) name="verify_db jpeg.lmdb --decode"; db=j.lmdb;; esac
@@ -97,7 +108,7 @@ for k in v vb vd; do
   awk -v s="$s" -v b="$(stat -c %s "$OUT/$db")" -v n="$COUNT" -v name="$name" \
     'BEGIN {printf "%-50s %8.2f %10.0f rec/s %8.0f MB/s\n", name, s, n / s, b / s / 1e6}'
 done
-for f in j.lmdb j.blob r.lmdb r.blob py.lmdb; do
+for f in j.lmdb j1.lmdb j.blob r.lmdb r.blob py.lmdb; do
   if [ "$f" = r.lmdb ]; then bytes=$RAW_LMDB_SIZE; else bytes=$(stat -c %s "$OUT/$f"); fi
   printf 'size %-8s %8.1f MB\n' "$f" "$(awk -v b="$bytes" 'BEGIN {print b / 1e6}')"
 done
