@@ -276,68 +276,6 @@ size_t Find(const std::vector<uint8_t>& hay, const std::vector<uint8_t>& needle)
   return static_cast<size_t>(it - hay.begin());
 }
 
-TEST(Corruption, LmdbPayloadByteIsAChecksumMismatchOnThatKey) {
-  TempDir d;
-  Write(ContainerFormat::kLmdb, d / "db", 10);
-  auto bytes = Slurp(d / "db");
-  // LMDB is copy-on-write: stale copies of a page may remain in the file, so
-  // damage every copy of the payload.
-  const auto needle = Payload(6);
-  int copies = 0;
-  for (auto it = std::search(bytes.begin(), bytes.end(), needle.begin(), needle.end()); it != bytes.end();
-       it = std::search(it + 1, bytes.end(), needle.begin(), needle.end())) {
-    *(it + 500) ^= 0xFF;
-    ++copies;
-  }
-  ASSERT_GE(copies, 1);
-  Spit(d / "db", bytes);
-  auto src = OpenDatabase(d / "db");
-  ASSERT_OK(src);
-  auto cur = src.value()->NewCursor();
-  EXPECT_OK(cur->Read(5));
-  auto r = cur->Read(6);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("record 0000000006: checksum mismatch"), std::string::npos)
-      << r.status().ToString();
-}
-
-TEST(Corruption, LmdbMissingRecordAndMetadata) {
-  TempDir d;
-  Write(ContainerFormat::kLmdb, d / "db", 10);
-  MDB_env* env;
-  MDB_txn* txn;
-  MDB_dbi dbi;
-  ASSERT_EQ(mdb_env_create(&env), 0);
-  ASSERT_EQ(mdb_env_open(env, (d / "db").c_str(), MDB_NOSUBDIR | MDB_NOLOCK, 0644), 0);
-  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
-  ASSERT_EQ(mdb_dbi_open(txn, nullptr, 0, &dbi), 0);
-  std::string key = RecordKey(3);
-  MDB_val k{key.size(), key.data()};
-  ASSERT_EQ(mdb_del(txn, dbi, &k, nullptr), 0);
-  ASSERT_EQ(mdb_txn_commit(txn), 0);
-  auto src = OpenDatabase(d / "db");
-  ASSERT_OK(src);
-  auto r = src.value()->NewCursor()->Read(3);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("record 0000000003 is missing"), std::string::npos);
-  std::vector<std::string> layout;
-  src.value()->CheckLayout([&](const std::string& m) { layout.push_back(m); });
-  ASSERT_EQ(layout.size(), 1u);
-  EXPECT_EQ(layout[0], "record 0000000003 is missing");
-  // Now damage the metadata.
-  ASSERT_EQ(mdb_txn_begin(env, nullptr, 0, &txn), 0);
-  std::string mk = kMetaKey, junk = "{\"format\": \"imagepack\", \"count\": ";
-  MDB_val mkv{mk.size(), mk.data()}, jv{junk.size(), junk.data()};
-  ASSERT_EQ(mdb_put(txn, dbi, &mkv, &jv, 0), 0);
-  ASSERT_EQ(mdb_txn_commit(txn), 0);
-  mdb_env_close(env);
-  auto bad = OpenDatabase(d / "db");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("metadata is not a JSON object"), std::string::npos)
-      << bad.status().ToString();
-  EXPECT_NE(bad.status().message().find(d / "db"), std::string::npos);
-}
-
 // Edits an LMDB file under its keys (liblmdb's own pages stay valid).
 // An empty `value` deletes the key.
 void EditLmdb(const fs::path& path, const std::string& key, const std::vector<uint8_t>& value) {
@@ -381,6 +319,49 @@ std::vector<std::string> LayoutProblems(const RecordSource& src) {
   std::vector<std::string> out;
   src.CheckLayout([&](const std::string& m) { out.push_back(m); });
   return out;
+}
+
+TEST(Corruption, LmdbPayloadByteIsAChecksumMismatchOnThatKey) {
+  TempDir d;
+  Write(ContainerFormat::kLmdb, d / "db", 10);
+  auto bytes = Slurp(d / "db");
+  // LMDB is copy-on-write: stale copies of a page may remain in the file, so
+  // damage every copy of the payload.
+  const auto needle = Payload(6);
+  int copies = 0;
+  for (auto it = std::search(bytes.begin(), bytes.end(), needle.begin(), needle.end()); it != bytes.end();
+       it = std::search(it + 1, bytes.end(), needle.begin(), needle.end())) {
+    *(it + 500) ^= 0xFF;
+    ++copies;
+  }
+  ASSERT_GE(copies, 1);
+  Spit(d / "db", bytes);
+  auto src = OpenDatabase(d / "db");
+  ASSERT_OK(src);
+  auto cur = src.value()->NewCursor();
+  EXPECT_OK(cur->Read(5));
+  auto r = cur->Read(6);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("record 0000000006: checksum mismatch"), std::string::npos)
+      << r.status().ToString();
+}
+
+TEST(Corruption, LmdbMissingRecordAndMetadata) {
+  TempDir d;
+  Write(ContainerFormat::kLmdb, d / "db", 10);
+  EditLmdb(d / "db", RecordKey(3), {});
+  auto src = OpenDatabase(d / "db");
+  ASSERT_OK(src);
+  EXPECT_NE(ReadError(*src.value(), 3).find("record 0000000003 is missing"), std::string::npos);
+  EXPECT_EQ(LayoutProblems(*src.value()), std::vector<std::string>{"record 0000000003 is missing"});
+  // Now damage the metadata.
+  const std::string junk = "{\"format\": \"imagepack\", \"count\": ";
+  EditLmdb(d / "db", kMetaKey, std::vector<uint8_t>(junk.begin(), junk.end()));
+  auto bad = OpenDatabase(d / "db");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("metadata is not a JSON object"), std::string::npos)
+      << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find(d / "db"), std::string::npos);
 }
 
 // Format 2, three records per value: 10 records are values 0..3 (the last
