@@ -4,14 +4,8 @@
 // no resampling and no file I/O (files are read into memory first). Runs on
 // one core; prints images/s. With --yuv, the decode and encode are planar
 // (no colour conversion), the stricter ceiling for imagepack's planar path.
-// --decode-only: full-size RGB decodes (raw packing's ceiling); with
-// --write FILE each image's pixels are also written to FILE (removed at the
-// end), the ceiling of raw packing with its output.
 // See docs/BENCHMARKS.md.
 #include <turbojpeg.h>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -26,7 +20,7 @@ using namespace imagepack;
 namespace po = boost::program_options;
 
 int main(int argc, char** argv) {
-  std::string dir, write_path;
+  std::string dir;
   int max_size = 256, quality = 90, repeat = 1;
   po::options_description opts("Options");
   opts.add_options()("max-size", po::value(&max_size)->default_value(256), "shorter edge target")(
@@ -34,7 +28,6 @@ int main(int argc, char** argv) {
       "repeat", po::value(&repeat)->default_value(1), "passes over the files")(
       "yuv", "decode to and encode from Y/Cb/Cr planes")(
       "decode-only", "full-size RGB decodes only (the loader's ceiling)")(
-      "write", po::value(&write_path), "--decode-only: also write the pixels to FILE (removed after)")(
       "help,h", "show this help")("version", "show the version");
   po::options_description hidden;
   hidden.add_options()("dir", po::value(&dir));
@@ -44,7 +37,6 @@ int main(int argc, char** argv) {
   const bool yuv = vm.count("yuv") > 0;
   const bool decode_only = vm.count("decode-only") > 0;
   if (dir.empty()) return cli::UsageError("DIR is required");
-  if (!write_path.empty() && !decode_only) return cli::UsageError("--write needs --decode-only");
 
   auto listing = ListTree(dir);
   if (!listing.ok()) {
@@ -61,14 +53,6 @@ int main(int argc, char** argv) {
   const tjscalingfactor* sf = tjGetScalingFactors(&nsf);
   std::vector<uint8_t> pix, out(tjBufSize(8192, 8192, TJSAMP_420));
   int64_t done = 0;
-  int out_fd = -1;
-  if (!write_path.empty()) {
-    out_fd = ::open(write_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out_fd < 0) {
-      std::perror(write_path.c_str());
-      return cli::kExitFatal;
-    }
-  }
   auto t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < repeat; ++r) {
     for (const auto& f : files) {
@@ -77,13 +61,6 @@ int main(int argc, char** argv) {
       if (decode_only) {
         pix.resize(size_t(w) * h * 3);
         tjDecompress2(dec, f.data(), f.size(), pix.data(), w, 0, h, TJPF_RGB, TJFLAG_FASTDCT);
-        if (out_fd >= 0) {
-          Status st = WriteAll(out_fd, pix.data(), pix.size(), write_path);
-          if (!st.ok()) {
-            std::fprintf(stderr, "%s\n", st.message().c_str());
-            return cli::kExitFatal;
-          }
-        }
         ++done;
         continue;
       }
@@ -124,12 +101,8 @@ int main(int argc, char** argv) {
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (out_fd >= 0) {
-    ::close(out_fd);
-    ::unlink(write_path.c_str());
-  }
   std::printf("bench_jpeg_ceiling%s: %lld images in %.2f s on one core: %.1f images/s\n",
-              yuv ? " --yuv" : out_fd >= 0 ? " --decode-only --write" : decode_only ? " --decode-only" : "", static_cast<long long>(done), secs, done / secs);
+              yuv ? " --yuv" : decode_only ? " --decode-only" : "", static_cast<long long>(done), secs, done / secs);
   tjDestroy(dec);
   tjDestroy(enc);
   return 0;

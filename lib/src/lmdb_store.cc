@@ -242,7 +242,7 @@ struct Env {
   }
 };
 
-// Records first..last as "records A..B" (or "record A").
+// Values holding records first..last: "records A..B" (or "record A").
 std::string RecordRange(int64_t first, int64_t last) {
   return first == last ? "record " + RecordKey(first) : "records " + RecordKey(first) + ".." + RecordKey(last);
 }

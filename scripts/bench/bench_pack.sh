@@ -67,21 +67,15 @@ for r in $(seq "$ROUNDS"); do
   T[v]+="$(secs "$BIN/verify_db" "$OUT/j.lmdb" -q) "
   T[vb]+="$(secs "$BIN/verify_db" "$OUT/r.blob" -q) "
   T[vd]+="$(secs "$BIN/verify_db" "$OUT/j.lmdb" --decode -q) "
-  RAW_BLOB_SIZE=$(stat -c %s "$OUT/r.blob")
-  rm -f "$OUT/r.blob"  # room for the ceiling's 5.2 GB below
   # Ceilings, one core each, times the cores: raw packing is a full decode
   # per file; one-pass resize+pack is a decode at the best DCT scale plus an
   # encode of the 256-px result (what bench_resize.sh calls the ceiling).
   T[ceil]+="$( "$BIN/bench_jpeg_ceiling" "$RESIZED" --decode-only | sed -n 's/.*: \([0-9.]*\) images\/s/\1/p') "
-  # The same decodes, each image's pixels also written to a file beside the
-  # outputs: what raw packing cannot avoid (5.4 GB written).
-  T[ceilw]+="$( "$BIN/bench_jpeg_ceiling" "$RESIZED" --decode-only --write "$OUT/ceiling.raw" | sed -n 's/.*: \([0-9.]*\) images\/s/\1/p') "
   T[ceil1]+="$( "$BIN/bench_jpeg_ceiling" "$PHOTOS" --max-size 256 | sed -n 's/.*: \([0-9.]*\) images\/s/\1/p') "
 done
 tar_s=$(median ${T[tar]})
 py_s=$(median ${T[py]})
 ceil=$(awk -v a="$(median ${T[ceil]})" -v c="$CORES" 'BEGIN {print a * c}')
-ceilw=$(awk -v a="$(median ${T[ceilw]})" -v c="$CORES" 'BEGIN {print a * c}')
 ceil1=$(awk -v a="$(median ${T[ceil1]})" -v c="$CORES" 'BEGIN {print a * c}')
 echo "pack benchmark: $COUNT resized JPEGs ($((BYTES / 1000000)) MB) from page cache, $CORES cores, median of $ROUNDS rounds"
 printf '%-50s %8s %10s %9s %9s\n' method seconds files/s "vs tar" "vs python"
@@ -102,24 +96,20 @@ row "pack_lmdb resize+pack, 2000 photos (one pass)" 2000 "$(median ${T[one]})"
 row "  the same, --stats-sample 0" 2000 "$(median ${T[one0]})"
 vs_ceil() { awk -v n="$2" -v s="$3" -v c="$4" -v name="$1" 'BEGIN {printf "%-50s %5.0f%% of %.0f images/s\n", name, 100 * n / s / c, c}'; }
 echo "raw-pack ceiling (libjpeg-turbo full decodes of the resized files, $CORES cores): $ceil images/s"
-echo "raw-pack ceiling with its output (the same decodes, each image's pixels written to a file on the same file system, $CORES cores): $ceilw images/s"
 echo "one-pass ceiling (decode at the best DCT scale + encode at 256 px, the 2000 photos, $CORES cores): $ceil1 images/s"
 vs_ceil "pack_lmdb raw -> lmdb" "$COUNT" "$(median ${T[rl]})" "$ceil"
 vs_ceil "pack_lmdb raw -> blob" "$COUNT" "$(median ${T[rb]})" "$ceil"
-vs_ceil "pack_lmdb raw -> lmdb, ceiling with output" "$COUNT" "$(median ${T[rl]})" "$ceilw"
-vs_ceil "pack_lmdb raw -> blob, ceiling with output" "$COUNT" "$(median ${T[rb]})" "$ceilw"
 vs_ceil "pack_lmdb resize+pack (one pass)" 2000 "$(median ${T[one]})" "$ceil1"
 vs_ceil "pack_lmdb resize+pack, --stats-sample 0" 2000 "$(median ${T[one0]})" "$ceil1"
 for k in v vb vd; do
   case $k in v) name="verify_db jpeg.lmdb (checksums)"; db=j.lmdb;; vb) name="verify_db raw.blob (checksums)"; db=r.blob;;
              vd) name="verify_db jpeg.lmdb --decode"; db=j.lmdb;; esac
   s=$(median ${T[$k]})
-  b=$RAW_BLOB_SIZE; [ "$db" = r.blob ] || b=$(stat -c %s "$OUT/$db")
-  awk -v s="$s" -v b="$b" -v n="$COUNT" -v name="$name" \
+  awk -v s="$s" -v b="$(stat -c %s "$OUT/$db")" -v n="$COUNT" -v name="$name" \
     'BEGIN {printf "%-50s %8.2f %10.0f rec/s %8.0f MB/s\n", name, s, n / s, b / s / 1e6}'
 done
 for f in j.lmdb j1.lmdb j.blob r.lmdb r.blob py.lmdb; do
-  case $f in r.lmdb) bytes=$RAW_LMDB_SIZE;; r.blob) bytes=$RAW_BLOB_SIZE;; *) bytes=$(stat -c %s "$OUT/$f");; esac
+  if [ "$f" = r.lmdb ]; then bytes=$RAW_LMDB_SIZE; else bytes=$(stat -c %s "$OUT/$f"); fi
   printf 'size %-8s %8.1f MB\n' "$f" "$(awk -v b="$bytes" 'BEGIN {print b / 1e6}')"
 done
 echo "payload (sum of JPEG files): $((BYTES / 1000000)) MB"
