@@ -1,6 +1,12 @@
 #include "imagepack/record.h"
 
 #include <xxhash.h>
+#if defined(__x86_64__)
+// Debian's libxxhash builds XXH3_64bits for baseline x86-64 (SSE2); its
+// dispatching twin picks AVX2 or AVX-512 at run time and gives the same
+// hash. This header renames the calls below to it.
+#include <xxh_x86dispatch.h>
+#endif
 
 #include <cstdio>
 #include <cstring>

@@ -93,10 +93,11 @@ TEST(Pack, ImageFolderTreeBecomesLabelledRecords) {
 // Raw records hold exactly what DecodeImage gives, whether the packer
 // decodes straight into the record (plain JPEGs within the limit) or goes
 // through DecodeImage (a resize, CMYK); gray and RGB; the truncated file is
-// reported, not stored.
+// reported, not stored. 19 records of 6 sizes, shuffled: later ones are
+// decoded into buffers of written ones (larger and smaller than they need).
 TEST(Pack, RawRecordsHoldDecodedPixels) {
   TempDir src, out;
-  MakeTree(src.path(), 2);
+  MakeTree(src.path(), 6);
   struct Case {
     const char* name;
     SizeLimit limit;
@@ -113,13 +114,14 @@ TEST(Pack, RawRecordsHoldDecodedPixels) {
     o.encoding = Encoding::kRaw;
     o.prepare.decode.limit = k.limit;
     o.prepare.decode.channels = k.channels;
+    o.shuffle_seed = 5;  // sizes in no order: spare buffers both too small and too large
     auto summary = PackDataset(o);
     ASSERT_OK(summary);
     ASSERT_EQ(summary->errors.size(), 1u);
     EXPECT_EQ(summary->errors[0].path, "n01/broken.JPEG");
     auto db = OpenDatabase(dst);
     ASSERT_OK(db);
-    EXPECT_EQ(db.value()->size(), 7);  // 3 x 2 generated + the CMYK file
+    EXPECT_EQ(db.value()->size(), 19);  // 3 x 6 generated + the CMYK file
     EXPECT_EQ(db.value()->meta().stats_images, db.value()->size());
     auto cur = db.value()->NewCursor();
     double n = 0, sum[3] = {0, 0, 0}, sq[3] = {0, 0, 0};
