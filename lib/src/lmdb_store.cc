@@ -113,6 +113,13 @@ class LmdbWriter : public RecordWriter {
 
   int64_t count() const override { return added_; }
   Status status() const override { return status_; }
+  bool TakeSpareBuffer(std::vector<uint8_t>* buffer) override {
+    if (spares_.empty()) return false;
+    *buffer = std::move(spares_.back());
+    spares_.pop_back();
+    spare_bytes_ -= buffer->capacity();
+    return true;
+  }
 
  private:
   using Batch = std::vector<std::vector<uint8_t>>;
@@ -141,6 +148,13 @@ class LmdbWriter : public RecordWriter {
   void WaitForFlush() {
     if (!inflight_.valid()) return;
     Status st = inflight_.get();
+    // Keep up to a batch's worth of the written records' buffers for
+    // TakeSpareBuffer().
+    for (auto& record : flushing_) {
+      if (spare_bytes_ + record.capacity() > kBatchBytes) break;
+      spare_bytes_ += record.capacity();
+      spares_.push_back(std::move(record));
+    }
     flushing_.clear();
     if (status_.ok()) status_ = st;
   }
@@ -223,6 +237,8 @@ class LmdbWriter : public RecordWriter {
   size_t map_size_ = size_t(256) << 20;
   Batch pending_;   // filled by Add
   Batch flushing_;  // owned by the flush thread while inflight_ is valid
+  Batch spares_;    // written records' buffers, for TakeSpareBuffer()
+  size_t spare_bytes_ = 0;
   std::future<Status> inflight_;
   size_t pending_bytes_ = 0;
   int64_t added_ = 0;

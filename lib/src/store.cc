@@ -51,6 +51,7 @@ class LockedWriter : public RecordWriter {
   Status Finish(const DatasetMeta& meta) override { return inner_->Finish(meta); }
   int64_t count() const override { return inner_->count(); }
   Status status() const override { return inner_->status(); }
+  bool TakeSpareBuffer(std::vector<uint8_t>* buffer) override { return inner_->TakeSpareBuffer(buffer); }
   bool parallel_writes() const override { return inner_->parallel_writes(); }
   Result<uint64_t> Reserve(size_t size) override { return inner_->Reserve(size); }
   Status WriteReserved(uint64_t at, const uint8_t* record, size_t size) override {

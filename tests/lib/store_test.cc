@@ -252,6 +252,38 @@ TEST(Writer, CountMismatchIsRefused) {
   EXPECT_FALSE(fs::exists(d / "db"));
 }
 
+// The LMDB writer hands back buffers of records only once they are
+// committed: scribbling over every buffer it returns leaves the database
+// intact.
+TEST(Writer, LmdbSpareBuffersAreThoseOfCommittedRecords) {
+  TempDir d;
+  WriterOptions wo;
+  wo.lmdb_records_per_value = 3;
+  auto w = CreateWriter(ContainerFormat::kLmdb, d / "db", wo);
+  ASSERT_OK(w);
+  const int n = 3000;  // batches end every 1024 records
+  int spares = 0;
+  for (int i = 0; i < n; ++i) {
+    auto p = Payload(i % 50);
+    ASSERT_OK(w.value()->Add(EncodeRecord({Encoding::kJpeg, 3, i % 3, 1, 1}, "f" + std::to_string(i), p.data(), p.size())));
+    std::vector<uint8_t> spare;
+    while (w.value()->TakeSpareBuffer(&spare)) {
+      ++spares;
+      std::fill(spare.begin(), spare.end(), 0xEE);
+    }
+  }
+  ASSERT_OK(w.value()->Finish(Meta(n)));
+  EXPECT_GT(spares, 0);
+  auto src = OpenDatabase(d / "db");
+  ASSERT_OK(src);
+  auto cur = src.value()->NewCursor();
+  for (int i = 0; i < n; ++i) {
+    auto r = cur->Read(i);
+    ASSERT_OK(r);
+    ASSERT_EQ(std::vector<uint8_t>(r->payload, r->payload + r->payload_size), Payload(i % 50)) << i;
+  }
+}
+
 TEST(Writer, LmdbMapGrowsWithoutMapFull) {
   // 300 records of 1 MiB exceed the initial 256 MiB map several times over.
   TempDir d;

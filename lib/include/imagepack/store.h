@@ -36,6 +36,14 @@ class RecordWriter {
   virtual int64_t count() const = 0;
   // The first failure so far (sticky), including a failed WriteReserved().
   virtual Status status() const = 0;
+  // A buffer of a record already written (LMDB: once its batch is
+  // committed), for the caller to fill with another record instead of
+  // allocating and zero-filling a new one. False when there is none. Writer
+  // thread only.
+  virtual bool TakeSpareBuffer(std::vector<uint8_t>* buffer) {
+    (void)buffer;
+    return false;
+  }
 
   // Containers that take record bytes from several threads (blob): Reserve()
   // adds the next record (writer thread, in record order) and returns where
