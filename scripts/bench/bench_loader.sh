@@ -18,6 +18,8 @@ TREE=$WORK/resized-20000
 [ -d "$TREE" ] || scripts/bench/bench_pack.sh --rounds 1 >/dev/null
 DB=/dev/shm/imagepack-bench-loader
 mkdir -p "$DB"
+# Format 1 LMDBs cached by older runs are repacked (format 2 groups values).
+grep -q records_per_value "$DB/jpeg.lmdb" 2>/dev/null || rm -f "$DB/jpeg.lmdb"
 [ -f "$DB/jpeg.lmdb" ] || "$BIN/pack_lmdb" "$TREE" "$DB/jpeg.lmdb" --shuffle 1 -q >/dev/null
 [ -f "$DB/jpeg.blob" ] || "$BIN/pack_lmdb" "$DB/jpeg.lmdb" "$DB/jpeg.blob" --format blob -q >/dev/null
 [ -f "$DB/raw.blob" ] || "$BIN/pack_lmdb" "$DB/jpeg.lmdb" "$DB/raw.blob" --format blob --encoding raw -q >/dev/null
