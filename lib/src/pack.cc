@@ -547,8 +547,9 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
               // pipeline.
               if (!w.WriteReserved(static_cast<uint64_t>(p.write_at), p.record.data(), p.record.size()).ok())
                 write_failed = true;
-              // At most one spare per record in flight: records made by
-              // DecodeImage (resize, CMYK) never take one back.
+              // Bounded by the records in flight: records made by
+              // DecodeImage (resize, CMYK) take no spare, so unbounded the
+              // queue would grow with the dataset.
               if (o.encoding == Encoding::kRaw && spare_records.unsafe_size() < tokens)
                 spare_records.push(std::move(p.record));
             }));
