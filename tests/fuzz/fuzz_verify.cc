@@ -53,7 +53,7 @@ void RepairValue(std::vector<uint8_t>& v) {
   }
   uint32_t n;
   std::memcpy(&n, &v[4], 4);
-  if (n > (v.size() - 8) / 8 - 1) return;
+  if (v.size() < 16 || n > (v.size() - 16) / 8) return;  // the table, 16 + 8n bytes, must fit
   for (uint32_t j = 0; j < n; ++j) {
     const uint64_t begin = fuzz::Get64(&v[8 + 8 * size_t(j)]), end = fuzz::Get64(&v[16 + 8 * size_t(j)]);
     if (begin <= end && end <= v.size()) fuzz::RepairRecordChecksum(&v[begin], end - begin);
