@@ -154,13 +154,21 @@ Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom) 
     return Status::InvalidArgument(path + ": is a directory");
   }
   // Read until EOF rather than trusting st_size: the file may be changing.
-  std::vector<uint8_t> buf(headroom + static_cast<size_t>(st.st_size));
+  // One byte of room past st_size: a regular file read short of what was
+  // asked is at its end, so an unchanged file takes one read(), not a
+  // second one to see EOF.
+  std::vector<uint8_t> buf(headroom + static_cast<size_t>(st.st_size) + 1);
   size_t used = headroom;
   uint8_t probe[1 << 14];
   while (true) {
     uint8_t* dst = used < buf.size() ? buf.data() + used : probe;
     size_t room = used < buf.size() ? buf.size() - used : sizeof(probe);
     ssize_t n = ::read(fd, dst, room);
+    if (n >= 0 && S_ISREG(st.st_mode) && dst != probe && static_cast<size_t>(n) < room &&
+        used + static_cast<size_t>(n) == headroom + static_cast<size_t>(st.st_size)) {
+      used += static_cast<size_t>(n);
+      break;
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
       int e = errno;

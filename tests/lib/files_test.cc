@@ -87,6 +87,27 @@ TEST(Files, ReadFileNamesThePathInErrors) {
   EXPECT_EQ(ok.value(), big);
 }
 
+// ReadFile reads an unchanged file in one read() (a short read at st_size is
+// its end), and still reads to EOF where st_size says nothing: /proc files
+// report 0 bytes.
+TEST(Files, ReadFileReadsToTheEndWhateverStatSays) {
+  TempDir d;
+  Spit(d / "empty", {});
+  auto empty = ReadFile(d / "empty", 5);
+  ASSERT_OK(empty);
+  EXPECT_EQ(empty.value().size(), 5u);  // the headroom only
+  Spit(d / "three", {1, 2, 3});
+  auto three = ReadFile(d / "three", 2);
+  ASSERT_OK(three);
+  EXPECT_EQ(three.value(), (std::vector<uint8_t>{0, 0, 1, 2, 3}));
+  auto proc = ReadFile("/proc/self/status");
+  ASSERT_OK(proc);
+  const std::string text(proc.value().begin(), proc.value().end());
+  EXPECT_EQ(text.rfind("Name:", 0), 0u) << text.substr(0, 40);
+  EXPECT_NE(text.find("VmRSS:"), std::string::npos);
+  EXPECT_GT(text.size(), 500u);
+}
+
 TEST(Files, RemovesStaleTempsOfDeadProcessesOnly) {
   TempDir d;
   std::string mine = TempPathFor(d / "sub/a.jpg");
