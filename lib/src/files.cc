@@ -164,11 +164,6 @@ Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom) 
     uint8_t* dst = used < buf.size() ? buf.data() + used : probe;
     size_t room = used < buf.size() ? buf.size() - used : sizeof(probe);
     ssize_t n = ::read(fd, dst, room);
-    if (n >= 0 && S_ISREG(st.st_mode) && dst != probe && static_cast<size_t>(n) < room &&
-        used + static_cast<size_t>(n) == headroom + static_cast<size_t>(st.st_size)) {
-      used += static_cast<size_t>(n);
-      break;
-    }
     if (n < 0) {
       if (errno == EINTR) continue;
       int e = errno;
@@ -178,6 +173,8 @@ Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom) 
     if (n == 0) break;
     if (dst == probe) buf.insert(buf.end(), probe, probe + n);
     used += static_cast<size_t>(n);
+    if (S_ISREG(st.st_mode) && static_cast<size_t>(n) < room && used == headroom + static_cast<size_t>(st.st_size))
+      break;
   }
   ::close(fd);
   buf.resize(used);

@@ -477,6 +477,9 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   tbb::task_arena arena(std::max(threads, 1));
   const bool parallel_writes = w.parallel_writes();
   const size_t tokens = static_cast<size_t>(std::max(threads, 1)) * 4;  // records in flight
+  // Bounded by the records in flight: records made by DecodeImage (resize,
+  // CMYK) take no spare, so unbounded the queue would grow with the dataset.
+  auto wants_spare = [&] { return o.encoding == Encoding::kRaw && spare_records.unsafe_size() < tokens; };
   size_t next = 0;
   arena.execute([&] {
     tbb::parallel_pipeline(
@@ -518,9 +521,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
                 write_status = w.Add(std::move(p.record));
                 // LMDB hands back the buffers of committed records.
                 std::vector<uint8_t> spare;
-                while (o.encoding == Encoding::kRaw && spare_records.unsafe_size() < tokens &&
-                       w.TakeSpareBuffer(&spare))
-                  spare_records.push(std::move(spare));
+                while (wants_spare() && w.TakeSpareBuffer(&spare)) spare_records.push(std::move(spare));
               }
               if (!write_status.ok()) {
                 write_failed = true;
@@ -547,11 +548,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
               // pipeline.
               if (!w.WriteReserved(static_cast<uint64_t>(p.write_at), p.record.data(), p.record.size()).ok())
                 write_failed = true;
-              // Bounded by the records in flight: records made by
-              // DecodeImage (resize, CMYK) take no spare, so unbounded the
-              // queue would grow with the dataset.
-              if (o.encoding == Encoding::kRaw && spare_records.unsafe_size() < tokens)
-                spare_records.push(std::move(p.record));
+              if (wants_spare()) spare_records.push(std::move(p.record));
             }));
   });
   IMAGEPACK_RETURN_IF_ERROR(write_status);

@@ -152,7 +152,6 @@ class MultiCursor : public RecordCursor {
       return Status::InvalidArgument("record " + std::to_string(index) + " is out of range");
     const size_t part = static_cast<size_t>(it - starts_->begin() - 1);
     if (!cursors_[part]) cursors_[part] = (*parts_)[part]->NewCursor();
-
     Status st = cursors_[part]->ReadRaw(index - (*starts_)[part], data, size);
     return st.ok() ? st : st.WithContext((*parts_)[part]->Describe());
   }
