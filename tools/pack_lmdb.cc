@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   PackOptions o;
   int max_size = 0, max_edge = 0;
   int64_t shuffle = -1;
-  std::string format = "lmdb", encoding = "jpeg", shard_text = "0/1", filter_name = "triangle", errors_path;
+  std::string format = "lmdb", encoding = "jpeg", shard_text = "0/1", filter_name = "triangle", errors_path, direct_io = "auto";
   po::options_description opts("Options");
   opts.add_options()
       ("format", po::value(&format)->default_value("lmdb"), "lmdb or blob (one file to read into RAM or mmap)")
@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
       ("records-per-value", po::value(&o.lmdb_records_per_value)->default_value(0),
        "LMDB: records stored in one value (0: 64 for jpeg, 1 for raw)")
       ("stats-sample", po::value(&o.stats_sample)->default_value(1024), "JPEG: images decoded for mean/std (0: none)")
+      ("direct-io", po::value(&direct_io)->default_value("auto"),
+       "blob: on (O_DIRECT, no page-cache copy), off, auto (on except on tmpfs)")
       ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
       ("overwrite", "replace DST if it exists")
       ("errors", po::value(&errors_path), "write every skipped input and its reason to FILE")
@@ -69,6 +71,9 @@ int main(int argc, char** argv) {
   if (!fmt.ok()) return cli::UsageError(fmt.status().message());
   auto enc = ParseEncoding(encoding);
   if (!enc.ok()) return cli::UsageError(enc.status().message());
+  if (direct_io != "auto" && direct_io != "on" && direct_io != "off")
+    return cli::UsageError("--direct-io must be auto, on or off");
+  o.direct_io = direct_io == "on" ? DirectIo::kOn : direct_io == "off" ? DirectIo::kOff : DirectIo::kAuto;
   auto shard = ParseShard(shard_text);
   if (!shard.ok()) return cli::UsageError(shard.status().message());
   auto filter = ParseResampleFilter(filter_name);
@@ -108,10 +113,10 @@ int main(int argc, char** argv) {
     return cli::kExitInterrupted;
   }
   std::printf(
-      "%s: %lld records in %lld classes -> %s (%s, %s, shard %s): %lld copied as-is, %zu skipped; "
+      "%s: %lld records in %lld classes -> %s (%s, %s, shard %s%s): %lld copied as-is, %zu skipped; "
       "%s in, payload %s, file %s (%.1f%% over payload); %.1f s, %.1f images/s\n",
       prog.c_str(), static_cast<long long>(s.written), static_cast<long long>(s.classes), o.dst.c_str(),
-      format.c_str(), encoding.c_str(), o.shard.ToString().c_str(), static_cast<long long>(s.passed_through),
+      format.c_str(), encoding.c_str(), o.shard.ToString().c_str(), s.direct_io ? ", O_DIRECT" : "", static_cast<long long>(s.passed_through),
       s.errors.size(), cli::HumanBytes(double(s.bytes_in)).c_str(), cli::HumanBytes(double(s.payload_bytes)).c_str(),
       cli::HumanBytes(double(s.file_bytes)).c_str(),
       s.payload_bytes > 0 ? 100.0 * (double(s.file_bytes) / double(s.payload_bytes) - 1) : 0.0, s.seconds,

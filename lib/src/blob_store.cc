@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "imagepack/files.h"
+#include "staged_file.h"
 #include "store_internal.h"
 
 namespace imagepack::internal {
@@ -38,17 +39,25 @@ class BlobWriter : public RecordWriter {
  public:
   BlobWriter(std::string path, std::string tmp) : path_(std::move(path)), tmp_(std::move(tmp)) {}
   ~BlobWriter() override {
+    staged_.reset();  // stops its threads before the file goes
     if (fd_ >= 0) ::close(fd_);
     if (!finished_) ::unlink(tmp_.c_str());
   }
 
-  Status Open() {
+  Status Open(DirectIo direct_io) {
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0) return Status::FromErrno("create " + tmp_, errno);
-    buf_.reserve(kBufSize);
-    std::vector<uint8_t> zeros(kHeaderSize, 0);  // the header is written last
-    return Write(zeros.data(), zeros.size());
+    if (direct_io == DirectIo::kOn || (direct_io == DirectIo::kAuto && DirectIoPays(fd_))) {
+      auto staged = StagedFile::Open(tmp_, fd_);
+      if (staged.ok()) staged_ = std::move(staged.value());
+      else if (direct_io == DirectIo::kOn || staged.status().code() != Status::Code::kNotSupported)
+        return staged.status();
+    }
+    if (!staged_) buf_.reserve(kBufSize);
+    return Write(nullptr, kHeaderSize);  // zeros: the header is written last
   }
+
+  bool direct_io() const override { return staged_ != nullptr; }
 
   using RecordWriter::Add;
   Status Add(const uint8_t* record, size_t size) override {
@@ -72,12 +81,17 @@ class BlobWriter : public RecordWriter {
     offsets_.push_back(at);
     lengths_.push_back(size);
     pos_ += size;
-    pos_ += (kAlign - pos_ % kAlign) % kAlign;
+    const size_t pad = static_cast<size_t>((kAlign - pos_ % kAlign) % kAlign);
+    // Staged: every byte is put, the padding too (a chunk is written once
+    // all of it is there).
+    if (staged_ && pad > 0) status_ = staged_->PutZeros(pos_, pad);
+    if (!status_.ok()) return status_;
+    pos_ += pad;
     return at;
   }
 
   Status WriteReserved(uint64_t at, const uint8_t* record, size_t size) override {
-    Status st = PwriteAll(record, size, at);
+    Status st = staged_ ? staged_->Put(at, record, size) : PwriteAll(record, size, at);
     if (!st.ok()) {
       std::lock_guard<std::mutex> g(parallel_mu_);
       if (parallel_status_.ok()) parallel_status_ = st;
@@ -87,8 +101,11 @@ class BlobWriter : public RecordWriter {
 
   Status status() const override {
     if (!status_.ok()) return status_;
-    std::lock_guard<std::mutex> g(parallel_mu_);
-    return parallel_status_;
+    {
+      std::lock_guard<std::mutex> g(parallel_mu_);
+      if (!parallel_status_.ok()) return parallel_status_;
+    }
+    return staged_ ? staged_->status() : Status::Ok();
   }
 
   Status Finish(const DatasetMeta& meta) override {
@@ -107,7 +124,7 @@ class BlobWriter : public RecordWriter {
     const uint64_t meta_offset = pos_;
     const std::string json = meta.ToJson();
     if (status_.ok()) status_ = Write(reinterpret_cast<const uint8_t*>(json.data()), json.size());
-    if (status_.ok()) status_ = FlushBuffer();
+    if (status_.ok()) status_ = staged_ ? staged_->Close(pos_) : FlushBuffer();
     if (!status_.ok()) return status_;
     uint8_t header[kHeaderSize] = {0};
     std::memcpy(header, kBlobMagic, 8);
@@ -135,13 +152,20 @@ class BlobWriter : public RecordWriter {
   static constexpr size_t kBufSize = 4 << 20;
   static constexpr size_t kDirect = 64 << 10;
 
-  // Small records gather in the buffer (few syscalls); large ones (raw
-  // images: 200 KB and more) go to the file directly, saving a copy on
-  // this one writer thread. Every write says where it goes (pwrite): the
-  // file offset plays no part, so reserved records can be written around.
+  // Staged (O_DIRECT): into the staging chunks. Otherwise small records
+  // gather in the buffer (few syscalls); large ones (raw images: 200 KB and
+  // more) go to the file directly, saving a copy on this one writer thread.
+  // Every write says where it goes (pwrite): the file offset plays no part,
+  // so reserved records can be written around. `p` null: zeros.
   Status Write(const uint8_t* p, size_t n) {
     const uint64_t at = pos_;
     pos_ += n;
+    if (staged_) return p ? staged_->Put(at, p, n) : staged_->PutZeros(at, n);
+    if (!p) {
+      static const uint8_t zeros[kHeaderSize] = {0};
+      if (n > sizeof zeros) return Status::InvalidArgument("internal: zero run too long");
+      p = zeros;
+    }
     if (n >= kDirect || buf_.size() + n > kBufSize) {
       IMAGEPACK_RETURN_IF_ERROR(FlushBuffer());
       if (n >= kDirect) return PwriteAll(p, n, at);
@@ -151,9 +175,8 @@ class BlobWriter : public RecordWriter {
     return Status::Ok();
   }
   Status Pad() {
-    static const uint8_t zeros[kAlign] = {0};
     const size_t pad = static_cast<size_t>((kAlign - pos_ % kAlign) % kAlign);
-    return pad ? Write(zeros, pad) : Status::Ok();
+    return pad ? Write(nullptr, pad) : Status::Ok();
   }
   Status FlushBuffer() {
     Status st = PwriteAll(buf_.data(), buf_.size(), buf_at_);
@@ -164,6 +187,7 @@ class BlobWriter : public RecordWriter {
 
   std::string path_, tmp_;
   int fd_ = -1;
+  std::unique_ptr<StagedFile> staged_;  // O_DIRECT writes; null: buffered
   std::vector<uint8_t> buf_;
   uint64_t pos_ = 0;
   std::vector<uint64_t> offsets_, lengths_;
@@ -186,9 +210,10 @@ struct Mapping {
 
 }  // namespace
 
-Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, const std::string& tmp) {
+Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, const std::string& tmp,
+                                                    DirectIo direct_io) {
   auto w = std::make_unique<BlobWriter>(path, tmp);
-  IMAGEPACK_RETURN_IF_ERROR(w->Open());
+  IMAGEPACK_RETURN_IF_ERROR(w->Open(direct_io));
   return std::unique_ptr<RecordWriter>(std::move(w));
 }
 

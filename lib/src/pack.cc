@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "imagepack/files.h"
+#include "pixel_stats.h"
 
 namespace fs = std::filesystem;
 
@@ -30,33 +31,6 @@ struct SourceItem {
   int64_t db_index = -1;
 };
 
-// Sums and sums of squares of `bytes` bytes (a whole number of 48-byte
-// blocks) into 48 lanes: lane k holds channel k % c (48 is a multiple of 1
-// and 3), which vectorises. uint32 lanes, emptied every 65536 blocks
-// (65536 * 255^2 < 2^32). Built twice, for AVX2 and for baseline x86-64;
-// the dynamic loader picks one at run time (GCC function multiversioning).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void SumLanes48(const uint8_t* p, size_t bytes, int c, uint64_t s[3], uint64_t q[3]) {
-  constexpr size_t kLanes = 48;
-  size_t i = 0;
-  while (i < bytes) {
-    uint32_t ls[kLanes] = {}, lq[kLanes] = {};
-    const size_t end = std::min(bytes, i + kLanes * 65536);
-    for (; i < end; i += kLanes)
-      for (size_t k = 0; k < kLanes; ++k) {
-        const uint32_t v = p[i + k];
-        ls[k] += v;
-        lq[k] += v * v;
-      }
-    for (size_t k = 0; k < kLanes; ++k) {
-      s[k % c] += ls[k];
-      q[k % c] += lq[k];
-    }
-  }
-}
-
 // Per-channel pixel sums, for mean/std.
 struct Moments {
   double n = 0;
@@ -67,16 +41,7 @@ struct Moments {
   void Add(const uint8_t* p, size_t px, int c) {
     const size_t bytes = px * c;
     uint64_t s[3] = {0, 0, 0}, q[3] = {0, 0, 0};
-    size_t i = 0;
-    if (c == 1 || c == 3) {
-      i = bytes - bytes % 48;
-      SumLanes48(p, i, c, s, q);
-    }
-    for (; i < bytes; ++i) {
-      const uint32_t v = p[i];
-      s[i % c] += v;
-      q[i % c] += v * v;
-    }
+    internal::AddChannelSums(p, bytes, c, s, q);
     for (int k = 0; k < c; ++k) {
       sum[k] += double(s[k]);
       sq[k] += double(q[k]);
@@ -318,9 +283,11 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   wo.lmdb_records_per_value = o.lmdb_records_per_value > 0 ? o.lmdb_records_per_value
                               : o.encoding == Encoding::kJpeg ? kJpegRecordsPerValue
                                                               : 1;
+  wo.direct_io = o.direct_io;
   auto writer = CreateWriter(o.format, o.dst, wo);
   if (!writer.ok()) return writer.status();
   RecordWriter& w = *writer.value();
+  summary.direct_io = w.direct_io();
 
   // Raw: exact statistics over every image (the pixels are at hand). JPEG:
   // every stride-th image, decoded at reduced scale; stats_sample 0: none.

@@ -53,6 +53,7 @@ class LockedWriter : public RecordWriter {
   Status status() const override { return inner_->status(); }
   bool TakeSpareBuffer(std::vector<uint8_t>* buffer) override { return inner_->TakeSpareBuffer(buffer); }
   bool parallel_writes() const override { return inner_->parallel_writes(); }
+  bool direct_io() const override { return inner_->direct_io(); }
   Result<uint64_t> Reserve(size_t size) override { return inner_->Reserve(size); }
   Status WriteReserved(uint64_t at, const uint8_t* record, size_t size) override {
     return inner_->WriteReserved(at, record, size);
@@ -254,7 +255,7 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
     return Status::InvalidArgument(path + " already exists (use --overwrite to replace it)");
   RemoveStaleTempsFor(path);
   const std::string tmp = TempPathFor(path);
-  auto inner = format == ContainerFormat::kBlob ? internal::NewBlobWriter(path, tmp)
+  auto inner = format == ContainerFormat::kBlob ? internal::NewBlobWriter(path, tmp, opts.direct_io)
                                                 : internal::NewLmdbWriter(path, tmp, opts.lmdb_records_per_value);
   if (!inner.ok()) return inner.status();
   return std::unique_ptr<RecordWriter>(new LockedWriter(std::move(lock.value()), std::move(inner.value())));

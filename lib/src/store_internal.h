@@ -12,7 +12,8 @@ namespace imagepack::internal {
 // Writers of each container, writing to `tmp_path` (renamed by Finish).
 Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, const std::string& tmp_path,
                                                     int records_per_value);
-Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, const std::string& tmp_path);
+Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, const std::string& tmp_path,
+                                                    DirectIo direct_io);
 
 Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const OpenOptions& opts);
 Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const OpenOptions& opts);

@@ -36,6 +36,7 @@ struct PackOptions {
   // LMDB: records per value (WriterOptions); 0: kJpegRecordsPerValue for
   // JPEG, 1 for raw (records of hundreds of KB lose under 1% to a half page).
   int lmdb_records_per_value = 0;
+  DirectIo direct_io = DirectIo::kAuto;  // blob: O_DIRECT writes (WriterOptions)
   int64_t stats_sample = 1024;  // JPEG: images decoded (reduced) for mean/std; 0: none
   std::string tool = "pack_lmdb";
   std::string options_json = "{}";
@@ -56,6 +57,7 @@ struct PackSummary {
   int64_t file_bytes = 0;       // size of the container on disk
   double seconds = 0;
   bool cancelled = false;
+  bool direct_io = false;       // the blob went to the device with O_DIRECT
   DatasetMeta meta;
 };
 

@@ -52,6 +52,8 @@ class RecordWriter {
   // Finish(). A failed WriteReserved() fails Finish() too. LMDB: not
   // supported (liblmdb has one writer), use Add().
   virtual bool parallel_writes() const { return false; }
+  // True when records go to the device with O_DIRECT (WriterOptions).
+  virtual bool direct_io() const { return false; }
   virtual Result<uint64_t> Reserve(size_t size) {
     (void)size;
     return Status::NotSupported("this container has one writer thread");
@@ -62,6 +64,13 @@ class RecordWriter {
   }
 };
 
+// How a blob is written: kOn, with O_DIRECT from aligned staging chunks (no
+// copy into the page cache: on a disk, raw packs are several times faster
+// and a big pack does not evict everyone else's cached files; an error if
+// the file system refuses it); kOff, through the page cache; kAuto, O_DIRECT
+// except on tmpfs/ramfs (where the page cache is the file) or where refused.
+enum class DirectIo { kAuto, kOn, kOff };
+
 struct WriterOptions {
   bool overwrite = false;  // replace an existing container at path (atomically)
   // LMDB: records stored together in one value, 1..kMaxRecordsPerValue
@@ -69,6 +78,7 @@ struct WriterOptions {
   // small records (JPEGs of a few tens of KB) saves the half page each
   // would waste alone. Blob: not used.
   int lmdb_records_per_value = 1;
+  DirectIo direct_io = DirectIo::kAuto;  // blob only; liblmdb does its own writing
 };
 
 // Creates a writer for `path`. Refuses when `path` exists (unless
