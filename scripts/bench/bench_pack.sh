@@ -2,7 +2,10 @@
 # Side-by-side packing benchmark on one resized tree (page-cached):
 # pack_lmdb (jpeg/raw, lmdb/blob), one-pass resize+pack from the original
 # photos, `tar cf` (the sequential-copy ceiling), a Python LMDB packer
-# (folder2lmdb style), and verify_db with and without --decode.
+# (folder2lmdb style), and verify_db with and without --decode. Raw packs
+# are also written to a disk ($BENCH_DIR, /tmp by default): a blob with
+# O_DIRECT (the default there) and through the page cache, an LMDB, and
+# `dd oflag=direct` of the same size (what the disk takes).
 #
 #   scripts/bench/bench_pack.sh [--files 20000] [--rounds 3]
 set -euo pipefail
@@ -20,6 +23,7 @@ BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
 WORK=${BENCH_DIR:-/tmp/imagepack-bench}
 OUT=/dev/shm/imagepack-bench-packs  # tmpfs: the figures compare work, not disk flushes
 [ -d /dev/shm ] || OUT=$WORK/packs
+DISK=$WORK/packs-disk  # raw packs to a disk, as users write 100 GB ones
 PHOTOS=$WORK/photos-2000
 RESIZED=$WORK/resized-$FILES
 mkdir -p "$WORK"
@@ -73,6 +77,21 @@ for r in $(seq "$ROUNDS"); do
   T[ceil]+="$( "$BIN/bench_jpeg_ceiling" "$RESIZED" --decode-only | sed -n 's/.*: \([0-9.]*\) images\/s/\1/p') "
   T[ceil1]+="$( "$BIN/bench_jpeg_ceiling" "$PHOTOS" --max-size 256 | sed -n 's/.*: \([0-9.]*\) images\/s/\1/p') "
 done
+# Raw packs to the disk, after the rest: writing 5 GB through the page
+# cache leaves the kernel flushing for seconds, which would slow whatever
+# ran next. Each run starts from a synced disk.
+RAW_BLOB_SIZE=$(stat -c %s "$OUT/r.blob")
+for r in $(seq "$ROUNDS"); do
+  rm -rf "$DISK"; mkdir -p "$DISK"; sync
+  T[rbd]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$DISK/r.blob" --encoding raw --format blob -q) "
+  rm -f "$DISK/r.blob"; sync
+  T[rbb]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$DISK/r.blob" --encoding raw --format blob --direct-io off -q) "
+  rm -f "$DISK/r.blob"; sync
+  T[rld]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$DISK/r.lmdb" --encoding raw -q) "
+  rm -f "$DISK/r.lmdb"; sync
+  T[dd]+="$(secs dd if=/dev/zero of="$DISK/dd" bs=8M count=$((RAW_BLOB_SIZE / 8388608)) oflag=direct) "
+  rm -rf "$DISK"
+done
 tar_s=$(median ${T[tar]})
 py_s=$(median ${T[py]})
 ceil=$(awk -v a="$(median ${T[ceil]})" -v c="$CORES" 'BEGIN {print a * c}')
@@ -92,6 +111,9 @@ row "pack_lmdb jpeg -> blob, --stats-sample 0" "$COUNT" "$(median ${T[jb0]})"
 row "pack_lmdb jpeg -> lmdb, --records-per-value 1" "$COUNT" "$(median ${T[jl1]})"
 row "pack_lmdb raw -> lmdb" "$COUNT" "$(median ${T[rl]})"
 row "pack_lmdb raw -> blob" "$COUNT" "$(median ${T[rb]})"
+row "pack_lmdb raw -> blob, disk, O_DIRECT (default)" "$COUNT" "$(median ${T[rbd]})"
+row "pack_lmdb raw -> blob, disk, --direct-io off" "$COUNT" "$(median ${T[rbb]})"
+row "pack_lmdb raw -> lmdb, disk" "$COUNT" "$(median ${T[rld]})"
 row "pack_lmdb resize+pack, 2000 photos (one pass)" 2000 "$(median ${T[one]})"
 row "  the same, --stats-sample 0" 2000 "$(median ${T[one0]})"
 vs_ceil() { awk -v n="$2" -v s="$3" -v c="$4" -v name="$1" 'BEGIN {printf "%-50s %5.0f%% of %.0f images/s\n", name, 100 * n / s / c, c}'; }
@@ -99,6 +121,11 @@ echo "raw-pack ceiling (libjpeg-turbo full decodes of the resized files, $CORES 
 echo "one-pass ceiling (decode at the best DCT scale + encode at 256 px, the 2000 photos, $CORES cores): $ceil1 images/s"
 vs_ceil "pack_lmdb raw -> lmdb" "$COUNT" "$(median ${T[rl]})" "$ceil"
 vs_ceil "pack_lmdb raw -> blob" "$COUNT" "$(median ${T[rb]})" "$ceil"
+vs_ceil "pack_lmdb raw -> blob, disk, O_DIRECT" "$COUNT" "$(median ${T[rbd]})" "$ceil"
+vs_ceil "pack_lmdb raw -> blob, disk, --direct-io off" "$COUNT" "$(median ${T[rbb]})" "$ceil"
+vs_ceil "pack_lmdb raw -> lmdb, disk" "$COUNT" "$(median ${T[rld]})" "$ceil"
+vs_ceil "dd oflag=direct bs=8M of the raw blob's size" "$COUNT" "$(median ${T[dd]})" "$ceil"
+echo "disk: $(stat -f -c %T "$WORK") at $WORK ($(df --output=source "$WORK" | tail -1))"
 vs_ceil "pack_lmdb resize+pack (one pass)" 2000 "$(median ${T[one]})" "$ceil1"
 vs_ceil "pack_lmdb resize+pack, --stats-sample 0" 2000 "$(median ${T[one0]})" "$ceil1"
 for k in v vb vd; do

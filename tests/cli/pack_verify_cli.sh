@@ -62,6 +62,24 @@ run blob "$BIN/pack_lmdb" "$WORK/train.lmdb" "$WORK/train.blob" --format blob --
 expect_rc 0 "convert to raw blob" blob
 run pyblob "$PY" "$SCRIPTS/read_db.py" "$WORK/train.blob" 0
 expect_in pyblob.out "128x171x3 raw (128, 171, 3)"
+# The same blob through the page cache and, where /tmp is a disk, with
+# O_DIRECT: the same records (the metadata differs only in its time).
+run blob_off "$BIN/pack_lmdb" "$WORK/train.lmdb" "$WORK/off.blob" --format blob --encoding raw --direct-io off
+expect_rc 0 "blob --direct-io off" blob_off
+expect_not_in blob_off.out "O_DIRECT"
+run blob_on "$BIN/pack_lmdb" "$WORK/train.lmdb" "$WORK/on.blob" --format blob --encoding raw --direct-io on
+if [ "$RC" -eq 0 ]; then
+  expect_in blob_on.out "(blob, raw, shard 0/1, O_DIRECT)"
+  index_end=$(od -An -t u8 -j 32 -N 8 "$WORK/off.blob" | tr -d ' ')  # the metadata's offset
+  expect_true "cmp -s -n $index_end $WORK/off.blob $WORK/on.blob" "O_DIRECT blob differs before its metadata"
+  run pyon "$PY" "$SCRIPTS/read_db.py" "$WORK/on.blob" 0
+  expect_true "cmp -s $WORK/pyblob.out $WORK/pyon.out" "python reads the O_DIRECT blob differently"
+else
+  expect_in blob_on.err "does not support O_DIRECT"  # tmpfs before Linux 6.6
+fi
+run bad_direct "$BIN/pack_lmdb" "$WORK/train.lmdb" "$WORK/x.blob" --format blob --direct-io sometimes
+expect_rc 2 "--direct-io sometimes" bad_direct
+expect_in bad_direct.err "--direct-io must be auto, on or off"
 
 # Damage one byte in the middle of the blob: verify names the record.
 size=$(stat -c %s "$WORK/train.blob")
