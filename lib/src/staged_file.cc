@@ -100,8 +100,9 @@ struct StagedFile::Impl {
       Chunk* c = queued.front();
       queued.pop_front();
       ++writing;
+      const bool failed = !error.ok();  // read under the lock: another writer thread sets it
       lk.unlock();
-      Status st = error.ok() ? WriteAt(c->mem, opts.chunk_bytes, c->index * opts.chunk_bytes) : Status::Ok();
+      Status st = failed ? Status::Ok() : WriteAt(c->mem, opts.chunk_bytes, c->index * opts.chunk_bytes);
       lk.lock();
       --writing;
       if (!st.ok() && error.ok()) error = st;
