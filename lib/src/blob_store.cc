@@ -54,7 +54,7 @@ class BlobWriter : public RecordWriter {
         return staged.status();
     }
     if (!staged_) buf_.reserve(kBufSize);
-    return Write(nullptr, kHeaderSize);  // zeros: the header is written last
+    return Write(kZeros, kHeaderSize);  // the header is written last
   }
 
   bool direct_io() const override { return staged_ != nullptr; }
@@ -84,7 +84,7 @@ class BlobWriter : public RecordWriter {
     const size_t pad = static_cast<size_t>((kAlign - pos_ % kAlign) % kAlign);
     // Staged: every byte is put, the padding too (a chunk is written once
     // all of it is there).
-    if (staged_ && pad > 0) status_ = staged_->PutZeros(pos_, pad);
+    if (staged_ && pad > 0) status_ = staged_->Put(pos_, kZeros, pad);
     if (!status_.ok()) return status_;
     pos_ += pad;
     return at;
@@ -150,25 +150,21 @@ class BlobWriter : public RecordWriter {
 
  private:
   static constexpr size_t kBufSize = 4 << 20;
-  static constexpr size_t kDirect = 64 << 10;
+  static constexpr size_t kUnbuffered = 64 << 10;
+  static constexpr uint8_t kZeros[kHeaderSize] = {0};  // the header's room, padding
 
   // Staged (O_DIRECT): into the staging chunks. Otherwise small records
   // gather in the buffer (few syscalls); large ones (raw images: 200 KB and
   // more) go to the file directly, saving a copy on this one writer thread.
   // Every write says where it goes (pwrite): the file offset plays no part,
-  // so reserved records can be written around. `p` null: zeros.
+  // so reserved records can be written around.
   Status Write(const uint8_t* p, size_t n) {
     const uint64_t at = pos_;
     pos_ += n;
-    if (staged_) return p ? staged_->Put(at, p, n) : staged_->PutZeros(at, n);
-    if (!p) {
-      static const uint8_t zeros[kHeaderSize] = {0};
-      if (n > sizeof zeros) return Status::InvalidArgument("internal: zero run too long");
-      p = zeros;
-    }
-    if (n >= kDirect || buf_.size() + n > kBufSize) {
+    if (staged_) return staged_->Put(at, p, n);
+    if (n >= kUnbuffered || buf_.size() + n > kBufSize) {
       IMAGEPACK_RETURN_IF_ERROR(FlushBuffer());
-      if (n >= kDirect) return PwriteAll(p, n, at);
+      if (n >= kUnbuffered) return PwriteAll(p, n, at);
     }
     if (buf_.empty()) buf_at_ = at;
     buf_.insert(buf_.end(), p, p + n);
@@ -176,7 +172,7 @@ class BlobWriter : public RecordWriter {
   }
   Status Pad() {
     const size_t pad = static_cast<size_t>((kAlign - pos_ % kAlign) % kAlign);
-    return pad ? Write(nullptr, pad) : Status::Ok();
+    return pad ? Write(kZeros, pad) : Status::Ok();
   }
   Status FlushBuffer() {
     Status st = PwriteAll(buf_.data(), buf_.size(), buf_at_);
