@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   PackOptions o;
   int max_size = 0, max_edge = 0;
   int64_t shuffle = -1;
-  std::string format = "lmdb", encoding = "jpeg", shard_text = "0/1", filter_name = "triangle", errors_path, direct_io = "auto";
+  std::string format = "lmdb", encoding = "jpeg", shard_text = "0/1", filter_name = "triangle", errors_path;
+  std::string direct_io = "auto";
   po::options_description opts("Options");
   opts.add_options()
       ("format", po::value(&format)->default_value("lmdb"), "lmdb or blob (one file to read into RAM or mmap)")
@@ -71,9 +72,9 @@ int main(int argc, char** argv) {
   if (!fmt.ok()) return cli::UsageError(fmt.status().message());
   auto enc = ParseEncoding(encoding);
   if (!enc.ok()) return cli::UsageError(enc.status().message());
-  if (direct_io != "auto" && direct_io != "on" && direct_io != "off")
-    return cli::UsageError("--direct-io must be auto, on or off");
-  o.direct_io = direct_io == "on" ? DirectIo::kOn : direct_io == "off" ? DirectIo::kOff : DirectIo::kAuto;
+  auto dio = ParseDirectIo(direct_io);
+  if (!dio.ok()) return cli::UsageError("--direct-io must be auto, on or off");
+  o.direct_io = dio.value();
   auto shard = ParseShard(shard_text);
   if (!shard.ok()) return cli::UsageError(shard.status().message());
   auto filter = ParseResampleFilter(filter_name);
@@ -116,7 +117,8 @@ int main(int argc, char** argv) {
       "%s: %lld records in %lld classes -> %s (%s, %s, shard %s%s): %lld copied as-is, %zu skipped; "
       "%s in, payload %s, file %s (%.1f%% over payload); %.1f s, %.1f images/s\n",
       prog.c_str(), static_cast<long long>(s.written), static_cast<long long>(s.classes), o.dst.c_str(),
-      format.c_str(), encoding.c_str(), o.shard.ToString().c_str(), s.direct_io ? ", O_DIRECT" : "", static_cast<long long>(s.passed_through),
+      format.c_str(), encoding.c_str(), o.shard.ToString().c_str(), s.direct_io ? ", O_DIRECT" : "",
+      static_cast<long long>(s.passed_through),
       s.errors.size(), cli::HumanBytes(double(s.bytes_in)).c_str(), cli::HumanBytes(double(s.payload_bytes)).c_str(),
       cli::HumanBytes(double(s.file_bytes)).c_str(),
       s.payload_bytes > 0 ? 100.0 * (double(s.file_bytes) / double(s.payload_bytes) - 1) : 0.0, s.seconds,

@@ -27,6 +27,13 @@ Result<ContainerFormat> ParseContainerFormat(const std::string& name) {
   return Status::InvalidArgument("unknown format '" + name + "' (expected lmdb or blob)");
 }
 
+Result<DirectIo> ParseDirectIo(const std::string& name) {
+  if (name == "auto") return DirectIo::kAuto;
+  if (name == "on") return DirectIo::kOn;
+  if (name == "off") return DirectIo::kOff;
+  return Status::InvalidArgument("unknown direct I/O mode '" + name + "' (expected auto, on or off)");
+}
+
 Result<RecordView> RecordCursor::Read(int64_t index, bool verify_checksum) {
   const uint8_t* data = nullptr;
   size_t size = 0;

@@ -70,6 +70,8 @@ class RecordWriter {
 // the file system refuses it); kOff, through the page cache; kAuto, O_DIRECT
 // except on tmpfs/ramfs (where the page cache is the file) or where refused.
 enum class DirectIo { kAuto, kOn, kOff };
+// "auto", "on", "off".
+Result<DirectIo> ParseDirectIo(const std::string& name);
 
 struct WriterOptions {
   bool overwrite = false;  // replace an existing container at path (atomically)
