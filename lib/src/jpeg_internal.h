@@ -38,9 +38,10 @@ class TjDecompressor {
 
 std::string TjError(tjhandle h);
 
-// Turns a failed tjDecompress* into a Status, or Ok for harmless warnings
-// (extraneous bytes before a marker, which real ImageNet files have and
-// every decoder accepts). Premature end of data is "truncated JPEG".
+// Turns a failed tjDecompress* into a Status, or Ok for warnings about
+// damaged scan data (extraneous bytes before a marker, which real ImageNet
+// files have, bad codes, a scan that ends early), which every decoder
+// accepts. A file that ends before its EOI is "truncated JPEG".
 Status DecodeFailure(tjhandle h);
 
 // Smallest libjpeg-turbo DCT scale (n/8, n = 1..8) whose output still covers

@@ -123,6 +123,12 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
   // tables 0 and 1 when a file leaves them out, but not 2 and 3 (found by
   // fuzz_decode: "Huffman table 0x02 was not defined").
   bool ht_defined[2][4] = {{true, true, false, false}, {true, true, false, false}};
+  // What libjpeg checks when a scan starts and it builds the tables of its
+  // components (jpeg_make_d_derived_tbl), a fatal "Bogus Huffman table
+  // definition" otherwise (found by fuzz_decode): the codes fit their
+  // lengths with no all-ones code, and a DC table's symbols are at most 15.
+  bool ht_codes_fit[2][4] = {{true, true, false, false}, {true, true, false, false}};
+  bool ht_dc_symbols[2][4] = {{true, true, false, false}, {true, true, false, false}};
   struct Comp { int id, h, v, tq; };
   Comp comps[4] = {};
   int ncomp = 0;
@@ -173,7 +179,21 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
         size_t count = 0;
         for (int i = 1; i <= 16; ++i) count += seg[q + i];
         if (count > 256 || q + 17 + count > seg_len) return Status::Corruption("JPEG: bad Huffman table");
-        ht_defined[seg[q] >> 4][seg[q] & 15] = true;
+        const int tc = seg[q] >> 4, th = seg[q] & 15;
+        ht_defined[tc][th] = true;
+        // Canonical codes, shortest first: after the codes of length l,
+        // the next free code must still be below 2^l.
+        uint32_t code = 0;
+        bool fits = true;
+        for (int l = 1; l <= 16; ++l) {
+          code += seg[q + l];
+          if (code >= (uint32_t{1} << l)) fits = false;
+          code <<= 1;
+        }
+        bool dc_symbols = true;
+        for (size_t i = 0; i < count; ++i) dc_symbols &= seg[q + 17 + i] <= 15;
+        ht_codes_fit[tc][th] = fits;
+        ht_dc_symbols[tc][th] = dc_symbols;
         q += 17 + count;
       }
     } else if (m == 0xC0 || m == 0xC1) {  // baseline / extended Huffman frame
@@ -210,8 +230,11 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
         for (int k = 0; k < ncomp; ++k)
           if (comps[k].id == id) c = &comps[k];
         if (!c || (tables >> 4) > 3 || (tables & 15) > 3) return Status::Corruption("JPEG: bad scan component");
-        if (!ht_defined[0][tables >> 4] || !ht_defined[1][tables & 15])
+        const int dc = tables >> 4, ac = tables & 15;
+        if (!ht_defined[0][dc] || !ht_defined[1][ac])
           return Status::Corruption("JPEG: a scan uses a Huffman table that is not defined");
+        if (!ht_codes_fit[0][dc] || !ht_dc_symbols[0][dc] || !ht_codes_fit[1][ac])
+          return Status::Corruption("JPEG: a scan uses a bogus Huffman table");
         if (scanned[c - comps]) return Status::Corruption("JPEG: a component scanned twice");
         scanned[c - comps] = true;
         if (!qt_defined[c->tq])

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
+#include "imagepack/transform.h"
 #include "testutil.h"
 
 namespace imagepack {
@@ -197,6 +199,69 @@ TEST(Decode, JpegMissingItsTablesFailsWhateverWasDecodedBefore) {
   }
 }
 
+// Found by fuzz_decode: a scan whose data stops before the frame's last
+// block, in a file that is otherwise complete (EOI present). libjpeg warns
+// "premature end of data segment" and decodes the missing blocks flat, as
+// Pillow, OpenCV and torchvision do. pack_lmdb passes such a file through
+// (its structure is sound), so every decode path must take it too; a file
+// that ends before its EOI stays "truncated JPEG" on all of them.
+TEST(Decode, ScanEndingEarlyIsToleratedAFileEndingEarlyIsNot) {
+  const auto good = Golden("rgb.jpg");
+  size_t scan = 0;
+  for (size_t i = 0; i + 4 < good.size(); ++i)
+    if (good[i] == 0xFF && good[i + 1] == 0xDA) {
+      scan = i + 2 + ((size_t(good[i + 2]) << 8) | good[i + 3]);
+      break;
+    }
+  ASSERT_GT(scan, 0u);
+  std::vector<uint8_t> short_scan(good.begin(), good.begin() + scan + (good.size() - 2 - scan) / 3);
+  short_scan.insert(short_scan.end(), {0xFF, 0xD9});
+  ASSERT_OK(CheckJpegStructure(short_scan.data(), short_scan.size()));
+
+  PrepareOptions p;
+  auto prepared = PrepareJpeg(short_scan.data(), short_scan.size(), p);
+  ASSERT_OK(prepared);
+  EXPECT_TRUE(prepared->passed_through);
+
+  auto img = Decode(short_scan);
+  ASSERT_OK(img);
+  ASSERT_EQ(img->width, 64);
+  ASSERT_EQ(img->height, 48);
+  // The first third of the scan holds the top rows: red stays red.
+  const uint8_t* tl = Pixel(img.value(), 16, 4);
+  EXPECT_NEAR(tl[0], kQuads[0][0], 12);
+  EXPECT_NEAR(tl[1], kQuads[0][1], 12);
+  auto info = ProbeImage(short_scan.data(), short_scan.size());
+  ASSERT_OK(info);
+  std::vector<uint8_t> direct(64 * 48 * 3);
+  EXPECT_OK(DecodeJpegInto(short_scan.data(), short_scan.size(), info.value(), DecodeOptions{}, direct.data()));
+  PrepareOptions resize;
+  resize.decode.limit = {SizeLimit::Mode::kShorterEdge, 24};
+  auto smaller = PrepareJpeg(short_scan.data(), short_scan.size(), resize);
+  ASSERT_OK(smaller);
+  EXPECT_FALSE(smaller->passed_through);
+  RenderOptions r;
+  r.out_w = r.out_h = 16;
+  Image out;
+  EXPECT_OK(RenderJpeg(short_scan.data(), short_scan.size(), CropBox{0, 0, 64, 48}, r, &out));
+
+  // Cut at the same place without an EOI: truncated, on every path.
+  const std::vector<uint8_t> cut(short_scan.begin(), short_scan.end() - 2);
+  auto cut_img = Decode(cut);
+  ASSERT_FALSE(cut_img.ok());
+  EXPECT_NE(cut_img.status().message().find("truncated JPEG"), std::string::npos) << cut_img.status().ToString();
+  auto cut_info = ProbeImage(cut.data(), cut.size());
+  ASSERT_OK(cut_info);
+  Status into = DecodeJpegInto(cut.data(), cut.size(), cut_info.value(), DecodeOptions{}, direct.data());
+  EXPECT_NE(into.message().find("truncated JPEG"), std::string::npos) << into.ToString();
+  auto cut_prepared = PrepareJpeg(cut.data(), cut.size(), resize);
+  ASSERT_FALSE(cut_prepared.ok());
+  EXPECT_NE(cut_prepared.status().message().find("truncated JPEG"), std::string::npos)
+      << cut_prepared.status().ToString();
+  Status render = RenderJpeg(cut.data(), cut.size(), CropBox{0, 0, 64, 48}, r, &out);
+  EXPECT_NE(render.message().find("truncated JPEG"), std::string::npos) << render.ToString();
+}
+
 TEST(Prepare, PassThroughOnlyForStructurallySoundJpegs) {
   for (const char* ok : {"rgb.jpg", "gray.jpg"}) {
     auto d = Golden(ok);
@@ -221,7 +286,25 @@ TEST(Prepare, PassThroughOnlyForStructurallySoundJpegs) {
       undefined_table[i + 12] = 3;
       break;
     }
+  // Found by fuzz_decode: libjpeg refuses, when the scan starts, a table
+  // whose codes do not fit their lengths, and a DC table with a symbol over
+  // 15 ("Bogus Huffman table definition").
+  size_t dht = 0;
+  for (size_t i = 0; i + 40 < good.size(); ++i)
+    if (good[i] == 0xFF && good[i + 1] == 0xC4 && (good[i + 4] >> 4) == 0) {
+      dht = i + 4;  // Tc/Th of a DC table, then 16 counts, then its symbols
+      break;
+    }
+  ASSERT_GT(dht, 0u);
+  auto codes_overflow = good;  // every code of the table at length 1
+  int symbols = 0;
+  for (int l = 1; l <= 16; ++l) symbols += std::exchange(codes_overflow[dht + l], 0);
+  ASSERT_GE(symbols, 2);
+  codes_overflow[dht + 1] = static_cast<uint8_t>(symbols);
+  auto dc_symbol = good;
+  dc_symbol[dht + 17 + symbols - 1] = 16;
   for (const Case& c : {Case{Golden("missing_dqt.jpg"), "between segments"}, Case{undefined_table, "not defined"},
+                        Case{codes_overflow, "bogus Huffman table"}, Case{dc_symbol, "bogus Huffman table"},
                         Case{Golden("truncated.jpg"), "EOI"},
                         Case{two_soi, "second SOI"}, Case{odd_marker, "unsupported marker 0x72"},
                         Case{undefined_huffman, "Huffman table that is not defined"}, Case{no_eoi, "EOI"}}) {
