@@ -154,6 +154,41 @@ else
   echo "faults: cannot mount tmpfs here (not root?): full-disk and read-only checks not run"
 fi
 
+# ---- Full disk under O_DIRECT: a loop-mounted 16 MiB ext4 --------------------
+# A blob on a disk is written with O_DIRECT by StagedFile's background
+# threads (tmpfs above never takes that path): their failure must end the
+# pack the same way, and a pack that fits must hold the same records as one
+# through the page cache.
+EXT=$WORK/ext4
+mkdir -p "$EXT/mnt"
+if truncate -s 16M "$EXT/img" && mkfs.ext4 -q -F "$EXT/img" >/dev/null 2>&1 &&
+   mount -o loop "$EXT/img" "$EXT/mnt" 2>/dev/null; then
+  trap 'umount "$FULL" 2>/dev/null; umount "$WORK/ro" 2>/dev/null; umount "$EXT/mnt" 2>/dev/null; rm -rf "$WORK"' EXIT
+  M=$EXT/mnt
+  used_before=$(df --output=used "$M" | tail -1)
+  run ext_fits "$BIN/pack_lmdb" "$T" "$M/small.blob" --format blob --encoding raw --max-size 32 --shuffle 1
+  expect_rc 0 "raw blob that fits on the ext4" ext_fits
+  expect_in ext_fits.out "O_DIRECT"
+  run ext_ref "$BIN/pack_lmdb" "$T" "$WORK/small_ref.blob" --format blob --encoding raw --max-size 32 --shuffle 1 \
+    --direct-io off -q
+  expect_rc 0 "the same pack through the page cache" ext_ref
+  expect_true "[ \"\$(db_digest $M/small.blob)\" = \"\$(db_digest $WORK/small_ref.blob)\" ]" \
+    "the O_DIRECT blob holds other records than the page-cache one"
+  run ext_verify "$BIN/verify_db" "$M/small.blob" -q
+  expect_rc 0 "verify_db of the O_DIRECT blob" ext_verify
+  rm -f "$M/small.blob"
+  run ext_full "$BIN/pack_lmdb" "$T" "$M/x.blob" --format blob --encoding raw -q
+  expect_rc 1 "O_DIRECT pack onto a full ext4" ext_full
+  expect_in ext_full.err "No space left on device"
+  expect_in ext_full.err "$M/"
+  expect_true "[ -z \"\$(ls -A $M | grep -v '^lost+found\$')\" ]" "the O_DIRECT pack left files on the full disk: $(ls -A "$M")"
+  used_after=$(df --output=used "$M" | tail -1)
+  expect_true "[ $used_after -le $((used_before + 64)) ]" "the full pack's space was not given back: $used_before KiB used before, $used_after after"
+  umount "$M"
+else
+  echo "faults: cannot loop-mount an ext4 here (not root, or no loop devices): the O_DIRECT full-disk check not run"
+fi
+
 # ---- Unreadable sources (as an unprivileged user: root reads everything) ------
 U=$WORK/unreadable
 UO=$WORK/unreadable_out
