@@ -7,15 +7,20 @@
 # O_DIRECT (the default there) and through the page cache, an LMDB, and
 # `dd oflag=direct` of the same size (what the disk takes).
 #
-#   scripts/bench/bench_pack.sh [--files 20000] [--rounds 3]
+#   scripts/bench/bench_pack.sh [--files 20000] [--rounds 3] [--only jpeg]
+#
+# --only jpeg: tar, the Python packer and the JPEG packs alone, each output
+# removed after its run (for trees of 100,000s of files, where the default
+# mean/std sample's fixed cost is spread as on a real dataset).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-FILES=20000 ROUNDS=3
+FILES=20000 ROUNDS=3 ONLY=
 while [ $# -gt 0 ]; do
   case $1 in
     --files) FILES=$2; shift 2;;
     --rounds) ROUNDS=$2; shift 2;;
-    *) echo "usage: $0 [--files N] [--rounds R]" >&2; exit 2;;
+    --only) ONLY=$2; shift 2; [ "$ONLY" = jpeg ] || { echo "$0: --only takes jpeg" >&2; exit 2; };;
+    *) echo "usage: $0 [--files N] [--rounds R] [--only jpeg]" >&2; exit 2;;
   esac
 done
 BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
@@ -29,18 +34,18 @@ RESIZED=$WORK/resized-$FILES
 mkdir -p "$WORK"
 [ -d "$PHOTOS" ] || /usr/bin/python3 scripts/make_photo_tree.py "$PHOTOS" --images 2000 --classes 10 --seed 3 >/dev/null
 if [ ! -d "$RESIZED" ]; then
-  # 2000 distinct resized photos, copied (not linked) up to FILES files.
-  "$BIN/resize_imagenet" "$PHOTOS" "$WORK/resized-base" --max-size 256 -q >/dev/null
-  for c in $(ls "$WORK/resized-base"); do
-    mkdir -p "$RESIZED/$c"
-    n=0
-    while [ $n -lt $((FILES / 10)) ]; do
-      for f in "$WORK/resized-base/$c"/*; do
-        [ $n -ge $((FILES / 10)) ] && break
-        cp "$f" "$RESIZED/$c/$n.JPEG"; n=$((n + 1))
-      done
-    done
-  done
+  # 2000 distinct resized photos, copied (not linked: tar would store a
+  # link once) up to FILES files, FILES/10 per class.
+  [ -d "$WORK/resized-base" ] || "$BIN/resize_imagenet" "$PHOTOS" "$WORK/resized-base" --max-size 256 -q >/dev/null
+  /usr/bin/python3 - "$WORK/resized-base" "$RESIZED" "$FILES" <<'PY'
+import os, shutil, sys
+base, out, files = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for c in sorted(os.listdir(base)):
+    srcs = sorted(os.listdir(os.path.join(base, c)))
+    os.makedirs(os.path.join(out, c))
+    for n in range(files // 10):
+        shutil.copyfile(os.path.join(base, c, srcs[n % len(srcs)]), os.path.join(out, c, f"{n}.JPEG"))
+PY
 fi
 find "$RESIZED" "$PHOTOS" -type f -exec cat {} + >/dev/null
 BYTES=$(du -sb "$RESIZED" | cut -f1)
@@ -49,17 +54,53 @@ CORES=$(nproc)
 declare -A T
 secs() { local s; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN {print b - a}'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+tar_s= py_s=
+row() {
+  awk -v n="$2" -v s="$3" -v t="$tar_s" -v p="$py_s" -v name="$1" \
+    'BEGIN {printf "%-50s %8.2f %10.0f %8.2fx %8.2fx\n", name, s, n / s, t / s, p / s}'
+}
+# tar, the Python packer and the JPEG packs (the peers' work only with
+# --stats-sample 0). $1 = keep: leave the outputs for verify_db.
+jpeg_round() {
+  T[tar]+="$(secs tar cf "$OUT/tree.tar" -C "$RESIZED" .) "
+  rm -f "$OUT/tree.tar"
+  T[py]+="$(secs /usr/bin/python3 scripts/bench/folder2lmdb.py "$RESIZED" "$OUT/py.lmdb") "
+  [ "${1:-}" = keep ] || rm -f "$OUT/py.lmdb"
+  T[jl]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.lmdb" -q) "
+  [ "${1:-}" = keep ] || rm -f "$OUT/j.lmdb"
+  T[jb]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.blob" --format blob -q) "
+  [ "${1:-}" = keep ] || rm -f "$OUT/j.blob"
+  T[jl0]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j0.lmdb" --stats-sample 0 -q) "
+  rm -f "$OUT/j0.lmdb"
+  T[jb0]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j0.blob" --format blob --stats-sample 0 -q) "
+  rm -f "$OUT/j0.blob"
+}
+jpeg_rows() {
+  row "tar cf" "$COUNT" "$tar_s"
+  row "Python folder2lmdb (pickle, python3-lmdb)" "$COUNT" "$py_s"
+  row "pack_lmdb jpeg -> lmdb" "$COUNT" "$(median ${T[jl]})"
+  row "pack_lmdb jpeg -> blob" "$COUNT" "$(median ${T[jb]})"
+  row "pack_lmdb jpeg -> lmdb, --stats-sample 0" "$COUNT" "$(median ${T[jl0]})"
+  row "pack_lmdb jpeg -> blob, --stats-sample 0" "$COUNT" "$(median ${T[jb0]})"
+}
+if [ "$ONLY" = jpeg ]; then
+  for r in $(seq "$ROUNDS"); do
+    rm -rf "$OUT"; mkdir -p "$OUT"
+    jpeg_round
+  done
+  tar_s=$(median ${T[tar]})
+  py_s=$(median ${T[py]})
+  echo "pack benchmark, JPEG only: $COUNT resized JPEGs ($((BYTES / 1000000)) MB) from page cache, $CORES cores, median of $ROUNDS rounds"
+  printf '%-50s %8s %10s %9s %9s\n' method seconds files/s "vs tar" "vs python"
+  jpeg_rows
+  rm -rf "$OUT"
+  exit 0
+fi
 for r in $(seq "$ROUNDS"); do
   rm -rf "$OUT"; mkdir -p "$OUT"
-  T[tar]+="$(secs tar cf "$OUT/tree.tar" -C "$RESIZED" .) "
-  T[py]+="$(secs /usr/bin/python3 scripts/bench/folder2lmdb.py "$RESIZED" "$OUT/py.lmdb") "
-  T[jl]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.lmdb" -q) "
-  T[jb]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.blob" --format blob -q) "
-  # The peers' work only (no mean/std sample), and format 1's layout.
-  T[jl0]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j0.lmdb" --stats-sample 0 -q) "
-  T[jb0]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j0.blob" --format blob --stats-sample 0 -q) "
+  jpeg_round keep
+  # Format 1's layout.
   T[jl1]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j1.lmdb" --records-per-value 1 -q) "
-  rm -f "$OUT/j0.lmdb" "$OUT/j0.blob"
   T[rl]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/r.lmdb" --encoding raw -q) "
   # 5.5 GB each on tmpfs: keep one raw database at a time, or the second
   # one is written under memory pressure (it ran at half speed that way).
@@ -98,16 +139,7 @@ ceil=$(awk -v a="$(median ${T[ceil]})" -v c="$CORES" 'BEGIN {print a * c}')
 ceil1=$(awk -v a="$(median ${T[ceil1]})" -v c="$CORES" 'BEGIN {print a * c}')
 echo "pack benchmark: $COUNT resized JPEGs ($((BYTES / 1000000)) MB) from page cache, $CORES cores, median of $ROUNDS rounds"
 printf '%-50s %8s %10s %9s %9s\n' method seconds files/s "vs tar" "vs python"
-row() {
-  awk -v n="$2" -v s="$3" -v t="$tar_s" -v p="$py_s" -v name="$1" \
-    'BEGIN {printf "%-50s %8.2f %10.0f %8.2fx %8.2fx\n", name, s, n / s, t / s, p / s}'
-}
-row "tar cf" "$COUNT" "$tar_s"
-row "Python folder2lmdb (pickle, python3-lmdb)" "$COUNT" "$py_s"
-row "pack_lmdb jpeg -> lmdb" "$COUNT" "$(median ${T[jl]})"
-row "pack_lmdb jpeg -> blob" "$COUNT" "$(median ${T[jb]})"
-row "pack_lmdb jpeg -> lmdb, --stats-sample 0" "$COUNT" "$(median ${T[jl0]})"
-row "pack_lmdb jpeg -> blob, --stats-sample 0" "$COUNT" "$(median ${T[jb0]})"
+jpeg_rows
 row "pack_lmdb jpeg -> lmdb, --records-per-value 1" "$COUNT" "$(median ${T[jl1]})"
 row "pack_lmdb raw -> lmdb" "$COUNT" "$(median ${T[rl]})"
 row "pack_lmdb raw -> blob" "$COUNT" "$(median ${T[rb]})"
