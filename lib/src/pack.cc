@@ -19,6 +19,7 @@
 
 #include "imagepack/files.h"
 #include "pixel_stats.h"
+#include "tsan_annotations.h"
 
 namespace fs = std::filesystem;
 
@@ -489,6 +490,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
                 // LMDB hands back the buffers of committed records.
                 std::vector<uint8_t> spare;
                 while (wants_spare() && w.TakeSpareBuffer(&spare)) spare_records.push(std::move(spare));
+                internal::TsanHappensBefore(&spare_records);
               }
               if (!write_status.ok()) {
                 write_failed = true;
@@ -516,8 +518,13 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
               if (!w.WriteReserved(static_cast<uint64_t>(p.write_at), p.record.data(), p.record.size()).ok())
                 write_failed = true;
               if (wants_spare()) spare_records.push(std::move(p.record));
+              internal::TsanHappensBefore(&spare_records);
             }));
   });
+  // The pipeline's end orders every stage before what follows (TBB's own
+  // synchronisation). Spare buffers reach this thread through it, last read
+  // by the LMDB writer's flush thread; freed here when the pack fails.
+  internal::TsanHappensAfter(&spare_records);
   IMAGEPACK_RETURN_IF_ERROR(write_status);
   if (write_failed) IMAGEPACK_RETURN_IF_ERROR(w.status());
   std::sort(summary.errors.begin(), summary.errors.end(),
