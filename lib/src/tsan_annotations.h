@@ -19,19 +19,12 @@ namespace imagepack::internal {
 
 // What a thread did before TsanHappensBefore(p) happens before what another
 // does after a later TsanHappensAfter(p), as a release/acquire pair on p.
-inline void TsanHappensBefore(const void* p) {
 #ifdef IMAGEPACK_TSAN
-  __tsan_release(const_cast<void*>(p));
+inline void TsanHappensBefore(const void* p) { __tsan_release(const_cast<void*>(p)); }
+inline void TsanHappensAfter(const void* p) { __tsan_acquire(const_cast<void*>(p)); }
 #else
-  (void)p;
+inline void TsanHappensBefore(const void*) {}
+inline void TsanHappensAfter(const void*) {}
 #endif
-}
-inline void TsanHappensAfter(const void* p) {
-#ifdef IMAGEPACK_TSAN
-  __tsan_acquire(const_cast<void*>(p));
-#else
-  (void)p;
-#endif
-}
 
 }  // namespace imagepack::internal
