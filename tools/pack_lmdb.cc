@@ -75,6 +75,8 @@ int main(int argc, char** argv) {
   auto dio = ParseDirectIo(direct_io);
   if (!dio.ok()) return cli::UsageError("--direct-io must be auto, on or off");
   o.direct_io = dio.value();
+  if (o.direct_io == DirectIo::kOn && fmt.value() == ContainerFormat::kLmdb)
+    return cli::UsageError("--direct-io on applies to --format blob (liblmdb writes its own pages)");
   auto shard = ParseShard(shard_text);
   if (!shard.ok()) return cli::UsageError(shard.status().message());
   auto filter = ParseResampleFilter(filter_name);

@@ -80,6 +80,11 @@ fi
 run bad_direct "$BIN/pack_lmdb" "$WORK/train.lmdb" "$WORK/x.blob" --format blob --direct-io sometimes
 expect_rc 2 "--direct-io sometimes" bad_direct
 expect_in bad_direct.err "--direct-io must be auto, on or off"
+# O_DIRECT asked for where it cannot be had is refused, not ignored.
+run lmdb_direct "$BIN/pack_lmdb" "$WORK/train.lmdb" "$WORK/direct.lmdb" --direct-io on
+expect_rc 2 "lmdb with --direct-io on" lmdb_direct
+expect_in lmdb_direct.err "--direct-io on applies to --format blob"
+expect_true "[ ! -e $WORK/direct.lmdb ]" "a refused pack wrote $WORK/direct.lmdb"
 
 # Damage one byte in the middle of the blob: verify names the record.
 size=$(stat -c %s "$WORK/train.blob")
