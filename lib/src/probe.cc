@@ -119,16 +119,17 @@ Result<ImageInfo> ProbeJpeg(const uint8_t* d, size_t n) {
 Status CheckJpegStructure(const uint8_t* d, size_t n) {
   if (n < 4 || d[0] != 0xFF || d[1] != 0xD8) return Status::Corruption("JPEG does not start with SOI");
   bool qt_defined[4] = {false, false, false, false};
-  // Huffman tables [DC, AC][0..3]; libjpeg-turbo supplies the standard
+  // Huffman table slots [DC, AC][0..3]. libjpeg-turbo supplies the standard
   // tables 0 and 1 when a file leaves them out, but not 2 and 3 (found by
-  // fuzz_decode: "Huffman table 0x02 was not defined").
-  bool ht_defined[2][4] = {{true, true, false, false}, {true, true, false, false}};
-  // What libjpeg checks when a scan starts and it builds the tables of its
-  // components (jpeg_make_d_derived_tbl), a fatal "Bogus Huffman table
-  // definition" otherwise (found by fuzz_decode): the codes fit their
-  // lengths with no all-ones code, and a DC table's symbols are at most 15.
-  bool ht_codes_fit[2][4] = {{true, true, false, false}, {true, true, false, false}};
-  bool ht_dc_symbols[2][4] = {{true, true, false, false}, {true, true, false, false}};
+  // fuzz_decode: "Huffman table 0x02 was not defined"). When a scan starts,
+  // libjpeg builds the tables of its components (jpeg_make_d_derived_tbl)
+  // and stops on a "Bogus Huffman table definition" (found by fuzz_decode):
+  // codes that do not fit their lengths, or a DC symbol over 15.
+  struct HuffSlot {
+    bool defined = false, codes_fit = false, dc_symbols_ok = false;
+  };
+  HuffSlot ht[2][4];
+  for (auto& cls : ht) cls[0] = cls[1] = {true, true, true};
   struct Comp { int id, h, v, tq; };
   Comp comps[4] = {};
   int ncomp = 0;
@@ -179,21 +180,19 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
         size_t count = 0;
         for (int i = 1; i <= 16; ++i) count += seg[q + i];
         if (count > 256 || q + 17 + count > seg_len) return Status::Corruption("JPEG: bad Huffman table");
-        const int tc = seg[q] >> 4, th = seg[q] & 15;
-        ht_defined[tc][th] = true;
+        const int tc = seg[q] >> 4;
+        HuffSlot& slot = ht[tc][seg[q] & 15];
+        slot = {true, true, true};
         // Canonical codes, shortest first: after the codes of length l,
         // the next free code must still be below 2^l.
         uint32_t code = 0;
-        bool fits = true;
         for (int l = 1; l <= 16; ++l) {
           code += seg[q + l];
-          if (code >= (uint32_t{1} << l)) fits = false;
+          if (code >= (uint32_t{1} << l)) slot.codes_fit = false;
           code <<= 1;
         }
-        bool dc_symbols = true;
-        for (size_t i = 0; i < count; ++i) dc_symbols &= seg[q + 17 + i] <= 15;
-        ht_codes_fit[tc][th] = fits;
-        ht_dc_symbols[tc][th] = dc_symbols;
+        if (tc == 0)
+          for (size_t i = 0; i < count; ++i) slot.dc_symbols_ok &= seg[q + 17 + i] <= 15;
         q += 17 + count;
       }
     } else if (m == 0xC0 || m == 0xC1) {  // baseline / extended Huffman frame
@@ -230,10 +229,11 @@ Status CheckJpegStructure(const uint8_t* d, size_t n) {
         for (int k = 0; k < ncomp; ++k)
           if (comps[k].id == id) c = &comps[k];
         if (!c || (tables >> 4) > 3 || (tables & 15) > 3) return Status::Corruption("JPEG: bad scan component");
-        const int dc = tables >> 4, ac = tables & 15;
-        if (!ht_defined[0][dc] || !ht_defined[1][ac])
+        const HuffSlot& dc = ht[0][tables >> 4];
+        const HuffSlot& ac = ht[1][tables & 15];
+        if (!dc.defined || !ac.defined)
           return Status::Corruption("JPEG: a scan uses a Huffman table that is not defined");
-        if (!ht_codes_fit[0][dc] || !ht_dc_symbols[0][dc] || !ht_codes_fit[1][ac])
+        if (!dc.codes_fit || !dc.dc_symbols_ok || !ac.codes_fit)
           return Status::Corruption("JPEG: a scan uses a bogus Huffman table");
         if (scanned[c - comps]) return Status::Corruption("JPEG: a component scanned twice");
         scanned[c - comps] = true;

@@ -54,7 +54,6 @@ CORES=$(nproc)
 declare -A T
 secs() { local s; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN {print b - a}'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-tar_s= py_s=
 row() {
   awk -v n="$2" -v s="$3" -v t="$tar_s" -v p="$py_s" -v name="$1" \
     'BEGIN {printf "%-50s %8.2f %10.0f %8.2fx %8.2fx\n", name, s, n / s, t / s, p / s}'
@@ -75,7 +74,13 @@ jpeg_round() {
   T[jb0]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j0.blob" --format blob --stats-sample 0 -q) "
   rm -f "$OUT/j0.blob"
 }
-jpeg_rows() {
+# The table's header and its JPEG rows; sets tar_s and py_s, which row() reads.
+# $1: words after "pack benchmark" in the header.
+jpeg_table() {
+  tar_s=$(median ${T[tar]})
+  py_s=$(median ${T[py]})
+  echo "pack benchmark$1: $COUNT resized JPEGs ($((BYTES / 1000000)) MB) from page cache, $CORES cores, median of $ROUNDS rounds"
+  printf '%-50s %8s %10s %9s %9s\n' method seconds files/s "vs tar" "vs python"
   row "tar cf" "$COUNT" "$tar_s"
   row "Python folder2lmdb (pickle, python3-lmdb)" "$COUNT" "$py_s"
   row "pack_lmdb jpeg -> lmdb" "$COUNT" "$(median ${T[jl]})"
@@ -88,11 +93,7 @@ if [ "$ONLY" = jpeg ]; then
     rm -rf "$OUT"; mkdir -p "$OUT"
     jpeg_round
   done
-  tar_s=$(median ${T[tar]})
-  py_s=$(median ${T[py]})
-  echo "pack benchmark, JPEG only: $COUNT resized JPEGs ($((BYTES / 1000000)) MB) from page cache, $CORES cores, median of $ROUNDS rounds"
-  printf '%-50s %8s %10s %9s %9s\n' method seconds files/s "vs tar" "vs python"
-  jpeg_rows
+  jpeg_table ", JPEG only"
   rm -rf "$OUT"
   exit 0
 fi
@@ -133,13 +134,9 @@ for r in $(seq "$ROUNDS"); do
   T[dd]+="$(secs dd if=/dev/zero of="$DISK/dd" bs=8M count=$((RAW_BLOB_SIZE / 8388608)) oflag=direct) "
   rm -rf "$DISK"
 done
-tar_s=$(median ${T[tar]})
-py_s=$(median ${T[py]})
 ceil=$(awk -v a="$(median ${T[ceil]})" -v c="$CORES" 'BEGIN {print a * c}')
 ceil1=$(awk -v a="$(median ${T[ceil1]})" -v c="$CORES" 'BEGIN {print a * c}')
-echo "pack benchmark: $COUNT resized JPEGs ($((BYTES / 1000000)) MB) from page cache, $CORES cores, median of $ROUNDS rounds"
-printf '%-50s %8s %10s %9s %9s\n' method seconds files/s "vs tar" "vs python"
-jpeg_rows
+jpeg_table ""
 row "pack_lmdb jpeg -> lmdb, --records-per-value 1" "$COUNT" "$(median ${T[jl1]})"
 row "pack_lmdb raw -> lmdb" "$COUNT" "$(median ${T[rl]})"
 row "pack_lmdb raw -> blob" "$COUNT" "$(median ${T[rb]})"

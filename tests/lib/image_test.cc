@@ -23,6 +23,15 @@ Result<Image> Decode(const std::vector<uint8_t>& data, int channels = 3, SizeLim
   return DecodeImage(data.data(), data.size(), o);
 }
 
+// Offset of the first 0xFF `marker` pair in a JPEG (as the golden files
+// have them: no such pair inside their header segments).
+size_t MarkerAt(const std::vector<uint8_t>& jpeg, uint8_t marker) {
+  for (size_t i = 0; i + 1 < jpeg.size(); ++i)
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == marker) return i;
+  ADD_FAILURE() << "no marker 0xFF 0x" << std::hex << int(marker);
+  return 0;
+}
+
 // Checks the golden picture: 4 flat quadrants (top-left red, top-right
 // green, bottom-left blue, bottom-right white), sampled at their centres.
 void ExpectQuadrants(const Image& img, int tol) {
@@ -207,13 +216,8 @@ TEST(Decode, JpegMissingItsTablesFailsWhateverWasDecodedBefore) {
 // that ends before its EOI stays "truncated JPEG" on all of them.
 TEST(Decode, ScanEndingEarlyIsToleratedAFileEndingEarlyIsNot) {
   const auto good = Golden("rgb.jpg");
-  size_t scan = 0;
-  for (size_t i = 0; i + 4 < good.size(); ++i)
-    if (good[i] == 0xFF && good[i + 1] == 0xDA) {
-      scan = i + 2 + ((size_t(good[i + 2]) << 8) | good[i + 3]);
-      break;
-    }
-  ASSERT_GT(scan, 0u);
+  const size_t sos = MarkerAt(good, 0xDA);
+  const size_t scan = sos + 2 + ((size_t(good[sos + 2]) << 8) | good[sos + 3]);
   std::vector<uint8_t> short_scan(good.begin(), good.begin() + scan + (good.size() - 2 - scan) / 3);
   short_scan.insert(short_scan.end(), {0xFF, 0xD9});
   ASSERT_OK(CheckJpegStructure(short_scan.data(), short_scan.size()));
@@ -273,29 +277,16 @@ TEST(Prepare, PassThroughOnlyForStructurallySoundJpegs) {
   two_soi.insert(two_soi.begin() + 2, {0xFF, 0xD8});
   auto no_eoi = std::vector<uint8_t>(good.begin(), good.end() - 2);
   auto undefined_huffman = good;  // found by fuzz_decode: the scan asks for DC/AC table 2
-  for (size_t i = 0; i + 6 < undefined_huffman.size(); ++i)
-    if (undefined_huffman[i] == 0xFF && undefined_huffman[i + 1] == 0xDA) {
-      undefined_huffman[i + 6] = 0x22;
-      break;
-    }
+  undefined_huffman[MarkerAt(good, 0xDA) + 6] = 0x22;
   auto odd_marker = good;  // found by fuzz_decode: libjpeg refuses markers it does not know
   odd_marker.insert(odd_marker.begin() + 2, {0xFF, 0x72, 0x00, 0x04, 0x00, 0x00});
   auto undefined_table = good;  // the first component asks for table 3
-  for (size_t i = 0; i + 12 < undefined_table.size(); ++i)
-    if (undefined_table[i] == 0xFF && undefined_table[i + 1] == 0xC0) {
-      undefined_table[i + 12] = 3;
-      break;
-    }
+  undefined_table[MarkerAt(good, 0xC0) + 12] = 3;
   // Found by fuzz_decode: libjpeg refuses, when the scan starts, a table
   // whose codes do not fit their lengths, and a DC table with a symbol over
   // 15 ("Bogus Huffman table definition").
-  size_t dht = 0;
-  for (size_t i = 0; i + 40 < good.size(); ++i)
-    if (good[i] == 0xFF && good[i + 1] == 0xC4 && (good[i + 4] >> 4) == 0) {
-      dht = i + 4;  // Tc/Th of a DC table, then 16 counts, then its symbols
-      break;
-    }
-  ASSERT_GT(dht, 0u);
+  const size_t dht = MarkerAt(good, 0xC4) + 4;  // Tc/Th, then 16 counts, then the symbols
+  ASSERT_EQ(good[dht] >> 4, 0) << "the first Huffman table is not a DC table";
   auto codes_overflow = good;  // every code of the table at length 1
   int symbols = 0;
   for (int l = 1; l <= 16; ++l) symbols += std::exchange(codes_overflow[dht + l], 0);
@@ -336,13 +327,9 @@ TEST(Decode, PixelLimitIsCheckedBeforeDecoding) {
   auto data = Golden("rgb.jpg");
   auto info = ProbeImage(data.data(), data.size());
   ASSERT_OK(info);
-  for (size_t i = 0; i + 8 < data.size(); ++i) {
-    if (data[i] == 0xFF && data[i + 1] == 0xC0) {
-      data[i + 5] = 0xFD; data[i + 6] = 0xE8;  // height 65000
-      data[i + 7] = 0xFD; data[i + 8] = 0xE8;  // width 65000
-      break;
-    }
-  }
+  const size_t sof = MarkerAt(data, 0xC0);
+  data[sof + 5] = 0xFD; data[sof + 6] = 0xE8;  // height 65000
+  data[sof + 7] = 0xFD; data[sof + 8] = 0xE8;  // width 65000
   DecodeOptions o;
   o.max_pixels = 100000000;
   auto img = DecodeImage(data.data(), data.size(), o);
