@@ -73,6 +73,31 @@ Image Plane(int w, int h) {
   return p;
 }
 
+// Where one axis of an output plane reads from the matching input plane, in
+// input plane samples. A plane sample covers `factor` luma pixels of its
+// image (JFIF's centred siting), and TurboJPEG pads planes to whole MCUs, so
+// a plane's last samples may lie partly or wholly past the image's edge.
+// Mapping through luma coordinates (output luma t <-> decoded luma
+// t * decoded / target) keeps every plane aligned with the luma plane;
+// `reversed` (the orientation flips this axis) puts the output's padding,
+// which ends up past the right or bottom edge once upright, at the start.
+struct AxisRegion {
+  double start;
+  double span;
+};
+AxisRegion PlaneAxis(int out_samples, int out_factor, int target, int in_factor, int decoded, bool reversed) {
+  const double covered = double(out_samples) * out_factor;  // output luma pixels
+  const double offset = reversed ? target - covered : 0.0;
+  const double scale = double(decoded) / (double(target) * in_factor);
+  return {offset * scale, covered * scale};
+}
+
+// Sampling factors of plane i (luma pixels per sample, x and y).
+std::pair<int, int> PlaneFactors(int i, int subsamp) {
+  if (i == 0 || subsamp == TJSAMP_GRAY) return {1, 1};
+  return {tjMCUWidth[subsamp] / 8, tjMCUHeight[subsamp] / 8};
+}
+
 }  // namespace
 
 Result<PreparedJpeg> PrepareViaYuv(const uint8_t* data, size_t size, const ImageInfo& info,
@@ -95,6 +120,9 @@ Result<PreparedJpeg> PrepareViaYuv(const uint8_t* data, size_t size, const Image
 
   const int orientation = d.apply_orientation ? info.orientation : 1;
   const bool transposed = orientation >= 5;
+  // Which stored axes run backwards once upright (see ApplyOrientation).
+  const bool reversed_x = orientation == 2 || orientation == 3 || orientation == 7 || orientation == 8;
+  const bool reversed_y = orientation == 3 || orientation == 4 || orientation == 6 || orientation == 7;
   auto [tw, th] = TargetSize(transposed ? h : w, transposed ? w : h, d.limit);
   const int need_w = transposed ? th : tw;
   const int need_h = transposed ? tw : th;
@@ -109,7 +137,15 @@ Result<PreparedJpeg> PrepareViaYuv(const uint8_t* data, size_t size, const Image
     in_ptr[i] = in[i].pixels.data();
     in_stride[i] = in[i].width;
   }
-  const int flags = d.fast_dct ? TJFLAG_FASTDCT : 0;
+  // TJFLAG_FASTDCT only at full scale. Below it every component takes a
+  // scaled IDCT whatever the flag says, except where libjpeg would have
+  // decoded a 4:2:0 chroma plane at twice the luma's scale: TurboJPEG then
+  // forces the luma's scaled IDCT onto it, which reads its coefficient
+  // multipliers in the "islow" form, while the chroma table was built for
+  // the method the flag chose. At scale 4/8 that was the 8x8 fast IDCT's
+  // AAN-scaled table: chroma came out 1.1-2.4x too strong (saturation
+  // doubled, hues shifted).
+  const int flags = d.fast_dct && sf.num == sf.denom ? TJFLAG_FASTDCT : 0;
   if (tjDecompressToYUVPlanes(dec, data, static_cast<unsigned long>(size), in_ptr.data(), dw,
                               in_stride.data(), dh, flags) != 0) {
     IMAGEPACK_RETURN_IF_ERROR(DecodeFailure(dec));
@@ -120,11 +156,18 @@ Result<PreparedJpeg> PrepareViaYuv(const uint8_t* data, size_t size, const Image
   std::array<const unsigned char*, 3> out_ptr{};
   std::array<int, 3> out_stride{};
   for (int i = 0; i < planes; ++i) {
-    // Plane sizes of the upright output, then as stored before orientation.
+    // Plane sizes of the upright output (padded to whole MCUs, as the
+    // encoder reads them), then as stored before orientation.
     const int pw = tjPlaneWidth(i, tw, out_subsamp), ph = tjPlaneHeight(i, th, out_subsamp);
     const int sw = transposed ? ph : pw, sh = transposed ? pw : ph;
-    Image& p = in[i];
-    Image r = (p.width == sw && p.height == sh) ? std::move(p) : ResampleImage(p, sw, sh, d.filter);
+    const auto [ox, oy] = PlaneFactors(i, out_subsamp);  // 4:2:0 and gray: the same both ways
+    const auto [ix, iy] = PlaneFactors(i, subsamp);
+    const AxisRegion rx = PlaneAxis(sw, ox, need_w, ix, dw, reversed_x);
+    const AxisRegion ry = PlaneAxis(sh, oy, need_h, iy, dh, reversed_y);
+    const Image& p = in[i];
+    Image r = Plane(sw, sh);
+    ResampleRegion(p.pixels.data(), p.width, p.height, p.stride(), 1, rx.start, ry.start, rx.span, ry.span,
+                   r.pixels.data(), sw, sh, r.stride(), d.filter);
     out[i] = ApplyOrientation(std::move(r), orientation);
     out_ptr[i] = out[i].pixels.data();
     out_stride[i] = out[i].width;
