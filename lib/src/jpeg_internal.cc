@@ -51,9 +51,10 @@ tjscalingfactor PickScale(int w, int h, int need_w, int need_h) {
   int64_t best_area = int64_t(w) * h;
   for (int i = 0; i < count; ++i) {
     if (sf[i].num > sf[i].denom) continue;
-    int sw = TJSCALED(w, sf[i]);
-    int sh = TJSCALED(h, sf[i]);
-    if (sw >= need_w && sh >= need_h && int64_t(sw) * sh < best_area) {
+    const int sw = TJSCALED(w, sf[i]), sh = TJSCALED(h, sf[i]);
+    const bool covers = int64_t(w) * sf[i].num >= int64_t(need_w) * sf[i].denom &&
+                        int64_t(h) * sf[i].num >= int64_t(need_h) * sf[i].denom;
+    if (covers && int64_t(sw) * sh < best_area) {
       best = sf[i];
       best_area = int64_t(sw) * sh;
     }
@@ -78,14 +79,14 @@ Image Plane(int w, int h) {
 // image (JFIF's centred siting), and TurboJPEG pads planes to whole MCUs, so
 // a plane's last samples may lie partly or wholly past the image's edge.
 // Mapping through luma coordinates (output luma t <-> decoded luma
-// t * decoded / target) keeps every plane aligned with the luma plane;
+// t * decoded / target, `decoded` the scaled picture's extent) keeps every plane aligned with the luma plane;
 // `reversed` (the orientation flips this axis) puts the output's padding,
 // which ends up past the right or bottom edge once upright, at the start.
 struct AxisRegion {
   double start;
   double span;
 };
-AxisRegion PlaneAxis(int out_samples, int out_factor, int target, int in_factor, int decoded, bool reversed) {
+AxisRegion PlaneAxis(int out_samples, int out_factor, int target, int in_factor, double decoded, bool reversed) {
   const double covered = double(out_samples) * out_factor;  // output luma pixels
   const double offset = reversed ? target - covered : 0.0;
   const double scale = double(decoded) / (double(target) * in_factor);
@@ -126,7 +127,14 @@ Result<PreparedJpeg> PrepareViaYuv(const uint8_t* data, size_t size, const Image
   auto [tw, th] = TargetSize(transposed ? h : w, transposed ? w : h, d.limit);
   const int need_w = transposed ? th : tw;
   const int need_h = transposed ? tw : th;
-  const tjscalingfactor sf = PickScale(w, h, need_w, need_h);
+  // The output is 4:2:0 (chroma every 2 luma pixels each way). A source
+  // whose chroma is sparser along an axis (4:1:1: every 4 horizontally) is
+  // decoded at a larger scale, so that DCT scaling does not leave its chroma
+  // coarser than the output's.
+  const int out_subsamp = gray ? TJSAMP_GRAY : TJSAMP_420;
+  const auto [cx, cy] = PlaneFactors(1, subsamp);
+  const auto [ocx, ocy] = PlaneFactors(1, out_subsamp);
+  const tjscalingfactor sf = PickScale(w, h, need_w * std::max(1, cx / ocx), need_h * std::max(1, cy / ocy));
   const int dw = TJSCALED(w, sf), dh = TJSCALED(h, sf);
 
   std::array<Image, 3> in;
@@ -151,7 +159,6 @@ Result<PreparedJpeg> PrepareViaYuv(const uint8_t* data, size_t size, const Image
     IMAGEPACK_RETURN_IF_ERROR(DecodeFailure(dec));
   }
 
-  const int out_subsamp = gray ? TJSAMP_GRAY : TJSAMP_420;
   std::array<Image, 3> out;
   std::array<const unsigned char*, 3> out_ptr{};
   std::array<int, 3> out_stride{};
@@ -162,8 +169,8 @@ Result<PreparedJpeg> PrepareViaYuv(const uint8_t* data, size_t size, const Image
     const int sw = transposed ? ph : pw, sh = transposed ? pw : ph;
     const auto [ox, oy] = PlaneFactors(i, out_subsamp);  // 4:2:0 and gray: the same both ways
     const auto [ix, iy] = PlaneFactors(i, subsamp);
-    const AxisRegion rx = PlaneAxis(sw, ox, need_w, ix, dw, reversed_x);
-    const AxisRegion ry = PlaneAxis(sh, oy, need_h, iy, dh, reversed_y);
+    const AxisRegion rx = PlaneAxis(sw, ox, need_w, ix, ScaledExtent(w, sf), reversed_x);
+    const AxisRegion ry = PlaneAxis(sh, oy, need_h, iy, ScaledExtent(h, sf), reversed_y);
     const Image& p = in[i];
     Image r = Plane(sw, sh);
     ResampleRegion(p.pixels.data(), p.width, p.height, p.stride(), 1, rx.start, ry.start, rx.span, ry.span,

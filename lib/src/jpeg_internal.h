@@ -45,8 +45,15 @@ std::string TjError(tjhandle h);
 Status DecodeFailure(tjhandle h);
 
 // Smallest libjpeg-turbo DCT scale (n/8, n = 1..8) whose output still covers
-// need_w x need_h.
+// need_w x need_h with picture: the scaled picture is w * n / 8 pixels wide,
+// and TJSCALED's rounding up only adds a last pixel that lies partly past
+// the edge, so that extent (not TJSCALED) must cover the need.
 tjscalingfactor PickScale(int w, int h, int need_w, int need_h);
+
+// How many decoded pixels of a DCT-scaled decode are picture: `size` * sf.
+// Pixel j of the decode covers source pixels [j / sf, (j + 1) / sf), so a
+// resample to the target reads exactly this region (from 0) of the decode.
+inline double ScaledExtent(int size, tjscalingfactor sf) { return double(size) * sf.num / sf.denom; }
 
 // The fast path for YCbCr and gray JPEGs: decode to Y/Cb/Cr planes at the
 // best DCT scale, resample each plane, apply the orientation, and encode

@@ -90,9 +90,10 @@ Image ResampleImage(const Image& src, int dst_w, int dst_h, ResampleFilter filte
 
 // Resamples the region (x, y, w, h) of `src`, given in fractional source
 // pixels, to dst_w x dst_h: output pixel i covers [x + i*w/dst_w,
-// x + (i+1)*w/dst_w). Filter taps outside the image are dropped.
+// x + (i+1)*w/dst_w). Filter taps outside the image are dropped and the
+// rest renormalised, so a region may reach a little past the edge (planes
+// padded to whole MCUs, a DCT-scaled decode's partial last pixel).
 // `mirror` flips the result horizontally (at no extra cost).
-// REQUIRES: the region lies within the image.
 void ResampleRegion(const uint8_t* src, int src_w, int src_h, size_t src_stride, int channels, double x,
                     double y, double w, double h, uint8_t* dst, int dst_w, int dst_h, size_t dst_stride,
                     ResampleFilter filter, bool mirror = false);
