@@ -53,6 +53,8 @@ using testing::WithExifOrientation;
 // Mean absolute error, grey levels, at quarter size.
 constexpr double kLumaBound = 1.5;
 constexpr double kChromaBound = 4.0;
+// Full resolution, smooth ramps (GeometryOnRampsAtFullResolution).
+constexpr double kRampBound = 1.25;
 
 // ---- libjpeg with errors as a flag (its default handler exits) -------------
 
@@ -552,6 +554,61 @@ TEST_F(JpegReference, LoaderCropsAtEveryDctScale) {
           Resample(full, eval.x, eval.y, eval.w, eval.h, 96, 96), !src.sampling.gray);
   }
   for (int k = 1; k <= 8; ++k) EXPECT_TRUE(scales[k]) << "no crop selected DCT scale " << k << "/8";
+}
+
+// Geometry at full output resolution: on smooth ramps JPEG noise is a
+// fraction of a grey level, while the output shifted or stretched by a
+// fraction of a pixel is not (these ramps climb 2.5-21 levels per output
+// pixel at scale 1/8). Odd sizes at every DCT scale and orientation, so a
+// partial last block or MCU padding read as picture shows.
+TEST_F(JpegReference, GeometryOnRampsAtFullResolution) {
+  Image ramps;
+  ramps.width = 601;
+  ramps.height = 457;
+  ramps.channels = 3;
+  ramps.pixels.resize(ramps.stride() * ramps.height);
+  for (int y = 0; y < ramps.height; ++y)
+    for (int x = 0; x < ramps.width; ++x) {
+      uint8_t* p = &ramps.pixels[(size_t(y) * ramps.width + x) * 3];
+      p[0] = uint8_t(20 + 215 * x / (ramps.width - 1));
+      p[1] = uint8_t(20 + 215 * y / (ramps.height - 1));
+      p[2] = uint8_t(20 + 215 * (x + y) / (ramps.width + ramps.height - 2));
+    }
+  for (const Sampling& s : {kSamplings[0], kSamplings[3], kSamplings[4]}) {
+    const std::vector<uint8_t> stored = Encode(ramps, s, kModes[0], 95);
+    const FImage decoded = ToFloat(ReferenceDecode(stored));
+    for (int k = 1; k <= 8; ++k)
+      for (int orientation : {1, 2 + k % 7}) {
+        const bool swap = orientation >= 5;
+        const SizeLimit limit{SizeLimit::Mode::kShorterEdge, LimitForScale(decoded.w, decoded.h, k)};
+        const auto [uw, uh] = TargetSize(swap ? decoded.h : decoded.w, swap ? decoded.w : decoded.h, limit);
+        const FImage upright = Upright(decoded, orientation);
+        const FImage want = Resample(upright, 0, 0, upright.w, upright.h, uw, uh);
+        const std::vector<uint8_t> jpeg = WithExifOrientation(stored, orientation);
+        const std::string what = std::string(s.name) + ", scale " + std::to_string(k) + "/8, orientation " +
+                                 std::to_string(orientation);
+        auto full_error = [&](const FImage& got) {
+          if (got.w != want.w || got.h != want.h) return 1e9;
+          double e = 0;
+          for (size_t i = 0; i < got.px.size(); ++i) e += std::fabs(got.px[i] - want.px[i]);
+          return e / double(got.px.size());
+        };
+        PrepareOptions p;
+        p.decode.limit = limit;
+        p.quality = 100;
+        auto prepared = PrepareJpeg(jpeg.data(), jpeg.size(), p);
+        ASSERT_OK(prepared);
+        DecodeOptions d;
+        d.limit = limit;
+        auto rgb = DecodeImage(jpeg.data(), jpeg.size(), d);
+        ASSERT_OK(rgb);
+        const double e_planar = full_error(DecodeOutput(prepared->bytes)), e_rgb = full_error(ToFloat(rgb.value()));
+        if (std::getenv("IMAGEPACK_PIXEL_LOG"))
+          std::fprintf(stderr, "RAMP %.3f %.3f %s\n", e_planar, e_rgb, what.c_str());
+        EXPECT_LT(e_planar, kRampBound) << "PrepareJpeg (planar YCbCr): " << what;
+        EXPECT_LT(e_rgb, kRampBound) << "DecodeImage (RGB): " << what;
+      }
+  }
 }
 
 // Whole pipelines on disk: one-pass resize + pack (JPEG and raw records)
