@@ -8,6 +8,7 @@ The layout is docs/FORMAT.md; `open_db` and `read_record` are what a Python
 user needs (see docs/PYTHON.md for a PyTorch Dataset built on them).
 """
 import json
+import os
 import struct
 import sys
 
@@ -85,8 +86,14 @@ def read_record(db, i, verify=True):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        sys.stderr.write(__doc__.strip() + "\n")
+        sys.exit(2)
+    if not os.path.exists(sys.argv[1]):
+        sys.exit("read_db.py: %s: no such database" % sys.argv[1])
     db = open_db(sys.argv[1])
     meta = db.meta
     print("count %d, %d classes, encoding %s, channels %d, mean %s, std %s" % (

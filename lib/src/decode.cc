@@ -7,6 +7,7 @@
 #include <string>
 
 #include "imagepack/image.h"
+#include "cmyk.h"
 #include "jpeg_internal.h"
 #include "vips_util.h"
 
@@ -15,23 +16,6 @@ using internal::Handles;
 using internal::PickScale;
 using internal::TjError;
 namespace {
-
-// CMYK as libjpeg returns it -> RGB or gray. Adobe files store inverted
-// samples (255 = no ink), so there R = C * K / 255; otherwise
-// R = (255 - C) * (255 - K) / 255. No ICC profile is applied.
-void CmykTo(const uint8_t* cmyk, size_t n, bool inverted, int channels, uint8_t* out) {
-  for (size_t i = 0; i < n; ++i, cmyk += 4) {
-    int c = cmyk[0], m = cmyk[1], y = cmyk[2], k = cmyk[3];
-    if (!inverted) { c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k; }
-    int r = (c * k + 127) / 255, g = (m * k + 127) / 255, b = (y * k + 127) / 255;
-    if (channels == 3) {
-      out[0] = uint8_t(r); out[1] = uint8_t(g); out[2] = uint8_t(b);
-      out += 3;
-    } else {
-      *out++ = Luma(r, g, b);
-    }
-  }
-}
 
 Status PixelLimit(int w, int h, int64_t max_pixels) {
   int64_t px = int64_t(w) * h;
@@ -92,8 +76,8 @@ Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info
     conv.height = dh;
     conv.channels = opts.channels;
     conv.pixels.resize(conv.stride() * dh);
-    CmykTo(dec.pixels.data(), size_t(dw) * dh, info.adobe_marker, opts.channels,
-           conv.pixels.data());
+    internal::CmykTo(dec.pixels.data(), 4, size_t(dw) * dh, info.adobe_marker, opts.channels,
+                     conv.pixels.data());
     dec = std::move(conv);
   }
   if (dw != need_w || dh != need_h) {

@@ -272,7 +272,9 @@ ImageFormat SniffFormat(const uint8_t* d, size_t n) {
   if (n >= 8 && std::memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0) return ImageFormat::kPng;
   if (n >= 4 && std::memcmp(d, "GIF8", 4) == 0) return ImageFormat::kGif;
   if (n >= 2 && d[0] == 'B' && d[1] == 'M') return ImageFormat::kBmp;
-  if (n >= 4 && (std::memcmp(d, "II*\0", 4) == 0 || std::memcmp(d, "MM\0*", 4) == 0))
+  // Classic TIFF (42) and BigTIFF (43), either byte order.
+  if (n >= 4 && (std::memcmp(d, "II*\0", 4) == 0 || std::memcmp(d, "MM\0*", 4) == 0 ||
+                 std::memcmp(d, "II+\0", 4) == 0 || std::memcmp(d, "MM\0+", 4) == 0))
     return ImageFormat::kTiff;
   if (n >= 12 && std::memcmp(d, "RIFF", 4) == 0 && std::memcmp(d + 8, "WEBP", 4) == 0)
     return ImageFormat::kWebp;
