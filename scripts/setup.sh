@@ -12,7 +12,7 @@ PACKAGES=(
   libtorch-dev libgloo-dev
   python3 python3-numpy python3-lmdb python3-xxhash python3-pil python3-opencv
   python3-torch python3-torchvision python3-matplotlib
-  libvips-tools libjpeg-turbo-progs time
+  libvips-tools libjpeg-turbo-progs imagemagick time
   dataset-fashion-mnist plasma-workspace-wallpapers mate-backgrounds
 )
 
