@@ -3,12 +3,14 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -47,6 +49,25 @@ struct Batch {
   Status status;
 };
 
+// Spare batch buffers, shared with the OwnedBatch handles given out, which
+// may outlive the loader.
+struct BatchPool {
+  std::mutex mu;
+  std::vector<std::unique_ptr<Batch>> free;
+  size_t keep = 3;
+  void Put(std::unique_ptr<Batch> b) {
+    std::lock_guard<std::mutex> g(mu);
+    if (free.size() < keep) free.push_back(std::move(b));
+  }
+  std::unique_ptr<Batch> Take() {
+    std::lock_guard<std::mutex> g(mu);
+    if (free.empty()) return std::make_unique<Batch>();
+    std::unique_ptr<Batch> b = std::move(free.back());
+    free.pop_back();
+    return b;
+  }
+};
+
 class LoaderImpl : public Loader {
  public:
   LoaderImpl(LoaderOptions o, std::unique_ptr<RecordSource> src)
@@ -54,6 +75,7 @@ class LoaderImpl : public Loader {
         channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
         arena_(o_.threads > 0 ? o_.threads : static_cast<int>(std::thread::hardware_concurrency())) {
     sample_bytes_ = size_t(o_.size) * o_.size * channels_;
+    pool_->keep = static_cast<size_t>(std::max(0, o_.prefetch)) + 1;
     for (int t = 0; t < arena_.max_concurrency(); ++t) cursors_.push_back(src_->NewCursor());
     scratch_.resize(cursors_.size());
     if (o_.eval_resize <= 0) o_.eval_resize = static_cast<int>(std::lround(o_.size / 0.875));
@@ -81,16 +103,20 @@ class LoaderImpl : public Loader {
     return o_.drop_last ? s / o_.batch_size : (s + o_.batch_size - 1) / o_.batch_size;
   }
 
-  void StartEpoch(int64_t epoch) override {
+  void StartEpoch(int64_t epoch, int64_t first_batch) override {
     StopProducer();
     if (current_) Recycle(std::move(current_));
     epoch_ = epoch;
     indices_ = EpochIndices(src_->size(), o_.shuffle, o_.seed, epoch, o_.rank, o_.world_size, o_.even_partition);
-    next_consume_ = 0;
+    next_consume_ = std::clamp<int64_t>(first_batch, 0, batches_per_epoch());
     stop_ = false;
+    for (auto& b : queue_) Recycle(std::move(b));
     queue_.clear();
-    producer_ = std::thread([this] { Produce(); });
+    producer_ = std::thread([this, from = next_consume_] { Produce(from); });
   }
+
+  int64_t epoch() const override { return epoch_; }
+  int64_t next_batch() const override { return next_consume_; }
 
   Result<int> Next(uint8_t* images, int64_t* labels) override {
     auto v = NextView();
@@ -102,25 +128,27 @@ class LoaderImpl : public Loader {
   }
 
   Result<BatchView> NextView() override {
-    if (!producer_.joinable()) return Status::InvalidArgument("Next() before StartEpoch()");
     if (current_) Recycle(std::move(current_));  // the previous view ends here
-    if (next_consume_ >= batches_per_epoch()) return BatchView{};
-    const auto t0 = Clock::now();
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return !queue_.empty(); });
-    std::unique_ptr<Batch> b = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    cv_.notify_all();
-    wait_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
-    ++next_consume_;
-    if (!b->status.ok()) {
-      Status st = b->status;
-      Recycle(std::move(b));
-      return st;
-    }
-    current_ = std::move(b);
+    auto b = Take();
+    if (!b.ok()) return b.status();
+    if (!b.value()) return BatchView{};
+    current_ = std::move(b.value());
     return BatchView{current_->count, current_->images.data(), current_->labels.data()};
+  }
+
+  Result<OwnedBatch> NextOwned() override {
+    if (current_) Recycle(std::move(current_));
+    auto b = Take();
+    if (!b.ok()) return b.status();
+    if (!b.value()) return OwnedBatch{};
+    Batch* raw = b.value().release();
+    OwnedBatch out{raw->count, raw->images.data(), raw->labels.data(), nullptr};
+    std::weak_ptr<BatchPool> pool = pool_;
+    out.hold = std::shared_ptr<void>(raw, [pool](void* p) {
+      std::unique_ptr<Batch> batch(static_cast<Batch*>(p));
+      if (auto alive = pool.lock()) alive->Put(std::move(batch));
+    });
+    return out;
   }
 
   LoaderStats stats() const override {
@@ -135,6 +163,28 @@ class LoaderImpl : public Loader {
   }
 
  private:
+  // The next batch of the epoch off the queue (nullptr at its end), or its
+  // error.
+  Result<std::unique_ptr<Batch>> Take() {
+    if (!producer_.joinable()) return Status::InvalidArgument("Next() before StartEpoch()");
+    if (next_consume_ >= batches_per_epoch()) return std::unique_ptr<Batch>();
+    const auto t0 = Clock::now();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !queue_.empty(); });
+    std::unique_ptr<Batch> b = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    cv_.notify_all();
+    wait_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+    ++next_consume_;
+    if (!b->status.ok()) {
+      Status st = b->status;
+      Recycle(std::move(b));
+      return st;
+    }
+    return b;
+  }
+
   void StopProducer() {
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -162,27 +212,18 @@ class LoaderImpl : public Loader {
     }
   }
 
-  void Recycle(std::unique_ptr<Batch> b) {
-    std::lock_guard<std::mutex> g(mu_);
-    if (free_.size() < static_cast<size_t>(o_.prefetch) + 1) free_.push_back(std::move(b));
-  }
+  void Recycle(std::unique_ptr<Batch> b) { pool_->Put(std::move(b)); }
 
-  void Produce() {
+  void Produce(int64_t first) {
     const int64_t nbatches = batches_per_epoch();
-    for (int64_t bn = 0; bn < nbatches; ++bn) {
-      std::unique_ptr<Batch> b;
+    for (int64_t bn = first; bn < nbatches; ++bn) {
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return stop_ || static_cast<int>(queue_.size()) < std::max(1, o_.prefetch); });
         if (stop_) return;
-        if (!free_.empty()) {
-          b = std::move(free_.back());
-          free_.pop_back();
-        } else {
-          b = std::make_unique<Batch>();
-        }
-        b->number = bn;
       }
+      std::unique_ptr<Batch> b = pool_->Take();
+      b->number = bn;
       Fill(*b, bn);  // one batch is being filled while `prefetch` wait ready
       {
         std::lock_guard<std::mutex> g(rel_mu_);
@@ -327,7 +368,7 @@ class LoaderImpl : public Loader {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Batch>> queue_;
-  std::vector<std::unique_ptr<Batch>> free_;
+  std::shared_ptr<BatchPool> pool_ = std::make_shared<BatchPool>();
   std::unique_ptr<Batch> current_;  // the batch the last NextView() shows
   bool stop_ = false;
   std::thread producer_;

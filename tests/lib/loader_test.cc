@@ -303,3 +303,86 @@ TEST(Loader, InRamAndShardsAndBadOptions) {
 
 }  // namespace
 }  // namespace imagepack
+
+namespace imagepack {
+namespace {
+
+// Starting an epoch at batch k gives exactly batches k, k+1, ... of the
+// uninterrupted epoch (augmentation included), and reads nothing before k.
+TEST(Loader, StartingAtABatchResumesExactlyWithoutReadingTheBatchesBefore) {
+  TempDir d;
+  LoaderOptions o;
+  o.paths = {MakeDb(d, "db", 61, Encoding::kJpeg)};
+  o.batch_size = 4;
+  o.size = 24;
+  o.seed = 11;
+  o.threads = 2;
+  o.prefetch = 1;
+  std::vector<int64_t> labels;
+  const auto all = Epoch(o, 3, &labels);
+  ASSERT_EQ(all.size(), 16u);
+  auto l = Loader::Open(o);
+  ASSERT_OK(l);
+  const size_t sample = size_t(o.size) * o.size * 3;
+  std::vector<uint8_t> img(sample * o.batch_size);
+  std::vector<int64_t> lab(o.batch_size);
+  SplitMix64 rng(5);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t k = int64_t(rng.Below(17));  // 16 is the end of the epoch
+    const int64_t images_before = l.value()->stats().images;
+    l.value()->StartEpoch(3, k);
+    EXPECT_EQ(l.value()->epoch(), 3);
+    EXPECT_EQ(l.value()->next_batch(), k);
+    auto got = l.value()->Next(img.data(), lab.data());
+    ASSERT_OK(got);
+    if (k == 16) {
+      EXPECT_EQ(got.value(), 0);
+      continue;
+    }
+    ASSERT_GT(got.value(), 0);
+    EXPECT_EQ(std::vector<uint8_t>(img.begin(), img.begin() + got.value() * sample), all[size_t(k)]) << "batch " << k;
+    EXPECT_EQ(l.value()->next_batch(), k + 1);
+    // At most the batch handed out and the prefetched ones were decoded
+    // (plus what the previous trial's producer had in flight).
+    EXPECT_LE(l.value()->stats().images - images_before, int64_t(o.batch_size) * (o.prefetch + 2) * 2);
+  }
+}
+
+// An owned batch keeps its bytes while later batches are taken, also after
+// the loader is gone; its buffer goes back to the pool when dropped.
+TEST(Loader, OwnedBatchesStayValidUntilDropped) {
+  TempDir d;
+  LoaderOptions o;
+  o.paths = {MakeDb(d, "db", 40, Encoding::kRaw)};
+  o.batch_size = 8;
+  o.size = 16;
+  o.threads = 2;
+  std::vector<int64_t> labels;
+  const auto all = Epoch(o, 0, &labels);
+  const size_t bytes = size_t(o.batch_size) * o.size * o.size * 3;
+  OwnedBatch first;
+  {
+    auto l = Loader::Open(o);
+    ASSERT_OK(l);
+    l.value()->StartEpoch(0);
+    auto a = l.value()->NextOwned();
+    ASSERT_OK(a);
+    first = a.value();
+    for (int i = 1; i < 5; ++i) {
+      auto b = l.value()->NextOwned();
+      ASSERT_OK(b);
+      ASSERT_EQ(b->count, o.batch_size);
+      EXPECT_EQ(std::vector<uint8_t>(b->images, b->images + bytes), all[size_t(i)]);
+      EXPECT_EQ(std::vector<uint8_t>(first.images, first.images + bytes), all[0]) << "after batch " << i;
+    }
+    auto end = l.value()->NextOwned();
+    ASSERT_OK(end);
+    EXPECT_EQ(end->count, 0);
+  }
+  EXPECT_EQ(std::vector<uint8_t>(first.images, first.images + bytes), all[0]) << "after the loader";
+  EXPECT_EQ(std::vector<int64_t>(first.labels, first.labels + first.count),
+            std::vector<int64_t>(labels.begin(), labels.begin() + first.count));
+}
+
+}  // namespace
+}  // namespace imagepack

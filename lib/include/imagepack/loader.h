@@ -70,6 +70,18 @@ struct BatchView {
   const int64_t* labels = nullptr;   // count labels
 };
 
+// A batch the caller owns (Loader::NextOwned): `images` and `labels` point
+// into one of the loader's batch buffers, which stays the caller's for as
+// long as any copy of `hold` lives, however many batches come after. When
+// the last copy goes, the buffer returns to the loader's pool (or is freed,
+// if the loader is gone). Thread-safe to drop from any thread.
+struct OwnedBatch {
+  int count = 0;
+  uint8_t* images = nullptr;
+  int64_t* labels = nullptr;
+  std::shared_ptr<void> hold;
+};
+
 class Loader {
  public:
   static Result<std::unique_ptr<Loader>> Open(const LoaderOptions& opts);
@@ -81,9 +93,20 @@ class Loader {
   virtual int64_t samples_per_epoch() const = 0;  // this rank's
   virtual int64_t batches_per_epoch() const = 0;
 
-  // Begins epoch `epoch`: the sample order is a function of (seed, epoch,
-  // rank, world_size) alone; batches are identical whatever `threads` is.
-  virtual void StartEpoch(int64_t epoch) = 0;
+  // Begins epoch `epoch` at its batch `first_batch` (0: the start): the
+  // sample order and every sample's augmentation are functions of (seed,
+  // epoch, rank, world_size, position) alone, so batches are identical
+  // whatever `threads` is, and starting at batch k gives exactly the
+  // batches k, k+1, ... of an epoch started at 0, with nothing read or
+  // decoded for the batches before k.
+  // REQUIRES: 0 <= first_batch <= batches_per_epoch().
+  virtual void StartEpoch(int64_t epoch, int64_t first_batch = 0) = 0;
+
+  // Where the loader is: the epoch begun last and the number of batches of
+  // it handed out so far (counting from batch 0). StartEpoch(epoch(),
+  // next_batch()) on a loader with the same options resumes exactly here.
+  virtual int64_t epoch() const = 0;
+  virtual int64_t next_batch() const = 0;
 
   // Writes the next batch: images as uint8 [B, C, size, size] (NCHW) or
   // [B, size, size, C] (NHWC) into `images`, labels into `labels` (B
@@ -96,6 +119,11 @@ class Loader {
   // batch buffer and stays valid until the next call to Next(), NextView()
   // or StartEpoch(), or the loader's destruction.
   virtual Result<BatchView> NextView() = 0;
+
+  // The next batch as one the caller owns (see OwnedBatch); count 0 at the
+  // end of the epoch. The pool keeps `prefetch` + 1 spare buffers: callers
+  // that hold more batches than that make the loader allocate new ones.
+  virtual Result<OwnedBatch> NextOwned() = 0;
 
   virtual LoaderStats stats() const = 0;
 };
