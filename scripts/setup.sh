@@ -9,7 +9,7 @@ PACKAGES=(
   libturbojpeg0-dev libjpeg62-turbo-dev libvips-dev liblmdb-dev lmdb-utils
   libtbb-dev libboost-program-options-dev libgtest-dev libgmock-dev
   libbenchmark-dev nlohmann-json3-dev libxxhash-dev
-  libtorch-dev libgloo-dev
+  libtorch-dev libgloo-dev pybind11-dev python3-dev python3-pytest
   python3 python3-numpy python3-lmdb python3-xxhash python3-pil python3-opencv
   python3-torch python3-torchvision python3-matplotlib
   libvips-tools libjpeg-turbo-progs imagemagick time

@@ -1,6 +1,8 @@
 // bench_loader DB... [--batch B] [--threads T] [--size 224] [--in-ram] [--epochs E]
 // Streams augmented batches from packed records and prints images/s, MB/s
 // and where the time went; see docs/BENCHMARKS.md.
+#include <xxhash.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
       ("copy", "take batches with Next() (a copy into our buffer) instead of NextView()")
       ("epochs", po::value(&epochs)->default_value(1), "passes over the data")
       ("batches", po::value(&max_batches)->default_value(0), "stop after N batches per epoch (0: all)")
+      ("seed", po::value(&o.seed)->default_value(0), "sampling and augmentation seed")
+      ("digest", "print each batch's XXH3-64 of images and of labels (to compare runs and bindings)")
       ("help,h", "show this help and exit")
       ("version", "show the version and exit");
   po::options_description hidden;
@@ -59,6 +63,7 @@ int main(int argc, char** argv) {
   o.in_ram = vm.count("in-ram") > 0;
   o.dct_scaling = vm.count("no-dct-scaling") == 0;
   const bool copy = vm.count("copy") > 0;
+  const bool digest = vm.count("digest") > 0;
   const auto t_open = std::chrono::steady_clock::now();
   auto loader = Loader::Open(o);
   if (!loader.ok()) {
@@ -76,17 +81,27 @@ int main(int argc, char** argv) {
     l.StartEpoch(e);
     for (int64_t b = 0; max_batches == 0 || b < max_batches; ++b) {
       Result<int> got = 0;
+      const uint8_t* l_view_images = nullptr;
+      const int64_t* l_view_labels = nullptr;
       if (copy) {
         got = l.Next(images.data(), labels.data());
       } else {
         auto v = l.NextView();
         got = v.ok() ? Result<int>(v->count) : Result<int>(v.status());
+        if (v.ok()) l_view_images = v->images, l_view_labels = v->labels;
       }
       if (!got.ok()) {
         std::cerr << cli::ProgramName() << ": " << got.status().message() << "\n";
         return cli::kExitFatal;
       }
       if (got.value() == 0) break;
+      if (digest) {
+        const uint8_t* px = copy ? images.data() : l_view_images;
+        const int64_t* lb = copy ? labels.data() : l_view_labels;
+        std::printf("batch %d %lld %d %016llx %016llx\n", e, static_cast<long long>(b), got.value(),
+                    static_cast<unsigned long long>(XXH3_64bits(px, sample * size_t(got.value()))),
+                    static_cast<unsigned long long>(XXH3_64bits(lb, sizeof(int64_t) * size_t(got.value()))));
+      }
       n += got.value();
     }
   }

@@ -1,0 +1,270 @@
+// The Python extension: the library's loader and databases behind a small
+// API that the package `imagepack` (imagepack/__init__.py) wraps. Batches
+// cross as numpy arrays over the loader's own buffers (no copy); torch is
+// never included: the package turns arrays into tensors with
+// torch.from_numpy when torch is there.
+//
+// Errors become Python exceptions carrying the library's message:
+// NotFound -> FileNotFoundError, InvalidArgument and NotSupported ->
+// ValueError, Corruption -> imagepack.CorruptionError (a RuntimeError),
+// IOError -> OSError. The GIL is released while the loader works or waits
+// and while a record is decoded.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "imagepack/image.h"
+#include "imagepack/loader.h"
+#include "imagepack/store.h"
+
+namespace py = pybind11;
+
+namespace imagepack {
+namespace {
+
+PyObject* g_corruption_error = nullptr;
+
+[[noreturn]] void Raise(const Status& st) {
+  PyObject* type = PyExc_RuntimeError;
+  switch (st.code()) {
+    case Status::Code::kNotFound: type = PyExc_FileNotFoundError; break;
+    case Status::Code::kInvalidArgument:
+    case Status::Code::kNotSupported: type = PyExc_ValueError; break;
+    case Status::Code::kCorruption: type = g_corruption_error; break;
+    case Status::Code::kIOError: type = PyExc_OSError; break;
+    case Status::Code::kCancelled: type = PyExc_KeyboardInterrupt; break;
+    default: break;
+  }
+  PyErr_SetString(type, st.message().c_str());
+  throw py::error_already_set();
+}
+
+template <typename T>
+T Take(Result<T> r) {
+  if (!r.ok()) Raise(r.status());
+  return std::move(r.value());
+}
+
+// A numpy array over memory that `hold` keeps alive.
+template <typename T>
+py::array_t<T> View(T* data, std::vector<py::ssize_t> shape, const std::shared_ptr<void>& hold) {
+  auto* keep = new std::shared_ptr<void>(hold);
+  py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
+  return py::array_t<T>(shape, data, base);
+}
+
+TransformKind ParseTransform(const std::string& s) {
+  if (s == "train") return TransformKind::kTrain;
+  if (s == "eval") return TransformKind::kEval;
+  if (s == "pad_crop") return TransformKind::kPadCrop;
+  if (s == "pad_crop_eval") return TransformKind::kPadCropEval;
+  Raise(Status::InvalidArgument("transform must be train, eval, pad_crop or pad_crop_eval, not '" + s + "'"));
+}
+
+class PyLoader {
+ public:
+  PyLoader(std::vector<std::string> paths, int batch_size, int size, const std::string& transform, bool in_ram,
+           int eval_resize, int pad, double scale_min, double scale_max, double ratio_min, double ratio_max,
+           int channels, const std::string& layout, bool shuffle, uint64_t seed, int rank, int world_size,
+           bool even_partition, bool drop_last, int threads, int prefetch, const std::string& on_corrupt,
+           bool dct_scaling) {
+    LoaderOptions o;
+    o.paths = std::move(paths);
+    o.batch_size = batch_size;
+    o.size = size;
+    o.transform = ParseTransform(transform);
+    o.in_ram = in_ram;
+    o.eval_resize = eval_resize;
+    o.pad = pad;
+    o.scale_min = scale_min;
+    o.scale_max = scale_max;
+    o.ratio_min = ratio_min;
+    o.ratio_max = ratio_max;
+    o.channels = channels;
+    if (layout != "NCHW" && layout != "NHWC") Raise(Status::InvalidArgument("layout must be NCHW or NHWC"));
+    o.layout = layout == "NCHW" ? Layout::kNCHW : Layout::kNHWC;
+    o.shuffle = shuffle;
+    o.seed = seed;
+    o.rank = rank;
+    o.world_size = world_size;
+    o.even_partition = even_partition;
+    o.drop_last = drop_last;
+    o.threads = threads;
+    o.prefetch = prefetch;
+    if (on_corrupt != "fail" && on_corrupt != "skip") Raise(Status::InvalidArgument("on_corrupt must be fail or skip"));
+    o.on_corrupt = on_corrupt == "fail" ? CorruptPolicy::kFail : CorruptPolicy::kSkip;
+    o.dct_scaling = dct_scaling;
+    nchw_ = o.layout == Layout::kNCHW;
+    size_ = size;
+    Result<std::unique_ptr<Loader>> l = [&] {
+      py::gil_scoped_release release;
+      return Loader::Open(o);
+    }();
+    loader_ = Take(std::move(l));
+  }
+
+  void StartEpoch(int64_t epoch, int64_t first_batch) {
+    if (first_batch < 0 || first_batch > loader_->batches_per_epoch())
+      Raise(Status::InvalidArgument("batch " + std::to_string(first_batch) + " outside the epoch's " +
+                                    std::to_string(loader_->batches_per_epoch()) + " batches"));
+    py::gil_scoped_release release;
+    loader_->StartEpoch(epoch, first_batch);
+  }
+
+  // (images, labels), or None at the end of the epoch.
+  py::object Next() {
+    Result<OwnedBatch> r = [&] {
+      py::gil_scoped_release release;
+      return loader_->NextOwned();
+    }();
+    OwnedBatch b = Take(std::move(r));
+    if (b.count == 0) return py::none();
+    const py::ssize_t n = b.count, s = size_, c = loader_->channels();
+    std::vector<py::ssize_t> shape = nchw_ ? std::vector<py::ssize_t>{n, c, s, s} : std::vector<py::ssize_t>{n, s, s, c};
+    return py::make_tuple(View(b.images, shape, b.hold), View(b.labels, {n}, b.hold));
+  }
+
+  py::dict Stats() const {
+    const LoaderStats s = loader_->stats();
+    py::dict d;
+    d["images"] = s.images;
+    d["bytes_read"] = s.bytes_read;
+    d["read_seconds"] = s.read_seconds;
+    d["decode_seconds"] = s.decode_seconds;
+    d["wait_seconds"] = s.wait_seconds;
+    d["skipped"] = s.skipped;
+    return d;
+  }
+
+  Loader& loader() { return *loader_; }
+
+ private:
+  std::unique_ptr<Loader> loader_;
+  bool nchw_ = true;
+  int size_ = 0;
+};
+
+// Random access to records, decoding in C++. One cursor, behind a mutex;
+// the decode runs outside it and without the GIL.
+class PyDataset {
+ public:
+  PyDataset(std::vector<std::string> paths, bool in_ram) {
+    OpenOptions oo;
+    oo.in_ram = in_ram;
+    Result<std::unique_ptr<RecordSource>> src = [&] {
+      py::gil_scoped_release release;
+      return OpenDatabases(paths, oo);
+    }();
+    src_ = Take(std::move(src));
+    cursor_ = src_->NewCursor();
+  }
+
+  int64_t size() const { return src_->size(); }
+  std::string meta_json() const { return src_->meta().ToJson(); }
+  std::string describe() const { return src_->Describe(); }
+
+  // (HxWxC uint8 array, label, path) of record i.
+  py::tuple Get(int64_t i) {
+    if (i < 0) i += size();
+    if (i < 0 || i >= size()) {
+      PyErr_SetString(PyExc_IndexError, ("record " + std::to_string(i) + " outside [0, " + std::to_string(size()) +
+                                         ") of " + src_->Describe()).c_str());
+      throw py::error_already_set();
+    }
+    RecordFields fields;
+    std::string path;
+    std::vector<uint8_t> payload;
+    Status st;
+    Image img;
+    {
+      py::gil_scoped_release release;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        auto rec = cursor_->Read(i);
+        if (rec.ok()) {
+          fields = rec->fields;
+          path.assign(rec->path);
+          payload.assign(rec->payload, rec->payload + rec->payload_size);
+        } else {
+          st = rec.status();
+        }
+      }
+      if (st.ok() && fields.encoding == Encoding::kJpeg) {
+        DecodeOptions d;
+        d.channels = fields.channels;
+        d.apply_orientation = false;  // packed JPEGs are upright
+        auto dec = DecodeImage(payload.data(), payload.size(), d);
+        if (dec.ok()) img = std::move(dec.value());
+        else st = dec.status().WithContext("record " + RecordKey(i) + " (" + path + ")");
+      }
+    }
+    if (!st.ok()) Raise(st);
+    if (fields.encoding == Encoding::kRaw) {
+      img.width = int(fields.width);
+      img.height = int(fields.height);
+      img.channels = fields.channels;
+      img.pixels = std::move(payload);
+    }
+    auto owner = std::make_shared<Image>(std::move(img));
+    py::array_t<uint8_t> arr = View(owner->pixels.data(), {owner->height, owner->width, owner->channels}, owner);
+    return py::make_tuple(arr, fields.label, path);
+  }
+
+ private:
+  std::unique_ptr<RecordSource> src_;
+  std::unique_ptr<RecordCursor> cursor_;
+  std::mutex mu_;
+};
+
+}  // namespace
+}  // namespace imagepack
+
+PYBIND11_MODULE(_imagepack, m) {
+  using namespace imagepack;
+  m.doc() = "imagepack's C++ loader and databases (use the package `imagepack`, not this module)";
+  g_corruption_error = PyErr_NewExceptionWithDoc("imagepack.CorruptionError",
+                                                 "A record or file is damaged; the message names it.",
+                                                 PyExc_RuntimeError, nullptr);
+  m.attr("CorruptionError") = py::handle(g_corruption_error);
+
+  py::class_<PyLoader>(m, "Loader")
+      .def(py::init<std::vector<std::string>, int, int, const std::string&, bool, int, int, double, double, double,
+                    double, int, const std::string&, bool, uint64_t, int, int, bool, bool, int, int,
+                    const std::string&, bool>(),
+           py::arg("paths"), py::arg("batch_size"), py::arg("size"), py::arg("transform"), py::arg("in_ram"),
+           py::arg("eval_resize"), py::arg("pad"), py::arg("scale_min"), py::arg("scale_max"), py::arg("ratio_min"),
+           py::arg("ratio_max"), py::arg("channels"), py::arg("layout"), py::arg("shuffle"), py::arg("seed"),
+           py::arg("rank"), py::arg("world_size"), py::arg("even_partition"), py::arg("drop_last"),
+           py::arg("threads"), py::arg("prefetch"), py::arg("on_corrupt"), py::arg("dct_scaling"))
+      .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"), py::arg("first_batch") = 0)
+      .def("next", &PyLoader::Next)
+      .def("stats", &PyLoader::Stats)
+      .def_property_readonly("epoch", [](PyLoader& l) { return l.loader().epoch(); })
+      .def_property_readonly("next_batch", [](PyLoader& l) { return l.loader().next_batch(); })
+      .def_property_readonly("batches_per_epoch", [](PyLoader& l) { return l.loader().batches_per_epoch(); })
+      .def_property_readonly("samples_per_epoch", [](PyLoader& l) { return l.loader().samples_per_epoch(); })
+      .def_property_readonly("dataset_size", [](PyLoader& l) { return l.loader().dataset_size(); })
+      .def_property_readonly("channels", [](PyLoader& l) { return l.loader().channels(); })
+      .def_property_readonly("meta_json", [](PyLoader& l) { return l.loader().meta().ToJson(); });
+
+  py::class_<PyDataset>(m, "Dataset")
+      .def(py::init<std::vector<std::string>, bool>(), py::arg("paths"), py::arg("in_ram") = false)
+      .def("__len__", &PyDataset::size)
+      .def("get", &PyDataset::Get, py::arg("index"))
+      .def_property_readonly("meta_json", &PyDataset::meta_json)
+      .def("describe", &PyDataset::describe);
+
+  m.def(
+      "epoch_indices",
+      [](int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world, bool even) {
+        return EpochIndices(n, shuffle, seed, epoch, rank, world, even);
+      },
+      py::arg("n"), py::arg("shuffle"), py::arg("seed"), py::arg("epoch"), py::arg("rank"), py::arg("world_size"),
+      py::arg("even_partition"),
+      "The dataset indices rank `rank` reads in epoch `epoch`, in order (the loader's sampling rule).");
+}

@@ -1,0 +1,228 @@
+"""imagepack from Python: the C++ loader and the packed databases.
+
+    import imagepack
+    loader = imagepack.Loader("train.lmdb", batch_size=256, size=224)
+    for epoch in range(90):
+        loader.set_epoch(epoch)
+        for images, labels in loader:      # uint8 NCHW, int64; torch tensors
+            ...                            # when torch is importable
+
+    ds = imagepack.open("val.lmdb")        # random access, decoding in C++
+    image, label = ds[0]                   # HxWxC uint8 numpy array, int
+
+Batches are decoded by the library's worker threads (no worker processes,
+no shared memory); the GIL is released while they work. See docs/PYTHON.md.
+"""
+import json
+import os
+
+import numpy as np
+
+from . import _imagepack
+
+__all__ = ["Loader", "Dataset", "open", "CorruptionError", "epoch_indices"]
+
+CorruptionError = _imagepack.CorruptionError
+epoch_indices = _imagepack.epoch_indices
+
+_TRANSFORMS = ("train", "eval", "pad_crop", "pad_crop_eval")
+
+
+def _paths(paths):
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise ValueError("no database given")
+    for p in paths:
+        if not os.path.exists(p):
+            raise FileNotFoundError(2, "no such database", p)
+    return paths
+
+
+def _torch():
+    try:
+        import torch
+        return torch
+    except ImportError:
+        return None
+
+
+def _distributed():
+    """(rank, world_size) from torch.distributed when it is initialised."""
+    torch = _torch()
+    if torch is not None and torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+class Loader:
+    """Batches of augmented uint8 images from imagepack databases.
+
+    paths: one database or the shards of one dataset (a path or a list).
+    batch_size, size: samples per batch; output height and width.
+    train: RandomResizedCrop(size, scale, ratio) + horizontal flip, shuffled,
+        every rank the same number of samples (DistributedSampler's rule);
+        False: resize the shorter edge to eval_resize (size / 0.875 when 0),
+        centre crop, in order, every sample exactly once across ranks.
+    transform: overrides train's choice: "train", "eval", "pad_crop" (pad
+        by `pad`, random crop, flip: CIFAR-style) or "pad_crop_eval".
+    channels: 0 (the dataset's), 1 or 3. layout: "NCHW" or "NHWC".
+    seed: the order and every augmentation are functions of (seed, epoch,
+        rank, world_size, position), so runs repeat exactly.
+    rank, world_size: from torch.distributed when it is initialised,
+        otherwise 0 and 1.
+    threads: decode threads (0: all cores). prefetch: batches made ahead.
+    on_corrupt: "fail" (raise CorruptionError naming the record) or "skip"
+        (take the next readable record; counted in stats()["skipped"]).
+    as_torch: hand out torch tensors (torch.from_numpy: no copy) when torch
+        is importable; False: numpy arrays.
+
+    A batch handed out is the caller's until it is dropped: its memory is
+    one of the loader's batch buffers, which goes back to the loader only
+    when the last array or tensor over it is gone. Keeping batches is safe
+    (the loader allocates more buffers); copying is never needed.
+    """
+
+    def __init__(self, paths, batch_size, size, train=True, *, transform=None, in_ram=False, eval_resize=0,
+                 pad=4, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), channels=0, layout="NCHW", shuffle=None,
+                 seed=0, rank=None, world_size=None, drop_last=False, threads=0, prefetch=2, on_corrupt="fail",
+                 dct_scaling=True, as_torch=True):
+        if transform is None:
+            transform = "train" if train else "eval"
+        if transform not in _TRANSFORMS:
+            raise ValueError("transform must be one of %s, not %r" % (", ".join(_TRANSFORMS), transform))
+        if int(batch_size) < 1 or int(size) < 1:
+            raise ValueError("batch_size and size must be positive (got %r, %r)" % (batch_size, size))
+        training = transform in ("train", "pad_crop")
+        if rank is None or world_size is None:
+            r, w = _distributed()
+            rank = r if rank is None else rank
+            world_size = w if world_size is None else world_size
+        self._shuffle = training if shuffle is None else bool(shuffle)
+        self._options = dict(batch_size=int(batch_size), size=int(size), transform=transform, seed=int(seed),
+                             rank=int(rank), world_size=int(world_size), shuffle=self._shuffle)
+        self._loader = _imagepack.Loader(
+            _paths(paths), int(batch_size), int(size), transform, bool(in_ram), int(eval_resize), int(pad),
+            float(scale[0]), float(scale[1]), float(ratio[0]), float(ratio[1]), int(channels), layout,
+            self._shuffle, int(seed), int(rank), int(world_size), training, bool(drop_last), int(threads),
+            int(prefetch), on_corrupt, bool(dct_scaling))
+        self._torch = _torch() if as_torch else None
+        self._epoch = 0
+        self._start = 0        # the batch the next iteration starts at
+        self._meta = None
+
+    def set_epoch(self, epoch):
+        """The epoch the next iteration runs (as DistributedSampler.set_epoch)."""
+        self._epoch = int(epoch)
+        self._start = 0
+
+    def __len__(self):
+        """Batches per epoch for this rank."""
+        return self._loader.batches_per_epoch
+
+    def __iter__(self):
+        self._loader.start_epoch(self._epoch, self._start)
+        self._start = 0
+        while True:
+            batch = self._loader.next()
+            if batch is None:
+                return
+            images, labels = batch
+            if self._torch is not None:
+                images, labels = self._torch.from_numpy(images), self._torch.from_numpy(labels)
+            yield images, labels
+
+    def state_dict(self):
+        """Where the loader is: the epoch and how many of its batches were
+        handed out. load_state_dict() on a loader with the same options
+        continues with exactly the next batch, reading nothing before it."""
+        batch = self._loader.next_batch if self._loader.epoch == self._epoch else self._start
+        return {"epoch": self._epoch, "batch": int(batch), **self._options}
+
+    def load_state_dict(self, state):
+        for key in ("seed", "world_size", "batch_size", "size", "transform", "shuffle"):
+            if key in state and state[key] != self._options[key]:
+                raise ValueError("state was saved with %s=%r, this loader has %r: the rest of the epoch would "
+                                 "differ" % (key, state[key], self._options[key]))
+        if not 0 <= int(state["batch"]) <= len(self):
+            raise ValueError("batch %r outside the epoch's %d batches" % (state["batch"], len(self)))
+        self._epoch = int(state["epoch"])
+        self._start = int(state["batch"])
+
+    def stats(self):
+        """Images decoded, bytes read, seconds spent reading, decoding and
+        waiting (summed over threads), corrupt records skipped."""
+        return self._loader.stats()
+
+    @property
+    def meta(self):
+        if self._meta is None:
+            self._meta = json.loads(self._loader.meta_json)
+        return self._meta
+
+    @property
+    def classes(self):
+        return self.meta["classes"]
+
+    @property
+    def channels(self):
+        return self._loader.channels
+
+    @property
+    def dataset_size(self):
+        return self._loader.dataset_size
+
+    @property
+    def samples_per_epoch(self):
+        return self._loader.samples_per_epoch
+
+
+class Dataset:
+    """Random access to the records of one database or of its shards:
+    ds[i] -> (HxWxC uint8 numpy array, label). Decoding runs in C++ without
+    the GIL. Safe in DataLoader worker processes: each process opens the
+    database for itself on first use."""
+
+    def __init__(self, paths, in_ram=False, transform=None):
+        self._paths = _paths(paths)
+        self._in_ram = bool(in_ram)
+        self.transform = transform
+        self._pid = None
+        self._ds = None
+        self._open()
+        self.meta = json.loads(self._ds.meta_json)
+        self.classes = self.meta["classes"]
+
+    def _open(self):
+        if self._pid != os.getpid():  # a fork (DataLoader workers) reopens
+            self._ds = _imagepack.Dataset(self._paths, self._in_ram)
+            self._pid = os.getpid()
+        return self._ds
+
+    def __len__(self):
+        return len(self._open())
+
+    def __getitem__(self, index):
+        image, label, _ = self._open().get(int(index))
+        if self.transform is not None:
+            image = self.transform(image)
+        return image, label
+
+    def record(self, index):
+        """(image, label, source path) of record `index`."""
+        return self._open().get(int(index))
+
+    def __getstate__(self):  # picklable for spawned workers: reopened there
+        state = self.__dict__.copy()
+        state["_ds"] = None
+        state["_pid"] = None
+        return state
+
+    def __repr__(self):
+        return "imagepack.Dataset(%s, %d records)" % (self._open().describe(), len(self))
+
+
+def open(paths, in_ram=False, transform=None):  # noqa: A001 (the package's entry point)
+    """A Dataset over one database (LMDB or blob) or the shards of one."""
+    return Dataset(paths, in_ram=in_ram, transform=transform)

@@ -1,0 +1,216 @@
+"""The Python package against the C++ loader, the pure-Python reader and
+its own promises (resume, rank partition, batch lifetime, errors, memory)."""
+import gc
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xxhash
+
+import imagepack
+from conftest import SCRIPTS, tool
+
+spec = importlib.util.spec_from_file_location("read_db", os.path.join(SCRIPTS, "read_db.py"))
+read_db = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(read_db)
+
+
+def batches(loader, epoch=0):
+    loader.set_epoch(epoch)
+    return [(np.array(x), np.array(y)) for x, y in loader]
+
+
+def test_import_needs_no_path_edits_once_built():
+    """`import imagepack` resolves to the built package (this test runs with
+    the build's python folder on the path, as the .pth that build.sh
+    writes puts it)."""
+    assert imagepack.__file__.endswith(os.path.join("imagepack", "__init__.py"))
+    assert hasattr(imagepack, "Loader") and hasattr(imagepack, "open")
+
+
+@pytest.mark.parametrize("transform,layout", [("train", "NCHW"), ("eval", "NHWC")])
+def test_python_batches_are_the_cpp_loaders_batches(jpeg_db, transform, layout):
+    """Same options and seed: the same bytes as bench_loader's (C++) batches
+    (bench_loader shuffles in every transform, so the Python side does too)."""
+    out = subprocess.run([tool("bench_loader"), jpeg_db, "--batch", "16", "--size", "32", "--transform", transform,
+                          "--layout", layout.lower(), "--seed", "9", "--threads", "2", "--epochs", "2", "--digest"],
+                         check=True, capture_output=True, text=True).stdout
+    want = [line.split()[1:] for line in out.splitlines() if line.startswith("batch ")]
+    loader = imagepack.Loader(jpeg_db, batch_size=16, size=32, transform=transform, layout=layout, seed=9,
+                              shuffle=True, threads=2, as_torch=False)
+    got = []
+    for epoch in (0, 1):
+        for b, (images, labels) in enumerate(batches(loader, epoch)):
+            got.append([str(epoch), str(b), str(len(labels)), "%016x" % xxhash.xxh3_64_intdigest(images.tobytes()),
+                        "%016x" % xxhash.xxh3_64_intdigest(labels.astype(np.int64).tobytes())])
+    assert len(want) == 12  # 90 samples in batches of 16, 2 epochs
+    assert got == want
+
+
+def test_batches_are_torch_tensors_without_a_copy(jpeg_db):
+    torch = pytest.importorskip("torch")
+    loader = imagepack.Loader(jpeg_db, batch_size=8, size=24, threads=2)
+    images, labels = next(iter(loader))
+    assert isinstance(images, torch.Tensor) and images.dtype == torch.uint8
+    assert tuple(images.shape) == (8, 3, 24, 24) and labels.dtype == torch.int64
+    assert len(loader) == 12 and loader.classes == ["class0", "class1", "class2"]
+
+
+def test_state_dict_round_trip_gives_the_same_next_batches(jpeg_db):
+    opts = dict(batch_size=8, size=24, seed=4, threads=2, as_torch=False)
+    full = batches(imagepack.Loader(jpeg_db, **opts), epoch=2)
+    loader = imagepack.Loader(jpeg_db, **opts)
+    loader.set_epoch(2)
+    it = iter(loader)
+    for _ in range(5):
+        next(it)
+    state = loader.state_dict()
+    assert state["epoch"] == 2 and state["batch"] == 5
+    resumed = imagepack.Loader(jpeg_db, **opts)
+    resumed.load_state_dict(state)
+    rest = [(np.array(x), np.array(y)) for x, y in resumed]
+    assert len(rest) == len(full) - 5
+    for (a, la), (b, lb) in zip(rest, full[5:]):
+        assert np.array_equal(a, b) and np.array_equal(la, lb)
+    before = resumed.stats()["images"]
+    assert before <= 8 * (len(full) - 5)  # nothing before batch 5 was decoded
+    with pytest.raises(ValueError, match="seed"):
+        imagepack.Loader(jpeg_db, **dict(opts, seed=5)).load_state_dict(state)
+
+
+def test_ranks_partition_the_epoch(jpeg_db):
+    n = 90
+    seen = []
+    for rank in range(2):
+        loader = imagepack.Loader(jpeg_db, batch_size=8, size=16, train=False, rank=rank, world_size=2,
+                                  as_torch=False)
+        assert loader.samples_per_epoch == 45
+        seen += list(imagepack.epoch_indices(n, False, 0, 0, rank, 2, False))
+        labels = np.concatenate([y for _, y in batches(loader)])
+        assert len(labels) == 45
+    assert sorted(seen) == list(range(n))
+    train = [imagepack.epoch_indices(n, True, 1, 3, r, 4, True) for r in range(4)]
+    assert all(len(t) == 23 for t in train) and set().union(*map(set, train)) == set(range(n))
+
+
+def test_a_batch_stays_valid_until_dropped(jpeg_db):
+    loader = imagepack.Loader(jpeg_db, batch_size=8, size=24, threads=2, prefetch=1, as_torch=False)
+    reference = batches(loader)
+    loader.set_epoch(0)
+    it = iter(loader)
+    kept_images, kept_labels = next(it)
+    copy = kept_images.copy()
+    for k in (1, 2):
+        images, _ = next(it)
+        assert np.array_equal(images, reference[k][0])
+        assert np.array_equal(kept_images, copy), "batch 0 changed after batch %d" % k
+    assert np.array_equal(kept_images, reference[0][0]) and np.array_equal(kept_labels, reference[0][1])
+    del it, loader
+    gc.collect()
+    assert np.array_equal(kept_images, copy), "batch 0 changed after the loader went"
+
+
+def test_dataset_matches_read_db(jpeg_db, raw_db):
+    for path in (jpeg_db, raw_db):
+        ds = imagepack.open(path)
+        db = read_db.open_db(path)
+        assert len(ds) == db.meta["count"] == 90
+        assert ds.classes == db.meta["classes"] and ds.meta["encoding"] == db.meta["encoding"]
+        for i in (0, 1, 44, 89):
+            rec = read_db.read_record(db, i)
+            image, label = ds[i]
+            assert label == rec["label"]
+            assert image.dtype == np.uint8 and image.shape == (rec["height"], rec["width"], rec["channels"])
+            if rec["encoding"] == "raw":
+                assert np.array_equal(image, rec["payload"])
+            else:  # an independent decode of the same bytes
+                import io
+                from PIL import Image
+                ref = np.asarray(Image.open(io.BytesIO(rec["payload"])).convert("RGB"), dtype=np.int16)
+                assert np.abs(ref - image).mean() < 2.0  # fast IDCT vs Pillow's accurate one: ~1.1
+            assert ds.record(i)[2] == rec["path"]
+        assert ds[-1][1] == ds[89][1]
+        with pytest.raises(IndexError, match="record 90"):
+            ds[90]
+
+
+def test_errors_are_python_exceptions_naming_what(jpeg_db, tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.lmdb"):
+        imagepack.Loader(str(tmp_path / "missing.lmdb"), batch_size=4, size=8)
+    with pytest.raises(FileNotFoundError, match="missing.lmdb"):
+        imagepack.open(str(tmp_path / "missing.lmdb"))
+    with pytest.raises(ValueError, match="transform"):
+        imagepack.Loader(jpeg_db, batch_size=4, size=8, transform="zoom")
+    with pytest.raises(ValueError):
+        imagepack.Loader(jpeg_db, batch_size=0, size=8)
+    with pytest.raises(ValueError, match="rank"):
+        imagepack.Loader(jpeg_db, batch_size=4, size=8, rank=3, world_size=2)
+    with pytest.raises(ValueError, match="layout"):
+        imagepack.Loader(jpeg_db, batch_size=4, size=8, layout="CHW")
+    garbage = tmp_path / "garbage.lmdb"
+    garbage.write_bytes(b"not a database at all, really")
+    with pytest.raises(imagepack.CorruptionError):
+        imagepack.open(str(garbage))
+
+
+def test_a_corrupt_record_names_its_key_and_path(jpeg_db, tree, tmp_path):
+    db = tmp_path / "bad.blob"
+    subprocess.run([tool("pack_lmdb"), str(tree), str(db), "-q", "--format", "blob"], check=True)
+    blob = bytearray(db.read_bytes())
+    # The record of class1/img05.jpg: 40-byte header, path, JPEG (docs/FORMAT.md).
+    start = blob.find(b"class1/img05.jpg") - 40
+    header = read_db.HEADER.unpack_from(blob, start)
+    path_len, payload_len = header[8], header[10]
+    end = start + 40 + path_len + payload_len
+    good = bytes(blob)
+
+    # A bogus Huffman table under a valid checksum: the decode fails.
+    dht = blob.find(b"\xff\xc4", start + 40 + path_len, end)
+    blob[dht + 5:dht + 21] = b"\xff" * 16
+    blob[start:start + 8] = xxhash.xxh3_64_intdigest(bytes(blob[start + 8:end])).to_bytes(8, "little")
+    db.write_bytes(bytes(blob))
+    ds = imagepack.open(str(db))
+    index = next(i for i in range(len(ds)) if read_db.read_record(read_db.open_db(str(db)), i)["path"] ==
+                 "class1/img05.jpg")
+    with pytest.raises(imagepack.CorruptionError, match=r"record %010d \(class1/img05.jpg\)" % index):
+        ds[index]
+    loader = imagepack.Loader(str(db), batch_size=10, size=16, train=False, as_torch=False)
+    with pytest.raises(imagepack.CorruptionError, match="class1/img05.jpg"):
+        batches(loader)
+    skipping = imagepack.Loader(str(db), batch_size=10, size=16, train=False, on_corrupt="skip", as_torch=False)
+    assert sum(len(y) for _, y in batches(skipping)) == 90 and skipping.stats()["skipped"] == 1
+
+    # Damaged bytes: the checksum names the record.
+    blob = bytearray(good)
+    blob[end - 100] ^= 0xFF
+    db.write_bytes(bytes(blob))
+    with pytest.raises(imagepack.CorruptionError, match="record %010d: checksum mismatch" % index):
+        imagepack.open(str(db))[index]
+
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+
+
+def test_no_memory_growth_over_5000_batches(raw_db):
+    loader = imagepack.Loader(raw_db, batch_size=4, size=16, threads=2, as_torch=False)
+    epoch, count = 0, 0
+    start = None
+    while count < 5000:
+        loader.set_epoch(epoch)
+        for images, labels in loader:
+            count += 1
+            if count == 500:
+                gc.collect()
+                start = rss_kib()
+        epoch += 1
+    gc.collect()
+    grown = rss_kib() - start
+    assert grown < 2048, "RSS grew by %d KiB over 4500 batches" % grown
