@@ -108,12 +108,17 @@ class PyLoader {
     loader_ = Take(std::move(l));
   }
 
-  void StartEpoch(int64_t epoch, int64_t first_batch) {
-    if (first_batch < 0 || first_batch > loader_->batches_per_epoch())
-      Raise(Status::InvalidArgument("batch " + std::to_string(first_batch) + " outside the epoch's " +
-                                    std::to_string(loader_->batches_per_epoch()) + " batches"));
+  void StartEpoch(int64_t epoch) {
     py::gil_scoped_release release;
-    loader_->StartEpoch(epoch, first_batch);
+    loader_->StartEpoch(epoch);
+  }
+
+  void Restore(int64_t epoch, int64_t position) {
+    if (position < 0 || position > loader_->dataset_size())
+      Raise(Status::InvalidArgument("position " + std::to_string(position) + " outside the epoch's " +
+                                    std::to_string(loader_->dataset_size()) + " samples"));
+    py::gil_scoped_release release;
+    loader_->Restore(LoaderState{epoch, position});
   }
 
   // (images, labels), or None at the end of the epoch.
@@ -241,11 +246,14 @@ PYBIND11_MODULE(_imagepack, m) {
            py::arg("ratio_max"), py::arg("channels"), py::arg("layout"), py::arg("shuffle"), py::arg("seed"),
            py::arg("rank"), py::arg("world_size"), py::arg("even_partition"), py::arg("drop_last"),
            py::arg("threads"), py::arg("prefetch"), py::arg("on_corrupt"), py::arg("dct_scaling"))
-      .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"), py::arg("first_batch") = 0)
+      .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"))
+      .def("restore", &PyLoader::Restore, py::arg("epoch"), py::arg("position"))
       .def("next", &PyLoader::Next)
       .def("stats", &PyLoader::Stats)
-      .def_property_readonly("epoch", [](PyLoader& l) { return l.loader().epoch(); })
-      .def_property_readonly("next_batch", [](PyLoader& l) { return l.loader().next_batch(); })
+      .def_property_readonly("state", [](PyLoader& l) {
+        const LoaderState s = l.loader().state();
+        return py::make_tuple(s.epoch, s.position);
+      })
       .def_property_readonly("batches_per_epoch", [](PyLoader& l) { return l.loader().batches_per_epoch(); })
       .def_property_readonly("samples_per_epoch", [](PyLoader& l) { return l.loader().samples_per_epoch(); })
       .def_property_readonly("dataset_size", [](PyLoader& l) { return l.loader().dataset_size(); })

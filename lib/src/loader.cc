@@ -19,7 +19,7 @@
 namespace imagepack {
 
 std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world,
-                                  bool even_partition) {
+                                  bool even_partition, int64_t start) {
   std::vector<int64_t> order;
   if (shuffle) {
     order = Permutation(n, seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch) + 1);
@@ -27,13 +27,11 @@ std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_
     order.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) order[i] = i;
   }
-  if (even_partition && n > 0) {
-    const int64_t per_rank = (n + world - 1) / world;
-    const int64_t total = per_rank * world;
-    for (int64_t i = n; i < total; ++i) order.push_back(order[(i - n) % n]);
-  }
+  start = std::clamp<int64_t>(start, 0, n);
+  const int64_t rest = n - start;
+  const int64_t total = even_partition && rest > 0 ? (rest + world - 1) / world * world : rest;
   std::vector<int64_t> mine;
-  for (size_t i = static_cast<size_t>(rank); i < order.size(); i += static_cast<size_t>(world)) mine.push_back(order[i]);
+  for (int64_t j = rank; j < total; j += world) mine.push_back(j < rest ? order[start + j] : order[(j - rest) % n]);
   return mine;
 }
 
@@ -46,6 +44,7 @@ struct Batch {
   int count = 0;
   std::vector<uint8_t> images;
   std::vector<int64_t> labels;
+  std::vector<int64_t> indices;  // dataset index of each sample
   Status status;
 };
 
@@ -95,35 +94,42 @@ class LoaderImpl : public Loader {
   int channels() const override { return channels_; }
   int64_t dataset_size() const override { return src_->size(); }
   int64_t samples_per_epoch() const override {
-    const int64_t n = src_->size(), w = o_.world_size;
-    return o_.even_partition ? (n + w - 1) / w : (n - o_.rank + w - 1) / w;
+    const int64_t n = src_->size() - start_, w = o_.world_size;
+    return o_.even_partition ? (n + w - 1) / w : std::max<int64_t>(0, (n - o_.rank + w - 1) / w);
   }
   int64_t batches_per_epoch() const override {
     const int64_t s = samples_per_epoch();
     return o_.drop_last ? s / o_.batch_size : (s + o_.batch_size - 1) / o_.batch_size;
   }
 
-  void StartEpoch(int64_t epoch, int64_t first_batch) override {
+  void StartEpoch(int64_t epoch) override { Restore(LoaderState{epoch, 0}); }
+
+  LoaderState state() const override {
+    const int64_t consumed = next_consume_ * int64_t(o_.batch_size) * o_.world_size;
+    return {epoch_, std::min(src_->size(), start_ + consumed)};
+  }
+
+  void Restore(const LoaderState& state) override {
     StopProducer();
     if (current_) Recycle(std::move(current_));
-    epoch_ = epoch;
-    indices_ = EpochIndices(src_->size(), o_.shuffle, o_.seed, epoch, o_.rank, o_.world_size, o_.even_partition);
-    next_consume_ = std::clamp<int64_t>(first_batch, 0, batches_per_epoch());
+    epoch_ = state.epoch;
+    start_ = std::clamp<int64_t>(state.position, 0, src_->size());
+    indices_ = EpochIndices(src_->size(), o_.shuffle, o_.seed, epoch_, o_.rank, o_.world_size, o_.even_partition,
+                            start_);
+    next_consume_ = 0;
     stop_ = false;
     for (auto& b : queue_) Recycle(std::move(b));
     queue_.clear();
-    producer_ = std::thread([this, from = next_consume_] { Produce(from); });
+    producer_ = std::thread([this] { Produce(); });
   }
 
-  int64_t epoch() const override { return epoch_; }
-  int64_t next_batch() const override { return next_consume_; }
-
-  Result<int> Next(uint8_t* images, int64_t* labels) override {
+  Result<int> Next(uint8_t* images, int64_t* labels, int64_t* indices) override {
     auto v = NextView();
     if (!v.ok()) return v.status();
     if (v->count == 0) return 0;
     std::memcpy(images, v->images, size_t(v->count) * sample_bytes_);
     std::memcpy(labels, v->labels, size_t(v->count) * sizeof(int64_t));
+    if (indices) std::memcpy(indices, v->indices, size_t(v->count) * sizeof(int64_t));
     return v->count;
   }
 
@@ -133,7 +139,7 @@ class LoaderImpl : public Loader {
     if (!b.ok()) return b.status();
     if (!b.value()) return BatchView{};
     current_ = std::move(b.value());
-    return BatchView{current_->count, current_->images.data(), current_->labels.data()};
+    return BatchView{current_->count, current_->images.data(), current_->labels.data(), current_->indices.data()};
   }
 
   Result<OwnedBatch> NextOwned() override {
@@ -142,7 +148,7 @@ class LoaderImpl : public Loader {
     if (!b.ok()) return b.status();
     if (!b.value()) return OwnedBatch{};
     Batch* raw = b.value().release();
-    OwnedBatch out{raw->count, raw->images.data(), raw->labels.data(), nullptr};
+    OwnedBatch out{raw->count, raw->images.data(), raw->labels.data(), raw->indices.data(), nullptr};
     std::weak_ptr<BatchPool> pool = pool_;
     out.hold = std::shared_ptr<void>(raw, [pool](void* p) {
       std::unique_ptr<Batch> batch(static_cast<Batch*>(p));
@@ -214,9 +220,9 @@ class LoaderImpl : public Loader {
 
   void Recycle(std::unique_ptr<Batch> b) { pool_->Put(std::move(b)); }
 
-  void Produce(int64_t first) {
+  void Produce() {
     const int64_t nbatches = batches_per_epoch();
-    for (int64_t bn = first; bn < nbatches; ++bn) {
+    for (int64_t bn = 0; bn < nbatches; ++bn) {
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return stop_ || static_cast<int>(queue_.size()) < std::max(1, o_.prefetch); });
@@ -248,8 +254,9 @@ class LoaderImpl : public Loader {
     bytes_ += static_cast<int64_t>(rec->payload_size);
     // Per-sample randomness from (seed, epoch, position in the global epoch
     // order): independent of the thread that renders it, and of how the
-    // epoch is split across ranks (rank r's k-th sample is global k*world+r).
-    const uint64_t global = static_cast<uint64_t>(pos) * o_.world_size + o_.rank;
+    // epoch is split across ranks (rank r's k-th sample is position
+    // start + k*world + r; past the end, the padding's own positions).
+    const uint64_t global = static_cast<uint64_t>(start_ + pos * o_.world_size + o_.rank);
     SplitMix64 rng(o_.seed ^ (static_cast<uint64_t>(epoch_) << 40) ^ (global * 0xD1B54A32D192ED03ull));
     // A label outside the class list would index past the model's outputs
     // (on a GPU: a device-side assert far from its cause); dimensions feed
@@ -334,6 +341,7 @@ class LoaderImpl : public Loader {
     b.count = static_cast<int>(end - begin);
     b.images.resize(size_t(o_.batch_size) * sample_bytes_);
     b.labels.assign(static_cast<size_t>(o_.batch_size), -1);
+    b.indices.assign(static_cast<size_t>(o_.batch_size), -1);
     b.status = Status::Ok();
     std::mutex err_mu;
     arena_.execute([&] {
@@ -341,11 +349,13 @@ class LoaderImpl : public Loader {
         RecordCursor& cur = *cursors_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
         const int64_t pos = begin + i;
         uint8_t* dst = b.images.data() + size_t(i) * sample_bytes_;
+        b.indices[i] = indices_[pos];
         Status st = RenderOne(cur, indices_[pos], pos, dst, &b.labels[i]);
         // kSkip: try the following records of the epoch order instead.
         for (int64_t k = 1; !st.ok() && o_.on_corrupt == CorruptPolicy::kSkip && k <= 16; ++k) {
           ++skipped_;
-          st = RenderOne(cur, indices_[(pos + k) % indices_.size()], pos, dst, &b.labels[i]);
+          b.indices[i] = indices_[(pos + k) % indices_.size()];
+          st = RenderOne(cur, b.indices[i], pos, dst, &b.labels[i]);
         }
         if (!st.ok()) {
           std::lock_guard<std::mutex> g(err_mu);
@@ -363,6 +373,7 @@ class LoaderImpl : public Loader {
   std::vector<std::unique_ptr<RecordCursor>> cursors_;
   std::vector<Image> scratch_;  // per arena thread: the resampled sample
   int64_t epoch_ = 0;
+  int64_t start_ = 0;  // the epoch position this rank's indices_ begin at
   std::vector<int64_t> indices_;
   int64_t next_consume_ = 0;
   std::mutex mu_;

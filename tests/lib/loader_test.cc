@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -307,9 +308,10 @@ TEST(Loader, InRamAndShardsAndBadOptions) {
 namespace imagepack {
 namespace {
 
-// Starting an epoch at batch k gives exactly batches k, k+1, ... of the
-// uninterrupted epoch (augmentation included), and reads nothing before k.
-TEST(Loader, StartingAtABatchResumesExactlyWithoutReadingTheBatchesBefore) {
+// Restoring a state taken after k batches gives exactly batches k, k+1, ...
+// of the uninterrupted epoch (augmentation included), at 50 random points,
+// and reads nothing before k.
+TEST(Loader, RestoredStateGivesTheSameNextBatchesWithoutReadingEarlierOnes) {
   TempDir d;
   LoaderOptions o;
   o.paths = {MakeDb(d, "db", 61, Encoding::kJpeg)};
@@ -321,18 +323,33 @@ TEST(Loader, StartingAtABatchResumesExactlyWithoutReadingTheBatchesBefore) {
   std::vector<int64_t> labels;
   const auto all = Epoch(o, 3, &labels);
   ASSERT_EQ(all.size(), 16u);
-  auto l = Loader::Open(o);
-  ASSERT_OK(l);
+  // The state after k batches, from a loader that really took them.
+  std::vector<LoaderState> after(17);
+  {
+    auto l = Loader::Open(o);
+    ASSERT_OK(l);
+    const size_t sample = size_t(o.size) * o.size * 3;
+    std::vector<uint8_t> img(sample * o.batch_size);
+    std::vector<int64_t> lab(o.batch_size);
+    l.value()->StartEpoch(3);
+    for (int k = 0; k <= 16; ++k) {
+      after[size_t(k)] = l.value()->state();
+      if (k < 16) ASSERT_OK(l.value()->Next(img.data(), lab.data()));
+    }
+  }
+  EXPECT_EQ(after[5].epoch, 3);
+  EXPECT_EQ(after[5].position, 20);
+  EXPECT_EQ(after[16].position, 61);
   const size_t sample = size_t(o.size) * o.size * 3;
   std::vector<uint8_t> img(sample * o.batch_size);
   std::vector<int64_t> lab(o.batch_size);
   SplitMix64 rng(5);
-  for (int trial = 0; trial < 20; ++trial) {
-    const int64_t k = int64_t(rng.Below(17));  // 16 is the end of the epoch
-    const int64_t images_before = l.value()->stats().images;
-    l.value()->StartEpoch(3, k);
-    EXPECT_EQ(l.value()->epoch(), 3);
-    EXPECT_EQ(l.value()->next_batch(), k);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int k = int(rng.Below(17));
+    auto l = Loader::Open(o);  // a fresh process's loader: nothing decoded yet
+    ASSERT_OK(l);
+    l.value()->Restore(after[size_t(k)]);
+    EXPECT_EQ(l.value()->batches_per_epoch(), 16 - k);
     auto got = l.value()->Next(img.data(), lab.data());
     ASSERT_OK(got);
     if (k == 16) {
@@ -341,11 +358,84 @@ TEST(Loader, StartingAtABatchResumesExactlyWithoutReadingTheBatchesBefore) {
     }
     ASSERT_GT(got.value(), 0);
     EXPECT_EQ(std::vector<uint8_t>(img.begin(), img.begin() + got.value() * sample), all[size_t(k)]) << "batch " << k;
-    EXPECT_EQ(l.value()->next_batch(), k + 1);
-    // At most the batch handed out and the prefetched ones were decoded
-    // (plus what the previous trial's producer had in flight).
-    EXPECT_LE(l.value()->stats().images - images_before, int64_t(o.batch_size) * (o.prefetch + 2) * 2);
+    EXPECT_EQ(l.value()->state().position, after[size_t(k + 1)].position);
+    // Only the batch handed out and what the producer made ahead (prefetch
+    // 1, plus the one being filled) were decoded: none before k.
+    EXPECT_LE(l.value()->stats().images, int64_t(o.batch_size) * 3);
   }
+}
+
+// Elastic: a state saved by 2 ranks, restored on 3 (and on 1): the rest of
+// the epoch gives every unconsumed sample to exactly one rank, evenly, plus
+// the documented padding (positions 0, 1, ... repeated); the next epoch
+// follows the new world size's normal rule.
+TEST(Loader, RestoredOnAnotherWorldSizeTheRestOfTheEpochIsCoveredOnce) {
+  TempDir d;
+  const int n = 61;
+  LoaderOptions o;
+  o.paths = {MakeDb(d, "db", n, Encoding::kRaw)};
+  o.batch_size = 4;
+  o.size = 8;
+  o.seed = 3;
+  o.threads = 1;
+  std::multiset<int64_t> consumed;
+  LoaderState saved;
+  for (int rank = 0; rank < 2; ++rank) {
+    o.rank = rank;
+    o.world_size = 2;
+    auto l = Loader::Open(o);
+    ASSERT_OK(l);
+    l.value()->StartEpoch(1);
+    for (int b = 0; b < 3; ++b) {  // 3 batches each: 24 positions
+      auto v = l.value()->NextView();
+      ASSERT_OK(v);
+      consumed.insert(v->indices, v->indices + v->count);
+    }
+    saved = l.value()->state();
+  }
+  ASSERT_EQ(saved.position, 24);
+  ASSERT_EQ(consumed.size(), 24u);
+  const std::vector<int64_t> order = EpochIndices(n, true, 3, 1, 0, 1, false);
+  for (int world : {3, 1}) {
+    std::multiset<int64_t> rest;
+    std::vector<int64_t> per_rank;
+    for (int rank = 0; rank < world; ++rank) {
+      o.rank = rank;
+      o.world_size = world;
+      auto l = Loader::Open(o);
+      ASSERT_OK(l);
+      l.value()->Restore(saved);
+      int64_t mine = 0;
+      while (true) {
+        auto v = l.value()->NextView();
+        ASSERT_OK(v);
+        if (v->count == 0) break;
+        rest.insert(v->indices, v->indices + v->count);
+        mine += v->count;
+      }
+      per_rank.push_back(mine);
+      EXPECT_EQ(l.value()->state().position, n);
+    }
+    // 37 left: 3 ranks x 13 = 39, the 2 extra being positions 0 and 1.
+    const int64_t left = n - 24, each = (left + world - 1) / world;
+    for (int64_t c : per_rank) EXPECT_EQ(c, each) << "world " << world;
+    std::multiset<int64_t> all = consumed;
+    all.insert(rest.begin(), rest.end());
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t pos = std::find(order.begin(), order.end(), i) - order.begin();
+      const size_t want = 1 + (pos < each * world - left ? 1 : 0);
+      EXPECT_EQ(all.count(i), want) << "index " << i << " at position " << pos << ", world " << world;
+    }
+    EXPECT_EQ(all.size(), size_t(n + each * world - left));
+  }
+  // The next epoch: the new world size's normal rule.
+  o.rank = 0;
+  o.world_size = 3;
+  auto l = Loader::Open(o);
+  ASSERT_OK(l);
+  l.value()->Restore(saved);
+  l.value()->StartEpoch(2);
+  EXPECT_EQ(l.value()->samples_per_epoch(), (n + 2) / 3);
 }
 
 // An owned batch keeps its bytes while later batches are taken, also after

@@ -69,9 +69,10 @@ def test_state_dict_round_trip_gives_the_same_next_batches(jpeg_db):
     for _ in range(5):
         next(it)
     state = loader.state_dict()
-    assert state["epoch"] == 2 and state["batch"] == 5
+    assert state["epoch"] == 2 and state["position"] == 40
     resumed = imagepack.Loader(jpeg_db, **opts)
     resumed.load_state_dict(state)
+    assert len(resumed) == len(full) - 5
     rest = [(np.array(x), np.array(y)) for x, y in resumed]
     assert len(rest) == len(full) - 5
     for (a, la), (b, lb) in zip(rest, full[5:]):
@@ -80,6 +81,13 @@ def test_state_dict_round_trip_gives_the_same_next_batches(jpeg_db):
     assert before <= 8 * (len(full) - 5)  # nothing before batch 5 was decoded
     with pytest.raises(ValueError, match="seed"):
         imagepack.Loader(jpeg_db, **dict(opts, seed=5)).load_state_dict(state)
+    # Elastic: the same state on 3 ranks covers the 50 samples left, once.
+    left = []
+    for rank in range(3):
+        other = imagepack.Loader(jpeg_db, **dict(opts, rank=rank, world_size=3))
+        other.load_state_dict(state)
+        left += [int(v) for _, y in other for v in y]
+    assert len(left) == 51  # 50 left, 17 each: one padding sample
 
 
 def test_ranks_partition_the_epoch(jpeg_db):

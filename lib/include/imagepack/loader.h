@@ -68,17 +68,31 @@ struct BatchView {
   int count = 0;                     // samples; 0 at the end of the epoch
   const uint8_t* images = nullptr;   // count samples, layout as for Next()
   const int64_t* labels = nullptr;   // count labels
+  const int64_t* indices = nullptr;  // count dataset indices (which records)
 };
 
-// A batch the caller owns (Loader::NextOwned): `images` and `labels` point
-// into one of the loader's batch buffers, which stays the caller's for as
-// long as any copy of `hold` lives, however many batches come after. When
-// the last copy goes, the buffer returns to the loader's pool (or is freed,
-// if the loader is gone). Thread-safe to drop from any thread.
+// Where a loader is in its epochs, as a value to save and restore: the
+// epoch, and how many positions of that epoch's order the ranks together
+// have consumed. Positions are those of the epoch's permutation of the
+// dataset (0 .. N-1); with `world` ranks taking batches of B in step, k
+// batches consume k * B * world positions. Restoring costs nothing (no
+// record is read or decoded to get there); see docs/LOADER.md, "Resume".
+struct LoaderState {
+  int64_t epoch = 0;
+  int64_t position = 0;  // 0 .. dataset size
+};
+
+// A batch the caller owns (Loader::NextOwned): `images`, `labels` and
+// `indices` point into one of the loader's batch buffers, which stays the
+// caller's for as long as any copy of `hold` lives, however many batches
+// come after. When the last copy goes, the buffer returns to the loader's
+// pool (or is freed, if the loader is gone). Thread-safe to drop from any
+// thread.
 struct OwnedBatch {
   int count = 0;
   uint8_t* images = nullptr;
   int64_t* labels = nullptr;
+  int64_t* indices = nullptr;
   std::shared_ptr<void> hold;
 };
 
@@ -90,30 +104,35 @@ class Loader {
   virtual const DatasetMeta& meta() const = 0;
   virtual int channels() const = 0;
   virtual int64_t dataset_size() const = 0;
-  virtual int64_t samples_per_epoch() const = 0;  // this rank's
+  // This rank's samples and batches in the current epoch (from the restored
+  // position after Restore(); before any StartEpoch, a whole epoch's).
+  virtual int64_t samples_per_epoch() const = 0;
   virtual int64_t batches_per_epoch() const = 0;
 
-  // Begins epoch `epoch` at its batch `first_batch` (0: the start): the
-  // sample order and every sample's augmentation are functions of (seed,
-  // epoch, rank, world_size, position) alone, so batches are identical
-  // whatever `threads` is, and starting at batch k gives exactly the
-  // batches k, k+1, ... of an epoch started at 0, with nothing read or
-  // decoded for the batches before k.
-  // REQUIRES: 0 <= first_batch <= batches_per_epoch().
-  virtual void StartEpoch(int64_t epoch, int64_t first_batch = 0) = 0;
+  // Begins epoch `epoch`: the sample order is a function of (seed, epoch,
+  // rank, world_size) alone; batches are identical whatever `threads` is.
+  virtual void StartEpoch(int64_t epoch) = 0;
 
-  // Where the loader is: the epoch begun last and the number of batches of
-  // it handed out so far (counting from batch 0). StartEpoch(epoch(),
-  // next_batch()) on a loader with the same options resumes exactly here.
-  virtual int64_t epoch() const = 0;
-  virtual int64_t next_batch() const = 0;
+  // The state after the batches handed out so far (all ranks are assumed to
+  // have taken as many: they step together).
+  virtual LoaderState state() const = 0;
+
+  // Continues epoch state.epoch at state.position, with nothing read or
+  // decoded for the positions before it. The rest of the epoch is split
+  // over this loader's world_size (which may differ from the one that saved
+  // the state) by the rule of EpochIndices; with the same world size and
+  // batch size, the batches are exactly those the uninterrupted loader
+  // would have produced, augmentation included.
+  virtual void Restore(const LoaderState& state) = 0;
 
   // Writes the next batch: images as uint8 [B, C, size, size] (NCHW) or
   // [B, size, size, C] (NHWC) into `images`, labels into `labels` (B
   // entries). Returns the batch's sample count (the last may be short),
   // 0 at the end of the epoch, or the error of a corrupt record (kFail).
   // REQUIRES: room for batch_size samples in both buffers.
-  virtual Result<int> Next(uint8_t* images, int64_t* labels) = 0;
+  // `indices`, when given (room for batch_size), gets each sample's dataset
+  // index.
+  virtual Result<int> Next(uint8_t* images, int64_t* labels, int64_t* indices = nullptr) = 0;
 
   // The same batch without the copy: the view points into the loader's
   // batch buffer and stays valid until the next call to Next(), NextView()
@@ -128,8 +147,14 @@ class Loader {
   virtual LoaderStats stats() const = 0;
 };
 
-// The indices rank `rank` reads in epoch order (exposed for tests).
+// The dataset indices rank `rank` of `world` reads in epoch `epoch`, in
+// order, from position `start` of the epoch's order on (0: the whole
+// epoch). The positions start .. n-1 are dealt round-robin: rank r takes
+// start + r, start + r + world, ... With even_partition, every rank gets
+// ceil((n - start) / world); the shortfall is made up by repeating
+// positions 0, 1, ... of the epoch's order (DistributedSampler's rule when
+// start is 0).
 std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world,
-                                  bool even_partition);
+                                  bool even_partition, int64_t start = 0);
 
 }  // namespace imagepack

@@ -109,21 +109,27 @@ class Loader:
             int(prefetch), on_corrupt, bool(dct_scaling))
         self._torch = _torch() if as_torch else None
         self._epoch = 0
-        self._start = 0        # the batch the next iteration starts at
+        self._resume = None    # (epoch, position) the next iteration continues from
+        self._started = False
         self._meta = None
 
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (as DistributedSampler.set_epoch)."""
         self._epoch = int(epoch)
-        self._start = 0
+        self._resume = None
 
     def __len__(self):
-        """Batches per epoch for this rank."""
+        """Batches per epoch for this rank (of the rest of the epoch, right
+        after load_state_dict)."""
         return self._loader.batches_per_epoch
 
     def __iter__(self):
-        self._loader.start_epoch(self._epoch, self._start)
-        self._start = 0
+        if self._resume is not None:
+            self._loader.restore(*self._resume)
+            self._resume = None
+        else:
+            self._loader.start_epoch(self._epoch)
+        self._started = True
         while True:
             batch = self._loader.next()
             if batch is None:
@@ -134,21 +140,30 @@ class Loader:
             yield images, labels
 
     def state_dict(self):
-        """Where the loader is: the epoch and how many of its batches were
-        handed out. load_state_dict() on a loader with the same options
-        continues with exactly the next batch, reading nothing before it."""
-        batch = self._loader.next_batch if self._loader.epoch == self._epoch else self._start
-        return {"epoch": self._epoch, "batch": int(batch), **self._options}
+        """Where the loader is: the epoch and how many positions of its order
+        the ranks together have consumed (every rank reports the same, as
+        ranks take batches in step). load_state_dict() continues there:
+        with the same world size and batch size, exactly the batches the
+        uninterrupted run would have produced; with another world size, the
+        rest of the epoch split over the new ranks (docs/LOADER.md)."""
+        if self._resume is not None:
+            epoch, position = self._resume
+        elif self._started and self._loader.state[0] == self._epoch:
+            epoch, position = self._loader.state
+        else:
+            epoch, position = self._epoch, 0
+        return {"epoch": int(epoch), "position": int(position), **self._options}
 
     def load_state_dict(self, state):
-        for key in ("seed", "world_size", "batch_size", "size", "transform", "shuffle"):
+        for key in ("seed", "size", "transform", "shuffle"):
             if key in state and state[key] != self._options[key]:
                 raise ValueError("state was saved with %s=%r, this loader has %r: the rest of the epoch would "
                                  "differ" % (key, state[key], self._options[key]))
-        if not 0 <= int(state["batch"]) <= len(self):
-            raise ValueError("batch %r outside the epoch's %d batches" % (state["batch"], len(self)))
+        if not 0 <= int(state["position"]) <= self.dataset_size:
+            raise ValueError("position %r outside the epoch's %d samples" % (state["position"], self.dataset_size))
         self._epoch = int(state["epoch"])
-        self._start = int(state["batch"])
+        self._resume = (self._epoch, int(state["position"]))
+        self._loader.restore(*self._resume)  # len() now counts the rest of the epoch
 
     def stats(self):
         """Images decoded, bytes read, seconds spent reading, decoding and

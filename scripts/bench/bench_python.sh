@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The Python package side by side, on the same 256-px images as
+# bench_loader.sh (RandomResizedCrop 224 + flip, batch 256): imagepack.Loader
+# from Python vs bench_loader (C++), JPEG records (LMDB) and raw records
+# (blob), and PyTorch's DataLoader + ImageFolder with one worker per core.
+# Then a short training run of a small torchvision model (so the input
+# matters) fed by each. Interleaved rounds, medians; peak RSS per method.
+#
+#   scripts/bench/bench_python.sh [--rounds 3] [--batches 40] [--steps 30]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROUNDS=3 BATCHES=40 STEPS=30
+while [ $# -gt 0 ]; do
+  case $1 in --rounds) ROUNDS=$2; shift 2;; --batches) BATCHES=$2; shift 2;; --steps) STEPS=$2; shift 2;; *) exit 2;; esac
+done
+BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
+export PYTHONPATH=$(cd "${IMAGEPACK_BUILD_DIR:-build}/python" && pwd)
+WORK=${BENCH_DIR:-/tmp/imagepack-bench}
+TREE=$WORK/resized-20000
+DB=/dev/shm/imagepack-bench-loader
+[ -f "$DB/jpeg.lmdb" ] && [ -f "$DB/raw.blob" ] || scripts/bench/bench_loader.sh --rounds 1 >/dev/null
+CORES=$(nproc)
+PY="/usr/bin/python3 scripts/bench/python_loader.py"
+declare -A R M
+rate() { sed -n 's/.*: \([0-9.]*\) images\/s.*/\1/p' | head -1; }
+mib() { sed -n 's/.*peak RSS \([0-9]*\) MiB.*/\1/p' | head -1; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+take() {  # KEY CMD...: one timed run
+  local out; out=$("${@:2}")
+  R[$1]+="$(echo "$out" | rate) "; M[$1]=$(echo "$out" | mib)
+}
+for r in $(seq "$ROUNDS"); do
+  take cj "$BIN/bench_loader" "$DB/jpeg.lmdb" --batches "$BATCHES"
+  take pj $PY loader imagepack "$DB/jpeg.lmdb" --batches "$BATCHES"
+  take cr "$BIN/bench_loader" "$DB/raw.blob" --batches "$BATCHES"
+  take pr $PY loader imagepack "$DB/raw.blob" --batches "$BATCHES"
+  take dl $PY loader imagefolder "$TREE" --workers "$CORES" --batches "$BATCHES"
+done
+base=$(median ${R[dl]})
+echo "Python loader benchmark: 256-px images, RandomResizedCrop(224) + flip, batch 256, $CORES cores, median of $ROUNDS rounds"
+printf '%-52s %10s %14s %10s\n' method images/s "vs DataLoader" "peak RSS"
+row() { awk -v n="$1" -v r="$2" -v b="$base" -v m="$3" 'BEGIN {printf "%-52s %10.1f %13.2fx %6s MiB\n", n, r, r / b, m}'; }
+row "PyTorch DataLoader + ImageFolder, $CORES workers" "$base" "${M[dl]}"
+row "bench_loader (C++), JPEG records, LMDB" "$(median ${R[cj]})" "${M[cj]}"
+row "imagepack.Loader (Python), JPEG records, LMDB" "$(median ${R[pj]})" "${M[pj]}"
+row "bench_loader (C++), raw records, blob" "$(median ${R[cr]})" "${M[cr]}"
+row "imagepack.Loader (Python), raw records, blob" "$(median ${R[pr]})" "${M[pr]}"
+awk -v a="$(median ${R[pj]})" -v b="$(median ${R[cj]})" -v c="$(median ${R[pr]})" -v d="$(median ${R[cr]})" \
+  'BEGIN {printf "Python / C++: JPEG %.1f%%, raw %.1f%%\n", 100 * a / b, 100 * c / d}'
+
+echo
+echo "training mobilenet_v3_small, batch 64, 224 px, $CORES cores shared by input and training, $STEPS steps after 3"
+$PY train imagepack "$DB/jpeg.lmdb" --steps "$STEPS"
+$PY train imagepack "$DB/raw.blob" --steps "$STEPS"
+$PY train imagefolder "$TREE" --workers "$CORES" --steps "$STEPS"
