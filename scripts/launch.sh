@@ -9,7 +9,8 @@
 #
 # Rank 0's output passes through; other ranks' is prefixed "[rank K]".
 # If one rank fails, the others are stopped; the exit code is the first
-# failure's.
+# failure's. SIGTERM and SIGUSR1 are passed on to every rank (the trainer
+# then checkpoints and exits 75; see docs/TRAINING.md); Ctrl-C stops them.
 set -uo pipefail
 NPROC=1 NNODES=1 NODE_RANK=0 ADDR=127.0.0.1 PORT=""
 while [ $# -gt 0 ]; do
@@ -30,21 +31,27 @@ fi
 WORLD=$((NPROC * NNODES))
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; }
-trap 'cleanup; exit 130' INT TERM
+forward() { for p in "${pids[@]}"; do kill -s "$1" "$p" 2>/dev/null; done; }
+trap 'cleanup; exit 130' INT
+trap 'forward TERM' TERM
+trap 'forward USR1' USR1
 for ((i = 0; i < NPROC; i++)); do
   rank=$((NODE_RANK * NPROC + i))
   if [ "$rank" -eq 0 ]; then
     MASTER_ADDR=$ADDR MASTER_PORT=$PORT RANK=$rank WORLD_SIZE=$WORLD LOCAL_RANK=$i LOCAL_WORLD_SIZE=$NPROC "$@" &
-  else
-    ( MASTER_ADDR=$ADDR MASTER_PORT=$PORT RANK=$rank WORLD_SIZE=$WORLD LOCAL_RANK=$i LOCAL_WORLD_SIZE=$NPROC "$@" \
-        2>&1 | sed -u "s/^/[rank $rank] /" >&2; exit "${PIPESTATUS[0]}" ) &
+  else  # $! is the rank itself (signals reach it), its output goes through sed
+    MASTER_ADDR=$ADDR MASTER_PORT=$PORT RANK=$rank WORLD_SIZE=$WORLD LOCAL_RANK=$i LOCAL_WORLD_SIZE=$NPROC "$@" \
+      > >(sed -u "s/^/[rank $rank] /" >&2) 2>&1 &
   fi
   pids+=($!)
 done
 rc=0
 while [ ${#pids[@]} -gt 0 ]; do
+  done_pid=""
   wait -n -p done_pid "${pids[@]}"; r=$?
+  [ -n "${done_pid:-}" ] || continue  # a trapped signal interrupted the wait
   pids=($(for p in "${pids[@]}"; do [ "$p" != "$done_pid" ] && echo "$p"; done))
   if [ $r -ne 0 ] && [ $rc -eq 0 ]; then rc=$r; cleanup; fi
 done
+wait  # the output filters
 exit $rc

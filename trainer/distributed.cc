@@ -1,5 +1,7 @@
 #include "distributed.h"
 
+#include <map>
+
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -89,6 +91,24 @@ void Distributed::Broadcast(std::vector<torch::Tensor> tensors) {
   for (auto& t : tensors) {
     std::vector<torch::Tensor> one{t};
     pg_->broadcast(one, c10d::BroadcastOptions{0})->wait();
+  }
+}
+
+void Distributed::BroadcastCoalesced(const std::vector<torch::Tensor>& tensors) {
+  if (!pg_) return;
+  std::map<c10::ScalarType, std::vector<torch::Tensor>> by_type;
+  for (const auto& t : tensors) by_type[t.scalar_type()].push_back(t);
+  for (auto& [type, group] : by_type) {
+    std::vector<torch::Tensor> flat_parts;
+    for (const auto& t : group) flat_parts.push_back(t.detach().reshape({-1}));
+    std::vector<torch::Tensor> one{torch::cat(flat_parts)};
+    pg_->broadcast(one, c10d::BroadcastOptions{0})->wait();
+    int64_t at = 0;
+    torch::NoGradGuard ng;
+    for (auto& t : group) {
+      t.detach().view({-1}).copy_(one[0].narrow(0, at, t.numel()));
+      at += t.numel();
+    }
   }
 }
 

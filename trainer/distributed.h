@@ -43,6 +43,9 @@ class Distributed {
   std::string backend() const { return backend_; }
 
   void Broadcast(std::vector<torch::Tensor> tensors);  // from rank 0, in place
+  // The same in one collective per dtype (the tensors flattened into one):
+  // for many small tensors each step, such as BN statistics.
+  void BroadcastCoalesced(const std::vector<torch::Tensor>& tensors);
   void AllReduceSum(torch::Tensor& t);                 // in place, blocking
   c10::intrusive_ptr<c10d::Work> AllReduceSumAsync(torch::Tensor& t);
   void Barrier();

@@ -13,11 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include "amp.h"
+#include "checkpoint.h"
 #include "cli.h"
 #include "distributed.h"
+#include "imagepack/files.h"
 #include "imagepack/loader.h"
 #include "models.h"
 #include "nccl_backend.h"
+#include "preemption.h"
 #include "schedule.h"
 
 namespace fs = std::filesystem;
@@ -32,7 +35,9 @@ struct Args {
   std::string data, val, arch = "resnet18", output, resume, device = "cpu", schedule = "step";
   int epochs = 90, batch = 256, print_freq = 10, threads = 0, loader_threads = 0, size = 0, step_size = 30;
   double lr = 0.1, momentum = 0.9, wd = 1e-4, label_smoothing = 0, warmup = 0;
-  int64_t seed = 0, max_steps = 0;
+  int64_t seed = 0, max_steps = 0, checkpoint_every = 0, stop_at_step = 0;
+  double checkpoint_minutes = 0;
+  std::string log_samples;
   bool amp = false, in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false, lr_scale = false,
        zero_init = false, channels_last = false, no_val = false;
 };
@@ -57,62 +62,6 @@ std::pair<int64_t, int64_t> Correct(const torch::Tensor& logits, const torch::Te
   return {hit.narrow(1, 0, 1).sum().item<int64_t>(), hit.sum().item<int64_t>()};
 }
 
-void WriteAtomically(const std::string& path, const std::function<void(const std::string&)>& write) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  write(tmp);
-  fs::rename(tmp, path);
-}
-
-struct Checkpoint {
-  int64_t epoch = 0;  // next epoch to run
-  double best_acc1 = 0;
-  double scaler_scale = 65536;
-  int64_t scaler_tracker = 0;
-  int64_t seed = 0;
-};
-
-void SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& opt,
-                    const Checkpoint& c) {
-  WriteAtomically(path, [&](const std::string& tmp) {
-    torch::serialize::OutputArchive a;
-    torch::serialize::OutputArchive m, o;
-    model.save(m);
-    opt.save(o);
-    a.write("model", m);
-    a.write("optimizer", o);
-    a.write("epoch", torch::tensor(c.epoch));
-    a.write("best_acc1", torch::tensor(c.best_acc1, torch::kFloat64));
-    a.write("scaler_scale", torch::tensor(c.scaler_scale, torch::kFloat64));
-    a.write("scaler_tracker", torch::tensor(c.scaler_tracker));
-    a.write("seed", torch::tensor(c.seed));
-    a.save_to(tmp);
-  });
-}
-
-Checkpoint LoadCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* opt) {
-  torch::serialize::InputArchive a, m, o;
-  a.load_from(path);
-  a.read("model", m);
-  model.load(m);
-  if (opt) {
-    a.read("optimizer", o);
-    opt->load(o);
-  }
-  Checkpoint c;
-  torch::Tensor t;
-  a.read("epoch", t);
-  c.epoch = t.item<int64_t>();
-  a.read("best_acc1", t);
-  c.best_acc1 = t.item<double>();
-  a.read("scaler_scale", t);
-  c.scaler_scale = t.item<double>();
-  a.read("scaler_tracker", t);
-  c.scaler_tracker = t.item<int64_t>();
-  a.read("seed", t);
-  c.seed = t.item<int64_t>();
-  return c;
-}
-
 int Run(const Args& args) {
   const DistEnv env = ReadDistEnv();
   const torch::Device device(args.device == "cuda" ? torch::kCUDA : torch::kCPU);
@@ -127,6 +76,7 @@ int Run(const Args& args) {
   const int per_rank = std::max(1, cores / local_ranks);
   torch::set_num_threads(args.threads > 0 ? args.threads : per_rank);
   torch::manual_seed(static_cast<uint64_t>(args.seed));
+  InstallStopHandlers();
   Distributed dist(env, device);
   const bool main_rank = dist.is_main();
   auto log = [&](const std::string& s) {
@@ -205,7 +155,7 @@ int Run(const Args& args) {
   gso.enabled = args.amp && device.is_cuda();  // bf16 on CPU needs no scaling
   GradScaler scaler(gso);
 
-  Checkpoint state;
+  TrainState state;
   state.seed = args.seed;
   std::string resume = args.resume;
   if (resume == "auto") resume = fs::exists(args.output + "/checkpoint.pt") ? args.output + "/checkpoint.pt" : "";
@@ -213,7 +163,14 @@ int Run(const Args& args) {
     state = LoadCheckpoint(resume, *module, args.evaluate ? nullptr : &optimizer);  // --evaluate needs weights only
     scaler.Load(state.scaler_scale, static_cast<int>(state.scaler_tracker));
     module->to(device);
-    log("=> resumed from " + resume + " at epoch " + std::to_string(state.epoch));
+    log("=> resumed from " + resume + " at epoch " + std::to_string(state.epoch) +
+        (state.position > 0 ? ", position " + std::to_string(state.position) + " (saved by " +
+                                  std::to_string(state.world_size) + " process(es))"
+                            : ""));
+  }
+  if (main_rank && !args.output.empty()) {  // temporaries of checkpoints a killed run was writing
+    RemoveStaleTempsFor(args.output + "/checkpoint.pt");
+    RemoveStaleTempsFor(args.output + "/model_best.pt");
   }
   // Every rank starts from rank 0's parameters and buffers.
   std::vector<torch::Tensor> sync = module->parameters();
@@ -240,7 +197,14 @@ int Run(const Args& args) {
   torch::Tensor host_batch = torch::empty({static_cast<int64_t>(sample_bytes) * args.batch},
                                           torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(device.is_cuda()));
   uint8_t* host_images = host_batch.data_ptr<uint8_t>();
-  std::vector<int64_t> host_labels(args.batch);
+  std::vector<int64_t> host_labels(args.batch), host_indices(args.batch);
+  // --log-samples: each rank's dataset indices, one line per step.
+  std::ofstream sample_log;
+  if (!args.log_samples.empty()) sample_log.open(args.log_samples + ".rank" + std::to_string(dist.rank()), std::ios::app);
+  // BN running statistics: broadcast from rank 0 before every step (what
+  // torch's DDP does with broadcast_buffers=True), so all ranks train and
+  // evaluate with rank 0's.
+  const std::vector<torch::Tensor> buffers = module->buffers();
   auto to_input = [&](int n) {
     auto x = torch::from_blob(host_images,
                               args.channels_last ? torch::IntArrayRef{n, lo.size, lo.size, C}
@@ -302,18 +266,47 @@ int Run(const Args& args) {
     return 0;
   }
   Loader& tl = *train_loader.value();
-  const int64_t steps_per_epoch = tl.batches_per_epoch();
-  int64_t global_step = state.epoch * steps_per_epoch;
+  const int64_t world = dist.world_size();
+  // Steps in a whole epoch at this world size: the schedule's unit.
+  const int64_t steps_per_epoch = ((tl.dataset_size() + world - 1) / world + args.batch - 1) / args.batch;
+  int64_t global_step = state.global_step > 0 ? state.global_step : state.epoch * steps_per_epoch;
+  auto last_checkpoint = Clock::now();
+  // Writes checkpoint.pt (rank 0) for where training is now; every rank
+  // waits for it.
+  auto checkpoint = [&](int64_t epoch, int64_t position) {
+    state.epoch = epoch;
+    state.position = position;
+    state.global_step = global_step;
+    state.scaler_scale = scaler.scale();
+    state.scaler_tracker = scaler.growth_tracker();
+    state.world_size = world;
+    state.batch_size = args.batch;
+    if (main_rank) {
+      Status st = SaveCheckpoint(args.output + "/checkpoint.pt", *module, optimizer, state);
+      if (!st.ok()) throw std::runtime_error(st.ToString());
+    }
+    dist.Barrier();
+    last_checkpoint = Clock::now();
+  };
   for (int64_t epoch = state.epoch; epoch < args.epochs; ++epoch) {
     module->train();
-    tl.StartEpoch(epoch);
+    const int64_t start = epoch == state.epoch ? state.position : 0;
+    tl.Restore({epoch, start});
+    // Exact when the world and batch sizes are those that saved the state;
+    // otherwise the nearest step (the schedule only needs progress).
+    const int64_t first_step = start / (int64_t(args.batch) * world);
+    const int64_t steps = tl.batches_per_epoch();
+    if (start > 0)
+      log("=> epoch " + std::to_string(epoch) + " continues at position " + std::to_string(start) + " of " +
+          std::to_string(tl.dataset_size()) + ": " + std::to_string(steps) + " step(s) left");
     Meter batch_time, data_rate, losses, err1, err5;
     double wait_s = 0, compute_s = 0;
     auto t_end = Clock::now();
-    for (int64_t step = 0; step < steps_per_epoch; ++step) {
-      if (args.max_steps > 0 && step >= args.max_steps) break;
+    for (int64_t i = 0; i < steps; ++i) {
+      const int64_t step = first_step + i;
+      if (args.max_steps > 0 && i >= args.max_steps) break;
       const auto t0 = Clock::now();
-      auto got = tl.Next(host_images, host_labels.data());
+      auto got = tl.Next(host_images, host_labels.data(), host_indices.data());
       if (!got.ok()) throw std::runtime_error(got.status().ToString());
       const int n = got.value();
       if (n == 0) break;
@@ -322,6 +315,7 @@ int Run(const Args& args) {
       for (auto& g : optimizer.param_groups()) static_cast<torch::optim::SGDOptions&>(g.options()).lr(lr);
       auto x = to_input(n);
       auto y = labels_t(n);
+      if (world > 1) dist.BroadcastCoalesced(buffers);
       torch::Tensor out, loss;
       {
         AutocastScope ac(args.amp, device);
@@ -336,6 +330,34 @@ int Run(const Args& args) {
       reducer.Finalize();
       scaler.Step(optimizer, all_params);
       ++global_step;
+      if (sample_log.is_open()) {
+        sample_log << epoch << ' ' << step;
+        for (int k = 0; k < n; ++k) sample_log << ' ' << host_indices[size_t(k)];
+        sample_log << '\n' << std::flush;
+      }
+      // Checkpoint and stop decisions are taken together: a signal may
+      // reach one rank, and the clock differs between hosts.
+      {
+        const double minutes = std::chrono::duration<double>(Clock::now() - last_checkpoint).count() / 60;
+        auto flags = torch::tensor({double(StopSignal() != 0),
+                                    double(args.stop_at_step > 0 && global_step >= args.stop_at_step),
+                                    double((args.checkpoint_every > 0 && global_step % args.checkpoint_every == 0) ||
+                                           (args.checkpoint_minutes > 0 && minutes >= args.checkpoint_minutes))},
+                                   torch::kFloat64);
+        dist.AllReduceSum(flags);
+        const bool preempted = flags[0].item<double>() > 0, stop = flags[1].item<double>() > 0;
+        if (preempted || stop || flags[2].item<double>() > 0) {
+          const int64_t position = tl.state().position;
+          checkpoint(epoch, position);
+          if (preempted || stop) {
+            log("=> " + std::string(preempted ? "stop requested by a signal" : "--stop-at-step reached") +
+                ": checkpoint at epoch " + std::to_string(epoch) + ", position " + std::to_string(position) +
+                ", step " + std::to_string(global_step) + " in " + args.output + "/checkpoint.pt");
+            if (main_rank) std::printf("final weights digest %016llx\n", static_cast<unsigned long long>(WeightsDigest(*module)));
+            return preempted ? kExitPreempted : 0;
+          }
+        }
+      }
       const auto t2 = Clock::now();
       const double wait = std::chrono::duration<double>(t1 - t0).count();
       const double compute = std::chrono::duration<double>(t2 - t1).count();
@@ -349,7 +371,7 @@ int Run(const Args& args) {
       batch_time.Add(step_s);
       data_rate.Add(n * dist.world_size() / std::max(step_s, 1e-9));
       t_end = t2;
-      if (step % args.print_freq == 0 || step + 1 == steps_per_epoch) {
+      if (step % args.print_freq == 0 || i + 1 == steps) {
         char buf[320];
         std::snprintf(buf, sizeof buf,
                       "Epoch: [%lld][%lld/%lld]  Time %.3f (%.3f)  Data %.1f (%.1f)  Loss %.4f (%.4f)  "
@@ -373,17 +395,15 @@ int Run(const Args& args) {
     emit({{"type", "epoch"}, {"epoch", epoch}, {"wait_seconds", wait_s}, {"compute_seconds", compute_s},
           {"images_per_s", data_rate.avg()}, {"skipped_steps", scaler.skipped_steps()}});
     const double acc1 = args.no_val ? 0.0 : evaluate(epoch);
-    state.epoch = epoch + 1;
     const bool best = acc1 > state.best_acc1;
     state.best_acc1 = std::max(state.best_acc1, acc1);
-    state.scaler_scale = scaler.scale();
-    state.scaler_tracker = scaler.growth_tracker();
-    if (main_rank) {
-      SaveCheckpoint(args.output + "/checkpoint.pt", *module, optimizer, state);
-      if (best) SaveCheckpoint(args.output + "/model_best.pt", *module, optimizer, state);
+    checkpoint(epoch + 1, 0);
+    if (main_rank && best) {
+      Status st = SaveCheckpoint(args.output + "/model_best.pt", *module, optimizer, state);
+      if (!st.ok()) throw std::runtime_error(st.ToString());
     }
-    dist.Barrier();
   }
+  if (main_rank) std::printf("final weights digest %016llx\n", static_cast<unsigned long long>(WeightsDigest(*module)));
   return 0;
 }
 
@@ -424,6 +444,14 @@ int main(int argc, char** argv) {
       ("threads", po::value(&a.threads)->default_value(0), "torch threads (0: cores / local ranks)")
       ("loader-threads", po::value(&a.loader_threads)->default_value(0), "decode threads (0: cores / local ranks)")
       ("max-steps", po::value(&a.max_steps)->default_value(0), "stop each epoch after N steps (profiling)")
+      ("checkpoint-every", po::value(&a.checkpoint_every)->default_value(0),
+       "also write checkpoint.pt every N steps, mid-epoch (0: at epoch ends only)")
+      ("checkpoint-minutes", po::value(&a.checkpoint_minutes)->default_value(0),
+       "also write checkpoint.pt when M minutes passed since the last (0: off)")
+      ("stop-at-step", po::value(&a.stop_at_step)->default_value(0),
+       "write a checkpoint and exit 0 after global step K (cut a run; --resume auto continues)")
+      ("log-samples", po::value(&a.log_samples),
+       "append each step's dataset indices to FILE.rankR (debugging, checking resume)")
       ("help,h", "show this help and exit")
       ("version", "show the version and exit");
   po::options_description hidden;

@@ -203,7 +203,18 @@ Status WriteFileAtomic(const std::string& path, const void* data, size_t size, b
   if (::close(fd) != 0 && st.ok()) st = Status::FromErrno("close " + tmp, errno);
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
     st = Status::FromErrno("rename " + tmp + " to " + path, errno);
-  if (!st.ok()) ::unlink(tmp.c_str());
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  if (sync) {  // the rename itself survives a power cut only once the folder is synced
+    const std::string dir = parent.empty() ? "." : parent.string();
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
   return st;
 }
 

@@ -1,15 +1,26 @@
 // The trainer: model sizes, loss scaler, schedules, rendezvous variables,
-// and, with real processes, DDP equivalence and checkpoint resume.
+// and, with real processes, DDP equivalence, checkpoint resume, SIGKILL and
+// resume, preemption signals, and elastic resume on another world size.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
 
 #include "amp.h"
 #include "distributed.h"
+#include "imagepack/loader.h"
 #include "imagepack/store.h"
 #include "models.h"
 #include "schedule.h"
@@ -123,12 +134,12 @@ TEST(Rendezvous, ReadsTorchrunThenSlurmVariables) {
 
 // A small raw dataset: 64 records of 8x8 gray noise-like images, 4 classes.
 // mirrored: every row is its own mirror image.
-std::string MakeDb(const TempDir& d, bool mirrored = false) {
-  const std::string path = d / (mirrored ? "mirrored_db" : "db");
+std::string MakeDb(const TempDir& d, bool mirrored = false, int n = 64) {
+  const std::string path = d / ((mirrored ? "mirrored_db" : "db") + std::to_string(n));
   auto w = CreateWriter(ContainerFormat::kLmdb, path);
   EXPECT_TRUE(w.ok());
   SplitMix64 rng(11);
-  for (int i = 0; i < 64; ++i) {
+  for (int i = 0; i < n; ++i) {
     std::vector<uint8_t> px(64);
     for (auto& p : px) p = uint8_t(rng.Below(256));
     for (int k = 0; k < 8; ++k) px[(i % 4) * 16 + k] = 255;  // a learnable class cue
@@ -138,7 +149,7 @@ std::string MakeDb(const TempDir& d, bool mirrored = false) {
     EXPECT_OK(w.value()->Add(EncodeRecord({Encoding::kRaw, 1, i % 4, 8, 8}, "i" + std::to_string(i), px.data(), px.size())));
   }
   DatasetMeta m;
-  m.count = 64;
+  m.count = n;
   m.classes = {"a", "b", "c", "d"};
   m.encoding = Encoding::kRaw;
   m.channels = 1;
@@ -211,6 +222,180 @@ TEST(Checkpoint, ResumeEqualsUninterruptedTraining) {
   EXPECT_LT(MaxRelDiff(Params(d / "resumed/checkpoint.pt"), Params(d / "straight/checkpoint.pt")), 1e-6);
   EXPECT_TRUE(fs::exists(d / "resumed/model_best.pt"));
   EXPECT_TRUE(fs::exists(d / "resumed/metrics.jsonl"));
+}
+
+// ---- interruption and resume, with real processes --------------------------
+
+// Runs `cmd` through sh, returning (exit code, stdout).
+std::pair<int, std::string> Capture(const std::string& cmd) {
+  std::string out;
+  FILE* f = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!f) return {-1, ""};
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  const int rc = pclose(f);
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+// "final weights digest X" of rank 0's output.
+std::string Digest(const std::string& out) {
+  const auto at = out.rfind("final weights digest ");
+  return at == std::string::npos ? "" : out.substr(at + 21, 16);
+}
+
+// Starts `cmd` in a process group of its own (so SIGKILL can reach every
+// rank), its output discarded; returns the group leader's pid.
+pid_t Spawn(const std::string& cmd) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " > /dev/null 2>&1").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+int Reap(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+size_t Lines(const std::string& path) {
+  std::ifstream f(path);
+  size_t n = 0;
+  for (std::string line; std::getline(f, line);) ++n;
+  return n;
+}
+
+// Waits until `path` has at least `n` lines (a rank's --log-samples file).
+bool WaitForLines(const std::string& path, size_t n) {
+  for (int i = 0; i < 1200; ++i) {
+    if (Lines(path) >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The dataset indices of epoch `epoch` in --log-samples files, counted.
+void CountEpoch(const std::string& path, int64_t epoch, std::map<int64_t, int>* seen) {
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) {
+    std::istringstream in(line);
+    int64_t e = -1, step = -1, idx;
+    in >> e >> step;
+    if (e != epoch) continue;
+    while (in >> idx) ++(*seen)[idx];
+  }
+}
+
+std::string Small(const std::string& db) {  // small_cnn: BN buffers too
+  return " --data " + db + " --val " + db + " --arch small_cnn --size 8 --lr 0.05 --seed 3 --threads 1"
+         " --loader-threads 1 --print-freq 1000 --batch-size 8";
+}
+
+// SIGKILL of both ranks at a random step, then --resume auto: the final
+// weights are bit-identical to an uninterrupted run's (CPU: the loader's
+// batches, Gloo's sums and the optimizer's state all repeat exactly).
+TEST(Interruption, SigkillAtARandomStepThenResumeGivesTheUninterruptedWeights) {
+  TempDir d;
+  const std::string db = MakeDb(d, false, 512);  // 32 steps per epoch on 2 ranks
+  const std::string run = kLaunch + " --nproc 2 -- " + kTrain + Small(db) + " --epochs 2 --checkpoint-every 3";
+  const auto [rc, out] = Capture(run + " --output " + (d / "straight"));
+  ASSERT_EQ(rc, 0) << out;
+  const std::string want = Digest(out);
+  ASSERT_EQ(want.size(), 16u) << out;
+
+  std::random_device rd;
+  const size_t kill_at = 4 + rd() % 52;  // somewhere in steps 4..55 of 64
+  SCOPED_TRACE("SIGKILL after step " + std::to_string(kill_at));
+  const pid_t pid = Spawn(run + " --output " + (d / "killed") + " --log-samples " + (d / "killed.samples"));
+  ASSERT_TRUE(WaitForLines(d / "killed.samples.rank0", kill_at));
+  kill(-pid, SIGKILL);
+  Reap(pid);
+  ASSERT_TRUE(fs::exists(d / "killed/checkpoint.pt"));
+  const auto [rc2, out2] = Capture(run + " --output " + (d / "killed") + " --resume auto");
+  ASSERT_EQ(rc2, 0) << out2;
+  EXPECT_NE(out2.find("=> resumed from"), std::string::npos);
+  EXPECT_EQ(Digest(out2), want) << out2;
+  for (const auto& e : fs::directory_iterator(d / "killed"))
+    EXPECT_EQ(e.path().filename().string().find(".ipk-tmp"), std::string::npos) << "left behind: " << e.path();
+}
+
+// SIGTERM and SIGUSR1 to the launcher: every rank finishes its step,
+// rank 0 writes a checkpoint, all exit 75; --resume auto continues with the
+// next step, so the steps of both runs are exactly the uninterrupted run's.
+// A second signal stops at once (128 + SIGTERM).
+TEST(Interruption, SignalsCheckpointAndExit75AndTheResumedRunContinuesAtTheNextStep) {
+  TempDir d;
+  const std::string db = MakeDb(d, false, 512);
+  const std::string base = kLaunch + " --nproc 2 -- " + kTrain + Small(db), run = base + " --epochs 2";
+  const auto [rc, out] = Capture(run + " --output " + (d / "straight") + " --log-samples " + (d / "straight.samples"));
+  ASSERT_EQ(rc, 0) << out;
+  for (int sig : {SIGTERM, SIGUSR1}) {
+    const std::string name = sig == SIGTERM ? "term" : "usr1";
+    SCOPED_TRACE(name);
+    const std::string log = d / (name + ".samples");
+    const pid_t pid = Spawn(run + " --output " + (d / name) + " --log-samples " + log);
+    ASSERT_TRUE(WaitForLines(log + ".rank0", 10));
+    kill(pid, sig);  // the launcher, which passes it on
+    EXPECT_EQ(Reap(pid), 75);
+    ASSERT_TRUE(fs::exists(d / (name + "/checkpoint.pt")));
+    const size_t done = Lines(log + ".rank0");
+    EXPECT_LT(done, 64u);
+    const auto [rc2, out2] = Capture(run + " --output " + (d / name) + " --log-samples " + log + " --resume auto");
+    ASSERT_EQ(rc2, 0) << out2;
+    EXPECT_NE(out2.find("continues at position " + std::to_string(done * 16)), std::string::npos) << out2;
+    EXPECT_EQ(Digest(out2), Digest(out));
+    for (const char* r : {".rank0", ".rank1"}) EXPECT_EQ(Slurp(log + r), Slurp(d / ("straight.samples" + std::string(r))));
+  }
+  const std::string log = d / "twice.samples";
+  const pid_t pid = Spawn(base + " --epochs 20 --output " + (d / "twice") + " --log-samples " + log);
+  ASSERT_TRUE(WaitForLines(log + ".rank0", 5));
+  kill(-pid, SIGTERM);  // the ranks directly, and the launcher passes it on: two each
+  EXPECT_EQ(Reap(pid), 128 + SIGTERM);
+}
+
+// A 2-process run cut mid-epoch and resumed on 1 process, and a 1-process
+// run resumed on 2: each epoch's samples, as the ranks logged them, are the
+// dataset exactly once, plus the documented padding (the epoch order's
+// first positions, when the rest does not divide evenly).
+TEST(Interruption, ResumingOnAnotherWorldSizeCoversTheEpochOnce) {
+  TempDir d;
+  const int n = 509;
+  const std::string db = MakeDb(d, false, n);
+  const std::vector<int64_t> order = EpochIndices(n, true, 3, 0, 0, 1, false);  // epoch 0, --seed 3
+  struct Case {
+    int before, after;
+  };
+  for (const Case c : {Case{2, 1}, Case{1, 2}}) {
+    const std::string name = std::to_string(c.before) + "to" + std::to_string(c.after);
+    SCOPED_TRACE(name);
+    const std::string log = d / (name + ".samples");
+    auto launch = [&](int nproc) { return kLaunch + " --nproc " + std::to_string(nproc) + " -- " + kTrain + Small(db); };
+    const auto [rc, out] = Capture(launch(c.before) + " --epochs 1 --stop-at-step 5 --output " + (d / name) +
+                                   " --log-samples " + log + "." + std::to_string(c.before) + "p");
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("position " + std::to_string(5 * 8 * c.before)), std::string::npos) << out;
+    const auto [rc2, out2] = Capture(launch(c.after) + " --epochs 1 --resume auto --output " + (d / name) +
+                                     " --log-samples " + log + "." + std::to_string(c.after) + "p");
+    ASSERT_EQ(rc2, 0) << out2;
+    std::map<int64_t, int> seen;
+    for (int r = 0; r < c.before; ++r) CountEpoch(log + "." + std::to_string(c.before) + "p.rank" + std::to_string(r), 0, &seen);
+    for (int r = 0; r < c.after; ++r) CountEpoch(log + "." + std::to_string(c.after) + "p.rank" + std::to_string(r), 0, &seen);
+    const int64_t left = n - 5 * 8 * c.before;
+    const int64_t padding = (left + c.after - 1) / c.after * c.after - left;
+    ASSERT_EQ(seen.size(), size_t(n));
+    for (int64_t pos = 0; pos < n; ++pos)
+      EXPECT_EQ(seen[order[size_t(pos)]], pos < padding ? 2 : 1) << "position " << pos;
+  }
 }
 
 // The validation loss logged in DIR/metrics.jsonl by the last eval line.

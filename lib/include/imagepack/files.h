@@ -35,7 +35,8 @@ Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom =
 
 // Writes `data` to a temporary file beside `path`, then renames it over
 // `path`: readers see the old file or the complete new one, never a part.
-// Creates missing parent directories. With `sync`, fsyncs before renaming.
+// Creates missing parent directories. With `sync`, fsyncs the file before
+// renaming and the folder after, so the new file survives a power cut.
 Status WriteFileAtomic(const std::string& path, const void* data, size_t size, bool sync = false);
 
 // The temporary name used for `path` by this process:

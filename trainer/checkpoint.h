@@ -1,0 +1,43 @@
+// Checkpoints: the model, the optimizer and where training is (epoch,
+// position in it, step, loss scaler, RNG), written atomically and durably.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+#include "imagepack/status.h"
+
+namespace imagepack::trainer {
+
+struct TrainState {
+  int64_t epoch = 0;        // the epoch in progress (position > 0) or next to run
+  int64_t position = 0;     // loader position in that epoch (LoaderState); 0: its start
+  int64_t global_step = 0;  // optimizer steps taken
+  double best_acc1 = 0;
+  double scaler_scale = 65536;
+  int64_t scaler_tracker = 0;
+  int64_t seed = 0;
+  int64_t world_size = 1;   // of the run that saved it (information: any may resume)
+  int64_t batch_size = 0;   // per rank, likewise
+};
+
+// Serialises everything in memory, then writes it with the library's
+// WriteFileAtomic (a temporary beside `path`, fsync, rename, fsync of the
+// folder): `path` holds the previous checkpoint or this one, never a part,
+// also after a crash or SIGKILL. torch's CPU RNG state goes with it.
+Status SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& opt,
+                      const TrainState& state);
+
+// Loads weights (and the optimizer's state when `opt` is given) and returns
+// the state; restores torch's CPU RNG. Checkpoints from before mid-epoch
+// positions existed load with position 0. Throws c10::Error or
+// std::runtime_error on a damaged file, naming it.
+TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* opt);
+
+// XXH3-64 over the bytes of every parameter and buffer, in registration
+// order: equal digests, bit-identical weights.
+uint64_t WeightsDigest(torch::nn::Module& model);
+
+}  // namespace imagepack::trainer
