@@ -282,8 +282,12 @@ int Run(const Args& args) {
     state.world_size = world;
     state.batch_size = args.batch;
     if (main_rank) {
+      const auto t0 = Clock::now();
       Status st = SaveCheckpoint(args.output + "/checkpoint.pt", *module, optimizer, state);
       if (!st.ok()) throw std::runtime_error(st.ToString());
+      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      emit({{"type", "checkpoint"}, {"epoch", epoch}, {"position", position}, {"global_step", global_step},
+            {"seconds", secs}, {"bytes", static_cast<int64_t>(fs::file_size(args.output + "/checkpoint.pt"))}});
     }
     dist.Barrier();
     last_checkpoint = Clock::now();

@@ -269,10 +269,12 @@ PYBIND11_MODULE(_imagepack, m) {
 
   m.def(
       "epoch_indices",
-      [](int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world, bool even) {
-        return EpochIndices(n, shuffle, seed, epoch, rank, world, even);
+      [](int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world, bool even, int64_t start) {
+        py::gil_scoped_release release;
+        return EpochIndices(n, shuffle, seed, epoch, rank, world, even, start);
       },
       py::arg("n"), py::arg("shuffle"), py::arg("seed"), py::arg("epoch"), py::arg("rank"), py::arg("world_size"),
-      py::arg("even_partition"),
-      "The dataset indices rank `rank` reads in epoch `epoch`, in order (the loader's sampling rule).");
+      py::arg("even_partition"), py::arg("start") = 0,
+      "The dataset indices rank `rank` reads in epoch `epoch` from position `start` on, in order (the loader's "
+      "sampling rule, docs/LOADER.md).");
 }
