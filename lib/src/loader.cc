@@ -74,7 +74,7 @@ class LoaderImpl : public Loader {
         channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
         arena_(o_.threads > 0 ? o_.threads : static_cast<int>(std::thread::hardware_concurrency())) {
     sample_bytes_ = size_t(o_.size) * o_.size * channels_;
-    pool_->keep = static_cast<size_t>(std::max(0, o_.prefetch)) + 1;
+    pool_->keep = static_cast<size_t>(std::max(0, o_.prefetch)) + 2;
     for (int t = 0; t < arena_.max_concurrency(); ++t) cursors_.push_back(src_->NewCursor());
     scratch_.resize(cursors_.size());
     if (o_.eval_resize <= 0) o_.eval_resize = static_cast<int>(std::lround(o_.size / 0.875));

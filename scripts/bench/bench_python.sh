@@ -6,12 +6,20 @@
 # Then a short training run of a small torchvision model (so the input
 # matters) fed by each. Interleaved rounds, medians; peak RSS per method.
 #
-#   scripts/bench/bench_python.sh [--rounds 3] [--batches 40] [--steps 30]
+#   scripts/bench/bench_python.sh [--rounds 5] [--batches 70] [--steps 30] [--train-size 112]
+#
+# All batches come from one epoch (78 batches of the 20,000 images): an
+# epoch boundary drains and restarts the pipeline in every loader, which
+# would weigh on whichever run crossed more of them. bench_loader times its
+# first batch too; the Python runs take one untimed batch first.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROUNDS=3 BATCHES=40 STEPS=30
+ROUNDS=5 BATCHES=70 STEPS=30 TRAIN_SIZE=112
 while [ $# -gt 0 ]; do
-  case $1 in --rounds) ROUNDS=$2; shift 2;; --batches) BATCHES=$2; shift 2;; --steps) STEPS=$2; shift 2;; *) exit 2;; esac
+  case $1 in
+    --rounds) ROUNDS=$2; shift 2;; --batches) BATCHES=$2; shift 2;; --steps) STEPS=$2; shift 2;;
+    --train-size) TRAIN_SIZE=$2; shift 2;; *) exit 2;;
+  esac
 done
 BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
 export PYTHONPATH=$(cd "${IMAGEPACK_BUILD_DIR:-build}/python" && pwd)
@@ -30,9 +38,9 @@ take() {  # KEY CMD...: one timed run
   R[$1]+="$(echo "$out" | rate) "; M[$1]=$(echo "$out" | mib)
 }
 for r in $(seq "$ROUNDS"); do
-  take cj "$BIN/bench_loader" "$DB/jpeg.lmdb" --batches "$BATCHES"
+  take cj "$BIN/bench_loader" "$DB/jpeg.lmdb" --batches "$((BATCHES + 1))"
   take pj $PY loader imagepack "$DB/jpeg.lmdb" --batches "$BATCHES"
-  take cr "$BIN/bench_loader" "$DB/raw.blob" --batches "$BATCHES"
+  take cr "$BIN/bench_loader" "$DB/raw.blob" --batches "$((BATCHES + 1))"
   take pr $PY loader imagepack "$DB/raw.blob" --batches "$BATCHES"
   take dl $PY loader imagefolder "$TREE" --workers "$CORES" --batches "$BATCHES"
 done
@@ -47,9 +55,12 @@ row "bench_loader (C++), raw records, blob" "$(median ${R[cr]})" "${M[cr]}"
 row "imagepack.Loader (Python), raw records, blob" "$(median ${R[pr]})" "${M[pr]}"
 awk -v a="$(median ${R[pj]})" -v b="$(median ${R[cj]})" -v c="$(median ${R[pr]})" -v d="$(median ${R[cr]})" \
   'BEGIN {printf "Python / C++: JPEG %.1f%%, raw %.1f%%\n", 100 * a / b, 100 * c / d}'
+/usr/bin/python3 -c "import resource, torch, imagepack
+print('(Python rows include the interpreter with torch and imagepack imported: %.0f MiB)' %
+      (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))"
 
 echo
-echo "training mobilenet_v3_small, batch 64, 224 px, $CORES cores shared by input and training, $STEPS steps after 3"
-$PY train imagepack "$DB/jpeg.lmdb" --steps "$STEPS"
-$PY train imagepack "$DB/raw.blob" --steps "$STEPS"
-$PY train imagefolder "$TREE" --workers "$CORES" --steps "$STEPS"
+echo "training mobilenet_v3_small, batch 64, $TRAIN_SIZE px, $CORES cores shared by input and training, $STEPS steps after 3"
+$PY train imagepack "$DB/jpeg.lmdb" --steps "$STEPS" --size "$TRAIN_SIZE"
+$PY train imagepack "$DB/raw.blob" --steps "$STEPS" --size "$TRAIN_SIZE"
+$PY train imagefolder "$TREE" --workers "$CORES" --steps "$STEPS" --size "$TRAIN_SIZE"

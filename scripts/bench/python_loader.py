@@ -60,7 +60,6 @@ def main():
     ap.add_argument("--arch", default="mobilenet_v3_small")
     ap.add_argument("--steps", type=int, default=30)
     a = ap.parse_args()
-    cores = torch.get_num_threads()
     pipeline, path = a.args[0], a.args[1]
     if a.mode == "loader":
         batch = a.batch or 256
@@ -80,7 +79,7 @@ def main():
     batch = a.batch or 64
     it = (batches_imagepack(path, batch, a.size, a.threads) if pipeline == "imagepack"
           else batches_imagefolder(path, batch, a.size, a.workers))
-    torch.set_num_threads(cores)
+    torch.set_num_threads(torch.get_num_threads())  # every core, shared with the input
     model = getattr(torchvision.models, a.arch)(num_classes=1000)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1).mul(255)

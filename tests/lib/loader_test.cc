@@ -302,12 +302,6 @@ TEST(Loader, InRamAndShardsAndBadOptions) {
   EXPECT_FALSE(Loader::Open(o).ok());
 }
 
-}  // namespace
-}  // namespace imagepack
-
-namespace imagepack {
-namespace {
-
 // Restoring a state taken after k batches gives exactly batches k, k+1, ...
 // of the uninterrupted epoch (augmentation included), at 50 random points,
 // and reads nothing before k.
