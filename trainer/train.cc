@@ -105,7 +105,8 @@ int Run(const Args& args) {
   vo.shuffle = false;
   vo.even_partition = false;
   vo.transform = small ? TransformKind::kPadCropEval : TransformKind::kEval;
-  auto train_loader = args.evaluate ? Result<std::unique_ptr<Loader>>(Status::Ok()) : Loader::Open(lo);
+  auto train_loader =
+      args.evaluate ? Result<std::unique_ptr<Loader>>(std::unique_ptr<Loader>()) : Loader::Open(lo);
   if (!args.evaluate && !train_loader.ok()) throw std::runtime_error(train_loader.status().ToString());
   auto val_loader = Loader::Open(vo);
   if (!val_loader.ok()) throw std::runtime_error(val_loader.status().ToString());

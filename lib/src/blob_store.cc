@@ -17,7 +17,6 @@
 namespace imagepack::internal {
 namespace {
 
-constexpr char kBlobMagic[8] = {'I', 'P', 'K', 'B', 'L', 'O', 'B', '1'};
 constexpr size_t kHeaderSize = 64;
 // The blob layout's own version (the header's); unchanged by format 2, which
 // only regrouped LMDB values.

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "imagepack/store.h"
+#include "threads.h"
 
 namespace imagepack {
 
@@ -72,7 +73,7 @@ class LoaderImpl : public Loader {
   LoaderImpl(LoaderOptions o, std::unique_ptr<RecordSource> src)
       : o_(std::move(o)), src_(std::move(src)),
         channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
-        arena_(o_.threads > 0 ? o_.threads : static_cast<int>(std::thread::hardware_concurrency())) {
+        arena_(internal::ResolveThreads(o_.threads)) {
     sample_bytes_ = size_t(o_.size) * o_.size * channels_;
     pool_->keep = static_cast<size_t>(std::max(0, o_.prefetch)) + 2;
     for (int t = 0; t < arena_.max_concurrency(); ++t) cursors_.push_back(src_->NewCursor());

@@ -20,6 +20,7 @@
 #include "imagepack/files.h"
 #include "pixel_stats.h"
 #include "tsan_annotations.h"
+#include "threads.h"
 
 namespace fs = std::filesystem;
 
@@ -441,7 +442,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   std::vector<int64_t> label_counts(classes.size(), 0);
   Status write_status;                    // owned by the writer stage
   std::atomic<bool> write_failed{false};  // read by the input stage
-  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = internal::ResolveThreads(o.threads);
   tbb::task_arena arena(std::max(threads, 1));
   const bool parallel_writes = w.parallel_writes();
   const size_t tokens = static_cast<size_t>(std::max(threads, 1)) * 4;  // records in flight

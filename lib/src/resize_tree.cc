@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "imagepack/files.h"
+#include "threads.h"
 
 namespace fs = std::filesystem;
 
@@ -90,8 +91,7 @@ Result<ResizeTreeSummary> ResizeTree(const ResizeTreeOptions& opts) {
   summary.files = static_cast<int64_t>(files.size());
   if (opts.progress) opts.progress->total = summary.files;
 
-  const int threads = opts.threads > 0 ? opts.threads
-                                       : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = internal::ResolveThreads(opts.threads);
   tbb::task_arena arena(std::max(threads, 1));
   size_t next = 0;
   std::atomic<bool> stop_on_destination{false};

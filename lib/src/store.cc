@@ -274,7 +274,7 @@ Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, cons
   char magic[8] = {0};
   ssize_t n = ::pread(fd, magic, sizeof magic, 0);
   ::close(fd);
-  if (n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, "IPKBLOB1", 8) == 0)
+  if (n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, internal::kBlobMagic, 8) == 0)
     return internal::OpenBlob(path, opts);
   if (n < 8) return Status::Corruption(path + ": file is too short to be a database");
   return internal::OpenLmdb(path, opts);

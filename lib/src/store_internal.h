@@ -9,6 +9,9 @@
 
 namespace imagepack::internal {
 
+// A blob file's first 8 bytes (docs/FORMAT.md).
+constexpr char kBlobMagic[8] = {'I', 'P', 'K', 'B', 'L', 'O', 'B', '1'};
+
 // Writers of each container, writing to `tmp_path` (renamed by Finish).
 Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, const std::string& tmp_path,
                                                     int records_per_value);

@@ -16,6 +16,7 @@
 
 #include "imagepack/files.h"
 #include "imagepack/image.h"
+#include "threads.h"
 
 namespace fs = std::filesystem;
 
@@ -79,7 +80,7 @@ Result<VerifyReport> VerifyDatabases(const VerifyOptions& o) {
     names.push_back(p);
   }
   if (o.progress) o.progress->total = report.records;
-  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = internal::ResolveThreads(o.threads);
   tbb::task_arena arena(std::max(threads, 1));
   tbb::enumerable_thread_specific<Tally> tallies;
   const size_t nclasses = dbs.empty() ? 0 : dbs[0]->meta().classes.size();

@@ -12,6 +12,13 @@
 
 namespace imagepack {
 
+// One input that could not be processed, with the reason (resize_imagenet
+// and pack_lmdb report these; the tools print them and --errors lists them).
+struct FileError {
+  std::string path;  // relative to the source root
+  std::string reason;
+};
+
 // True for the extensions imagepack treats as images (case-insensitive):
 // jpg jpeg jpe png gif bmp tif tiff webp ppm pgm pbm pnm. Content decides how
 // a file is decoded; the extension only decides what is considered at all.

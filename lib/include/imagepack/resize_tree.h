@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "imagepack/files.h"
 #include "imagepack/image.h"
 #include "imagepack/progress.h"
 #include "imagepack/shard.h"
@@ -21,12 +22,6 @@ struct ResizeTreeOptions {
   bool overwrite = false;   // redo outputs that already exist
   CancelFlag* cancel = nullptr;
   Progress* progress = nullptr;
-};
-
-// One input that could not be processed, with the reason.
-struct FileError {
-  std::string path;  // relative to src
-  std::string reason;
 };
 
 struct ResizeTreeSummary {

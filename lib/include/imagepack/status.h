@@ -49,12 +49,16 @@ class Status {
   std::string message_;
 };
 
-// Holds either a value or a non-Ok Status.
+// Holds either a value or a non-Ok Status. Built from an Ok status (a
+// caller's bug: there is no value to give), it holds an error saying so,
+// so that ok() and status() never disagree.
 template <typename T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}             // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}      // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Status status)                      // NOLINT: implicit by design
+      : v_(status.ok() ? Status::InvalidArgument("internal error: a Result built from an OK status has no value")
+                       : std::move(status)) {}
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {
