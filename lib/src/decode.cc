@@ -171,6 +171,20 @@ Status DecodeJpegInto(const uint8_t* data, size_t size, const ImageInfo& info, c
                   opts.fast_dct);
 }
 
+// The size policy (image.h): every decoder resizes to this.
+std::pair<int, int> TargetSize(int width, int height, const SizeLimit& limit) {
+  if (limit.mode == SizeLimit::Mode::kNone || limit.n <= 0) return {width, height};
+  const bool cap_shorter = limit.mode == SizeLimit::Mode::kShorterEdge;
+  const bool width_is_capped = cap_shorter ? (width <= height) : (width >= height);
+  const int64_t capped = width_is_capped ? width : height;
+  const int64_t other = width_is_capped ? height : width;
+  if (capped <= limit.n) return {width, height};
+  int64_t scaled = (other * limit.n * 2 + capped) / (capped * 2);  // round half up
+  if (scaled < 1) scaled = 1;
+  return width_is_capped ? std::pair<int, int>(limit.n, int(scaled))
+                         : std::pair<int, int>(int(scaled), limit.n);
+}
+
 Result<Image> DecodeImage(const uint8_t* data, size_t size, const DecodeOptions& opts) {
   auto info = ProbeImage(data, size);
   if (!info.ok()) return info.status();
