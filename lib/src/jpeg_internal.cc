@@ -29,19 +29,20 @@ bool IsWarningMessage(const std::string& msg) {
 
 }  // namespace
 
-// Only a file that runs out ("Premature end of JPEG file", JWRN_JPEG_EOF,
-// always the first warning of a cut file) is truncated. A scan that ends
-// early inside a complete file ("Corrupt JPEG data: premature end of data
-// segment", JWRN_HIT_MARKER: the missing blocks decode flat) is tolerated
-// like any other damage to the scan data, as Pillow, OpenCV and torchvision
-// tolerate it; counting it as truncation made pack_lmdb pass through bytes
-// that the loader then refused (found by fuzz_decode).
-Status DecodeFailure(tjhandle h) {
-  std::string msg = TjError(h);
-  if (tjGetErrorCode(h) != TJERR_WARNING || !IsWarningMessage(msg))
-    return Status::Corruption("JPEG decode failed: " + msg);
-  if (msg.rfind("Premature end of JPEG file", 0) == 0) return Status::Corruption("truncated JPEG (" + msg + ")");
+Status JpegDamage(const std::string& message, bool fatal, bool ran_out) {
+  if (fatal) return Status::Corruption("JPEG decode failed: " + message);
+  if (ran_out) return Status::Corruption("truncated JPEG (Premature end of JPEG file)");
   return Status::Ok();
+}
+
+// TurboJPEG gives messages, not codes: its last message decides (see
+// IsWarningMessage). Counting "premature end of data segment" (a scan
+// ending early) as truncation once made pack_lmdb pass through bytes that
+// the loader then refused (found by fuzz_decode).
+Status DecodeFailure(tjhandle h) {
+  const std::string msg = TjError(h);
+  const bool fatal = tjGetErrorCode(h) != TJERR_WARNING || !IsWarningMessage(msg);
+  return JpegDamage(msg, fatal, msg.rfind("Premature end of JPEG file", 0) == 0);
 }
 
 tjscalingfactor PickScale(int w, int h, int need_w, int need_h) {

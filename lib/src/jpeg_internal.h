@@ -38,10 +38,18 @@ class TjDecompressor {
 
 std::string TjError(tjhandle h);
 
-// Turns a failed tjDecompress* into a Status, or Ok for warnings about
-// damaged scan data (extraneous bytes before a marker, which real ImageNet
-// files have, bad codes, a scan that ends early), which every decoder
-// accepts. A file that ends before its EOI is "truncated JPEG".
+// The one rule for damaged JPEG data, on every decode path (TurboJPEG's
+// and the loader's libjpeg region decoder): `fatal` (libjpeg stopped on
+// `message`) is "JPEG decode failed: <message>"; otherwise a file whose data
+// ran out before its EOI (`ran_out`: libjpeg's JWRN_JPEG_EOF, "Premature end
+// of JPEG file", always the first warning of a cut file) is "truncated
+// JPEG"; any other warning (damaged scan data: extraneous bytes before a
+// marker, which real ImageNet files have, bad codes, a scan that ends
+// early inside a complete file, whose missing blocks decode flat) is
+// tolerated, as Pillow, OpenCV and torchvision tolerate it.
+Status JpegDamage(const std::string& message, bool fatal, bool ran_out);
+
+// JpegDamage for a failed tjDecompress*.
 Status DecodeFailure(tjhandle h);
 
 // Smallest libjpeg-turbo DCT scale (n/8, n = 1..8) whose output still covers

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "jpeg_internal.h"
+
 namespace imagepack {
 namespace {
 
@@ -43,9 +45,10 @@ extern "C" void OnJpegMessage(j_common_ptr cinfo, int level) {
 // Decodes rows [y0, y0 + rows) and columns covering [x0, x0 + cols) of the
 // image scaled by num/8 into `buf` (3 or 1 bytes per pixel). On return
 // *got_x0 / *got_w say which columns the buffer holds (whole iMCUs).
+// Damage is judged by internal::JpegDamage, the rule of every decode path.
 // Only POD state lives across setjmp.
-bool DecodeRegion(const uint8_t* data, size_t size, int num, bool gray_out, int x0, int cols, int y0, int rows,
-                  std::vector<uint8_t>* buf, int* got_x0, int* got_w, int* channels_out, std::string* error) {
+Status DecodeRegion(const uint8_t* data, size_t size, int num, bool gray_out, int x0, int cols, int y0, int rows,
+                    std::vector<uint8_t>* buf, int* got_x0, int* got_w, int* channels_out) {
   jpeg_decompress_struct cinfo;
   ErrorMgr err;
   err.premature_end = false;
@@ -56,9 +59,8 @@ bool DecodeRegion(const uint8_t* data, size_t size, int num, bool gray_out, int 
   jpeg_create_decompress(&cinfo);
   JSAMPROW row = nullptr;
   if (setjmp(err.jump)) {
-    *error = err.message;
     jpeg_destroy_decompress(&cinfo);
-    return false;
+    return internal::JpegDamage(err.message, /*fatal=*/true, false);
   }
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
@@ -80,17 +82,14 @@ bool DecodeRegion(const uint8_t* data, size_t size, int num, bool gray_out, int 
     row = buf->data() + size_t(y - y0) * width * c;
     jpeg_read_scanlines(&cinfo, &row, 1);
   }
-  const bool truncated = err.premature_end;
+  const bool ran_out = err.premature_end;
   jpeg_abort_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
-  if (truncated) {
-    *error = "truncated JPEG (Premature end of JPEG file)";
-    return false;
-  }
+  IMAGEPACK_RETURN_IF_ERROR(internal::JpegDamage("", /*fatal=*/false, ran_out));
   *got_x0 = static_cast<int>(xoff);
   *got_w = static_cast<int>(width);
   *channels_out = c;
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -212,12 +211,8 @@ Status RenderJpeg(const uint8_t* data, size_t size, const CropBox& box, const Re
   const bool gray_out = o.channels == 1 || info->components == 1;
   thread_local std::vector<uint8_t> buf;  // keeps its capacity between images
   int got_x0 = 0, got_w = 0, c = 0;
-  std::string error;
-  if (!DecodeRegion(data, size, num, gray_out, sx0, sx1 - sx0, sy0, sy1 - sy0, &buf, &got_x0, &got_w, &c, &error)) {
-    if (error.find("remature end") != std::string::npos || error.find("truncated") != std::string::npos)
-      return Status::Corruption("truncated JPEG (" + error + ")");
-    return Status::Corruption("JPEG decode failed: " + error);
-  }
+  IMAGEPACK_RETURN_IF_ERROR(DecodeRegion(data, size, num, gray_out, sx0, sx1 - sx0, sy0, sy1 - sy0, &buf, &got_x0,
+                                         &got_w, &c));
   const int rows = static_cast<int>(buf.size() / (size_t(got_w) * c));
   if (rows <= 0 || got_w <= 0) return Status::Corruption("JPEG region decode came back empty");
   // The exact box in the decoded buffer's coordinates (DCT scaling maps each

@@ -264,6 +264,11 @@ TEST(Decode, ScanEndingEarlyIsToleratedAFileEndingEarlyIsNot) {
       << cut_prepared.status().ToString();
   Status render = RenderJpeg(cut.data(), cut.size(), CropBox{0, 0, 64, 48}, r, &out);
   EXPECT_NE(render.message().find("truncated JPEG"), std::string::npos) << render.ToString();
+  // One rule, one message: the TurboJPEG paths and the loader's libjpeg
+  // region decoder say exactly the same (they once wrapped it twice).
+  EXPECT_EQ(render.message(), cut_img.status().message());
+  EXPECT_EQ(into.message(), cut_img.status().message());
+  EXPECT_EQ(cut_prepared.status().message(), cut_img.status().message());
 }
 
 TEST(Prepare, PassThroughOnlyForStructurallySoundJpegs) {
