@@ -80,17 +80,9 @@ Result<Image> DecodeJpeg(const uint8_t* data, size_t size, const ImageInfo& info
                      conv.pixels.data());
     dec = std::move(conv);
   }
-  if (dw != need_w || dh != need_h) {
-    Image out;
-    out.width = need_w;
-    out.height = need_h;
-    out.channels = dec.channels;
-    out.pixels.resize(out.stride() * need_h);
-    ResampleRegion(dec.pixels.data(), dw, dh, dec.stride(), dec.channels, 0, 0, internal::ScaledExtent(info.width, sf),
-                   internal::ScaledExtent(info.height, sf), out.pixels.data(), need_w, need_h, out.stride(),
-                   opts.filter);
-    dec = std::move(out);
-  }
+  if (dw != need_w || dh != need_h)
+    dec = ResampleImage(dec, internal::ScaledExtent(info.width, sf), internal::ScaledExtent(info.height, sf), need_w,
+                        need_h, opts.filter);
   dec = ApplyOrientation(std::move(dec), orientation);
   return dec;
 }

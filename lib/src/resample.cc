@@ -389,13 +389,18 @@ void ResampleRegionToPlanes(const uint8_t* src, int src_w, int src_h, size_t src
 }
 
 Image ResampleImage(const Image& src, int dst_w, int dst_h, ResampleFilter filter) {
+  return ResampleImage(src, src.width, src.height, dst_w, dst_h, filter);
+}
+
+Image ResampleImage(const Image& src, double extent_w, double extent_h, int dst_w, int dst_h,
+                    ResampleFilter filter) {
   Image out;
   out.width = dst_w;
   out.height = dst_h;
   out.channels = src.channels;
   out.pixels.resize(out.stride() * dst_h);
-  Resample(src.pixels.data(), src.width, src.height, src.stride(), src.channels,
-           out.pixels.data(), dst_w, dst_h, out.stride(), filter);
+  ResampleRegion(src.pixels.data(), src.width, src.height, src.stride(), src.channels, 0, 0, extent_w, extent_h,
+                 out.pixels.data(), dst_w, dst_h, out.stride(), filter);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "cmyk.h"
 
@@ -60,6 +61,16 @@ Result<VipsImage*> Open(const uint8_t* data, size_t size) {
                                              nullptr);
   if (!im) return Status::Corruption(TakeVipsError());
   return im;
+}
+
+// An image's pixels, computed and copied out of libvips.
+Result<std::vector<uint8_t>> PixelsOf(VipsImage* im) {
+  size_t len = 0;
+  void* mem = vips_image_write_to_memory(im, &len);
+  if (!mem) return Status::Corruption(TakeVipsError());
+  std::vector<uint8_t> pixels(static_cast<uint8_t*>(mem), static_cast<uint8_t*>(mem) + len);
+  g_free(mem);
+  return pixels;
 }
 
 uint32_t Le16(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8; }
@@ -209,16 +220,13 @@ Result<Image> VipsDecode(const uint8_t* data, size_t size, const DecodeOptions& 
         return Status::Corruption(TakeVipsError());
       im.swap_in(next);
     }
-    size_t len = 0;
-    void* mem = vips_image_write_to_memory(im.get(), &len);
-    if (!mem) return Status::Corruption(TakeVipsError());
+    auto cmyk = PixelsOf(im.get());
+    if (!cmyk.ok()) return cmyk.status();
     out.width = vips_image_get_width(im.get());
     out.height = vips_image_get_height(im.get());
     out.channels = opts.channels;
     out.pixels.resize(out.stride() * out.height);
-    CmykTo(static_cast<const uint8_t*>(mem), bands, size_t(out.width) * out.height, false, opts.channels,
-           out.pixels.data());
-    g_free(mem);
+    CmykTo(cmyk->data(), bands, size_t(out.width) * out.height, false, opts.channels, out.pixels.data());
   } else {
     // CIELab (with alpha, say) to sRGB before the flatten: white is 255 in
     // every band only there.
@@ -257,14 +265,12 @@ Result<Image> VipsDecode(const uint8_t* data, size_t size, const DecodeOptions& 
     if (vips_image_get_bands(im.get()) != want_bands)
       return Status::NotSupported("cannot convert image with " + std::to_string(vips_image_get_bands(im.get())) +
                                   " bands");
-    size_t len = 0;
-    void* mem = vips_image_write_to_memory(im.get(), &len);
-    if (!mem) return Status::Corruption(TakeVipsError());
+    auto pixels = PixelsOf(im.get());
+    if (!pixels.ok()) return pixels.status();
     out.width = vips_image_get_width(im.get());
     out.height = vips_image_get_height(im.get());
     out.channels = want_bands;
-    out.pixels.assign(static_cast<uint8_t*>(mem), static_cast<uint8_t*>(mem) + len);
-    g_free(mem);
+    out.pixels = std::move(pixels.value());
     out = ConvertChannels(std::move(out), opts.channels);
   }
   if (out.width != tw || out.height != th) {
@@ -272,14 +278,7 @@ Result<Image> VipsDecode(const uint8_t* data, size_t size, const DecodeOptions& 
     // up_w / factor wide (its last pixel may be partial or cut).
     const double ew = factor >= 2 ? double(up_w) / factor : out.width;
     const double eh = factor >= 2 ? double(up_h) / factor : out.height;
-    Image r;
-    r.width = tw;
-    r.height = th;
-    r.channels = out.channels;
-    r.pixels.resize(r.stride() * th);
-    ResampleRegion(out.pixels.data(), out.width, out.height, out.stride(), out.channels, 0, 0, ew, eh,
-                   r.pixels.data(), tw, th, r.stride(), opts.filter);
-    out = std::move(r);
+    out = ResampleImage(out, ew, eh, tw, th, opts.filter);
   }
   return out;
 }

@@ -87,6 +87,11 @@ const char* ResampleFilterName(ResampleFilter f);
 void Resample(const uint8_t* src, int src_w, int src_h, size_t src_stride, int channels,
               uint8_t* dst, int dst_w, int dst_h, size_t dst_stride, ResampleFilter filter);
 Image ResampleImage(const Image& src, int dst_w, int dst_h, ResampleFilter filter);
+// The same from the region (0, 0, extent_w, extent_h) of `src`: the picture
+// part of a decode whose last pixel is partial (a DCT-scaled decode, an
+// integer shrink), so that the output maps onto the source exactly.
+Image ResampleImage(const Image& src, double extent_w, double extent_h, int dst_w, int dst_h,
+                    ResampleFilter filter);
 
 // Resamples the region (x, y, w, h) of `src`, given in fractional source
 // pixels, to dst_w x dst_h: output pixel i covers [x + i*w/dst_w,
