@@ -34,7 +34,7 @@ void Put(uint8_t* p, T v) {
   std::memcpy(p, &v, sizeof(T));
 }
 
-class BlobWriter : public RecordWriter {
+class BlobWriter : public RecordWriter, public ParallelRecordWriter {
  public:
   BlobWriter(std::string path, std::string tmp) : path_(std::move(path)), tmp_(std::move(tmp)) {}
   ~BlobWriter() override {
@@ -58,17 +58,16 @@ class BlobWriter : public RecordWriter {
 
   bool direct_io() const override { return staged_ != nullptr; }
 
-  using RecordWriter::Add;
-  Status Add(const uint8_t* record, size_t size) override {
+  Status Add(std::vector<uint8_t>&& record) override {
     if (!status_.ok()) return status_;
     offsets_.push_back(pos_);
-    lengths_.push_back(size);
-    status_ = Write(record, size);
+    lengths_.push_back(record.size());
+    status_ = Write(record.data(), record.size());
     if (status_.ok()) status_ = Pad();
     return status_;
   }
 
-  bool parallel_writes() const override { return true; }
+  ParallelRecordWriter* parallel() override { return this; }
 
   // The record's place: after the last one, aligned. The padding in
   // between is never written: a hole in the file reads as zeros.

@@ -72,11 +72,6 @@ class LmdbWriter : public RecordWriter {
     return Status::Ok();
   }
 
-  using RecordWriter::Add;
-  Status Add(const uint8_t* record, size_t size) override {
-    return Add(std::vector<uint8_t>(record, record + size));
-  }
-
   Status Add(std::vector<uint8_t>&& record) override {
     if (!status_.ok()) return status_;
     pending_bytes_ += record.size();

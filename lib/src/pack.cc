@@ -8,212 +8,47 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <map>
-#include <set>
-#include <sstream>
-#include <thread>
 
 #include "imagepack/files.h"
 #include "pixel_stats.h"
-#include "tsan_annotations.h"
+#include "sources.h"
 #include "threads.h"
+#include "tsan_annotations.h"
 
 namespace fs = std::filesystem;
 
 namespace imagepack {
 namespace {
 
-struct SourceItem {
-  std::string rel;     // path relative to src (tree) or the record's path (db)
-  int32_t label = -1;
-  int64_t db_index = -1;
-};
+using internal::PixelMoments;
+using internal::SourceItem;
 
-// Per-channel pixel sums, for mean/std.
-struct Moments {
-  double n = 0;
-  double sum[3] = {0, 0, 0};
-  double sq[3] = {0, 0, 0};
-  // Raw packing adds every image, so this runs over every pixel.
-  void Add(const Image& img) { Add(img.pixels.data(), size_t(img.width) * img.height, img.channels); }
-  void Add(const uint8_t* p, size_t px, int c) {
-    const size_t bytes = px * c;
-    uint64_t s[3] = {0, 0, 0}, q[3] = {0, 0, 0};
-    internal::AddChannelSums(p, bytes, c, s, q);
-    for (int k = 0; k < c; ++k) {
-      sum[k] += double(s[k]);
-      sq[k] += double(q[k]);
-    }
-    n += double(px);
-  }
-};
-
+// What one input became: its record, or the reason it has none.
 struct Packed {
   size_t pos = 0;
   std::vector<uint8_t> record;
   std::string error;
   bool passed_through = false;
-  bool has_moments = false;
-  Moments moments;
+  PixelMoments moments;
   int64_t bytes_in = 0;
   int64_t payload = 0;
   int32_t label = -1;
   int64_t write_at = -1;  // parallel writes: where the record goes
 };
 
-// Raw packing's usual case: a plain JPEG already within the limits is
-// decoded straight into its record (no image buffer copied into it after).
-// NotSupported for anything that needs more than a decode (then use
-// DecodeImage, which also reports the pixel limit). `rec` may be a spent
-// record's buffer: resizing it within its size initialises nothing.
-Status DecodeIntoRecord(const uint8_t* data, size_t size, const SourceItem& item, const DecodeOptions& d,
-                        std::vector<uint8_t> rec, Packed* p) {
-  auto info = ProbeImage(data, size);
-  if (!info.ok() || info->format != ImageFormat::kJpeg || int64_t(info->width) * info->height > d.max_pixels)
-    return Status::NotSupported("not a plain JPEG");
-  const size_t px = size_t(info->width) * info->height;  // JPEG sizes are 16-bit: no overflow
-  const size_t headroom = kRecordHeaderSize + item.rel.size();
-  rec.resize(headroom + px * d.channels);
-  IMAGEPACK_RETURN_IF_ERROR(DecodeJpegInto(data, size, info.value(), d, rec.data() + headroom));
-  p->moments.Add(rec.data() + headroom, px, d.channels);
-  p->has_moments = true;
-  p->payload = static_cast<int64_t>(px * d.channels);
-  SealRecord(rec, {Encoding::kRaw, d.channels, item.label, uint32_t(info->height), uint32_t(info->width)}, item.rel);
-  p->record = std::move(rec);
-  return Status::Ok();
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-// Calls `fn(line, line_number)` for each non-empty line of `path` that does
-// not start with '#', trimmed. Stops at the first non-Ok status fn returns.
-Status ForEachDataLine(const std::string& path, const char* what,
-                       const std::function<Status(const std::string&, int)>& fn) {
-  std::ifstream f(path);
-  if (!f) return Status::NotFound(std::string("cannot read ") + what + " file " + path);
-  std::string line;
-  int n = 0;
-  while (std::getline(f, line)) {
-    ++n;
-    line = Trim(line);
-    if (line.empty() || line[0] == '#') continue;
-    IMAGEPACK_RETURN_IF_ERROR(fn(line, n));
-  }
-  return Status::Ok();
-}
-
-Result<std::vector<std::pair<std::string, std::string>>> ReadPairs(const std::string& path) {
-  std::vector<std::pair<std::string, std::string>> out;
-  Status st = ForEachDataLine(path, "labels", [&](const std::string& line, int n) {
-    std::istringstream is(line);
-    std::string a, b;
-    if (!(is >> a >> b))
-      return Status::InvalidArgument(path + ":" + std::to_string(n) + ": expected 'FILENAME LABEL'");
-    out.emplace_back(a, b);
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  return out;
-}
-
-bool IsIndex(const std::string& s) {
-  return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), ::isdigit);
-}
-
-// Lists the inputs of a tree source and fixes the class list.
-Status ListTreeItems(const PackOptions& o, std::vector<std::string>& classes, std::vector<SourceItem>& items,
-                     PackSummary& summary) {
-  auto listing = ListTree(o.src);
-  if (!listing.ok()) return listing.status();
-  summary.ignored = std::move(listing->ignored);
-  summary.problems = std::move(listing->problems);
-  if (!o.classes_file.empty()) {
-    auto c = ReadClassList(o.classes_file);
-    if (!c.ok()) return c.status();
-    classes = std::move(c.value());
-  }
-  if (!o.labels_file.empty()) {
-    auto pairs = ReadPairs(o.labels_file);
-    if (!pairs.ok()) return pairs.status();
-    // Labels are class names (mapped through --classes, or sorted unique
-    // names) or indices.
-    bool all_index = std::all_of(pairs->begin(), pairs->end(), [](auto& p) { return IsIndex(p.second); });
-    if (classes.empty()) {
-      std::set<std::string> names;
-      int max_index = -1;
-      for (auto& p : pairs.value()) {
-        if (all_index) max_index = std::max(max_index, std::stoi(p.second));
-        else names.insert(p.second);
-      }
-      if (all_index)
-        for (int i = 0; i <= max_index; ++i) classes.push_back(std::to_string(i));
-      else
-        classes.assign(names.begin(), names.end());
-    }
-    std::map<std::string, int> index_of;
-    for (size_t i = 0; i < classes.size(); ++i) index_of[classes[i]] = static_cast<int>(i);
-    std::map<std::string, int32_t> label_of;
-    for (auto& [file, label] : pairs.value()) {
-      int32_t l;
-      if (all_index) {
-        l = std::stoi(label);
-        if (l >= static_cast<int32_t>(classes.size()))
-          return Status::InvalidArgument(o.labels_file + ": label " + label + " of " + file + " out of range [0," +
-                                         std::to_string(classes.size()) + ")");
-      } else {
-        auto it = index_of.find(label);
-        if (it == index_of.end())
-          return Status::InvalidArgument(o.labels_file + ": class '" + label + "' of " + file +
-                                         " is not in the class list");
-        l = it->second;
-      }
-      label_of[file] = l;
-    }
-    for (auto& rel : listing->images) {
-      auto it = label_of.find(rel);
-      if (it == label_of.end()) it = label_of.find(fs::path(rel).filename().string());
-      if (it == label_of.end()) {
-        summary.errors.push_back({rel, "no label in " + o.labels_file});
-        continue;
-      }
-      items.push_back({rel, it->second, -1});
-    }
-    return Status::Ok();
-  }
-  // ImageFolder: the first path component is the class.
-  if (classes.empty()) {
-    std::set<std::string> names;
-    for (auto& rel : listing->images) {
-      auto slash = rel.find('/');
-      if (slash != std::string::npos) names.insert(rel.substr(0, slash));
-    }
-    classes.assign(names.begin(), names.end());
-  }
-  std::map<std::string, int> index_of;
-  for (size_t i = 0; i < classes.size(); ++i) index_of[classes[i]] = static_cast<int>(i);
-  for (auto& rel : listing->images) {
-    auto slash = rel.find('/');
-    if (slash == std::string::npos) {
-      summary.ignored.push_back(rel + " (not inside a class folder)");
-      continue;
-    }
-    auto it = index_of.find(rel.substr(0, slash));
-    if (it == index_of.end()) {
-      summary.ignored.push_back(rel + " (folder not in the class list)");
-      continue;
-    }
-    items.push_back({rel, it->second, -1});
-  }
-  if (classes.empty()) return Status::InvalidArgument(o.src + " has no class folders (and no --labels file)");
-  return Status::Ok();
-}
+// A record before it is sealed: its header fields and its payload. The
+// payload is either buffer[headroom..] with room for the header in front
+// (sealed in place, no copy: a JPEG kept as it was, pixels decoded straight
+// into the record) or the whole buffer (headroom 0: copied behind a header).
+struct Unsealed {
+  RecordFields fields;
+  std::vector<uint8_t> buffer;
+  size_t headroom = 0;
+  bool passed_through = false;
+  Image stats_image;  // JPEG made from pixels: those pixels, for the statistics
+};
 
 Result<Image> DecodeForStats(const uint8_t* data, size_t size, int channels) {
   DecodeOptions d;
@@ -222,51 +57,184 @@ Result<Image> DecodeForStats(const uint8_t* data, size_t size, int channels) {
   return DecodeImage(data, size, d);
 }
 
-}  // namespace
-
-Result<std::vector<std::string>> ReadClassList(const std::string& path) {
-  std::vector<std::string> out;
-  std::set<std::string> seen;
-  Status st = ForEachDataLine(path, "classes", [&](const std::string& line, int n) {
-    std::string name = line.substr(0, line.find_first_of(" \t"));
-    if (!seen.insert(name).second)
-      return Status::InvalidArgument(path + ":" + std::to_string(n) + ": class '" + name + "' listed twice");
-    out.push_back(name);
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  if (out.empty()) return Status::InvalidArgument(path + " lists no classes");
-  return out;
-}
-
-Result<PackSummary> PackDataset(const PackOptions& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  PackSummary summary;
-  std::error_code ec;
-  const bool from_db = fs::is_regular_file(o.src, ec);
-  std::unique_ptr<RecordSource> db;
-  std::vector<std::string> classes;
-  std::vector<SourceItem> all;
-  if (from_db) {
-    auto s = OpenDatabase(o.src);
-    if (!s.ok()) return s.status();
-    db = std::move(s.value());
-    classes = db->meta().classes;
-    auto cur = db->NewCursor();
-    for (int64_t i = 0; i < db->size(); ++i) {
-      auto r = cur->Read(i, /*verify_checksum=*/false);
-      if (!r.ok()) {
-        summary.errors.push_back({RecordKey(i), r.status().message()});
-        continue;
-      }
-      all.push_back({std::string(r->path), r->fields.label, i});
-    }
-  } else {
-    IMAGEPACK_RETURN_IF_ERROR(ListTreeItems(o, classes, all, summary));
+// Turns source items into records: PackDataset's parallel stage.
+class RecordMaker {
+ public:
+  RecordMaker(const PackOptions& o, const std::vector<SourceItem>& items, const RecordSource* db)
+      : o_(o), items_(items), db_(db), channels_(o.prepare.decode.channels) {
+    // Raw: exact statistics over every image (the pixels are at hand).
+    // JPEG: every stride-th image, decoded at reduced scale; 0: none.
+    const int64_t n = static_cast<int64_t>(items.size());
+    stats_stride_ = o.encoding == Encoding::kRaw ? 1
+                    : o.stats_sample <= 0        ? INT64_MAX
+                                                 : std::max<int64_t>(1, (n + o.stats_sample - 1) / o.stats_sample);
   }
-  if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3)
-    return Status::InvalidArgument("channels must be 1 or 3");
 
+  // Any thread. Every way through ends in Seal().
+  Packed Make(size_t pos) {
+    Packed p;
+    p.pos = pos;
+    p.label = items_[pos].label;
+    auto unsealed = Build(items_[pos], &p.bytes_in);
+    if (!unsealed.ok()) {
+      p.error = unsealed.status().message();
+      return p;
+    }
+    Seal(std::move(unsealed.value()), pos, &p);
+    return p;
+  }
+
+  // Buffers of raw records already written (by the workers for a blob, or
+  // handed back by the LMDB writer) come back here for the next images:
+  // zero-filling a fresh 200-300 KB buffer per image was 3-4% of raw
+  // packing. Bounded by the records in flight: records made by DecodeImage
+  // (resize, CMYK) take no spare, so unbounded it would grow with the
+  // dataset.
+  bool WantsSpare(size_t in_flight) const {
+    return o_.encoding == Encoding::kRaw && spares_.unsafe_size() < in_flight;
+  }
+  void GiveSpare(std::vector<uint8_t>&& buffer) { spares_.push(std::move(buffer)); }
+  const void* spares_id() const { return &spares_; }
+
+ private:
+  // The item's bytes: a file read with room for the record header in front
+  // (a clean JPEG then becomes its record with no copy at all), or a
+  // database record (raw pixels are re-made from the pixels).
+  Result<Unsealed> Build(const SourceItem& item, int64_t* bytes_in) {
+    const size_t headroom = kRecordHeaderSize + item.rel.size();
+    std::vector<uint8_t> in;
+    if (db_) {
+      auto& cur = cursors_.local();
+      if (!cur) cur = db_->NewCursor();
+      auto r = cur->Read(item.db_index);
+      if (!r.ok()) return r.status();
+      *bytes_in = static_cast<int64_t>(r->payload_size);
+      if (r->fields.encoding == Encoding::kRaw) return FromPixels(r.value());
+      in.resize(headroom + r->payload_size);
+      std::memcpy(in.data() + headroom, r->payload, r->payload_size);
+    } else {
+      auto f = ReadFile((fs::path(o_.src) / item.rel).string(), headroom);
+      if (!f.ok()) return f.status();
+      in = std::move(f.value());
+      *bytes_in = static_cast<int64_t>(in.size() - headroom);
+    }
+    return FromEncoded(std::move(in), headroom, item);
+  }
+
+  // An encoded image (JPEG, PNG, ...) at in[headroom..].
+  Result<Unsealed> FromEncoded(std::vector<uint8_t> in, size_t headroom, const SourceItem& item) {
+    const uint8_t* data = in.data() + headroom;
+    const size_t size = in.size() - headroom;
+    Unsealed u;
+    if (o_.encoding == Encoding::kJpeg) {
+      if (!o_.prepare.reencode) {
+        auto info = ProbeImage(data, size);
+        if (info.ok() && CanPassThrough(data, size, info.value(), o_.prepare)) {
+          u.fields = {Encoding::kJpeg, info->components, item.label, uint32_t(info->height), uint32_t(info->width)};
+          u.buffer = std::move(in);
+          u.headroom = headroom;
+          u.passed_through = true;
+          return u;
+        }
+      }
+      auto prepared = PrepareJpeg(data, size, o_.prepare);
+      if (!prepared.ok()) return prepared.status();
+      u.fields = {Encoding::kJpeg, prepared->channels, item.label, uint32_t(prepared->height),
+                  uint32_t(prepared->width)};
+      u.passed_through = prepared->passed_through;
+      u.buffer = std::move(prepared->bytes);
+      return u;
+    }
+    std::vector<uint8_t> spare;
+    spares_.try_pop(spare);
+    auto direct = DecodeIntoRecord(data, size, item, std::move(spare));
+    if (direct.ok() || direct.status().code() != Status::Code::kNotSupported) return direct;
+    auto img = DecodeImage(data, size, o_.prepare.decode);
+    if (!img.ok()) return img.status();
+    u.fields = {Encoding::kRaw, img->channels, item.label, uint32_t(img->height), uint32_t(img->width)};
+    u.buffer = std::move(img->pixels);
+    return u;
+  }
+
+  // Raw packing's usual case: a plain JPEG already within the limits is
+  // decoded straight into its record (no image buffer copied into it
+  // after). NotSupported for anything that needs more than a decode (then
+  // DecodeImage, which also reports the pixel limit). `rec` may be a spent
+  // record's buffer: resizing it within its size initialises nothing.
+  Result<Unsealed> DecodeIntoRecord(const uint8_t* data, size_t size, const SourceItem& item,
+                                    std::vector<uint8_t> rec) {
+    const DecodeOptions& d = o_.prepare.decode;
+    auto info = ProbeImage(data, size);
+    if (!info.ok() || info->format != ImageFormat::kJpeg || int64_t(info->width) * info->height > d.max_pixels)
+      return Status::NotSupported("not a plain JPEG");
+    const size_t px = size_t(info->width) * info->height;  // JPEG sizes are 16-bit: no overflow
+    Unsealed u;
+    u.headroom = kRecordHeaderSize + item.rel.size();
+    rec.resize(u.headroom + px * d.channels);
+    IMAGEPACK_RETURN_IF_ERROR(DecodeJpegInto(data, size, info.value(), d, rec.data() + u.headroom));
+    u.fields = {Encoding::kRaw, d.channels, item.label, uint32_t(info->height), uint32_t(info->width)};
+    u.buffer = std::move(rec);
+    return u;
+  }
+
+  // A database's raw record: resized and converted like a decoded file.
+  Result<Unsealed> FromPixels(const RecordView& r) {
+    Image img;
+    img.width = static_cast<int>(r.fields.width);
+    img.height = static_cast<int>(r.fields.height);
+    img.channels = r.fields.channels;
+    img.pixels.assign(r.payload, r.payload + r.payload_size);
+    auto [tw, th] = TargetSize(img.width, img.height, o_.prepare.decode.limit);
+    if (tw != img.width || th != img.height) img = ResampleImage(img, tw, th, o_.prepare.decode.filter);
+    img = ConvertChannels(std::move(img), channels_);
+    Unsealed u;
+    u.fields = {o_.encoding, channels_, r.fields.label, uint32_t(img.height), uint32_t(img.width)};
+    if (o_.encoding == Encoding::kRaw) {
+      u.buffer = std::move(img.pixels);
+      return u;
+    }
+    auto enc = EncodeJpeg(img, o_.prepare.quality);
+    if (!enc.ok()) return enc.status();
+    u.buffer = std::move(enc.value());
+    u.stats_image = std::move(img);
+    return u;
+  }
+
+  // The one tail: statistics, then the record around the payload.
+  void Seal(Unsealed u, size_t pos, Packed* p) {
+    const uint8_t* payload = u.buffer.data() + u.headroom;
+    const size_t size = u.buffer.size() - u.headroom;
+    if (u.fields.encoding == Encoding::kRaw) {
+      p->moments.Add(payload, size_t(u.fields.width) * u.fields.height, u.fields.channels);
+    } else if (static_cast<int64_t>(pos) % stats_stride_ == 0) {
+      if (!u.stats_image.pixels.empty()) {
+        const Image& img = u.stats_image;
+        p->moments.Add(img.pixels.data(), size_t(img.width) * img.height, img.channels);
+      } else if (auto small = DecodeForStats(payload, size, channels_); small.ok()) {
+        p->moments.Add(small->pixels.data(), size_t(small->width) * small->height, small->channels);
+      }
+    }
+    p->passed_through = u.passed_through;
+    p->payload = static_cast<int64_t>(size);
+    if (u.headroom > 0) {
+      SealRecord(u.buffer, u.fields, items_[pos].rel);
+      p->record = std::move(u.buffer);
+    } else {
+      p->record = EncodeRecord(u.fields, items_[pos].rel, payload, size);
+    }
+  }
+
+  const PackOptions& o_;
+  const std::vector<SourceItem>& items_;
+  const RecordSource* db_;
+  const int channels_;
+  int64_t stats_stride_ = 1;
+  tbb::enumerable_thread_specific<std::unique_ptr<RecordCursor>> cursors_;
+  tbb::concurrent_queue<std::vector<uint8_t>> spares_;
+};
+
+// This shard's items, in sorted path order or shuffled by the seed.
+std::vector<SourceItem> ShardItems(std::vector<SourceItem> all, const PackOptions& o) {
   std::vector<SourceItem> items;
   for (auto& it : all)
     if (ShardOfPath(it.rel, o.shard.count) == o.shard.index) items.push_back(std::move(it));
@@ -276,6 +244,27 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
     for (size_t i = 0; i < items.size(); ++i) shuffled[i] = std::move(items[perm[i]]);
     items = std::move(shuffled);
   }
+  return items;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Result<PackSummary> PackDataset(const PackOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto source = internal::OpenSource(o.src, {o.classes_file, o.labels_file, nullptr});
+  if (!source.ok()) return source.status();
+  if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3)
+    return Status::InvalidArgument("channels must be 1 or 3");
+  PackSummary summary;
+  summary.errors = std::move(source->errors);
+  summary.ignored = std::move(source->ignored);
+  summary.problems = std::move(source->problems);
+  const std::vector<std::string>& classes = source->classes;
+  const std::vector<SourceItem> items = ShardItems(std::move(source->items), o);
   summary.inputs = static_cast<int64_t>(items.size());
   summary.classes = static_cast<int64_t>(classes.size());
   if (o.progress) o.progress->total = summary.inputs;
@@ -289,166 +278,71 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   auto writer = CreateWriter(o.format, o.dst, wo);
   if (!writer.ok()) return writer.status();
   RecordWriter& w = *writer.value();
-  summary.direct_io = w.direct_io();
+  // Blob: the writer stage only reserves each record's place, in order; the
+  // bytes are written by the last stage, on any thread.
+  ParallelRecordWriter* const pw = w.parallel();
+  summary.direct_io = pw && pw->direct_io();
 
-  // Raw: exact statistics over every image (the pixels are at hand). JPEG:
-  // every stride-th image, decoded at reduced scale; stats_sample 0: none.
-  const int64_t stats_stride =
-      o.encoding == Encoding::kRaw ? 1
-      : o.stats_sample <= 0        ? INT64_MAX
-                                   : std::max<int64_t>(1, (summary.inputs + o.stats_sample - 1) / o.stats_sample);
-  const int channels = o.prepare.decode.channels;
-  tbb::enumerable_thread_specific<std::unique_ptr<RecordCursor>> cursors;
-  // Buffers of raw records already written (by the workers for a blob, or
-  // handed back by the LMDB writer) come back here for the next images:
-  // zero-filling a fresh 200-300 KB buffer per image was 3-4% of raw
-  // packing.
-  tbb::concurrent_queue<std::vector<uint8_t>> spare_records;
-
-  auto process = [&](size_t pos) {
-    Packed p;
-    p.pos = pos;
-    const SourceItem& item = items[pos];
-    p.label = item.label;
-    std::vector<uint8_t> file;
-    const uint8_t* data = nullptr;
-    size_t size = 0;
-    RecordFields fields;
-    fields.label = item.label;
-    if (db) {
-      auto& cur = cursors.local();
-      if (!cur) cur = db->NewCursor();
-      auto r = cur->Read(item.db_index);
-      if (!r.ok()) {
-        p.error = r.status().message();
-        return p;
-      }
-      if (r->fields.encoding == Encoding::kRaw) {
-        // Raw pixels: re-wrap as an image, then take the same path as files.
-        Image img;
-        img.width = static_cast<int>(r->fields.width);
-        img.height = static_cast<int>(r->fields.height);
-        img.channels = r->fields.channels;
-        img.pixels.assign(r->payload, r->payload + r->payload_size);
-        auto [tw, th] = TargetSize(img.width, img.height, o.prepare.decode.limit);
-        if (tw != img.width || th != img.height) img = ResampleImage(img, tw, th, o.prepare.decode.filter);
-        img = ConvertChannels(std::move(img), channels);
-        p.bytes_in = static_cast<int64_t>(r->payload_size);
-        if (o.encoding == Encoding::kRaw) {
-          fields.encoding = Encoding::kRaw;
-        } else {
-          auto enc = EncodeJpeg(img, o.prepare.quality);
-          if (!enc.ok()) {
-            p.error = enc.status().message();
-            return p;
-          }
-          fields = {Encoding::kJpeg, channels, item.label, uint32_t(img.height), uint32_t(img.width)};
-          if (pos % stats_stride == 0) {
-            p.moments.Add(img);
-            p.has_moments = true;
-          }
-          p.payload = static_cast<int64_t>(enc->size());
-          p.record = EncodeRecord(fields, item.rel, enc->data(), enc->size());
-          return p;
-        }
-        fields = {Encoding::kRaw, channels, item.label, uint32_t(img.height), uint32_t(img.width)};
-        p.moments.Add(img);
-        p.has_moments = true;
-        p.payload = static_cast<int64_t>(img.pixels.size());
-        p.record = EncodeRecord(fields, item.rel, img.pixels.data(), img.pixels.size());
-        return p;
-      }
-      file.assign(r->payload, r->payload + r->payload_size);
-    } else {
-      // Read the file straight into where a record's payload goes: a clean
-      // JPEG then becomes a record with no copy at all.
-      const size_t headroom = kRecordHeaderSize + item.rel.size();
-      auto f = ReadFile((fs::path(o.src) / item.rel).string(), headroom);
-      if (!f.ok()) {
-        p.error = f.status().message();
-        return p;
-      }
-      file = std::move(f.value());
-      data = file.data() + headroom;
-      size = file.size() - headroom;
-      p.bytes_in = static_cast<int64_t>(size);
-      if (o.encoding == Encoding::kJpeg && !o.prepare.reencode) {
-        auto info = ProbeImage(data, size);
-        if (info.ok() && CanPassThrough(data, size, info.value(), o.prepare)) {
-          fields = {Encoding::kJpeg, info->components, item.label, uint32_t(info->height), uint32_t(info->width)};
-          p.passed_through = true;
-          if (pos % stats_stride == 0) {
-            auto small = DecodeForStats(data, size, channels);
-            if (small.ok()) {
-              p.moments.Add(small.value());
-              p.has_moments = true;
-            }
-          }
-          p.payload = static_cast<int64_t>(size);
-          SealRecord(file, fields, item.rel);
-          p.record = std::move(file);
-          return p;
-        }
-      }
-    }
-    if (db) {
-      data = file.data();
-      size = file.size();
-      p.bytes_in = static_cast<int64_t>(size);
-    }
-    if (o.encoding == Encoding::kJpeg) {
-      auto prepared = PrepareJpeg(data, size, o.prepare);
-      if (!prepared.ok()) {
-        p.error = prepared.status().message();
-        return p;
-      }
-      fields = {Encoding::kJpeg, prepared->channels, item.label, uint32_t(prepared->height),
-                uint32_t(prepared->width)};
-      p.passed_through = prepared->passed_through;
-      if (pos % stats_stride == 0) {
-        auto small = DecodeForStats(prepared->bytes.data(), prepared->bytes.size(), channels);
-        if (small.ok()) {
-          p.moments.Add(small.value());
-          p.has_moments = true;
-        }
-      }
-      p.payload = static_cast<int64_t>(prepared->bytes.size());
-      p.record = EncodeRecord(fields, item.rel, prepared->bytes.data(), prepared->bytes.size());
-    } else {
-      std::vector<uint8_t> spare;
-      spare_records.try_pop(spare);
-      Status direct = DecodeIntoRecord(data, size, item, o.prepare.decode, std::move(spare), &p);
-      if (direct.ok()) return p;
-      if (direct.code() != Status::Code::kNotSupported) {
-        p.error = direct.message();
-        return p;
-      }
-      auto img = DecodeImage(data, size, o.prepare.decode);
-      if (!img.ok()) {
-        p.error = img.status().message();
-        return p;
-      }
-      fields = {Encoding::kRaw, img->channels, item.label, uint32_t(img->height), uint32_t(img->width)};
-      p.moments.Add(img.value());
-      p.has_moments = true;
-      p.payload = static_cast<int64_t>(img->pixels.size());
-      p.record = EncodeRecord(fields, item.rel, img->pixels.data(), img->pixels.size());
-    }
-    return p;
-  };
-
-  Moments total;
-  int64_t stats_images = 0;
+  RecordMaker maker(o, items, source->db.get());
+  PixelMoments total;
   std::vector<int64_t> label_counts(classes.size(), 0);
   Status write_status;                    // owned by the writer stage
   std::atomic<bool> write_failed{false};  // read by the input stage
   const int threads = internal::ResolveThreads(o.threads);
   tbb::task_arena arena(std::max(threads, 1));
-  const bool parallel_writes = w.parallel_writes();
   const size_t tokens = static_cast<size_t>(std::max(threads, 1)) * 4;  // records in flight
-  // Bounded by the records in flight: records made by DecodeImage (resize,
-  // CMYK) take no spare, so unbounded the queue would grow with the dataset.
-  auto wants_spare = [&] { return o.encoding == Encoding::kRaw && spare_records.unsafe_size() < tokens; };
+
+  // Writer stage, serial in record order.
+  auto write = [&](Packed p) -> Packed {
+    if (o.progress) {
+      ++o.progress->done;
+      o.progress->bytes_in += p.bytes_in;
+    }
+    summary.bytes_in += p.bytes_in;
+    if (!p.error.empty()) {
+      summary.errors.push_back({items[p.pos].rel, p.error});
+      if (o.progress) ++o.progress->failed;
+      p.record.clear();
+      return p;
+    }
+    if (!write_status.ok() || write_failed.load()) {
+      p.record.clear();
+      return p;
+    }
+    const int64_t record_bytes = static_cast<int64_t>(p.record.size());
+    if (pw) {
+      auto at = pw->Reserve(p.record.size());
+      if (at.ok()) p.write_at = static_cast<int64_t>(at.value());
+      else write_status = at.status();
+    } else {
+      write_status = w.Add(std::move(p.record));
+      // LMDB hands back the buffers of committed records.
+      std::vector<uint8_t> spare;
+      while (maker.WantsSpare(tokens) && w.TakeSpareBuffer(&spare)) maker.GiveSpare(std::move(spare));
+      internal::TsanHappensBefore(maker.spares_id());
+    }
+    if (!write_status.ok()) {
+      write_failed = true;
+      p.record.clear();
+      return p;
+    }
+    if (p.label >= 0 && static_cast<size_t>(p.label) < label_counts.size()) ++label_counts[p.label];
+    summary.payload_bytes += p.payload;
+    if (o.progress) o.progress->bytes_out += record_bytes;
+    summary.passed_through += p.passed_through;
+    total.Merge(p.moments);
+    return p;
+  };
+  // Blob only: a reserved record's bytes, from any thread.
+  auto write_reserved = [&](Packed p) {
+    if (p.write_at < 0) return;
+    // The writer keeps a failure (w.status()); stop feeding the pipeline.
+    if (!pw->WriteReserved(static_cast<uint64_t>(p.write_at), p.record.data(), p.record.size()).ok())
+      write_failed = true;
+    if (maker.WantsSpare(tokens)) maker.GiveSpare(std::move(p.record));
+    internal::TsanHappensBefore(maker.spares_id());
+  };
+
   size_t next = 0;
   arena.execute([&] {
     tbb::parallel_pipeline(
@@ -462,85 +356,30 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
                                          }
                                          return next++;
                                        }) &
-            tbb::make_filter<size_t, Packed>(tbb::filter_mode::parallel, process) &
-            tbb::make_filter<Packed, Packed>(tbb::filter_mode::serial_in_order, [&](Packed p) -> Packed {
-              if (o.progress) {
-                ++o.progress->done;
-                o.progress->bytes_in += p.bytes_in;
-              }
-              summary.bytes_in += p.bytes_in;
-              if (!p.error.empty()) {
-                summary.errors.push_back({items[p.pos].rel, p.error});
-                if (o.progress) ++o.progress->failed;
-                p.record.clear();
-                return p;
-              }
-              if (!write_status.ok() || write_failed.load()) {
-                p.record.clear();
-                return p;
-              }
-              const int64_t record_bytes = static_cast<int64_t>(p.record.size());
-              if (parallel_writes) {
-                // The record's place is fixed here, in order; its bytes are
-                // written by the next stage, on any thread.
-                auto at = w.Reserve(p.record.size());
-                if (at.ok()) p.write_at = static_cast<int64_t>(at.value());
-                else write_status = at.status();
-              } else {
-                write_status = w.Add(std::move(p.record));
-                // LMDB hands back the buffers of committed records.
-                std::vector<uint8_t> spare;
-                while (wants_spare() && w.TakeSpareBuffer(&spare)) spare_records.push(std::move(spare));
-                internal::TsanHappensBefore(&spare_records);
-              }
-              if (!write_status.ok()) {
-                write_failed = true;
-                p.record.clear();
-                return p;
-              }
-              if (p.label >= 0 && static_cast<size_t>(p.label) < label_counts.size()) ++label_counts[p.label];
-              summary.payload_bytes += p.payload;
-              if (o.progress) o.progress->bytes_out += record_bytes;
-              summary.passed_through += p.passed_through;
-              if (p.has_moments) {
-                ++stats_images;
-                total.n += p.moments.n;
-                for (int k = 0; k < 3; ++k) {
-                  total.sum[k] += p.moments.sum[k];
-                  total.sq[k] += p.moments.sq[k];
-                }
-              }
-              return p;
-            }) &
-            tbb::make_filter<Packed, void>(tbb::filter_mode::parallel, [&](Packed p) {
-              if (p.write_at < 0) return;
-              // The writer keeps a failure (w.status()); stop feeding the
-              // pipeline.
-              if (!w.WriteReserved(static_cast<uint64_t>(p.write_at), p.record.data(), p.record.size()).ok())
-                write_failed = true;
-              if (wants_spare()) spare_records.push(std::move(p.record));
-              internal::TsanHappensBefore(&spare_records);
-            }));
+            tbb::make_filter<size_t, Packed>(tbb::filter_mode::parallel, [&](size_t pos) { return maker.Make(pos); }) &
+            tbb::make_filter<Packed, Packed>(tbb::filter_mode::serial_in_order, write) &
+            tbb::make_filter<Packed, void>(tbb::filter_mode::parallel, write_reserved));
   });
   // The pipeline's end orders every stage before what follows (TBB's own
   // synchronisation). Spare buffers reach this thread through it, last read
   // by the LMDB writer's flush thread; freed here when the pack fails.
-  internal::TsanHappensAfter(&spare_records);
+  internal::TsanHappensAfter(maker.spares_id());
   IMAGEPACK_RETURN_IF_ERROR(write_status);
   if (write_failed) IMAGEPACK_RETURN_IF_ERROR(w.status());
   std::sort(summary.errors.begin(), summary.errors.end(),
             [](const FileError& a, const FileError& b) { return a.path < b.path; });
   if (next < items.size()) {
     summary.cancelled = true;  // the writer's destructor removes the temporary
-    summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    summary.seconds = SecondsSince(t0);
     return summary;
   }
 
   DatasetMeta& meta = summary.meta;
+  std::error_code ec;
   meta.count = w.count();
   meta.classes = classes;
   meta.encoding = o.encoding;
-  meta.channels = channels;
+  meta.channels = o.prepare.decode.channels;
   meta.shard = o.shard;
   meta.label_counts = label_counts;
   meta.payload_bytes = summary.payload_bytes;
@@ -548,19 +387,12 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   meta.options_json = o.options_json;
   meta.source = fs::absolute(o.src, ec).string();
   meta.created = UtcNow();
-  meta.stats_images = stats_images;
-  if (total.n > 0) {
-    for (int k = 0; k < channels; ++k) {
-      const double mean = total.sum[k] / total.n / 255.0;
-      const double var = total.sq[k] / total.n / (255.0 * 255.0) - mean * mean;
-      meta.mean.push_back(mean);
-      meta.std.push_back(std::sqrt(std::max(0.0, var)));
-    }
-  }
+  meta.stats_images = total.images;
+  total.MeanStd(meta.channels, &meta.mean, &meta.std);
   IMAGEPACK_RETURN_IF_ERROR(w.Finish(meta));
   summary.written = meta.count;
   summary.file_bytes = static_cast<int64_t>(fs::file_size(o.dst, ec));
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  summary.seconds = SecondsSince(t0);
   return summary;
 }
 

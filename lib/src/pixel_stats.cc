@@ -1,6 +1,7 @@
 #include "pixel_stats.h"
 
 #include <algorithm>
+#include <cmath>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -151,6 +152,50 @@ void AddChannelSums(const uint8_t* p, size_t bytes, int c, uint64_t s[3], uint64
     }
   }
   AddScalar(p + done, bytes - done, c, s, q);
+}
+
+void PixelMoments::Add(const uint8_t* p, size_t px, int c) {
+  uint64_t s[3] = {0, 0, 0}, q[3] = {0, 0, 0};
+  AddChannelSums(p, px * c, c, s, q);
+  for (int k = 0; k < c; ++k) {
+    sum[k] += double(s[k]);
+    sq[k] += double(q[k]);
+  }
+  pixels += double(px);
+  ++images;
+}
+
+void PixelMoments::Merge(const PixelMoments& o) {
+  images += o.images;
+  pixels += o.pixels;
+  for (int k = 0; k < 3; ++k) {
+    sum[k] += o.sum[k];
+    sq[k] += o.sq[k];
+  }
+}
+
+PixelMoments PixelMoments::FromMeanStd(const std::vector<double>& mean, const std::vector<double>& std,
+                                       int64_t images) {
+  PixelMoments m;
+  m.images = images;
+  m.pixels = double(images);
+  const double weight = m.pixels;
+  for (size_t k = 0; k < mean.size() && k < std.size() && k < 3; ++k) {
+    m.sum[k] = mean[k] * 255.0 * weight;
+    m.sq[k] = (std[k] * std[k] + mean[k] * mean[k]) * (255.0 * 255.0) * weight;
+  }
+  return m;
+}
+
+void PixelMoments::MeanStd(int channels, std::vector<double>* mean, std::vector<double>* std) const {
+  mean->clear();
+  std->clear();
+  if (pixels <= 0) return;
+  for (int k = 0; k < channels && k < 3; ++k) {
+    const double m = sum[k] / pixels / 255.0;
+    mean->push_back(m);
+    std->push_back(std::sqrt(std::max(0.0, sq[k] / pixels / (255.0 * 255.0) - m * m)));
+  }
 }
 
 }  // namespace imagepack::internal

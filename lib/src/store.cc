@@ -13,6 +13,7 @@
 
 #include "imagepack/files.h"
 #include "imagepack/store.h"
+#include "pixel_stats.h"
 #include "store_internal.h"
 
 namespace fs = std::filesystem;
@@ -44,32 +45,9 @@ Result<RecordView> RecordCursor::Read(int64_t index, bool verify_checksum) {
   return view;
 }
 
+RecordWriter::~RecordWriter() = default;
+
 namespace {
-
-// Holds the destination lock for the writer's lifetime.
-class LockedWriter : public RecordWriter {
- public:
-  LockedWriter(std::unique_ptr<PathLock> lock, std::unique_ptr<RecordWriter> inner)
-      : lock_(std::move(lock)), inner_(std::move(inner)) {}
-  ~LockedWriter() override { inner_.reset(); }
-  using RecordWriter::Add;
-  Status Add(const uint8_t* record, size_t size) override { return inner_->Add(record, size); }
-  Status Add(std::vector<uint8_t>&& record) override { return inner_->Add(std::move(record)); }
-  Status Finish(const DatasetMeta& meta) override { return inner_->Finish(meta); }
-  int64_t count() const override { return inner_->count(); }
-  Status status() const override { return inner_->status(); }
-  bool TakeSpareBuffer(std::vector<uint8_t>* buffer) override { return inner_->TakeSpareBuffer(buffer); }
-  bool parallel_writes() const override { return inner_->parallel_writes(); }
-  bool direct_io() const override { return inner_->direct_io(); }
-  Result<uint64_t> Reserve(size_t size) override { return inner_->Reserve(size); }
-  Status WriteReserved(uint64_t at, const uint8_t* record, size_t size) override {
-    return inner_->WriteReserved(at, record, size);
-  }
-
- private:
-  std::unique_ptr<PathLock> lock_;
-  std::unique_ptr<RecordWriter> inner_;
-};
 
 class MemoryCursor : public RecordCursor {
  public:
@@ -265,7 +243,8 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
   auto inner = format == ContainerFormat::kBlob ? internal::NewBlobWriter(path, tmp, opts.direct_io)
                                                 : internal::NewLmdbWriter(path, tmp, opts.lmdb_records_per_value);
   if (!inner.ok()) return inner.status();
-  return std::unique_ptr<RecordWriter>(new LockedWriter(std::move(lock.value()), std::move(inner.value())));
+  inner.value()->lock_ = std::move(lock.value());
+  return inner;
 }
 
 Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
@@ -295,7 +274,7 @@ Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::strin
   meta.payload_bytes = 0;
   meta.stats_images = 0;
   meta.shard = {0, 1};
-  std::vector<double> sum(first.mean.size(), 0.0), sq(first.mean.size(), 0.0);
+  internal::PixelMoments pooled;
   for (size_t i = 0; i < parts.size(); ++i) {
     const DatasetMeta& m = parts[i]->meta();
     if (m.classes != first.classes)
@@ -308,20 +287,11 @@ Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::strin
     for (size_t c = 0; c < m.label_counts.size() && c < meta.label_counts.size(); ++c)
       if (i > 0) meta.label_counts[c] += m.label_counts[c];
     // Pool the per-shard statistics, weighted by the images behind them.
-    if (m.mean.size() == sum.size() && m.std.size() == sum.size()) {
-      for (size_t c = 0; c < sum.size(); ++c) {
-        sum[c] += m.mean[c] * m.stats_images;
-        sq[c] += (m.std[c] * m.std[c] + m.mean[c] * m.mean[c]) * m.stats_images;
-      }
-      meta.stats_images += m.stats_images;
-    }
+    if (m.mean.size() == first.mean.size() && m.std.size() == first.mean.size())
+      pooled.Merge(internal::PixelMoments::FromMeanStd(m.mean, m.std, m.stats_images));
   }
-  if (meta.stats_images > 0) {
-    for (size_t c = 0; c < sum.size(); ++c) {
-      meta.mean[c] = sum[c] / meta.stats_images;
-      meta.std[c] = std::sqrt(std::max(0.0, sq[c] / meta.stats_images - meta.mean[c] * meta.mean[c]));
-    }
-  }
+  meta.stats_images = pooled.images;
+  if (pooled.images > 0) pooled.MeanStd(static_cast<int>(first.mean.size()), &meta.mean, &meta.std);
   return std::unique_ptr<RecordSource>(new MultiSource(std::move(parts), std::move(meta)));
 }
 

@@ -11,11 +11,14 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
 #include "imagepack/files.h"
-#include "imagepack/image.h"
+#include "imagepack/decode.h"
+#include "pixel_stats.h"
+#include "sources.h"
 #include "threads.h"
 
 namespace fs = std::filesystem;
@@ -54,9 +57,162 @@ struct Tally {
   std::vector<int64_t> payloads;
   int64_t min_w = INT64_MAX, max_w = 0, min_h = INT64_MAX, max_h = 0;
   double sum_w = 0, sum_h = 0;
-  double px = 0, sum[3] = {0, 0, 0}, sq[3] = {0, 0, 0};
+  internal::PixelMoments moments;
   std::vector<std::pair<std::string, Seen>> paths;  // for --against
+
+  void Merge(Tally& t) {
+    checked += t.checked;
+    bytes += t.bytes;
+    for (size_t c = 0; c < t.class_counts.size() && c < class_counts.size(); ++c) class_counts[c] += t.class_counts[c];
+    payloads.insert(payloads.end(), t.payloads.begin(), t.payloads.end());
+    min_w = std::min(min_w, t.min_w);
+    max_w = std::max(max_w, t.max_w);
+    min_h = std::min(min_h, t.min_h);
+    max_h = std::max(max_h, t.max_h);
+    sum_w += t.sum_w;
+    sum_h += t.sum_h;
+    moments.Merge(t.moments);
+    for (auto& p : t.paths) paths.push_back(std::move(p));
+  }
 };
+
+// One record's checks; its label is counted in `labels` (this database's).
+void CheckRecord(const VerifyOptions& o, const DatasetMeta& meta, const std::string& where, const uint8_t* data,
+                 size_t size, Tally& t, std::vector<int64_t>& labels, Collector& problems) {
+  t.bytes += static_cast<int64_t>(size);
+  auto rec = ParseRecord(data, size, true);
+  ++t.checked;
+  if (!rec.ok()) {
+    problems.Add(where, "", rec.status().message());
+    return;
+  }
+  const RecordView& v = rec.value();
+  const std::string path(v.path);
+  if (v.fields.encoding != meta.encoding)
+    problems.Add(where, path, std::string("encoding is ") + EncodingName(v.fields.encoding) + ", metadata says " +
+                                  EncodingName(meta.encoding));
+  if (v.fields.encoding == Encoding::kRaw && v.fields.channels != meta.channels)
+    problems.Add(where, path, "raw record has " + std::to_string(v.fields.channels) + " channels, metadata says " +
+                                  std::to_string(meta.channels));
+  if (v.fields.label < 0 || static_cast<size_t>(v.fields.label) >= meta.classes.size()) {
+    problems.Add(where, path, "label " + std::to_string(v.fields.label) + " out of range [0," +
+                                  std::to_string(meta.classes.size()) + ")");
+  } else {
+    ++labels[v.fields.label];
+    if (static_cast<size_t>(v.fields.label) < t.class_counts.size()) ++t.class_counts[v.fields.label];
+  }
+  if (v.fields.width == 0 || v.fields.height == 0) problems.Add(where, path, "zero width or height");
+  t.min_w = std::min<int64_t>(t.min_w, v.fields.width);
+  t.max_w = std::max<int64_t>(t.max_w, v.fields.width);
+  t.min_h = std::min<int64_t>(t.min_h, v.fields.height);
+  t.max_h = std::max<int64_t>(t.max_h, v.fields.height);
+  t.sum_w += v.fields.width;
+  t.sum_h += v.fields.height;
+  if (o.stats) t.payloads.push_back(static_cast<int64_t>(v.payload_size));
+  if (!o.against.empty()) t.paths.push_back({path, {v.fields.label, where}});
+  if (v.fields.encoding == Encoding::kRaw) {
+    if (o.stats) t.moments.Add(v.payload, size_t(v.fields.width) * v.fields.height, v.fields.channels);
+    return;
+  }
+  if (!o.decode && !o.stats) return;
+  auto info = ProbeImage(v.payload, v.payload_size);
+  if (!info.ok() || info->format != ImageFormat::kJpeg) {
+    problems.Add(where, path, "payload is not a JPEG" + (info.ok() ? "" : ": " + info.status().message()));
+    return;
+  }
+  if (static_cast<uint32_t>(info->width) != v.fields.width || static_cast<uint32_t>(info->height) != v.fields.height) {
+    problems.Add(where, path, "JPEG is " + std::to_string(info->width) + "x" + std::to_string(info->height) +
+                                  ", record says " + std::to_string(v.fields.width) + "x" +
+                                  std::to_string(v.fields.height));
+    return;
+  }
+  if (!o.decode) return;
+  DecodeOptions dopt;
+  dopt.channels = meta.channels;
+  dopt.apply_orientation = false;
+  auto img = DecodeImage(v.payload, v.payload_size, dopt);
+  if (!img.ok()) {
+    problems.Add(where, path, img.status().message());
+    return;
+  }
+  if (o.stats) t.moments.Add(img->pixels.data(), size_t(img->width) * img->height, img->channels);
+}
+
+// Every record of one database, in parallel, then its label counts against
+// its metadata.
+void CheckDatabase(const VerifyOptions& o, const RecordSource& db, const std::string& name, size_t nclasses,
+                   tbb::task_arena& arena, tbb::enumerable_thread_specific<Tally>& tallies, Collector& problems) {
+  const DatasetMeta& meta = db.meta();
+  const int64_t problems_before = problems.total();
+  db.CheckLayout([&](const std::string& msg) { problems.Add(name, "", msg); });
+  tbb::enumerable_thread_specific<std::unique_ptr<RecordCursor>> cursors;
+  std::vector<int64_t> label_counts(meta.classes.size(), 0);
+  std::mutex label_mu;
+  arena.execute([&] {
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, meta.count, 256), [&](const tbb::blocked_range<int64_t>& r) {
+      auto& cur = cursors.local();
+      if (!cur) cur = db.NewCursor();
+      Tally& t = tallies.local();
+      if (t.class_counts.size() < nclasses) t.class_counts.resize(nclasses, 0);
+      std::vector<int64_t> local_labels(meta.classes.size(), 0);
+      for (int64_t i = r.begin(); i != r.end(); ++i) {
+        if (o.cancel && o.cancel->load()) return;
+        if (o.progress) ++o.progress->done;
+        const std::string where = name + " record " + RecordKey(i);
+        const uint8_t* data = nullptr;
+        size_t size = 0;
+        Status st = cur->ReadRaw(i, &data, &size);
+        if (st.ok()) CheckRecord(o, meta, where, data, size, t, local_labels, problems);
+        else problems.Add(where, "", st.message());
+      }
+      std::lock_guard<std::mutex> g(label_mu);
+      for (size_t c = 0; c < local_labels.size(); ++c) label_counts[c] += local_labels[c];
+    });
+  });
+  // Label counts only mean something when every record could be read.
+  if (!meta.label_counts.empty() && !(o.cancel && o.cancel->load()) && problems.total() == problems_before) {
+    for (size_t c = 0; c < label_counts.size(); ++c)
+      if (label_counts[c] != meta.label_counts[c])
+        problems.Add(name, "", "class " + std::to_string(c) + " (" + meta.classes[c] + ") has " +
+                                   std::to_string(label_counts[c]) + " records, metadata says " +
+                                   std::to_string(meta.label_counts[c]));
+  }
+}
+
+// --against: the tree as pack_lmdb lists it, labelled by the database's
+// classes, holds exactly the records' paths, each with its record's label.
+void CheckAgainst(const std::string& root, const std::vector<std::string>& classes,
+                  const std::vector<std::pair<std::string, Seen>>& paths, Collector& problems) {
+  auto tree = internal::OpenTreeSource(root, {"", "", &classes});
+  if (!tree.ok()) {
+    problems.Add(root, "", tree.status().message());
+    return;
+  }
+  std::unordered_map<std::string, Seen> in_db;
+  for (auto& [path, seen] : paths) {
+    auto [it, fresh] = in_db.emplace(path, seen);
+    if (!fresh) problems.Add(seen.where, path, "duplicate: also in " + it->second.where);
+  }
+  // Each image of the tree must be in the database, once.
+  auto take = [&](const std::string& rel) -> std::optional<Seen> {
+    auto it = in_db.find(rel);
+    if (it == in_db.end()) {
+      problems.Add(root, rel, "source image is not in the database");
+      return std::nullopt;
+    }
+    Seen seen = std::move(it->second);
+    in_db.erase(it);
+    return seen;
+  };
+  for (const auto& item : tree->items) {
+    auto seen = take(item.rel);
+    if (seen && seen->label != item.label)
+      problems.Add(seen->where, item.rel, "label " + std::to_string(seen->label) + ", but its folder is class " +
+                                              std::to_string(item.label));
+  }
+  for (const auto& rel : tree->unlabelled) take(rel);
+  for (auto& [path, seen] : in_db) problems.Add(seen.where, path, "not in the source tree " + root);
+}
 
 }  // namespace
 
@@ -83,184 +239,20 @@ Result<VerifyReport> VerifyDatabases(const VerifyOptions& o) {
   const int threads = internal::ResolveThreads(o.threads);
   tbb::task_arena arena(std::max(threads, 1));
   tbb::enumerable_thread_specific<Tally> tallies;
-  const size_t nclasses = dbs.empty() ? 0 : dbs[0]->meta().classes.size();
-
-  for (size_t d = 0; d < dbs.size() && !(o.cancel && o.cancel->load()); ++d) {
-    const RecordSource& db = *dbs[d];
-    const DatasetMeta& meta = db.meta();
-    const std::string& name = names[d];
-    const int64_t problems_before = problems.total();
-    db.CheckLayout([&](const std::string& msg) { problems.Add(name, "", msg); });
-    tbb::enumerable_thread_specific<std::unique_ptr<RecordCursor>> cursors;
-    std::vector<int64_t> label_counts(meta.classes.size(), 0);
-    std::mutex label_mu;
-    arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<int64_t>(0, meta.count, 256), [&](const tbb::blocked_range<int64_t>& r) {
-        auto& cur = cursors.local();
-        if (!cur) cur = db.NewCursor();
-        Tally& t = tallies.local();
-        if (t.class_counts.size() < nclasses) t.class_counts.resize(nclasses, 0);
-        std::vector<int64_t> local_labels(meta.classes.size(), 0);
-        for (int64_t i = r.begin(); i != r.end(); ++i) {
-          if (o.cancel && o.cancel->load()) return;
-          if (o.progress) ++o.progress->done;
-          const std::string where = name + " record " + RecordKey(i);
-          const uint8_t* data = nullptr;
-          size_t size = 0;
-          Status st = cur->ReadRaw(i, &data, &size);
-          if (!st.ok()) {
-            problems.Add(where, "", st.message());
-            continue;
-          }
-          t.bytes += static_cast<int64_t>(size);
-          auto rec = ParseRecord(data, size, true);
-          ++t.checked;
-          if (!rec.ok()) {
-            problems.Add(where, "", rec.status().message());
-            continue;
-          }
-          const RecordView& v = rec.value();
-          const std::string path(v.path);
-          if (v.fields.encoding != meta.encoding)
-            problems.Add(where, path, std::string("encoding is ") + EncodingName(v.fields.encoding) +
-                                          ", metadata says " + EncodingName(meta.encoding));
-          if (v.fields.encoding == Encoding::kRaw && v.fields.channels != meta.channels)
-            problems.Add(where, path, "raw record has " + std::to_string(v.fields.channels) +
-                                          " channels, metadata says " + std::to_string(meta.channels));
-          if (v.fields.label < 0 || static_cast<size_t>(v.fields.label) >= meta.classes.size()) {
-            problems.Add(where, path, "label " + std::to_string(v.fields.label) + " out of range [0," +
-                                          std::to_string(meta.classes.size()) + ")");
-          } else {
-            ++local_labels[v.fields.label];
-            if (static_cast<size_t>(v.fields.label) < t.class_counts.size()) ++t.class_counts[v.fields.label];
-          }
-          if (v.fields.width == 0 || v.fields.height == 0) problems.Add(where, path, "zero width or height");
-          t.min_w = std::min<int64_t>(t.min_w, v.fields.width);
-          t.max_w = std::max<int64_t>(t.max_w, v.fields.width);
-          t.min_h = std::min<int64_t>(t.min_h, v.fields.height);
-          t.max_h = std::max<int64_t>(t.max_h, v.fields.height);
-          t.sum_w += v.fields.width;
-          t.sum_h += v.fields.height;
-          if (o.stats) t.payloads.push_back(static_cast<int64_t>(v.payload_size));
-          if (!o.against.empty()) t.paths.push_back({path, {v.fields.label, where}});
-          Image img;
-          bool have_pixels = false;
-          if (v.fields.encoding == Encoding::kJpeg && (o.decode || o.stats)) {
-            auto info = ProbeImage(v.payload, v.payload_size);
-            if (!info.ok() || info->format != ImageFormat::kJpeg) {
-              problems.Add(where, path, "payload is not a JPEG" + (info.ok() ? "" : ": " + info.status().message()));
-              continue;
-            }
-            if (static_cast<uint32_t>(info->width) != v.fields.width ||
-                static_cast<uint32_t>(info->height) != v.fields.height) {
-              problems.Add(where, path, "JPEG is " + std::to_string(info->width) + "x" + std::to_string(info->height) +
-                                            ", record says " + std::to_string(v.fields.width) + "x" +
-                                            std::to_string(v.fields.height));
-              continue;
-            }
-            if (o.decode) {
-              DecodeOptions dopt;
-              dopt.channels = meta.channels;
-              dopt.apply_orientation = false;
-              auto dec = DecodeImage(v.payload, v.payload_size, dopt);
-              if (!dec.ok()) {
-                problems.Add(where, path, dec.status().message());
-                continue;
-              }
-              img = std::move(dec.value());
-              have_pixels = true;
-            }
-          } else if (v.fields.encoding == Encoding::kRaw && o.stats) {
-            img.width = static_cast<int>(v.fields.width);
-            img.height = static_cast<int>(v.fields.height);
-            img.channels = v.fields.channels;
-            img.pixels.assign(v.payload, v.payload + v.payload_size);
-            have_pixels = true;
-          }
-          if (o.stats && have_pixels) {
-            const size_t n = size_t(img.width) * img.height;
-            for (size_t p = 0; p < n; ++p)
-              for (int c = 0; c < img.channels; ++c) {
-                const double x = img.pixels[p * img.channels + c];
-                t.sum[c] += x;
-                t.sq[c] += x * x;
-              }
-            t.px += double(n);
-          }
-        }
-        std::lock_guard<std::mutex> g(label_mu);
-        for (size_t c = 0; c < local_labels.size(); ++c) label_counts[c] += local_labels[c];
-      });
-    });
-    // Label counts only mean something when every record could be read.
-    if (!meta.label_counts.empty() && !(o.cancel && o.cancel->load()) && problems.total() == problems_before) {
-      for (size_t c = 0; c < label_counts.size(); ++c)
-        if (label_counts[c] != meta.label_counts[c])
-          problems.Add(name, "", "class " + std::to_string(c) + " (" + meta.classes[c] + ") has " +
-                                     std::to_string(label_counts[c]) + " records, metadata says " +
-                                     std::to_string(meta.label_counts[c]));
-    }
-  }
+  const std::vector<std::string> classes = dbs.empty() ? std::vector<std::string>{} : dbs[0]->meta().classes;
+  for (size_t d = 0; d < dbs.size() && !(o.cancel && o.cancel->load()); ++d)
+    CheckDatabase(o, *dbs[d], names[d], classes.size(), arena, tallies, problems);
   report.cancelled = o.cancel && o.cancel->load();
 
-  // Merge the per-thread tallies.
   Tally all;
-  all.class_counts.assign(nclasses, 0);
-  for (auto& t : tallies) {
-    all.checked += t.checked;
-    all.bytes += t.bytes;
-    for (size_t c = 0; c < t.class_counts.size() && c < nclasses; ++c) all.class_counts[c] += t.class_counts[c];
-    all.payloads.insert(all.payloads.end(), t.payloads.begin(), t.payloads.end());
-    all.min_w = std::min(all.min_w, t.min_w);
-    all.max_w = std::max(all.max_w, t.max_w);
-    all.min_h = std::min(all.min_h, t.min_h);
-    all.max_h = std::max(all.max_h, t.max_h);
-    all.sum_w += t.sum_w;
-    all.sum_h += t.sum_h;
-    all.px += t.px;
-    for (int c = 0; c < 3; ++c) {
-      all.sum[c] += t.sum[c];
-      all.sq[c] += t.sq[c];
-    }
-    for (auto& p : t.paths) all.paths.push_back(std::move(p));
-  }
+  all.class_counts.assign(classes.size(), 0);
+  for (auto& t : tallies) all.Merge(t);
   report.checked = all.checked;
   report.bytes = all.bytes;
-
-  if (!o.against.empty() && !report.cancelled) {
-    auto listing = ListTree(o.against);
-    if (!listing.ok()) {
-      problems.Add(o.against, "", listing.status().message());
-    } else {
-      std::unordered_map<std::string, Seen> in_db;
-      for (auto& [path, seen] : all.paths) {
-        auto [it, fresh] = in_db.emplace(path, seen);
-        if (!fresh) problems.Add(seen.where, path, "duplicate: also in " + it->second.where);
-      }
-      std::map<std::string, int32_t> class_index;
-      if (!dbs.empty())
-        for (size_t c = 0; c < dbs[0]->meta().classes.size(); ++c) class_index[dbs[0]->meta().classes[c]] = int32_t(c);
-      for (const auto& rel : listing->images) {
-        auto it = in_db.find(rel);
-        if (it == in_db.end()) {
-          problems.Add(o.against, rel, "source image is not in the database");
-          continue;
-        }
-        auto slash = rel.find('/');
-        if (slash != std::string::npos) {
-          auto ci = class_index.find(rel.substr(0, slash));
-          if (ci != class_index.end() && ci->second != it->second.label)
-            problems.Add(it->second.where, rel, "label " + std::to_string(it->second.label) + ", but its folder is class " +
-                                                    std::to_string(ci->second));
-        }
-        in_db.erase(it);
-      }
-      for (auto& [path, seen] : in_db) problems.Add(seen.where, path, "not in the source tree " + o.against);
-    }
-  }
+  if (!o.against.empty() && !report.cancelled) CheckAgainst(o.against, classes, all.paths, problems);
 
   if (o.stats) {
-    report.classes = dbs.empty() ? std::vector<std::string>{} : dbs[0]->meta().classes;
+    report.classes = classes;
     report.class_counts = all.class_counts;
     if (all.checked > 0) {
       report.min_width = all.min_w;
@@ -274,13 +266,7 @@ Result<VerifyReport> VerifyDatabases(const VerifyOptions& o) {
     if (!all.payloads.empty())
       for (int pct : {0, 10, 50, 90, 100})
         report.payload_percentiles.push_back(all.payloads[(all.payloads.size() - 1) * pct / 100]);
-    const int ch = dbs.empty() ? 0 : dbs[0]->meta().channels;
-    if (all.px > 0)
-      for (int c = 0; c < ch; ++c) {
-        const double m = all.sum[c] / all.px / 255.0;
-        report.mean.push_back(m);
-        report.std.push_back(std::sqrt(std::max(0.0, all.sq[c] / all.px / 65025.0 - m * m)));
-      }
+    all.moments.MeanStd(dbs.empty() ? 0 : dbs[0]->meta().channels, &report.mean, &report.std);
   }
   report.problems = std::move(problems.problems_);
   report.problems_total = problems.total_;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "imagepack/image.h"
+#include "imagepack/prepare.h"
 #include "imagepack/progress.h"
 #include "imagepack/resize_tree.h"
 #include "imagepack/shard.h"
@@ -66,9 +66,5 @@ struct PackSummary {
 // `threads` is. Bad inputs are skipped and listed; a non-Ok Status means
 // nothing was written under dst (nor is anything on cancel).
 Result<PackSummary> PackDataset(const PackOptions& opts);
-
-// Reads a --classes file: the first word of each non-empty line not starting
-// with '#'. Duplicates are an error naming the line.
-Result<std::vector<std::string>> ReadClassList(const std::string& path);
 
 }  // namespace imagepack

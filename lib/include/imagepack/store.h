@@ -18,19 +18,23 @@ enum class ContainerFormat { kLmdb, kBlob };
 const char* ContainerFormatName(ContainerFormat f);
 Result<ContainerFormat> ParseContainerFormat(const std::string& name);
 
+class PathLock;
+class ParallelRecordWriter;
+struct WriterOptions;
+
 // Appends records 0, 1, 2, ... then the metadata. Everything is written under
 // a temporary name beside `path` and renamed onto `path` by Finish(), so
 // `path` only ever holds a complete container. Destroying a writer that has
 // not finished deletes the temporary. Status is sticky: after the first
 // failure Add() does nothing and Finish() returns that failure.
-// Not thread-safe: one writer thread (but see WriteReserved).
+// Not thread-safe: one writer thread (but see parallel()).
 class RecordWriter {
  public:
-  virtual ~RecordWriter() = default;
-  virtual Status Add(const uint8_t* record, size_t size) = 0;
-  Status Add(const std::vector<uint8_t>& record) { return Add(record.data(), record.size()); }
+  virtual ~RecordWriter();
   // Takes the buffer, saving a copy where the container batches records.
-  virtual Status Add(std::vector<uint8_t>&& record) { return Add(record.data(), record.size()); }
+  virtual Status Add(std::vector<uint8_t>&& record) = 0;
+  Status Add(const uint8_t* record, size_t size) { return Add(std::vector<uint8_t>(record, record + size)); }
+  Status Add(const std::vector<uint8_t>& record) { return Add(record.data(), record.size()); }
   // Writes `meta` (its count must equal the records added), syncs, renames.
   virtual Status Finish(const DatasetMeta& meta) = 0;
   virtual int64_t count() const = 0;
@@ -44,24 +48,32 @@ class RecordWriter {
     (void)buffer;
     return false;
   }
+  // The second write protocol, for containers that take record bytes from
+  // several threads (blob); null for those with one writer (LMDB).
+  virtual ParallelRecordWriter* parallel() { return nullptr; }
 
-  // Containers that take record bytes from several threads (blob): Reserve()
-  // adds the next record (writer thread, in record order) and returns where
-  // its bytes go; WriteReserved() writes them there, from any thread, each
-  // reservation once. Every WriteReserved() must have returned before
-  // Finish(). A failed WriteReserved() fails Finish() too. LMDB: not
-  // supported (liblmdb has one writer), use Add().
-  virtual bool parallel_writes() const { return false; }
+ private:
+  // The destination's lock (CreateWriter): released by this destructor,
+  // after the container's own destructor has removed its temporary.
+  friend Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat, const std::string&,
+                                                            const WriterOptions&);
+  std::unique_ptr<PathLock> lock_;
+};
+
+// A capability of the blob writer: Reserve() adds the next record (writer
+// thread, in record order, interleaved with Add() as needed) and returns
+// where its bytes go; WriteReserved() writes them there, from any thread,
+// each reservation once. Every WriteReserved() must have returned before
+// Finish(). A failed WriteReserved() fails Finish() too.
+class ParallelRecordWriter {
+ public:
+  virtual Result<uint64_t> Reserve(size_t size) = 0;
+  virtual Status WriteReserved(uint64_t at, const uint8_t* record, size_t size) = 0;
   // True when records go to the device with O_DIRECT (WriterOptions).
-  virtual bool direct_io() const { return false; }
-  virtual Result<uint64_t> Reserve(size_t size) {
-    (void)size;
-    return Status::NotSupported("this container has one writer thread");
-  }
-  virtual Status WriteReserved(uint64_t at, const uint8_t* record, size_t size) {
-    (void)at, (void)record, (void)size;
-    return Status::NotSupported("this container has one writer thread");
-  }
+  virtual bool direct_io() const = 0;
+
+ protected:
+  ~ParallelRecordWriter() = default;  // owned as the RecordWriter it is part of
 };
 
 // How a blob is written: kOn, with O_DIRECT from aligned staging chunks (no
