@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "imagepack/image.h"
+#include "imagepack/pixels.h"
 
 namespace imagepack::internal {
 

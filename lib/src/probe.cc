@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "imagepack/image.h"
+#include "imagepack/probe.h"
 #include "vips_util.h"
 
 namespace imagepack {

@@ -15,7 +15,7 @@
 
 #include <atomic>
 
-#include "imagepack/image.h"
+#include "imagepack/resample.h"
 #include "resample_internal.h"
 #include "resample_kernels.h"
 

@@ -1,17 +1,13 @@
 #include "imagepack/transform.h"
 
-#include <jpeglib.h>
-#include <jerror.h>
-
 #include <algorithm>
 #include <cmath>
-#include <csetjmp>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "jpeg_internal.h"
+#include "jpeg/jpeg.h"
 
 namespace imagepack {
 namespace {
@@ -21,75 +17,6 @@ Status Finish(const uint8_t* src, int w, int h, size_t stride, int C, double rx,
 
 int RandInt(SplitMix64& rng, int lo, int hi) {  // inclusive
   return lo + static_cast<int>(rng.Below(static_cast<uint64_t>(hi - lo) + 1));
-}
-
-// libjpeg reports errors through longjmp; messages are kept for the Status.
-struct ErrorMgr {
-  jpeg_error_mgr pub;
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-  bool premature_end;
-};
-
-extern "C" void OnJpegError(j_common_ptr cinfo) {
-  ErrorMgr* err = reinterpret_cast<ErrorMgr*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  longjmp(err->jump, 1);
-}
-
-extern "C" void OnJpegMessage(j_common_ptr cinfo, int level) {
-  ErrorMgr* err = reinterpret_cast<ErrorMgr*>(cinfo->err);
-  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) err->premature_end = true;
-}
-
-// Decodes rows [y0, y0 + rows) and columns covering [x0, x0 + cols) of the
-// image scaled by num/8 into `buf` (3 or 1 bytes per pixel). On return
-// *got_x0 / *got_w say which columns the buffer holds (whole iMCUs).
-// Damage is judged by internal::JpegDamage, the rule of every decode path.
-// Only POD state lives across setjmp.
-Status DecodeRegion(const uint8_t* data, size_t size, int num, bool gray_out, int x0, int cols, int y0, int rows,
-                    std::vector<uint8_t>* buf, int* got_x0, int* got_w, int* channels_out) {
-  jpeg_decompress_struct cinfo;
-  ErrorMgr err;
-  err.premature_end = false;
-  err.message[0] = '\0';
-  cinfo.err = jpeg_std_error(&err.pub);
-  err.pub.error_exit = OnJpegError;
-  err.pub.emit_message = OnJpegMessage;
-  jpeg_create_decompress(&cinfo);
-  JSAMPROW row = nullptr;
-  if (setjmp(err.jump)) {
-    jpeg_destroy_decompress(&cinfo);
-    return internal::JpegDamage(err.message, /*fatal=*/true, false);
-  }
-  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
-  jpeg_read_header(&cinfo, TRUE);
-  cinfo.scale_num = static_cast<unsigned>(num);
-  cinfo.scale_denom = 8;
-  cinfo.dct_method = JDCT_IFAST;
-  // RGBX: as cheap for libjpeg-turbo as RGB, and the resampler's 4-channel
-  // SIMD kernel applies.
-  cinfo.out_color_space = gray_out ? JCS_GRAYSCALE : JCS_EXT_RGBX;
-  jpeg_start_decompress(&cinfo);
-  JDIMENSION xoff = static_cast<JDIMENSION>(std::max(0, x0));
-  JDIMENSION width = static_cast<JDIMENSION>(std::min<int>(cols, static_cast<int>(cinfo.output_width) - x0));
-  if (width < cinfo.output_width) jpeg_crop_scanline(&cinfo, &xoff, &width);
-  const int c = cinfo.output_components;
-  const int y_end = std::min<int>(y0 + rows, static_cast<int>(cinfo.output_height));
-  buf->resize(size_t(width) * c * std::max(0, y_end - y0));
-  if (y0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(y0));
-  for (int y = y0; y < y_end; ++y) {
-    row = buf->data() + size_t(y - y0) * width * c;
-    jpeg_read_scanlines(&cinfo, &row, 1);
-  }
-  const bool ran_out = err.premature_end;
-  jpeg_abort_decompress(&cinfo);
-  jpeg_destroy_decompress(&cinfo);
-  IMAGEPACK_RETURN_IF_ERROR(internal::JpegDamage("", /*fatal=*/false, ran_out));
-  *got_x0 = static_cast<int>(xoff);
-  *got_w = static_cast<int>(width);
-  *channels_out = c;
-  return Status::Ok();
 }
 
 }  // namespace
@@ -211,8 +138,8 @@ Status RenderJpeg(const uint8_t* data, size_t size, const CropBox& box, const Re
   const bool gray_out = o.channels == 1 || info->components == 1;
   thread_local std::vector<uint8_t> buf;  // keeps its capacity between images
   int got_x0 = 0, got_w = 0, c = 0;
-  IMAGEPACK_RETURN_IF_ERROR(DecodeRegion(data, size, num, gray_out, sx0, sx1 - sx0, sy0, sy1 - sy0, &buf, &got_x0,
-                                         &got_w, &c));
+  IMAGEPACK_RETURN_IF_ERROR(internal::DecodeJpegRegion(data, size, num, gray_out, sx0, sx1 - sx0, sy0, sy1 - sy0,
+                                                       &buf, &got_x0, &got_w, &c));
   const int rows = static_cast<int>(buf.size() / (size_t(got_w) * c));
   if (rows <= 0 || got_w <= 0) return Status::Corruption("JPEG region decode came back empty");
   // The exact box in the decoded buffer's coordinates (DCT scaling maps each

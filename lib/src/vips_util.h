@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "imagepack/image.h"
+#include "imagepack/decode.h"
 
 namespace imagepack::internal {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "imagepack/files.h"
-#include "imagepack/image.h"
+#include "imagepack/prepare.h"
 #include "imagepack/progress.h"
 #include "imagepack/shard.h"
 #include "imagepack/status.h"

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "imagepack/image.h"
+#include "imagepack/resample.h"
 #include "imagepack/shard.h"
 #include "imagepack/status.h"
 

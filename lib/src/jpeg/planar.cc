@@ -1,67 +1,12 @@
-#include "jpeg_internal.h"
-
+// The planar YCbCr resize path (jpeg.h, PrepareViaYuv).
+#include <algorithm>
 #include <array>
 #include <vector>
 
+#include "jpeg/jpeg.h"
+#include "jpeg/turbo.h"
+
 namespace imagepack::internal {
-
-TjHandles& Handles() {
-  thread_local TjHandles h;
-  return h;
-}
-
-std::string TjError(tjhandle h) { return tjGetErrorStr2(h); }
-
-namespace {
-
-// libjpeg-turbo 2.1's warning messages (jerror.h, JWRN_*). TurboJPEG 2.x's
-// tjGetErrorCode() keeps saying "warning" when a fatal error follows a
-// warning in the same image (found by fuzz_verify: extraneous bytes, then
-// "Quantization table 0x00 was not defined", came back as a warning and a
-// half-decoded image as success). The last message is the one that counts.
-bool IsWarningMessage(const std::string& msg) {
-  for (const char* w : {"Corrupt JPEG data", "Premature end of JPEG file", "Unknown Adobe color transform",
-                        "Inconsistent progression sequence", "Warning:", "Invalid SOS parameters for sequential",
-                        "Application transferred too many scanlines"})
-    if (msg.rfind(w, 0) == 0) return true;
-  return false;
-}
-
-}  // namespace
-
-Status JpegDamage(const std::string& message, bool fatal, bool ran_out) {
-  if (fatal) return Status::Corruption("JPEG decode failed: " + message);
-  if (ran_out) return Status::Corruption("truncated JPEG (Premature end of JPEG file)");
-  return Status::Ok();
-}
-
-// TurboJPEG gives messages, not codes: its last message decides (see
-// IsWarningMessage). Counting "premature end of data segment" (a scan
-// ending early) as truncation once made pack_lmdb pass through bytes that
-// the loader then refused (found by fuzz_decode).
-Status DecodeFailure(tjhandle h) {
-  const std::string msg = TjError(h);
-  const bool fatal = tjGetErrorCode(h) != TJERR_WARNING || !IsWarningMessage(msg);
-  return JpegDamage(msg, fatal, msg.rfind("Premature end of JPEG file", 0) == 0);
-}
-
-tjscalingfactor PickScale(int w, int h, int need_w, int need_h) {
-  int count = 0;
-  const tjscalingfactor* sf = tjGetScalingFactors(&count);
-  tjscalingfactor best{1, 1};
-  int64_t best_area = int64_t(w) * h;
-  for (int i = 0; i < count; ++i) {
-    if (sf[i].num > sf[i].denom) continue;
-    const int sw = TJSCALED(w, sf[i]), sh = TJSCALED(h, sf[i]);
-    const bool covers = int64_t(w) * sf[i].num >= int64_t(need_w) * sf[i].denom &&
-                        int64_t(h) * sf[i].num >= int64_t(need_h) * sf[i].denom;
-    if (covers && int64_t(sw) * sh < best_area) {
-      best = sf[i];
-      best_area = int64_t(sw) * sh;
-    }
-  }
-  return best;
-}
 
 namespace {
 

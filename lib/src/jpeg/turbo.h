@@ -1,11 +1,12 @@
-// libjpeg-turbo plumbing shared by the decode paths. Internal.
+// TurboJPEG plumbing shared by the JPEG module's files. Internal to
+// lib/src/jpeg/.
 #pragma once
 
 #include <turbojpeg.h>
 
 #include <string>
 
-#include "imagepack/image.h"
+#include "imagepack/status.h"
 
 namespace imagepack::internal {
 
@@ -38,17 +39,6 @@ class TjDecompressor {
 
 std::string TjError(tjhandle h);
 
-// The one rule for damaged JPEG data, on every decode path (TurboJPEG's
-// and the loader's libjpeg region decoder): `fatal` (libjpeg stopped on
-// `message`) is "JPEG decode failed: <message>"; otherwise a file whose data
-// ran out before its EOI (`ran_out`: libjpeg's JWRN_JPEG_EOF, "Premature end
-// of JPEG file", always the first warning of a cut file) is "truncated
-// JPEG"; any other warning (damaged scan data: extraneous bytes before a
-// marker, which real ImageNet files have, bad codes, a scan that ends
-// early inside a complete file, whose missing blocks decode flat) is
-// tolerated, as Pillow, OpenCV and torchvision tolerate it.
-Status JpegDamage(const std::string& message, bool fatal, bool ran_out);
-
 // JpegDamage for a failed tjDecompress*.
 Status DecodeFailure(tjhandle h);
 
@@ -62,15 +52,5 @@ tjscalingfactor PickScale(int w, int h, int need_w, int need_h);
 // Pixel j of the decode covers source pixels [j / sf, (j + 1) / sf), so a
 // resample to the target reads exactly this region (from 0) of the decode.
 inline double ScaledExtent(int size, tjscalingfactor sf) { return double(size) * sf.num / sf.denom; }
-
-// The fast path for YCbCr and gray JPEGs: decode to Y/Cb/Cr planes at the
-// best DCT scale, resample each plane, apply the orientation, and encode
-// from the planes (4:2:0, or gray). It skips both colour conversions and
-// chroma up/down-sampling, and resamples 1.5 bytes per pixel instead of 3.
-// Resampling commutes with the (affine) YCbCr transform, so the result
-// matches the RGB path up to rounding. Returns NotSupported when the source
-// is not a YCbCr/gray JPEG (the caller then takes the RGB path).
-Result<PreparedJpeg> PrepareViaYuv(const uint8_t* data, size_t size, const ImageInfo& info,
-                                   const PrepareOptions& opts);
 
 }  // namespace imagepack::internal
