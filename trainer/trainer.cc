@@ -1,0 +1,422 @@
+#include "trainer.h"
+
+#include <boost/algorithm/string.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+#include <thread>
+
+#include "imagepack/files.h"
+#include "models.h"
+#include "nccl_backend.h"
+#include "preemption.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// Running value and average, as in the reference ImageNet example.
+struct Meter {
+  double val = 0, sum = 0;
+  int64_t n = 0;
+  void Add(double v, int64_t k = 1) {
+    val = v;
+    sum += v * k;
+    n += k;
+  }
+  double avg() const { return n ? sum / n : 0; }
+};
+
+// Number of samples whose target is among the top-k logits, for k = 1, 5.
+std::pair<int64_t, int64_t> Correct(const torch::Tensor& logits, const torch::Tensor& target) {
+  const int64_t k = std::min<int64_t>(5, logits.size(1));
+  auto top = std::get<1>(logits.topk(k, 1));
+  auto hit = top.eq(target.view({-1, 1}));
+  return {hit.narrow(1, 0, 1).sum().item<int64_t>(), hit.sum().item<int64_t>()};
+}
+
+bool IsSmall(const std::string& arch) { return arch == "small_cnn" || arch == "mlp"; }
+
+template <typename T>
+T Check(Result<T> r) {
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return std::move(r.value());
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainOptions& o)
+    : o_(o), env_(ReadDistEnv()), device_(o.device == "cuda" ? torch::kCUDA : torch::kCPU) {
+  if (device_.is_cuda()) {
+    if (!torch::cuda::is_available()) throw std::runtime_error("--device cuda, but no CUDA device is available");
+    ConfigureCuda();
+  }
+  // Threads: split the cores between the local ranks unless told.
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const char* local = std::getenv("LOCAL_WORLD_SIZE");
+  const int local_ranks = std::max(1, local ? std::atoi(local) : env_.world_size);
+  per_rank_threads_ = std::max(1, cores / local_ranks);
+  torch::set_num_threads(o_.threads > 0 ? o_.threads : per_rank_threads_);
+  torch::manual_seed(static_cast<uint64_t>(o_.seed));
+  InstallStopHandlers();
+  dist_ = std::make_unique<Distributed>(env_, device_);
+  main_rank_ = dist_->is_main();
+  SetUpLoaders();
+  SetUpModel();
+  SetUpOptimizer();
+  Resume();
+  // Every rank starts from rank 0's parameters and buffers.
+  std::vector<torch::Tensor> sync = params_;
+  sync.insert(sync.end(), buffers_.begin(), buffers_.end());
+  {
+    torch::NoGradGuard ng;
+    dist_->Broadcast(sync);
+  }
+  reducer_ = std::make_unique<GradientReducer>(dist_.get(), params_);
+  if (main_rank_) {
+    fs::create_directories(o_.output);
+    metrics_.open(o_.output + "/metrics.jsonl", std::ios::app);
+  }
+  // --log-samples: each rank's dataset indices, one line per step.
+  if (!o_.log_samples.empty())
+    sample_log_.open(o_.log_samples + ".rank" + std::to_string(dist_->rank()), std::ios::app);
+  const size_t sample_bytes = size_t(lo_.size) * lo_.size * channels_;
+  host_batch_ = torch::empty({static_cast<int64_t>(sample_bytes) * o_.batch},
+                             torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(device_.is_cuda()));
+  host_labels_.resize(size_t(o_.batch));
+  host_indices_.resize(size_t(o_.batch));
+  Log("=> " + o_.arch + " (" + std::to_string(CountParameters(*module_)) + " parameters), " +
+      std::to_string(val_loader_->meta().classes.size()) + " classes, " + std::to_string(dist_->world_size()) +
+      " process(es) [" + dist_->backend() + ", " + env_.source + "], batch " + std::to_string(o_.batch) +
+      "/rank, lr " + std::to_string(schedule_.base_lr) +
+      (o_.amp ? (device_.is_cuda() ? ", AMP fp16" : ", AMP bf16") : ""));
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::SetUpLoaders() {
+  std::vector<std::string> train_paths;
+  boost::split(train_paths, o_.data, boost::is_any_of(","));
+  const bool small = IsSmall(o_.arch);
+  lo_.paths = train_paths;
+  lo_.in_ram = o_.in_ram;
+  lo_.batch_size = o_.batch;
+  lo_.seed = static_cast<uint64_t>(o_.seed);
+  lo_.rank = dist_->rank();
+  lo_.world_size = dist_->world_size();
+  lo_.threads = o_.loader_threads > 0 ? o_.loader_threads : per_rank_threads_;
+  lo_.size = o_.size > 0 ? o_.size : (small ? 28 : 224);
+  lo_.transform = small ? TransformKind::kPadCrop : TransformKind::kTrain;
+  lo_.pad = 2;
+  lo_.layout = o_.channels_last ? Layout::kNHWC : Layout::kNCHW;
+  LoaderOptions vo = lo_;
+  vo.paths = {o_.val};
+  vo.shuffle = false;
+  vo.even_partition = false;
+  vo.transform = small ? TransformKind::kPadCropEval : TransformKind::kEval;
+  if (!o_.evaluate) train_loader_ = Check(Loader::Open(lo_));  // --evaluate reads --val only
+  val_loader_ = Check(Loader::Open(vo));
+  channels_ = val_loader_->channels();
+}
+
+void Trainer::SetUpModel() {
+  const DatasetMeta& meta = val_loader_->meta();
+  ModelOptions mo;
+  mo.arch = o_.arch;
+  mo.num_classes = static_cast<int64_t>(meta.classes.size());
+  mo.in_channels = channels_;
+  mo.input_size = lo_.size;
+  mo.zero_init_residual = o_.zero_init;
+  model_ = MakeModel(mo, &module_);
+  module_->to(device_);
+  if (o_.channels_last) {
+    torch::NoGradGuard ng;
+    for (auto& p : module_->parameters())
+      if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+  params_ = module_->parameters();
+  buffers_ = module_->buffers();
+  // Normalisation on the device with the database's statistics.
+  const int C = channels_;
+  std::vector<double> mean = meta.mean, stdv = meta.std;
+  if (static_cast<int>(mean.size()) != C) mean.assign(C, 0.5), stdv.assign(C, 0.25);
+  mean_ = torch::tensor(mean, torch::kFloat32).view({1, C, 1, 1}).mul(255).to(device_);
+  std_ = torch::tensor(stdv, torch::kFloat32).view({1, C, 1, 1}).mul(255).clamp_min(1e-3).to(device_);
+}
+
+void Trainer::SetUpOptimizer() {
+  // SGD; optionally no weight decay on BN and bias parameters.
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& p : params_) (o_.no_bn_wd && p.dim() <= 1 ? no_decay : decay).push_back(p);
+  const double global_batch = double(o_.batch) * dist_->world_size();
+  schedule_.kind = o_.schedule;
+  schedule_.base_lr = o_.lr_scale ? o_.lr * global_batch / 256.0 : o_.lr;
+  schedule_.warmup_epochs = o_.warmup;
+  schedule_.step_size = o_.step_size;
+  auto sgd = torch::optim::SGDOptions(schedule_.base_lr).momentum(o_.momentum).nesterov(o_.nesterov).weight_decay(o_.wd);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, std::make_unique<torch::optim::SGDOptions>(sgd));
+  if (!no_decay.empty()) {
+    auto nd = sgd;
+    nd.weight_decay(0);
+    groups.emplace_back(no_decay, std::make_unique<torch::optim::SGDOptions>(nd));
+  }
+  optimizer_ = std::make_unique<torch::optim::SGD>(groups, sgd);
+  GradScaler::Options gso;
+  gso.enabled = o_.amp && device_.is_cuda();  // bf16 on CPU needs no scaling
+  scaler_ = std::make_unique<GradScaler>(gso);
+}
+
+void Trainer::Resume() {
+  state_.seed = o_.seed;
+  std::string resume = o_.resume;
+  if (resume == "auto") resume = fs::exists(o_.output + "/checkpoint.pt") ? o_.output + "/checkpoint.pt" : "";
+  if (!resume.empty()) {
+    // --evaluate needs the weights only.
+    state_ = LoadCheckpoint(resume, *module_, o_.evaluate ? nullptr : optimizer_.get());
+    scaler_->Load(state_.scaler_scale, static_cast<int>(state_.scaler_tracker));
+    module_->to(device_);
+    Log("=> resumed from " + resume + " at epoch " + std::to_string(state_.epoch) +
+        (state_.position > 0 ? ", position " + std::to_string(state_.position) + " (saved by " +
+                                   std::to_string(state_.world_size) + " process(es))"
+                             : ""));
+  }
+  if (main_rank_ && !o_.output.empty()) {  // temporaries of checkpoints a killed run was writing
+    RemoveStaleTempsFor(o_.output + "/checkpoint.pt");
+    RemoveStaleTempsFor(o_.output + "/model_best.pt");
+  }
+}
+
+void Trainer::Log(const std::string& line) {
+  if (main_rank_) std::cout << line << std::endl;
+}
+
+void Trainer::Emit(const nlohmann::json& record) {
+  if (main_rank_) metrics_ << record.dump() << std::endl;
+}
+
+void Trainer::PrintDigest() {
+  if (main_rank_) std::printf("final weights digest %016llx\n", static_cast<unsigned long long>(WeightsDigest(*module_)));
+}
+
+torch::Tensor Trainer::Input(int n) {
+  const int64_t s = lo_.size, C = channels_;
+  auto x = torch::from_blob(host_batch_.data_ptr<uint8_t>(),
+                            o_.channels_last ? torch::IntArrayRef{n, s, s, C} : torch::IntArrayRef{n, C, s, s},
+                            torch::kUInt8);
+  if (o_.channels_last) x = x.permute({0, 3, 1, 2});  // a channels-last view of NCHW
+  x = x.to(device_, /*non_blocking=*/device_.is_cuda()).to(torch::kFloat32);
+  return x.sub(mean_).div(std_);
+}
+
+torch::Tensor Trainer::Labels(int n) {
+  return torch::from_blob(host_labels_.data(), {n}, torch::kInt64).to(device_).clone();
+}
+
+int Trainer::Run() {
+  if (o_.evaluate) {
+    Evaluate(state_.epoch);
+    return 0;
+  }
+  const int64_t world = dist_->world_size();
+  // Steps in a whole epoch at this world size: the schedule's unit.
+  steps_per_epoch_ = ((train_loader_->dataset_size() + world - 1) / world + o_.batch - 1) / o_.batch;
+  global_step_ = state_.global_step > 0 ? state_.global_step : state_.epoch * steps_per_epoch_;
+  last_checkpoint_ = Clock::now();
+  for (int64_t epoch = state_.epoch; epoch < o_.epochs; ++epoch) {
+    const EpochEnd end = TrainEpoch(epoch);
+    if (end != EpochEnd::kCompleted) {
+      PrintDigest();
+      return end == EpochEnd::kPreempted ? kExitPreempted : 0;
+    }
+    const double acc1 = o_.no_val ? 0.0 : Evaluate(epoch);
+    const bool best = acc1 > state_.best_acc1;
+    state_.best_acc1 = std::max(state_.best_acc1, acc1);
+    Checkpoint(epoch + 1, 0);
+    if (main_rank_ && best) {
+      Status st = SaveCheckpoint(o_.output + "/model_best.pt", *module_, *optimizer_, state_);
+      if (!st.ok()) throw std::runtime_error(st.ToString());
+    }
+  }
+  PrintDigest();
+  return 0;
+}
+
+std::pair<torch::Tensor, torch::Tensor> Trainer::Step(int n, const torch::Tensor& y, double lr) {
+  for (auto& g : optimizer_->param_groups()) static_cast<torch::optim::SGDOptions&>(g.options()).lr(lr);
+  auto x = Input(n);
+  // BN running statistics: broadcast from rank 0 before every step (what
+  // torch's DDP does with broadcast_buffers=True), so all ranks train and
+  // evaluate with rank 0's.
+  if (dist_->world_size() > 1) dist_->BroadcastCoalesced(buffers_);
+  torch::Tensor out;
+  {
+    AutocastScope ac(o_.amp, device_);
+    out = model_.forward(x);
+  }
+  out = out.to(torch::kFloat32);
+  auto loss = torch::nn::functional::cross_entropy(
+      out, y, torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(o_.label_smoothing));
+  for (auto& p : params_) p.mutable_grad() = torch::Tensor();  // zero_grad that frees
+  reducer_->PrepareForBackward();
+  scaler_->Scale(loss).backward();
+  reducer_->Finalize();
+  scaler_->Step(*optimizer_, params_);
+  ++global_step_;
+  return {loss, out};
+}
+
+Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
+  module_->train();
+  Loader& tl = *train_loader_;
+  const int64_t world = dist_->world_size();
+  const int64_t start = epoch == state_.epoch ? state_.position : 0;
+  tl.Restore({epoch, start});
+  // Exact when the world and batch sizes are those that saved the state;
+  // otherwise the nearest step (the schedule only needs progress).
+  const int64_t first_step = start / (int64_t(o_.batch) * world);
+  const int64_t steps = tl.batches_per_epoch();
+  if (start > 0)
+    Log("=> epoch " + std::to_string(epoch) + " continues at position " + std::to_string(start) + " of " +
+        std::to_string(tl.dataset_size()) + ": " + std::to_string(steps) + " step(s) left");
+  Meter batch_time, data_rate, losses, err1, err5;
+  double wait_s = 0, compute_s = 0;
+  auto t_end = Clock::now();
+  for (int64_t i = 0; i < steps; ++i) {
+    const int64_t step = first_step + i;
+    if (o_.max_steps > 0 && i >= o_.max_steps) break;
+    const auto t0 = Clock::now();
+    const int n = Check(tl.Next(host_batch_.data_ptr<uint8_t>(), host_labels_.data(), host_indices_.data()));
+    if (n == 0) break;
+    const auto t1 = Clock::now();
+    const double lr = LearningRate(schedule_, epoch + double(step) / steps_per_epoch_, o_.epochs);
+    auto y = Labels(n);
+    auto [loss, out] = Step(n, y, lr);
+    if (sample_log_.is_open()) {
+      sample_log_ << epoch << ' ' << step;
+      for (int k = 0; k < n; ++k) sample_log_ << ' ' << host_indices_[size_t(k)];
+      sample_log_ << '\n' << std::flush;
+    }
+    // Checkpoint and stop decisions are taken together: a signal may reach
+    // one rank, and the clock differs between hosts.
+    const double minutes = Seconds(last_checkpoint_, Clock::now()) / 60;
+    auto flags = torch::tensor({double(StopSignal() != 0), double(o_.stop_at_step > 0 && global_step_ >= o_.stop_at_step),
+                                double((o_.checkpoint_every > 0 && global_step_ % o_.checkpoint_every == 0) ||
+                                       (o_.checkpoint_minutes > 0 && minutes >= o_.checkpoint_minutes))},
+                               torch::kFloat64);
+    dist_->AllReduceSum(flags);
+    const bool preempted = flags[0].item<double>() > 0, stop = flags[1].item<double>() > 0;
+    if (preempted || stop || flags[2].item<double>() > 0) {
+      const int64_t position = tl.state().position;
+      Checkpoint(epoch, position);
+      if (preempted || stop) {
+        Log("=> " + std::string(preempted ? "stop requested by a signal" : "--stop-at-step reached") +
+            ": checkpoint at epoch " + std::to_string(epoch) + ", position " + std::to_string(position) + ", step " +
+            std::to_string(global_step_) + " in " + o_.output + "/checkpoint.pt");
+        return preempted ? EpochEnd::kPreempted : EpochEnd::kStopped;
+      }
+    }
+    const auto t2 = Clock::now();
+    wait_s += Seconds(t0, t1);
+    compute_s += Seconds(t1, t2);
+    auto [c1, c5] = Correct(out.detach(), y);
+    losses.Add(loss.item<double>(), n);
+    err1.Add(100.0 - 100.0 * c1 / n, n);
+    err5.Add(100.0 - 100.0 * c5 / n, n);
+    const double step_s = Seconds(t_end, t2);
+    batch_time.Add(step_s);
+    data_rate.Add(n * world / std::max(step_s, 1e-9));
+    t_end = t2;
+    if (step % o_.print_freq == 0 || i + 1 == steps) {
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "Epoch: [%lld][%lld/%lld]  Time %.3f (%.3f)  Data %.1f (%.1f)  Loss %.4f (%.4f)  "
+                    "Error@1 %.3f (%.3f)  Error@5 %.3f (%.3f)  LR %.5f",
+                    static_cast<long long>(epoch), static_cast<long long>(step),
+                    static_cast<long long>(steps_per_epoch_), batch_time.val, batch_time.avg(), data_rate.val,
+                    data_rate.avg(), losses.val, losses.avg(), err1.val, err1.avg(), err5.val, err5.avg(), lr);
+      Log(buf);
+      Emit({{"type", "train"}, {"epoch", epoch}, {"step", step}, {"global_step", global_step_},
+            {"loss", losses.val}, {"loss_avg", losses.avg()}, {"error1", err1.val}, {"error5", err5.val},
+            {"lr", lr}, {"images_per_s", data_rate.val}, {"step_seconds", batch_time.val}});
+    }
+  }
+  const double frac = wait_s / std::max(1e-9, wait_s + compute_s);
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "Epoch %lld: waited for data %.1f s, computed %.1f s: %s (%.0f%% of step time waiting)",
+                static_cast<long long>(epoch), wait_s, compute_s, frac > 0.1 ? "INPUT-BOUND" : "compute-bound",
+                100 * frac);
+  Log(buf);
+  Emit({{"type", "epoch"}, {"epoch", epoch}, {"wait_seconds", wait_s}, {"compute_seconds", compute_s},
+        {"images_per_s", data_rate.avg()}, {"skipped_steps", scaler_->skipped_steps()}});
+  return EpochEnd::kCompleted;
+}
+
+double Trainer::Evaluate(int64_t epoch) {
+  module_->eval();
+  torch::NoGradGuard ng;
+  Loader& vl = *val_loader_;
+  vl.StartEpoch(0);
+  double loss_sum = 0;
+  int64_t c1 = 0, c5 = 0, total = 0;
+  while (true) {
+    const int n = Check(vl.Next(host_batch_.data_ptr<uint8_t>(), host_labels_.data()));
+    if (n == 0) break;
+    auto y = Labels(n);
+    torch::Tensor out;
+    {
+      AutocastScope ac(o_.amp, device_);
+      auto x = Input(n);
+      out = model_.forward(x);
+      // Test-time flip: the mean of the logits of the image and its mirror.
+      if (o_.tta_flip) out = (out + model_.forward(x.flip({3}))) / 2;
+    }
+    out = out.to(torch::kFloat32);
+    loss_sum += torch::nn::functional::cross_entropy(out, y).item<double>() * n;
+    auto [a, b] = Correct(out, y);
+    c1 += a;
+    c5 += b;
+    total += n;
+  }
+  // Every validation sample is counted exactly once across ranks.
+  auto t = torch::tensor({double(c1), double(c5), double(total), loss_sum}, torch::kFloat64);
+  dist_->AllReduceSum(t);
+  const double n = t[2].item<double>();
+  const double acc1 = 100 * t[0].item<double>() / n, acc5 = 100 * t[1].item<double>() / n;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, " * Epoch %lld  Acc@1 %.3f  Acc@5 %.3f  Error@1 %.3f  Loss %.4f  (%lld samples)",
+                static_cast<long long>(epoch), acc1, acc5, 100 - acc1, t[3].item<double>() / n,
+                static_cast<long long>(n));
+  Log(buf);
+  Emit({{"type", "eval"}, {"epoch", epoch}, {"acc1", acc1}, {"acc5", acc5}, {"error1", 100 - acc1},
+        {"error5", 100 - acc5}, {"loss", t[3].item<double>() / n}, {"samples", int64_t(n)}});
+  return acc1;
+}
+
+void Trainer::Checkpoint(int64_t epoch, int64_t position) {
+  state_.epoch = epoch;
+  state_.position = position;
+  state_.global_step = global_step_;
+  state_.scaler_scale = scaler_->scale();
+  state_.scaler_tracker = scaler_->growth_tracker();
+  state_.world_size = dist_->world_size();
+  state_.batch_size = o_.batch;
+  if (main_rank_) {
+    const std::string path = o_.output + "/checkpoint.pt";
+    const auto t0 = Clock::now();
+    Status st = SaveCheckpoint(path, *module_, *optimizer_, state_);
+    if (!st.ok()) throw std::runtime_error(st.ToString());
+    Emit({{"type", "checkpoint"}, {"epoch", epoch}, {"position", position}, {"global_step", global_step_},
+          {"seconds", Seconds(t0, Clock::now())}, {"bytes", static_cast<int64_t>(fs::file_size(path))}});
+  }
+  dist_->Barrier();
+  last_checkpoint_ = Clock::now();
+}
+
+}  // namespace imagepack::trainer

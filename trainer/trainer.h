@@ -1,0 +1,104 @@
+// The training run: set-up from TrainOptions (loaders, model, optimizer,
+// resume), the epoch loop with its mid-epoch checkpoints and clean stops,
+// and evaluation. `train` is option parsing around Trainer::Run().
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "amp.h"
+#include "checkpoint.h"
+#include "distributed.h"
+#include "imagepack/loader.h"
+#include "schedule.h"
+
+namespace imagepack::trainer {
+
+// What `train` was asked to do (its options, docs/TRAINING.md).
+struct TrainOptions {
+  std::string data, val, arch = "resnet18", output, resume, device = "cpu", schedule = "step";
+  int epochs = 90, batch = 256, print_freq = 10, threads = 0, loader_threads = 0, size = 0, step_size = 30;
+  double lr = 0.1, momentum = 0.9, wd = 1e-4, label_smoothing = 0, warmup = 0;
+  int64_t seed = 0, max_steps = 0, checkpoint_every = 0, stop_at_step = 0;
+  double checkpoint_minutes = 0;
+  std::string log_samples;
+  bool amp = false, in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
+       lr_scale = false, zero_init = false, channels_last = false, no_val = false;
+};
+
+class Trainer {
+ public:
+  // Sets everything up: the process group (from the environment), the
+  // loaders, the model, the optimizer, and the state of --resume. Throws
+  // std::runtime_error (or c10::Error) naming what failed.
+  explicit Trainer(const TrainOptions& o);
+  ~Trainer();
+
+  // Trains (or, with --evaluate, evaluates) to the end or to a stop. Returns
+  // the process's exit status: 0, or kExitPreempted after a stop signal.
+  int Run();
+
+ private:
+  // How an epoch ended.
+  enum class EpochEnd { kCompleted, kStopped, kPreempted };
+
+  void SetUpLoaders();
+  void SetUpModel();
+  void SetUpOptimizer();
+  void Resume();
+  EpochEnd TrainEpoch(int64_t epoch);
+  // One optimizer step on the batch in host memory; the loss and the
+  // logits, for the meters.
+  std::pair<torch::Tensor, torch::Tensor> Step(int n, const torch::Tensor& y, double lr);
+  // Accuracy on --val over all ranks; returns top-1 (%).
+  double Evaluate(int64_t epoch);
+  // checkpoint.pt (rank 0) for the given place; every rank waits for it.
+  void Checkpoint(int64_t epoch, int64_t position);
+  // The host batch (first n samples) on the device, normalised; the labels.
+  torch::Tensor Input(int n);
+  torch::Tensor Labels(int n);
+  void Log(const std::string& line);
+  void Emit(const nlohmann::json& record);
+  void PrintDigest();
+
+  const TrainOptions o_;
+  const DistEnv env_;
+  const torch::Device device_;
+  int per_rank_threads_ = 1;
+  std::unique_ptr<Distributed> dist_;
+  bool main_rank_ = false;
+
+  LoaderOptions lo_;
+  std::unique_ptr<Loader> train_loader_, val_loader_;
+  int channels_ = 3;
+
+  std::shared_ptr<torch::nn::Module> module_;
+  torch::nn::AnyModule model_;
+  torch::Tensor mean_, std_;                  // normalisation, on the device
+  std::vector<torch::Tensor> params_, buffers_;
+  ScheduleOptions schedule_;
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+  std::unique_ptr<GradScaler> scaler_;
+  std::unique_ptr<GradientReducer> reducer_;
+
+  TrainState state_;
+  int64_t global_step_ = 0;
+  int64_t steps_per_epoch_ = 0;
+  std::chrono::steady_clock::time_point last_checkpoint_;
+
+  // The loader writes batches straight into this tensor's memory; on CUDA
+  // it is pinned so the host-to-device copy can be asynchronous.
+  torch::Tensor host_batch_;
+  std::vector<int64_t> host_labels_, host_indices_;
+  std::ofstream metrics_, sample_log_;
+};
+
+}  // namespace imagepack::trainer
