@@ -1,9 +1,10 @@
 // AddChannelSums (its AVX2 kernels where the CPU has them) against a plain
-// per-byte loop.
+// per-byte loop; PixelMoments' mean/std against the textbook formula.
 #include "pixel_stats.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -73,6 +74,94 @@ TEST(PixelStats, ChannelsStayApart) {
   EXPECT_EQ(q[0], 100u * 10000);
   EXPECT_EQ(q[1], 40000u * 10000);
   EXPECT_EQ(q[2], 10000u * 5000);
+}
+
+// Mean and population std per channel, in [0, 1], of all pixels of `images`
+// (interleaved, `c` channels), computed directly in doubles.
+void TextbookMeanStd(const std::vector<std::vector<uint8_t>>& images, int c, std::vector<double>* mean,
+                     std::vector<double>* std) {
+  mean->assign(c, 0.0);
+  std->assign(c, 0.0);
+  double n = 0;
+  for (const auto& img : images)
+    for (size_t i = 0; i < img.size(); ++i) (*mean)[i % c] += img[i] / 255.0;
+  for (const auto& img : images) n += double(img.size() / c);
+  for (int k = 0; k < c; ++k) (*mean)[k] /= n;
+  for (const auto& img : images)
+    for (size_t i = 0; i < img.size(); ++i) {
+      const double d = img[i] / 255.0 - (*mean)[i % c];
+      (*std)[i % c] += d * d;
+    }
+  for (int k = 0; k < c; ++k) (*std)[k] = std::sqrt((*std)[k] / n);
+}
+
+// Images of different sizes added to two PixelMoments, merged: the mean and
+// std of every pixel together, whatever the split.
+TEST(PixelMoments, MergedMomentsGiveTheMeanAndStdOfAllPixels) {
+  std::mt19937 rng(11);
+  for (int c : {1, 3}) {
+    std::vector<std::vector<uint8_t>> images;
+    PixelMoments a, b;
+    for (int i = 0; i < 7; ++i) {
+      const size_t px = 100 + 37 * i;
+      std::vector<uint8_t> img(px * c);
+      const int base = 20 * i;  // differing means, so the split matters
+      for (auto& v : img) v = static_cast<uint8_t>(base + rng() % 60);
+      (i % 2 ? a : b).Add(img.data(), px, c);
+      images.push_back(std::move(img));
+    }
+    a.Merge(b);
+    EXPECT_EQ(a.images, 7);
+    std::vector<double> mean, std, want_mean, want_std;
+    a.MeanStd(c, &mean, &std);
+    TextbookMeanStd(images, c, &want_mean, &want_std);
+    ASSERT_EQ(mean.size(), size_t(c));
+    for (int k = 0; k < c; ++k) {
+      EXPECT_NEAR(mean[k], want_mean[k], 1e-12) << "channel " << k;
+      EXPECT_NEAR(std[k], want_std[k], 1e-9) << "channel " << k;
+    }
+  }
+}
+
+// No pixels: no statistics (pack writes none), not NaN.
+TEST(PixelMoments, EmptyGivesNoStatistics) {
+  PixelMoments m;
+  std::vector<double> mean{1}, std{1};
+  m.MeanStd(3, &mean, &std);
+  EXPECT_TRUE(mean.empty());
+  EXPECT_TRUE(std.empty());
+}
+
+// Shards pooled from their stored mean/std, weighted by their image counts:
+// two shards of equally sized images pool to the statistics of all images.
+TEST(PixelMoments, PoolingShardsFromMeanAndStd) {
+  std::mt19937 rng(5);
+  const int c = 3;
+  const size_t px = 64;
+  std::vector<std::vector<uint8_t>> all;
+  PixelMoments shard[2];
+  const int counts[2] = {3, 9};
+  for (int s = 0; s < 2; ++s)
+    for (int i = 0; i < counts[s]; ++i) {
+      std::vector<uint8_t> img(px * c);
+      for (auto& v : img) v = static_cast<uint8_t>(s * 100 + rng() % 120);
+      shard[s].Add(img.data(), px, c);
+      all.push_back(std::move(img));
+    }
+  PixelMoments pooled;
+  for (int s = 0; s < 2; ++s) {
+    std::vector<double> mean, std;
+    shard[s].MeanStd(c, &mean, &std);
+    pooled.Merge(PixelMoments::FromMeanStd(mean, std, shard[s].images));
+  }
+  EXPECT_EQ(pooled.images, 12);
+  std::vector<double> mean, std, want_mean, want_std;
+  pooled.MeanStd(c, &mean, &std);
+  TextbookMeanStd(all, c, &want_mean, &want_std);
+  for (int k = 0; k < c; ++k) {
+    EXPECT_NEAR(mean[k], want_mean[k], 1e-12) << "channel " << k;
+    EXPECT_NEAR(std[k], want_std[k], 1e-9) << "channel " << k;
+  }
 }
 
 }  // namespace

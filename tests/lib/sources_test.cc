@@ -1,0 +1,141 @@
+// Dataset sources: how a tree's images get their labels (class folders, a
+// labels file, a fixed class list as verify_db --against uses), and a
+// database listed as a source.
+#include "sources.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "imagepack/pack.h"
+#include "testutil.h"
+
+namespace imagepack::internal {
+namespace {
+
+using testing::Spit;
+using testing::TempDir;
+
+void Text(const std::string& path, const std::string& text) {
+  Spit(path, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+std::vector<std::string> Rels(const DatasetSource& s) {
+  std::vector<std::string> out;
+  for (const auto& item : s.items) out.push_back(item.rel + "=" + std::to_string(item.label));
+  return out;
+}
+
+// Listing decides by extension only: the bytes need not be images here.
+void Touch(const TempDir& d, const std::string& rel) { Text(d / rel, "x"); }
+
+TEST(Sources, ClassFoldersSortedAndImagesOutsideThemIgnoredWithWhy) {
+  TempDir d;
+  for (const char* rel : {"dog/b.jpg", "cat/a.JPEG", "cat/deep/c.png", "root.jpg", "cat/notes.txt"}) Touch(d, rel);
+  auto s = OpenTreeSource(d.path(), {});
+  ASSERT_OK(s);
+  EXPECT_EQ(s->classes, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(Rels(s.value()), (std::vector<std::string>{"cat/a.JPEG=0", "cat/deep/c.png=0", "dog/b.jpg=1"}));
+  EXPECT_EQ(s->unlabelled, (std::vector<std::string>{"root.jpg"}));
+  EXPECT_EQ(s->ignored, (std::vector<std::string>{"cat/notes.txt", "root.jpg (not inside a class folder)"}));
+  EXPECT_TRUE(s->errors.empty());
+  EXPECT_EQ(ClassFolderOf("cat/deep/c.png"), "cat");
+  EXPECT_EQ(ClassFolderOf("root.jpg"), "");
+}
+
+TEST(Sources, NoClassFoldersIsAnErrorNamingTheTree) {
+  TempDir d;
+  Touch(d, "a.jpg");
+  auto s = OpenTreeSource(d.path(), {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(d.path()), std::string::npos);
+  EXPECT_NE(s.status().message().find("no class folders"), std::string::npos);
+}
+
+// verify_db --against: the database's classes decide; a folder outside them
+// leaves its images unlabelled, and an empty class list is allowed.
+TEST(Sources, FixedClassListAsVerifyUsesIt) {
+  TempDir d;
+  for (const char* rel : {"n2/a.jpg", "n1/b.jpg", "extra/c.jpg"}) Touch(d, rel);
+  const std::vector<std::string> classes = {"n2", "n1"};
+  auto s = OpenTreeSource(d.path(), {"", "", &classes});
+  ASSERT_OK(s);
+  EXPECT_EQ(s->classes, classes);
+  EXPECT_EQ(Rels(s.value()), (std::vector<std::string>{"n1/b.jpg=1", "n2/a.jpg=0"}));
+  EXPECT_EQ(s->unlabelled, (std::vector<std::string>{"extra/c.jpg"}));
+  EXPECT_EQ(s->ignored, (std::vector<std::string>{"extra/c.jpg (folder not in the class list)"}));
+  const std::vector<std::string> none;
+  auto empty = OpenTreeSource(d.path(), {"", "", &none});
+  ASSERT_OK(empty);
+  EXPECT_TRUE(empty->items.empty());
+  EXPECT_EQ(empty->unlabelled.size(), 3u);
+}
+
+// A labels file names images by path below the root, else by file name;
+// labels are indices (classes 0..max) or names (sorted unless a classes
+// file orders them).
+TEST(Sources, LabelsFileByPathThenNameIndicesOrNames) {
+  TempDir d, meta;
+  for (const char* rel : {"x/v1.jpg", "v2.jpg", "v3.jpg"}) Touch(d, rel);
+  Text(meta / "idx.txt", "# comment\nx/v1.jpg 2\nv2.jpg 0\n");
+  auto s = OpenTreeSource(d.path(), {"", meta / "idx.txt", nullptr});
+  ASSERT_OK(s);
+  EXPECT_EQ(s->classes, (std::vector<std::string>{"0", "1", "2"}));
+  EXPECT_EQ(Rels(s.value()), (std::vector<std::string>{"v2.jpg=0", "x/v1.jpg=2"}));
+  ASSERT_EQ(s->errors.size(), 1u);
+  EXPECT_EQ(s->errors[0].path, "v3.jpg");
+  EXPECT_NE(s->errors[0].reason.find("no label in " + meta / "idx.txt"), std::string::npos);
+
+  Text(meta / "names.txt", "v1.jpg zebra\nv2.jpg ant\nv3.jpg zebra\n");
+  auto n = OpenTreeSource(d.path(), {"", meta / "names.txt", nullptr});
+  ASSERT_OK(n);
+  EXPECT_EQ(n->classes, (std::vector<std::string>{"ant", "zebra"}));
+  EXPECT_EQ(Rels(n.value()), (std::vector<std::string>{"v2.jpg=0", "v3.jpg=1", "x/v1.jpg=1"}));
+
+  Text(meta / "classes.txt", "zebra\nant first word only\n");
+  auto ordered = OpenTreeSource(d.path(), {meta / "classes.txt", meta / "names.txt", nullptr});
+  ASSERT_OK(ordered);
+  EXPECT_EQ(ordered->classes, (std::vector<std::string>{"zebra", "ant"}));
+  EXPECT_EQ(Rels(ordered.value()), (std::vector<std::string>{"v2.jpg=1", "v3.jpg=0", "x/v1.jpg=0"}));
+}
+
+TEST(Sources, BadLabelsAndClassFilesAreErrorsNamingTheLine) {
+  TempDir d, meta;
+  Touch(d, "v1.jpg");
+  Text(meta / "short.txt", "v1.jpg\n");
+  auto a = OpenTreeSource(d.path(), {"", meta / "short.txt", nullptr});
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find(meta / "short.txt" + ":1: expected 'FILENAME LABEL'"), std::string::npos);
+
+  Text(meta / "classes.txt", "a\nb\n");
+  Text(meta / "range.txt", "v1.jpg 5\n");
+  auto b = OpenTreeSource(d.path(), {meta / "classes.txt", meta / "range.txt", nullptr});
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("label 5 of v1.jpg out of range [0,2)"), std::string::npos);
+
+  Text(meta / "dup.txt", "a\n\nb\na\n");
+  auto c = ReadClassList(meta / "dup.txt");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(":4: class 'a' listed twice"), std::string::npos);
+}
+
+// A regular file is a database: its records, in order, with stored labels.
+TEST(Sources, DatabaseListedAsASource) {
+  TempDir src, out;
+  const auto jpeg = EncodeJpeg(testing::Gradient(20, 16), 90).value();
+  for (const char* rel : {"b/1.jpg", "a/2.jpg", "a/3.jpg"}) Spit(src / rel, jpeg);
+  PackOptions o;
+  o.src = src.path();
+  o.dst = out / "db.lmdb";
+  ASSERT_OK(PackDataset(o));
+  auto s = OpenSource(out / "db.lmdb", {});
+  ASSERT_OK(s);
+  ASSERT_TRUE(s->db != nullptr);
+  EXPECT_EQ(s->classes, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(Rels(s.value()), (std::vector<std::string>{"a/2.jpg=0", "a/3.jpg=0", "b/1.jpg=1"}));
+  for (size_t i = 0; i < s->items.size(); ++i) EXPECT_EQ(s->items[i].db_index, int64_t(i));
+}
+
+}  // namespace
+}  // namespace imagepack::internal
