@@ -113,6 +113,7 @@ for r in $(seq "$ROUNDS"); do
   T[v]+="$(secs "$BIN/verify_db" "$OUT/j.lmdb" -q) "
   T[vb]+="$(secs "$BIN/verify_db" "$OUT/r.blob" -q) "
   T[vd]+="$(secs "$BIN/verify_db" "$OUT/j.lmdb" --decode -q) "
+  T[vs]+="$(secs "$BIN/verify_db" "$OUT/r.blob" --stats -q) "
   # Ceilings, one core each, times the cores: raw packing is a full decode
   # per file; one-pass resize+pack is a decode at the best DCT scale plus an
   # encode of the 256-px result (what bench_resize.sh calls the ceiling).
@@ -157,9 +158,10 @@ vs_ceil "dd oflag=direct bs=8M of the raw blob's size" "$COUNT" "$(median ${T[dd
 echo "disk: $(stat -f -c %T "$WORK") at $WORK ($(df --output=source "$WORK" | tail -1))"
 vs_ceil "pack_lmdb resize+pack (one pass)" 2000 "$(median ${T[one]})" "$ceil1"
 vs_ceil "pack_lmdb resize+pack, --stats-sample 0" 2000 "$(median ${T[one0]})" "$ceil1"
-for k in v vb vd; do
+for k in v vb vd vs; do
   case $k in v) name="verify_db jpeg.lmdb (checksums)"; db=j.lmdb;; vb) name="verify_db raw.blob (checksums)"; db=r.blob;;
-             vd) name="verify_db jpeg.lmdb --decode"; db=j.lmdb;; esac
+             vd) name="verify_db jpeg.lmdb --decode"; db=j.lmdb;;
+             vs) name="verify_db raw.blob --stats (mean/std of every pixel)"; db=r.blob;; esac
   s=$(median ${T[$k]})
   awk -v s="$s" -v b="$(stat -c %s "$OUT/$db")" -v n="$COUNT" -v name="$name" \
     'BEGIN {printf "%-50s %8.2f %10.0f rec/s %8.0f MB/s\n", name, s, n / s, b / s / 1e6}'
