@@ -1,12 +1,14 @@
 // The JPEG module: every libjpeg-turbo call of the library lives under
 // lib/src/jpeg/, behind these functions, with one rule for damaged data.
 //
+//   markers.cc header facts (ProbeJpeg) and CheckJpegStructure, no decoding
 //   damage.cc  JpegDamage: what counts as truncated, corrupt or tolerable
 //   turbo.cc   TurboJPEG whole-image decodes (DCT-scaled) and encoding
 //   region.cc  libjpeg partial decode of a crop (the loader's ROI decode)
 //   planar.cc  the planar YCbCr resize path (decode, resize, encode planes)
 //
-// Internal; the public entry points are DecodeImage, DecodeJpegInto,
+// Internal; the public entry points are ProbeImage, CheckJpegStructure
+// (probe.h), DecodeImage, DecodeJpegInto,
 // EncodeJpeg (decode.h), PrepareJpeg (prepare.h) and RenderJpeg
 // (transform.h).
 #pragma once
@@ -21,6 +23,11 @@
 #include "imagepack/status.h"
 
 namespace imagepack::internal {
+
+// ProbeImage for data that starts with a JPEG SOI: the frame header's size
+// and components, the colour transform (JFIF/Adobe), EXIF orientation,
+// progressive/arithmetic coding, and whether an EOI ends the data.
+Result<ImageInfo> ProbeJpeg(const uint8_t* data, size_t size);
 
 // The one rule for damaged JPEG data, on every decode path (TurboJPEG's
 // and the libjpeg region decoder): `fatal` (libjpeg stopped on `message`)
