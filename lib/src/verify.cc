@@ -7,12 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <filesystem>
-#include <map>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <unordered_map>
 
 #include "imagepack/files.h"
