@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config ninja-build git
   clang libclang-rt-14-dev procps util-linux e2fsprogs
-  libturbojpeg0-dev libjpeg62-turbo-dev libvips-dev liblmdb-dev lmdb-utils
+  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libvips-dev liblmdb-dev lmdb-utils
   libtbb-dev libboost-program-options-dev libgtest-dev libgmock-dev
   libbenchmark-dev nlohmann-json3-dev libxxhash-dev
   libtorch-dev libgloo-dev pybind11-dev python3-dev python3-pytest

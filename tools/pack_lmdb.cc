@@ -1,6 +1,8 @@
 // pack_lmdb SRC DST [options]
-// Packs an image tree (or converts a packed database) into one LMDB or blob
-// file; see docs/USAGE.md and docs/FORMAT.md.
+// pack_lmdb --manifest FILE DST | --coco FILE --images DIR DST [options]
+// Packs an image tree (with paired trees), a manifest or a COCO file (or
+// converts a packed database) into one LMDB or blob file; see
+// docs/USAGE.md and docs/FORMAT.md.
 #include <malloc.h>
 
 #include <cstdio>
@@ -27,7 +29,7 @@ int main(int argc, char** argv) {
   int max_size = 0, max_edge = 0;
   int64_t shuffle = -1;
   std::string format = "lmdb", encoding = "jpeg", shard_text = "0/1", filter_name = "triangle", errors_path;
-  std::string direct_io = "auto";
+  std::string direct_io = "auto", images_dir;
   po::options_description opts("Options");
   opts.add_options()
       ("format", po::value(&format)->default_value("lmdb"), "lmdb or blob (one file to read into RAM or mmap)")
@@ -41,6 +43,16 @@ int main(int argc, char** argv) {
       ("max-pixels", po::value(&o.prepare.decode.max_pixels)->default_value(200000000), "refuse larger sources")
       ("classes", po::value(&o.classes_file), "class order: one name per line (e.g. ImageNet's synset list)")
       ("labels", po::value(&o.labels_file), "flat SRC: lines 'FILENAME LABEL' (class name or index)")
+      ("field", po::value(&o.fields)->composing(),
+       "NAME[:KIND]=DIR: a paired tree matched by relative path without extension (KIND image or mask; "
+       "NAME mask* is a mask); repeatable")
+      ("manifest", po::value(&o.manifest), "samples from a JSON Lines or CSV manifest (then only DST is given)")
+      ("coco", po::value(&o.coco), "boxes from a COCO instances JSON; the images are in --images DIR")
+      ("images", po::value(&images_dir), "with --coco: the folder its file_names are relative to")
+      ("no-class", "no class labels (label -1); for trees without class folders")
+      ("mask-classes", po::value(&o.mask_classes), "masks: a classes file, or the class count N")
+      ("ignore-value", po::value(&o.mask_ignore)->default_value(255), "masks: the value outside any class (-1: none)")
+      ("box-classes", po::value(&o.box_classes), "manifest boxes: a classes file naming their classes")
       ("shuffle", po::value(&shuffle), "store records in a permutation fixed by SEED")
       ("shard", po::value(&shard_text)->default_value("0/1"), "I/N: pack only shard I of N")
       ("records-per-value", po::value(&o.lmdb_records_per_value)->default_value(0),
@@ -60,7 +72,18 @@ int main(int argc, char** argv) {
   pos.add("src", 1).add("dst", 1);
   auto vm = cli::ParseOrExit(argc, argv, "SRC DST [options]", opts, hidden, pos);
 
-  if (o.src.empty() || o.dst.empty()) return cli::UsageError("SRC and DST are required");
+  if ((!o.manifest.empty() || !o.coco.empty()) && o.dst.empty()) std::swap(o.src, o.dst);
+  if (!o.coco.empty()) {
+    if (images_dir.empty() || !o.src.empty()) return cli::UsageError("--coco takes --images DIR and DST only");
+    o.src = images_dir;
+  } else if (!images_dir.empty()) {
+    return cli::UsageError("--images goes with --coco");
+  }
+  if (!o.manifest.empty() && (!o.src.empty() || !o.coco.empty()))
+    return cli::UsageError("--manifest takes DST only (paths are relative to the manifest)");
+  if (o.manifest.empty() && (o.src.empty() || o.dst.empty())) return cli::UsageError("SRC and DST are required");
+  if (o.mask_ignore < -1 || o.mask_ignore > 255) return cli::UsageError("--ignore-value must be in -1..255");
+  o.no_class = vm.count("no-class") > 0;
   if (max_size > 0 && max_edge > 0) return cli::UsageError("give at most one of --max-size and --max-edge");
   if (max_size < 0 || max_edge < 0) return cli::UsageError("--max-size and --max-edge must be positive");
   if (o.prepare.quality < 1 || o.prepare.quality > 100) return cli::UsageError("--quality must be in 1..100");
@@ -95,6 +118,10 @@ int main(int argc, char** argv) {
                        {"max_size", max_size}, {"max_edge", max_edge}, {"quality", o.prepare.quality},
                        {"filter", filter_name}, {"reencode", o.prepare.reencode}, {"shuffle", shuffle},
                        {"shard", shard_text}, {"records_per_value", o.lmdb_records_per_value}};
+  if (!o.fields.empty()) oj["fields"] = o.fields;
+  if (!o.manifest.empty()) oj["manifest"] = o.manifest;
+  if (!o.coco.empty()) oj["coco"] = o.coco;
+  if (o.no_class) oj["no_class"] = true;
   o.options_json = oj.dump();
   o.cancel = cli::InstallCancelHandler();
   Progress progress;

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   po::options_description opts("Options");
   opts.add_options()
       ("decode", "decode every JPEG completely and check its size")
-      ("against", po::value(&o.against), "SRC tree: every image present exactly once with its label")
+      ("against", po::value(&o.against), "SRC tree or manifest: every image present exactly once with its label")
       ("stats", "print the class histogram, sizes and pixel mean/std")
       ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
       ("max-print", po::value(&max_print)->default_value(50), "problems printed (all are counted)")

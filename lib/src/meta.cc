@@ -14,7 +14,7 @@ using nlohmann::json;
 std::string DatasetMeta::ToJson() const {
   json j;
   j["format"] = "imagepack";
-  j["format_version"] = format_version;
+  j["format_version"] = fields.empty() ? format_version : kFormatVersionFields;
   j["count"] = count;
   j["classes"] = classes;
   j["encoding"] = EncodingName(encoding);
@@ -28,6 +28,16 @@ std::string DatasetMeta::ToJson() const {
   j["stats_images"] = stats_images;
   j["payload_bytes"] = payload_bytes;
   j["checksum"] = "xxh3-64";
+  if (!fields.empty()) {
+    json fs = json::array();
+    for (const auto& f : fields) {
+      json e = {{"name", f.name}, {"kind", InfoOf(f.kind).name}};
+      if (!f.classes.empty()) e["classes"] = f.classes;
+      if (f.kind == FieldKind::kMask) e["ignore"] = f.ignore;
+      fs.push_back(e);
+    }
+    j["fields"] = fs;
+  }
   j["tool"] = tool;
   j["options"] = json::parse(options_json, nullptr, /*allow_exceptions=*/false);
   if (j["options"].is_discarded()) j["options"] = json::object();
@@ -79,9 +89,42 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
   auto version = IntIn(j["format_version"], "format_version", 0, 1 << 30);
   if (!version.ok()) return version.status();
   m.format_version = static_cast<int>(*version);
-  if (m.format_version < 1 || m.format_version > kFormatVersion)
+  if (m.format_version < 1 || m.format_version > kFormatVersionFields)
     return Status::NotSupported("format version " + std::to_string(m.format_version) +
-                                " (this build reads 1 to " + std::to_string(kFormatVersion) + ")");
+                                " (this build reads 1 to " + std::to_string(kFormatVersionFields) + ")");
+  if (m.format_version >= kFormatVersionFields) {
+    IMAGEPACK_RETURN_IF_ERROR(need("fields", V::array));
+    for (const auto& e : j["fields"]) {
+      if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("kind") ||
+          !e["kind"].is_string())
+        return Status::Corruption("metadata fields entry lacks a name or kind");
+      FieldSpec f;
+      f.name = e["name"].get<std::string>();
+      auto kind = ParseFieldKind(e["kind"].get<std::string>());
+      if (!kind.ok()) return Status::Corruption("metadata field '" + f.name + "': " + kind.status().message());
+      f.kind = kind.value();
+      if (f.name.empty()) return Status::Corruption("metadata field with an empty name");
+      for (const auto& other : m.fields)
+        if (other.name == f.name) return Status::Corruption("metadata field '" + f.name + "' declared twice");
+      if (e.contains("classes")) {
+        if (!e["classes"].is_array()) return Status::Corruption("metadata field '" + f.name + "' classes not a list");
+        for (const auto& c : e["classes"]) {
+          if (!c.is_string()) return Status::Corruption("metadata field '" + f.name + "' class names must be strings");
+          f.classes.push_back(c.get<std::string>());
+        }
+      }
+      if (e.contains("ignore")) {
+        auto ignore = IntIn(e["ignore"], "field '" + f.name + "' ignore", -1, 255);
+        if (!ignore.ok()) return ignore.status();
+        f.ignore = static_cast<int>(*ignore);
+      }
+      m.fields.push_back(std::move(f));
+    }
+    if (m.fields.empty() || m.fields.size() > 255)
+      return Status::Corruption("metadata format 3 declares " + std::to_string(m.fields.size()) +
+                                " fields (1 to 255)");
+    m.format_version = kFormatVersion;  // the container layout is format 2's
+  }
   if (m.format_version >= 2 && j.contains("records_per_value")) {
     auto per_value = IntIn(j["records_per_value"], "records_per_value", 1, kMaxRecordsPerValue);
     if (!per_value.ok()) return per_value.status();

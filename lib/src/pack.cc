@@ -7,11 +7,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bitset>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 
 #include "imagepack/files.h"
+#include "imagepack/mask.h"
 #include "pixel_stats.h"
 #include "sources.h"
 #include "threads.h"
@@ -23,6 +26,7 @@ namespace imagepack {
 namespace {
 
 using internal::PixelMoments;
+using internal::SourceField;
 using internal::SourceItem;
 
 // What one input became: its record, or the reason it has none.
@@ -36,7 +40,33 @@ struct Packed {
   int64_t payload = 0;
   int32_t label = -1;
   int64_t write_at = -1;  // parallel writes: where the record goes
+  std::vector<std::bitset<256>> mask_values;  // per field slot: mask values present
 };
+
+// Where a sample's spatial fields must line up: the image as stored (before
+// EXIF orientation) and as written.
+struct Geometry {
+  int stored_w = 0, stored_h = 0;
+  int orientation = 1;
+  int out_w = 0, out_h = 0;
+  int upright_w() const { return orientation >= 5 ? stored_h : stored_w; }
+  int upright_h() const { return orientation >= 5 ? stored_w : stored_h; }
+};
+
+// A point of the stored image in the upright one (the inverse of
+// ApplyOrientation's pixel mapping, on pixel edges).
+std::pair<float, float> Orient(float x, float y, int orientation, int W, int H) {
+  switch (orientation) {
+    case 2: return {W - x, y};
+    case 3: return {W - x, H - y};
+    case 4: return {x, H - y};
+    case 5: return {y, x};
+    case 6: return {H - y, x};
+    case 7: return {H - y, W - x};
+    case 8: return {y, W - x};
+    default: return {x, y};
+  }
+}
 
 // A record before it is sealed: its header fields and its payload. The
 // payload is either buffer[headroom..] with room for the header in front
@@ -48,6 +78,7 @@ struct Unsealed {
   size_t headroom = 0;
   bool passed_through = false;
   Image stats_image;  // JPEG made from pixels: those pixels, for the statistics
+  std::vector<uint8_t> field_section;  // the record's field entries (version 2)
 };
 
 Result<Image> DecodeForStats(const uint8_t* data, size_t size, int channels) {
@@ -60,8 +91,9 @@ Result<Image> DecodeForStats(const uint8_t* data, size_t size, int channels) {
 // Turns source items into records: PackDataset's parallel stage.
 class RecordMaker {
  public:
-  RecordMaker(const PackOptions& o, const std::vector<SourceItem>& items, const RecordSource* db)
-      : o_(o), items_(items), db_(db), channels_(o.prepare.decode.channels) {
+  RecordMaker(const PackOptions& o, const std::vector<SourceItem>& items, const RecordSource* db,
+             const std::string& root, const std::vector<FieldSpec>& fields)
+      : o_(o), items_(items), db_(db), root_(root), specs_(fields), channels_(o.prepare.decode.channels) {
     // Raw: exact statistics over every image (the pixels are at hand).
     // JPEG: every stride-th image, decoded at reduced scale; 0: none.
     const int64_t n = static_cast<int64_t>(items.size());
@@ -75,10 +107,21 @@ class RecordMaker {
     Packed p;
     p.pos = pos;
     p.label = items_[pos].label;
-    auto unsealed = Build(items_[pos], &p.bytes_in);
+    Geometry geometry;
+    auto unsealed = Build(items_[pos], &p.bytes_in, &geometry);
     if (!unsealed.ok()) {
       p.error = unsealed.status().message();
       return p;
+    }
+    if (!specs_.empty()) {
+      geometry.out_w = static_cast<int>(unsealed->fields.width);
+      geometry.out_h = static_cast<int>(unsealed->fields.height);
+      p.mask_values.resize(specs_.size());
+      Status st = MakeFields(items_[pos], geometry, &unsealed.value(), &p);
+      if (!st.ok()) {
+        p.error = st.message();
+        return p;
+      }
     }
     Seal(std::move(unsealed.value()), pos, &p);
     return p;
@@ -100,7 +143,7 @@ class RecordMaker {
   // The item's bytes: a file read with room for the record header in front
   // (a clean JPEG then becomes its record with no copy at all), or a
   // database record (raw pixels are re-made from the pixels).
-  Result<Unsealed> Build(const SourceItem& item, int64_t* bytes_in) {
+  Result<Unsealed> Build(const SourceItem& item, int64_t* bytes_in, Geometry* geometry) {
     const size_t headroom = kRecordHeaderSize + item.rel.size();
     std::vector<uint8_t> in;
     if (db_) {
@@ -113,12 +156,126 @@ class RecordMaker {
       in.resize(headroom + r->payload_size);
       std::memcpy(in.data() + headroom, r->payload, r->payload_size);
     } else {
-      auto f = ReadFile((fs::path(o_.src) / item.rel).string(), headroom);
+      auto f = ReadFile((fs::path(root_) / item.rel).string(), headroom);
       if (!f.ok()) return f.status();
       in = std::move(f.value());
       *bytes_in = static_cast<int64_t>(in.size() - headroom);
     }
+    if (!specs_.empty()) {
+      auto info = ProbeImage(in.data() + headroom, in.size() - headroom);
+      if (!info.ok()) return info.status();
+      *geometry = {info->width, info->height, info->orientation, 0, 0};
+    }
     return FromEncoded(std::move(in), headroom, item);
+  }
+
+  // The sample's other fields, in slot order, as the record's field
+  // section: images prepared as the record's image (same size rule, so the
+  // same output size), masks by nearest neighbour, boxes scaled; masks and
+  // boxes given in the stored pixel grid are turned upright with the image.
+  Status MakeFields(const SourceItem& item, const Geometry& g, Unsealed* u, Packed* p) {
+    std::vector<uint8_t>& out = u->field_section;
+    for (const SourceField& sf : item.fields) {
+      const FieldSpec& spec = specs_[sf.slot];
+      FieldView f;
+      f.slot = static_cast<uint8_t>(sf.slot);
+      f.kind = spec.kind;
+      std::vector<uint8_t> data;  // keeps f.data alive
+      auto named = [&](const Status& st) { return st.WithContext(spec.name + " " + sf.file); };
+      switch (spec.kind) {
+        case FieldKind::kImage: {
+          auto bytes = ReadFile(sf.file);
+          if (!bytes.ok()) return bytes.status();
+          auto info = ProbeImage(bytes->data(), bytes->size());
+          if (!info.ok()) return named(info.status());
+          if (info->upright_width() != g.upright_w() || info->upright_height() != g.upright_h())
+            return named(Status::InvalidArgument("is " + std::to_string(info->upright_width()) + "x" +
+                                                 std::to_string(info->upright_height()) + ", the image is " +
+                                                 std::to_string(g.upright_w()) + "x" + std::to_string(g.upright_h())));
+          SourceItem none;
+          auto made = FromEncoded(std::move(bytes.value()), 0, none);
+          if (!made.ok()) return named(made.status());
+          if (int(made->fields.width) != g.out_w || int(made->fields.height) != g.out_h)
+            return named(Status::Corruption("came out at a size other than the image's"));
+          data.assign(made->buffer.begin() + made->headroom, made->buffer.end());
+          f.encoding = static_cast<uint8_t>(made->fields.encoding);
+          f.channels = static_cast<uint8_t>(made->fields.channels);
+          f.width = made->fields.width;
+          f.height = made->fields.height;
+          break;
+        }
+        case FieldKind::kMask: {
+          auto bytes = ReadFile(sf.file);
+          if (!bytes.ok()) return bytes.status();
+          auto mask = DecodeMask(bytes->data(), bytes->size());
+          if (!mask.ok()) return named(mask.status());
+          Image m = std::move(mask.value());
+          if (m.width == g.stored_w && m.height == g.stored_h) {
+            m = ApplyOrientation(std::move(m), g.orientation);
+          } else if (m.width != g.upright_w() || m.height != g.upright_h()) {
+            return named(Status::InvalidArgument("is " + std::to_string(m.width) + "x" + std::to_string(m.height) +
+                                                 ", the image is " + std::to_string(g.upright_w()) + "x" +
+                                                 std::to_string(g.upright_h())));
+          }
+          if (m.width != g.out_w || m.height != g.out_h) m = ResizeMaskNearest(m.pixels.data(), m.width, m.height, g.out_w, g.out_h);
+          for (uint8_t v : m.pixels) p->mask_values[sf.slot].set(v);
+          data = std::move(m.pixels);
+          f.encoding = 1;
+          f.channels = 1;
+          f.width = static_cast<uint32_t>(g.out_w);
+          f.height = static_cast<uint32_t>(g.out_h);
+          break;
+        }
+        case FieldKind::kBoxes: {
+          std::vector<Box> boxes = sf.boxes;
+          const float sx = float(g.out_w) / g.upright_w(), sy = float(g.out_h) / g.upright_h();
+          for (size_t i = 0; i < boxes.size(); ++i) {
+            Box& b = boxes[i];
+            const std::string which = "box " + std::to_string(i) + " (" + std::to_string(b.x0) + ", " +
+                                      std::to_string(b.y0) + ", " + std::to_string(b.x1) + ", " +
+                                      std::to_string(b.y1) + ")";
+            if (!std::isfinite(b.x0) || !std::isfinite(b.y0) || !std::isfinite(b.x1) || !std::isfinite(b.y1))
+              return Status::InvalidArgument(which + " is not finite");
+            if (b.x0 < 0 || b.y0 < 0 || b.x1 > g.stored_w || b.y1 > g.stored_h || b.x0 > b.x1 || b.y0 > b.y1)
+              return Status::InvalidArgument(which + " is not inside the " + std::to_string(g.stored_w) + "x" +
+                                             std::to_string(g.stored_h) + " image");
+            if (!spec.classes.empty() && size_t(b.label) >= spec.classes.size())
+              return Status::InvalidArgument(which + " class " + std::to_string(b.label) + " is not one of the " +
+                                             std::to_string(spec.classes.size()) + " box classes");
+            auto [ax, ay] = Orient(b.x0, b.y0, g.orientation, g.stored_w, g.stored_h);
+            auto [bx, by] = Orient(b.x1, b.y1, g.orientation, g.stored_w, g.stored_h);
+            b.x0 = std::min(ax, bx) * sx;
+            b.x1 = std::max(ax, bx) * sx;
+            b.y0 = std::min(ay, by) * sy;
+            b.y1 = std::max(ay, by) * sy;
+          }
+          WriteBoxes(boxes, &data);
+          break;
+        }
+        case FieldKind::kInts:
+          data.resize(sf.ints.size() * 4);
+          if (!data.empty()) std::memcpy(data.data(), sf.ints.data(), data.size());
+          break;
+        case FieldKind::kFloats:
+          for (size_t i = 0; i < sf.floats.size(); ++i)
+            if (!std::isfinite(sf.floats[i]))
+              return Status::InvalidArgument(spec.name + " element " + std::to_string(i) + " is not finite");
+          data.resize(sf.floats.size() * 4);
+          if (!data.empty()) std::memcpy(data.data(), sf.floats.data(), data.size());
+          break;
+        case FieldKind::kText:
+          if (!IsValidUtf8(reinterpret_cast<const uint8_t*>(sf.text.data()), sf.text.size()))
+            return Status::InvalidArgument(spec.name + " is not valid UTF-8");
+          data.assign(sf.text.begin(), sf.text.end());
+          break;
+      }
+      f.data = data.data();
+      f.size = data.size();
+      AppendField(out, f);
+    }
+    u->fields.field_count = static_cast<uint16_t>(item.fields.size());
+    u->fields.fields_size = static_cast<uint32_t>(out.size());
+    return Status::Ok();
   }
 
   // An encoded image (JPEG, PNG, ...) at in[headroom..].
@@ -217,16 +374,19 @@ class RecordMaker {
     p->passed_through = u.passed_through;
     p->payload = static_cast<int64_t>(size);
     if (u.headroom > 0) {
+      u.buffer.insert(u.buffer.end(), u.field_section.begin(), u.field_section.end());
       SealRecord(u.buffer, u.fields, items_[pos].rel);
       p->record = std::move(u.buffer);
     } else {
-      p->record = EncodeRecord(u.fields, items_[pos].rel, payload, size);
+      p->record = EncodeRecord(u.fields, items_[pos].rel, payload, size, u.field_section.data());
     }
   }
 
   const PackOptions& o_;
   const std::vector<SourceItem>& items_;
   const RecordSource* db_;
+  const std::string& root_;
+  const std::vector<FieldSpec>& specs_;
   const int channels_;
   int64_t stats_stride_ = 1;
   tbb::enumerable_thread_specific<std::unique_ptr<RecordCursor>> cursors_;
@@ -255,7 +415,21 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
 
 Result<PackSummary> PackDataset(const PackOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto source = internal::OpenSource(o.src, {o.classes_file, o.labels_file, nullptr});
+  internal::SourceOptions so;
+  so.classes_file = o.classes_file;
+  so.labels_file = o.labels_file;
+  so.no_class = o.no_class;
+  so.manifest = o.manifest;
+  so.coco = o.coco;
+  so.mask_classes = o.mask_classes;
+  so.mask_ignore = o.mask_ignore;
+  so.box_classes = o.box_classes;
+  for (const auto& text : o.fields) {
+    auto tree = internal::ParsePairedTree(text);
+    if (!tree.ok()) return tree.status();
+    so.paired.push_back(std::move(tree.value()));
+  }
+  auto source = internal::OpenSource(o.src, so);
   if (!source.ok()) return source.status();
   if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3)
     return Status::InvalidArgument("channels must be 1 or 3");
@@ -283,7 +457,8 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   ParallelRecordWriter* const pw = w.parallel();
   summary.direct_io = pw && pw->direct_io();
 
-  RecordMaker maker(o, items, source->db.get());
+  RecordMaker maker(o, items, source->db.get(), source->root, source->fields);
+  std::vector<std::bitset<256>> mask_values(source->fields.size());
   PixelMoments total;
   std::vector<int64_t> label_counts(classes.size(), 0);
   Status write_status;                    // owned by the writer stage
@@ -331,6 +506,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
     if (o.progress) o.progress->bytes_out += record_bytes;
     summary.passed_through += p.passed_through;
     total.Merge(p.moments);
+    for (size_t f = 0; f < p.mask_values.size(); ++f) mask_values[f] |= p.mask_values[f];
     return p;
   };
   // Blob only: a reserved record's bytes, from any thread.
@@ -385,7 +561,18 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   meta.payload_bytes = summary.payload_bytes;
   meta.tool = o.tool;
   meta.options_json = o.options_json;
-  meta.source = fs::absolute(o.src, ec).string();
+  meta.source = fs::absolute(o.manifest.empty() ? o.src : o.manifest, ec).string();
+  meta.fields = source->fields;
+  // Masks without declared classes: classes 0 .. the largest value found
+  // (the ignore value aside), so verify and the trainer know the count.
+  for (size_t f = 0; f < meta.fields.size(); ++f) {
+    FieldSpec& spec = meta.fields[f];
+    if (spec.kind != FieldKind::kMask || !spec.classes.empty()) continue;
+    int top = -1;
+    for (int v = 0; v < 256; ++v)
+      if (mask_values[f][v] && v != spec.ignore) top = v;
+    for (int v = 0; v <= top; ++v) spec.classes.push_back(std::to_string(v));
+  }
   meta.created = UtcNow();
   meta.stats_images = total.images;
   total.MeanStd(meta.channels, &meta.mean, &meta.std);

@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "imagepack/record.h"
 
 namespace fs = std::filesystem;
@@ -106,7 +108,7 @@ Status LabelFromFile(const std::vector<std::string>& images, const std::string& 
       s.errors.push_back({rel, "no label in " + labels_file});
       continue;
     }
-    s.items.push_back({rel, it->second, -1});
+    s.items.push_back({rel, it->second, -1, {}});
   }
   return Status::Ok();
 }
@@ -124,12 +126,90 @@ void LabelFromFolders(const std::vector<std::string>& images, bool fixed_classes
     const std::string c = ClassFolderOf(rel);
     auto it = index_of.find(c);
     if (it != index_of.end()) {
-      s.items.push_back({rel, it->second, -1});
+      s.items.push_back({rel, it->second, -1, {}});
       continue;
     }
     s.unlabelled.push_back(rel);
     s.ignored.push_back(rel + (c.empty() ? " (not inside a class folder)" : " (folder not in the class list)"));
   }
+}
+
+std::string WithoutExtension(const std::string& rel) {
+  const auto slash = rel.rfind('/');
+  const auto dot = rel.rfind('.');
+  return dot == std::string::npos || (slash != std::string::npos && dot < slash) ? rel : rel.substr(0, dot);
+}
+
+// Mask classes: a classes file, or a count N (names "0".."N-1").
+Result<std::vector<std::string>> MaskClasses(const std::string& text) {
+  if (text.empty()) return std::vector<std::string>{};
+  if (IsIndex(text)) {
+    const int n = std::stoi(text);
+    if (n < 1 || n > 256) return Status::InvalidArgument("--mask-classes " + text + ": a count must be in 1..256");
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) out.push_back(std::to_string(i));
+    return out;
+  }
+  auto c = ReadClassList(text);
+  if (c.ok() && c->size() > 256) return Status::InvalidArgument(text + ": a uint8 mask holds at most 256 classes");
+  return c;
+}
+
+// Declares a field (unique name) and returns its slot.
+Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, const SourceOptions& opts) {
+  for (const auto& f : s.fields)
+    if (f.name == name) return Status::InvalidArgument("field '" + name + "' given twice");
+  if (name == "image" || name == "label")
+    return Status::InvalidArgument("'" + name + "' names the record's own image or class, not a field");
+  if (s.fields.size() >= 255) return Status::InvalidArgument("more than 255 fields");
+  FieldSpec f;
+  f.name = name;
+  f.kind = kind;
+  if (kind == FieldKind::kMask) {
+    auto c = MaskClasses(opts.mask_classes);
+    if (!c.ok()) return c.status();
+    f.classes = std::move(c.value());
+    f.ignore = opts.mask_ignore;
+  } else if (kind == FieldKind::kBoxes && !opts.box_classes.empty()) {
+    auto c = ReadClassList(opts.box_classes);
+    if (!c.ok()) return c.status();
+    f.classes = std::move(c.value());
+  }
+  s.fields.push_back(std::move(f));
+  return static_cast<int>(s.fields.size() - 1);
+}
+
+// --field NAME=DIR: each item's partner is the file of DIR with the item's
+// relative path and any extension. Items without one are skipped (errors).
+Status AddPairedTrees(const SourceOptions& opts, DatasetSource& s) {
+  for (const auto& tree : opts.paired) {
+    auto slot = Declare(s, tree.name, tree.kind, opts);
+    if (!slot.ok()) return slot.status();
+    auto listing = ListTree(tree.dir);
+    if (!listing.ok()) return listing.status();
+    std::map<std::string, std::string> by_stem;
+    for (const auto& rel : listing->images) {
+      auto [it, fresh] = by_stem.emplace(WithoutExtension(rel), rel);
+      if (!fresh)
+        return Status::InvalidArgument(tree.dir + ": " + it->second + " and " + rel + " both pair with " +
+                                       it->first + ".*");
+    }
+    std::vector<SourceItem> kept;
+    for (auto& item : s.items) {
+      auto it = by_stem.find(WithoutExtension(item.rel));
+      if (it == by_stem.end()) {
+        s.errors.push_back({item.rel, "no " + tree.name + " file " + WithoutExtension(item.rel) + ".* in " + tree.dir});
+        continue;
+      }
+      SourceField f;
+      f.slot = *slot;
+      f.file = (fs::path(tree.dir) / it->second).string();
+      item.fields.push_back(std::move(f));
+      kept.push_back(std::move(item));
+    }
+    s.items = std::move(kept);
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -153,26 +233,33 @@ Result<std::vector<std::string>> ReadClassList(const std::string& path) {
   return out;
 }
 
-Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceLabels& labels) {
+Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOptions& opts) {
   auto listing = ListTree(root);
   if (!listing.ok()) return listing.status();
   DatasetSource s;
+  s.root = root;
   s.ignored = std::move(listing->ignored);
   s.problems = std::move(listing->problems);
-  if (labels.classes) {
-    s.classes = *labels.classes;
-  } else if (!labels.classes_file.empty()) {
-    auto c = ReadClassList(labels.classes_file);
-    if (!c.ok()) return c.status();
-    s.classes = std::move(c.value());
+  if (opts.no_class) {
+    for (auto& rel : listing->images) s.items.push_back({rel, -1, -1, {}});
+  } else {
+    if (opts.classes) {
+      s.classes = *opts.classes;
+    } else if (!opts.classes_file.empty()) {
+      auto c = ReadClassList(opts.classes_file);
+      if (!c.ok()) return c.status();
+      s.classes = std::move(c.value());
+    }
+    if (!opts.labels_file.empty()) {
+      IMAGEPACK_RETURN_IF_ERROR(LabelFromFile(listing->images, opts.labels_file, s));
+    } else {
+      LabelFromFolders(listing->images, opts.classes != nullptr, s);
+      if (s.classes.empty() && !opts.classes)
+        return Status::InvalidArgument(root + " has no class folders (and no --labels file; --no-class packs "
+                                              "images without a class)");
+    }
   }
-  if (!labels.labels_file.empty()) {
-    IMAGEPACK_RETURN_IF_ERROR(LabelFromFile(listing->images, labels.labels_file, s));
-    return s;
-  }
-  LabelFromFolders(listing->images, labels.classes != nullptr, s);
-  if (s.classes.empty() && !labels.classes)
-    return Status::InvalidArgument(root + " has no class folders (and no --labels file)");
+  IMAGEPACK_RETURN_IF_ERROR(AddPairedTrees(opts, s));
   return s;
 }
 
@@ -182,6 +269,9 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path) {
   DatasetSource s;
   s.db = std::move(db.value());
   s.classes = s.db->meta().classes;
+  if (!s.db->meta().fields.empty())
+    return Status::NotSupported(path + " holds fields beyond image and class; converting such a database is not "
+                                       "supported (pack its sources again)");
   auto cur = s.db->NewCursor();
   for (int64_t i = 0; i < s.db->size(); ++i) {
     auto r = cur->Read(i, /*verify_checksum=*/false);  // checked when the record is read again to pack
@@ -189,15 +279,321 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path) {
       s.errors.push_back({RecordKey(i), r.status().message()});
       continue;
     }
-    s.items.push_back({std::string(r->path), r->fields.label, i});
+    s.items.push_back({std::string(r->path), r->fields.label, i, {}});
   }
   return s;
 }
 
-Result<DatasetSource> OpenSource(const std::string& path, const SourceLabels& labels) {
+Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts) {
+  if (!opts.manifest.empty()) return OpenManifestSource(opts.manifest, opts);
+  if (!opts.coco.empty()) return OpenCocoSource(opts.coco, path, opts);
   std::error_code ec;
-  if (fs::is_regular_file(path, ec)) return OpenDatabaseSource(path);
-  return OpenTreeSource(path, labels);
+  if (fs::is_regular_file(path, ec)) {
+    if (!opts.paired.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is a file");
+    return OpenDatabaseSource(path);
+  }
+  return OpenTreeSource(path, opts);
+}
+
+}  // namespace imagepack::internal
+
+namespace imagepack::internal {
+namespace {
+
+using nlohmann::json;
+
+// Splits one CSV line (RFC 4180 quoting, no newlines inside fields).
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
+      else if (c == '"') quoted = false;
+      else out.back() += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else if (c != '\r') {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+// A CSV cell as the JSON value it spells (numbers, lists, objects), else a
+// string.
+json CellValue(const std::string& cell) {
+  const std::string t = Trim(cell);
+  if (t.empty()) return json();
+  json v = json::parse(t, nullptr, /*allow_exceptions=*/false);
+  if (!v.is_discarded() && (v.is_number() || v.is_array() || v.is_object())) return v;
+  return t;
+}
+
+// The kind a manifest key's first value says its field is.
+FieldKind KindOfValue(const std::string& key, const json& v) {
+  if (key == "boxes") return FieldKind::kBoxes;
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (HasImageExtension(s)) return key.rfind("mask", 0) == 0 ? FieldKind::kMask : FieldKind::kImage;
+    return FieldKind::kText;
+  }
+  if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number(); }))
+    return std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_integer(); }) ? FieldKind::kInts
+                                                                                                : FieldKind::kFloats;
+  return FieldKind::kText;
+}
+
+// One manifest value as the field of `spec`'s kind; an error says why not.
+Status FillField(const FieldSpec& spec, const json& v, const fs::path& base, SourceField* f) {
+  const std::string& name = spec.name;
+  switch (spec.kind) {
+    case FieldKind::kImage:
+    case FieldKind::kMask:
+      if (!v.is_string() || v.get<std::string>().empty()) return Status::InvalidArgument(name + " is not a path");
+      f->file = (base / v.get<std::string>()).string();
+      return Status::Ok();
+    case FieldKind::kBoxes:
+      if (!v.is_array()) return Status::InvalidArgument("boxes is not a list of [x0, y0, x1, y1, class]");
+      for (const auto& b : v) {
+        if (!b.is_array() || b.size() != 5 || !std::all_of(b.begin(), b.end(), [](const json& e) { return e.is_number(); }))
+          return Status::InvalidArgument("box " + b.dump() + " is not [x0, y0, x1, y1, class]");
+        if (!b[4].is_number_integer() || b[4].get<int64_t>() < 0 || b[4].get<int64_t>() > INT32_MAX)
+          return Status::InvalidArgument("box " + b.dump() + " has a class that is not an index");
+        f->boxes.push_back({b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>(),
+                            static_cast<int32_t>(b[4].get<int64_t>())});
+      }
+      return Status::Ok();
+    case FieldKind::kInts:
+      if (!v.is_array()) return Status::InvalidArgument(name + " is not a list of integers");
+      for (const auto& e : v) {
+        if (!e.is_number_integer() || e.get<int64_t>() < INT32_MIN || e.get<int64_t>() > INT32_MAX)
+          return Status::InvalidArgument(name + " holds " + e.dump() + ", not a 32-bit integer");
+        f->ints.push_back(static_cast<int32_t>(e.get<int64_t>()));
+      }
+      return Status::Ok();
+    case FieldKind::kFloats:
+      if (!v.is_array()) return Status::InvalidArgument(name + " is not a list of numbers");
+      for (const auto& e : v) {
+        if (!e.is_number()) return Status::InvalidArgument(name + " holds " + e.dump() + ", not a number");
+        f->floats.push_back(e.get<float>());
+      }
+      return Status::Ok();
+    case FieldKind::kText: f->text = v.is_string() ? v.get<std::string>() : v.dump(); return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+// Rows (line number, object) of a JSON Lines or CSV manifest.
+Result<std::vector<std::pair<int, json>>> ReadManifestRows(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("cannot read manifest " + path);
+  std::vector<std::pair<int, json>> rows;
+  std::string line;
+  int n = 0;
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".csv" || ext == ".CSV") {
+    std::vector<std::string> header;
+    while (std::getline(in, line)) {
+      ++n;
+      if (Trim(line).empty()) continue;
+      auto cells = SplitCsv(line);
+      if (header.empty()) {
+        for (auto& c : cells) header.push_back(Trim(c));
+        continue;
+      }
+      if (cells.size() != header.size())
+        return Status::InvalidArgument(path + ":" + std::to_string(n) + ": " + std::to_string(cells.size()) +
+                                       " cells, the header has " + std::to_string(header.size()));
+      json row = json::object();
+      for (size_t i = 0; i < cells.size(); ++i)
+        if (auto v = CellValue(cells[i]); !v.is_null()) row[header[i]] = v;
+      rows.emplace_back(n, std::move(row));
+    }
+    return rows;
+  }
+  while (std::getline(in, line)) {
+    ++n;
+    if (Trim(line).empty()) continue;
+    json row = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (row.is_discarded() || !row.is_object())
+      return Status::InvalidArgument(path + ":" + std::to_string(n) + ": not a JSON object");
+    rows.emplace_back(n, std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace
+
+Result<PairedTree> ParsePairedTree(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    return Status::InvalidArgument("--field " + text + ": expected NAME=DIR or NAME:KIND=DIR");
+  PairedTree t;
+  t.name = text.substr(0, eq);
+  t.dir = text.substr(eq + 1);
+  t.kind = t.name.rfind("mask", 0) == 0 ? FieldKind::kMask : FieldKind::kImage;
+  if (const auto colon = t.name.find(':'); colon != std::string::npos) {
+    auto kind = ParseFieldKind(t.name.substr(colon + 1));
+    if (!kind.ok()) return kind.status();
+    if (!InfoOf(*kind).spatial || *kind == FieldKind::kBoxes)
+      return Status::InvalidArgument("--field " + text + ": a paired tree holds images or masks");
+    t.kind = *kind;
+    t.name = t.name.substr(0, colon);
+  }
+  return t;
+}
+
+Result<DatasetSource> OpenManifestSource(const std::string& manifest, const SourceOptions& opts) {
+  auto rows = ReadManifestRows(manifest);
+  if (!rows.ok()) return rows.status();
+  DatasetSource s;
+  const fs::path base = fs::path(manifest).parent_path();
+  s.root = base.empty() ? "." : base.string();
+  // Class labels: indices, or names (sorted unless a classes file orders them).
+  bool names = false;
+  int64_t max_index = -1;
+  for (auto& [n, row] : rows.value()) {
+    if (!row.contains("label")) continue;
+    if (row["label"].is_string()) names = true;
+    else if (row["label"].is_number_integer()) max_index = std::max<int64_t>(max_index, row["label"].get<int64_t>());
+  }
+  if (!opts.no_class) {
+    if (opts.classes) {
+      s.classes = *opts.classes;
+    } else if (!opts.classes_file.empty()) {
+      auto c = ReadClassList(opts.classes_file);
+      if (!c.ok()) return c.status();
+      s.classes = std::move(c.value());
+    } else if (names) {
+      std::set<std::string> seen;
+      for (auto& [n, row] : rows.value())
+        if (row.contains("label") && row["label"].is_string()) seen.insert(row["label"].get<std::string>());
+      s.classes.assign(seen.begin(), seen.end());
+    } else {
+      for (int64_t i = 0; i <= std::min<int64_t>(max_index, 1 << 24); ++i) s.classes.push_back(std::to_string(i));
+    }
+  }
+  const auto index_of = IndexOf(s.classes);
+  // Fields in the order their keys first appear.
+  std::map<std::string, int> slot_of;
+  for (auto& [n, row] : rows.value())
+    for (auto& [key, v] : row.items())
+      if (key != "image" && key != "label" && !slot_of.count(key)) {
+        auto slot = Declare(s, key, KindOfValue(key, v), opts);
+        if (!slot.ok()) return slot.status();
+        slot_of[key] = *slot;
+      }
+  std::set<std::string> seen_images;
+  for (auto& [n, row] : rows.value()) {
+    const std::string where = manifest + ":" + std::to_string(n);
+    auto skip = [&](const std::string& why) { s.errors.push_back({where, why}); };
+    if (!row.contains("image") || !row["image"].is_string() || row["image"].get<std::string>().empty()) {
+      skip("no \"image\" path");
+      continue;
+    }
+    SourceItem item;
+    item.rel = row["image"].get<std::string>();
+    if (!seen_images.insert(item.rel).second) {
+      skip(item.rel + " is listed twice");
+      continue;
+    }
+    if (!opts.no_class && row.contains("label")) {
+      const json& l = row["label"];
+      if (l.is_string() && index_of.count(l.get<std::string>())) {
+        item.label = index_of.at(l.get<std::string>());
+      } else if (l.is_number_integer() && l.get<int64_t>() >= 0 && l.get<int64_t>() < int64_t(s.classes.size())) {
+        item.label = static_cast<int32_t>(l.get<int64_t>());
+      } else {
+        skip("label " + l.dump() + " is not a class of the " + std::to_string(s.classes.size()));
+        continue;
+      }
+    }
+    Status bad;
+    for (size_t slot = 0; slot < s.fields.size() && bad.ok(); ++slot) {
+      const FieldSpec& spec = s.fields[slot];
+      SourceField f;
+      f.slot = static_cast<int>(slot);
+      if (!row.contains(spec.name)) {
+        if (InfoOf(spec.kind).spatial && spec.kind != FieldKind::kBoxes)
+          bad = Status::InvalidArgument("no " + spec.name + " for " + item.rel);
+      } else {
+        bad = FillField(spec, row[spec.name], base, &f);
+      }
+      item.fields.push_back(std::move(f));
+    }
+    if (!bad.ok()) {
+      skip(item.rel + ": " + bad.message());
+      continue;
+    }
+    s.items.push_back(std::move(item));
+  }
+  std::sort(s.items.begin(), s.items.end(), [](const SourceItem& a, const SourceItem& b) { return a.rel < b.rel; });
+  return s;
+}
+
+Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string& images_root,
+                                     const SourceOptions& opts) {
+  std::ifstream in(coco);
+  if (!in) return Status::NotFound("cannot read COCO file " + coco);
+  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("images") || !j["images"].is_array() ||
+      !j.contains("categories") || !j["categories"].is_array())
+    return Status::InvalidArgument(coco + " is not a COCO instances file (no \"images\" and \"categories\")");
+  DatasetSource s;
+  s.root = images_root;
+  std::vector<std::pair<int64_t, std::string>> cats;
+  for (const auto& c : j["categories"]) {
+    if (!c.contains("id") || !c["id"].is_number_integer() || !c.contains("name") || !c["name"].is_string())
+      return Status::InvalidArgument(coco + ": a category lacks an integer id or a name: " + c.dump());
+    cats.emplace_back(c["id"].get<int64_t>(), c["name"].get<std::string>());
+  }
+  std::sort(cats.begin(), cats.end());
+  std::map<int64_t, int32_t> class_of;
+  FieldSpec boxes;
+  boxes.name = "boxes";
+  boxes.kind = FieldKind::kBoxes;
+  for (auto& [id, name] : cats) {
+    class_of[id] = static_cast<int32_t>(boxes.classes.size());
+    boxes.classes.push_back(name);
+  }
+  s.fields.push_back(boxes);
+  (void)opts;
+  std::map<int64_t, size_t> item_of;  // image id -> item
+  for (const auto& im : j["images"]) {
+    if (!im.contains("id") || !im["id"].is_number_integer() || !im.contains("file_name") ||
+        !im["file_name"].is_string())
+      return Status::InvalidArgument(coco + ": an image lacks an integer id or a file_name: " + im.dump());
+    SourceItem item;
+    item.rel = im["file_name"].get<std::string>();
+    item.fields.resize(1);
+    item.fields[0].slot = 0;
+    if (!item_of.emplace(im["id"].get<int64_t>(), s.items.size()).second)
+      return Status::InvalidArgument(coco + ": image id " + im["id"].dump() + " listed twice");
+    s.items.push_back(std::move(item));
+  }
+  if (j.contains("annotations") && j["annotations"].is_array()) {
+    for (const auto& a : j["annotations"]) {
+      if (!a.contains("image_id") || !a.contains("bbox") || !a.contains("category_id")) continue;
+      if (a.value("iscrowd", 0) == 1) continue;  // crowd regions are not instances
+      auto it = item_of.find(a["image_id"].is_number_integer() ? a["image_id"].get<int64_t>() : -1);
+      const json& b = a["bbox"];
+      auto cls = class_of.find(a["category_id"].is_number_integer() ? a["category_id"].get<int64_t>() : INT64_MIN);
+      if (it == item_of.end() || cls == class_of.end() || !b.is_array() || b.size() != 4 ||
+          !std::all_of(b.begin(), b.end(), [](const json& e) { return e.is_number(); })) {
+        s.errors.push_back({coco, "annotation " + a.value("id", json()).dump() + " names no known image or category, "
+                                  "or its bbox is not [x, y, w, h]"});
+        continue;
+      }
+      const float x = b[0].get<float>(), y = b[1].get<float>();
+      s.items[it->second].fields[0].boxes.push_back({x, y, x + b[2].get<float>(), y + b[3].get<float>(), cls->second});
+    }
+  }
+  std::sort(s.items.begin(), s.items.end(), [](const SourceItem& a, const SourceItem& b) { return a.rel < b.rel; });
+  return s;
 }
 
 }  // namespace imagepack::internal

@@ -1,6 +1,8 @@
-// Where a dataset's images come from, with their labels: an image tree
-// (ImageFolder classes, or a flat folder with a labels file) or an existing
-// database. pack_lmdb reads its inputs through these; verify_db --against
+// Where a dataset's samples come from, with their labels and other fields:
+// an image tree (ImageFolder classes, or a flat folder with a labels file),
+// with paired trees (masks, targets) matched by relative path; a manifest
+// (JSON Lines or CSV, one sample per row); a COCO instances file; or an
+// existing database. pack_lmdb reads its inputs through these; verify_db --against
 // lists the tree it compares with through them. Internal.
 #pragma once
 
@@ -9,28 +11,59 @@
 #include <string>
 #include <vector>
 
+#include "imagepack/fields.h"
 #include "imagepack/files.h"
 #include "imagepack/status.h"
 #include "imagepack/store.h"
 
 namespace imagepack::internal {
 
-struct SourceItem {
-  std::string rel;        // tree: path below the root; database: the record's stored path
-  int32_t label = -1;
-  int64_t db_index = -1;  // database: the record's index
+// One field of an item before packing (its slot in DatasetSource::fields):
+// a file (image, mask) or a value (ints, floats, boxes, text).
+struct SourceField {
+  int slot = -1;
+  std::string file;  // image, mask: a path (absolute, or relative to the working folder)
+  std::vector<int32_t> ints;
+  std::vector<float> floats;
+  std::vector<Box> boxes;
+  std::string text;
 };
 
-struct SourceLabels {
+struct SourceItem {
+  std::string rel;        // below DatasetSource::root; database: the record's stored path
+  int32_t label = -1;
+  int64_t db_index = -1;  // database: the record's index
+  std::vector<SourceField> fields;  // in slot order, every declared field
+};
+
+// A paired tree: `--field NAME[:KIND]=DIR` (KIND image or mask; a NAME
+// starting with "mask" is a mask, any other an image).
+struct PairedTree {
+  std::string name;
+  FieldKind kind = FieldKind::kImage;
+  std::string dir;
+};
+Result<PairedTree> ParsePairedTree(const std::string& text);
+
+struct SourceOptions {
   std::string classes_file;  // class order, one name per line (ReadClassList)
   std::string labels_file;   // flat folder: lines "FILENAME LABEL" (class name or index)
   // A fixed class list (verify: the database's), instead of one read from
   // classes_file or found in the tree; an empty list is then allowed.
   const std::vector<std::string>* classes = nullptr;
+  bool no_class = false;            // every item label -1, no class list
+  std::vector<PairedTree> paired;   // trees matched to the images by relative path
+  std::string manifest;             // JSON Lines (.jsonl, .json) or CSV (.csv) with a header
+  std::string coco;                 // COCO instances JSON; the images are below the source path
+  std::string mask_classes;         // masks: a classes file, or N (classes "0".."N-1")
+  int mask_ignore = 255;            // masks: the value outside any class (-1: none)
+  std::string box_classes;          // boxes: a classes file (manifests; COCO names its own)
 };
 
 struct DatasetSource {
+  std::string root;                      // where items' `rel` paths are relative to
   std::vector<std::string> classes;
+  std::vector<FieldSpec> fields;         // declared fields beyond image and class
   std::vector<SourceItem> items;         // labelled inputs: tree, sorted by path; database, record order
   std::vector<std::string> unlabelled;   // tree images without a label, sorted
   std::vector<FileError> errors;         // labels-file misses; unreadable database records
@@ -47,13 +80,32 @@ std::string ClassFolderOf(const std::string& rel);
 // when there is one, else by class folder. Classes come from labels.classes,
 // else classes_file, else the labels file's names (sorted) or largest index,
 // else the class folders (sorted).
-Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceLabels& labels);
+// With opts.no_class every image is an item labelled -1. Paired trees then
+// add their fields; an image whose partner is missing goes to `errors`.
+Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOptions& opts);
+
+// One sample per row of a JSON Lines or CSV manifest; paths relative to the
+// manifest's folder. Keys: "image" (the image), "label" (class index or
+// name), "boxes" ([[x0, y0, x1, y1, class], ...]); any other key is a field
+// whose kind follows from its first value: a path with an image extension
+// is an image, or a mask when the key starts with "mask"; a list of
+// integers is ints, of numbers floats; any other value is text (JSON for
+// objects). A row that lacks the image or a spatial field, or whose value
+// does not fit the field's kind, goes to `errors` as MANIFEST:LINE.
+Result<DatasetSource> OpenManifestSource(const std::string& manifest, const SourceOptions& opts);
+
+// A COCO instances file: every image of "images" (below `images_root`),
+// its non-crowd "annotations" as boxes ([x, y, w, h] -> x0, y0, x1, y1),
+// classes in category id order; no image class (label -1).
+Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string& images_root,
+                                     const SourceOptions& opts);
 
 // The records of an existing database (labels and paths as stored).
 Result<DatasetSource> OpenDatabaseSource(const std::string& path);
 
-// A regular file is a database; anything else a tree.
-Result<DatasetSource> OpenSource(const std::string& path, const SourceLabels& labels);
+// A manifest or COCO file when given; else a regular file is a database,
+// anything else a tree.
+Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts);
 
 // Reads a classes file: the first word of each non-empty line not starting
 // with '#'. Duplicates are an error naming the line.

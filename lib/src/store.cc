@@ -281,6 +281,8 @@ Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::strin
                                      ": shards of one dataset must share it");
     if (m.encoding != first.encoding || m.channels != first.channels)
       return Status::InvalidArgument(paths[i] + " differs from " + paths[0] + " in encoding or channels");
+    if (m.fields != first.fields)
+      return Status::InvalidArgument(paths[i] + " differs from " + paths[0] + " in its fields");
     meta.count += m.count;
     meta.payload_bytes += m.payload_bytes;
     for (size_t c = 0; c < m.label_counts.size() && c < meta.label_counts.size(); ++c)

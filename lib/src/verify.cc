@@ -73,6 +73,39 @@ struct Tally {
   }
 };
 
+// The record's fields against the metadata's declarations: one of each, in
+// slot order, each holding what its kind allows (CheckFieldContent); with
+// --decode, second images decode to their recorded size.
+void CheckFields(const VerifyOptions& o, const DatasetMeta& meta, const std::string& where, const std::string& path,
+                 const RecordView& v, Collector& problems) {
+  const std::vector<FieldView> fields = RecordFieldViews(v);
+  if (fields.size() != meta.fields.size()) {
+    problems.Add(where, path, "holds " + std::to_string(fields.size()) + " fields, metadata declares " +
+                                  std::to_string(meta.fields.size()));
+    return;
+  }
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const FieldView& f = fields[i];
+    if (f.slot != i) {
+      problems.Add(where, path, "field " + std::to_string(i) + " is stored for slot " + std::to_string(f.slot));
+      continue;
+    }
+    const FieldSpec& spec = meta.fields[i];
+    Status st = CheckFieldContent(f, spec, v.fields.width, v.fields.height);
+    if (st.ok() && o.decode && f.kind == FieldKind::kImage && f.encoding == 0) {
+      DecodeOptions dopt;
+      dopt.channels = meta.channels;
+      dopt.apply_orientation = false;
+      auto img = DecodeImage(f.data, f.size, dopt);
+      if (!img.ok()) st = img.status();
+      else if (uint32_t(img->width) != f.width || uint32_t(img->height) != f.height)
+        st = Status::Corruption("JPEG is " + std::to_string(img->width) + "x" + std::to_string(img->height) +
+                                ", field says " + std::to_string(f.width) + "x" + std::to_string(f.height));
+    }
+    if (!st.ok()) problems.Add(where, path, spec.name + ": " + st.message());
+  }
+}
+
 // One record's checks; its label is counted in `labels` (this database's).
 void CheckRecord(const VerifyOptions& o, const DatasetMeta& meta, const std::string& where, const uint8_t* data,
                  size_t size, Tally& t, std::vector<int64_t>& labels, Collector& problems) {
@@ -91,7 +124,9 @@ void CheckRecord(const VerifyOptions& o, const DatasetMeta& meta, const std::str
   if (v.fields.encoding == Encoding::kRaw && v.fields.channels != meta.channels)
     problems.Add(where, path, "raw record has " + std::to_string(v.fields.channels) + " channels, metadata says " +
                                   std::to_string(meta.channels));
-  if (v.fields.label < 0 || static_cast<size_t>(v.fields.label) >= meta.classes.size()) {
+  if (meta.classes.empty() && v.fields.label == -1) {
+    // a dataset without classes (--no-class, COCO boxes)
+  } else if (v.fields.label < 0 || static_cast<size_t>(v.fields.label) >= meta.classes.size()) {
     problems.Add(where, path, "label " + std::to_string(v.fields.label) + " out of range [0," +
                                   std::to_string(meta.classes.size()) + ")");
   } else {
@@ -106,6 +141,7 @@ void CheckRecord(const VerifyOptions& o, const DatasetMeta& meta, const std::str
   t.sum_w += v.fields.width;
   t.sum_h += v.fields.height;
   if (o.stats) t.payloads.push_back(static_cast<int64_t>(v.payload_size));
+  CheckFields(o, meta, where, path, v, problems);
   if (!o.against.empty()) t.paths.push_back({path, {v.fields.label, where}});
   if (v.fields.encoding == Encoding::kRaw) {
     if (o.stats) t.moments.Add(v.payload, size_t(v.fields.width) * v.fields.height, v.fields.channels);
@@ -180,7 +216,13 @@ void CheckDatabase(const VerifyOptions& o, const RecordSource& db, const std::st
 // classes, holds exactly the records' paths, each with its record's label.
 void CheckAgainst(const std::string& root, const std::vector<std::string>& classes,
                   const std::vector<std::pair<std::string, Seen>>& paths, Collector& problems) {
-  auto tree = internal::OpenTreeSource(root, {"", "", &classes});
+  internal::SourceOptions so;
+  so.classes = &classes;
+  so.no_class = classes.empty();
+  // A manifest (a file) or a tree: its images, labelled as pack labels them.
+  std::error_code ec;
+  auto tree = fs::is_regular_file(root, ec) ? internal::OpenManifestSource(root, so)
+                                            : internal::OpenTreeSource(root, so);
   if (!tree.ok()) {
     problems.Add(root, "", tree.status().message());
     return;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "imagepack/fields.h"
 #include "imagepack/record.h"
 #include "imagepack/shard.h"
 #include "imagepack/status.h"
@@ -12,8 +13,11 @@
 namespace imagepack {
 
 // Format 2 groups LMDB records into values (records_per_value); format 1
-// (one bare record per LMDB value) is still read.
+// (one bare record per LMDB value) is still read. Format 3 is format 2 with
+// declared fields (masks, boxes, ...: `fields`); a dataset without them is
+// still written as format 2, so readers of format 2 keep reading it.
 constexpr int kFormatVersion = 2;
+constexpr int kFormatVersionFields = 3;
 constexpr int kMaxRecordsPerValue = 65536;
 
 struct DatasetMeta {
@@ -31,6 +35,9 @@ struct DatasetMeta {
   // LMDB, format 2: records per value (docs/FORMAT.md); the LMDB writer sets
   // it. 0: format 1's one bare record per value; blobs leave it 0.
   int records_per_value = 0;
+  // The fields every record holds besides its image and class, in slot
+  // order (at most 255). Empty: an (image, class) dataset.
+  std::vector<FieldSpec> fields;
   std::string tool;
   std::string options_json = "{}";  // a JSON object, kept verbatim
   std::string source;
@@ -42,7 +49,8 @@ struct DatasetMeta {
 // Parses and validates metadata JSON: required keys present with the right
 // types, count >= 0, channels 1 or 3, label_counts (if present) sized like
 // classes, each >= 0, summing to at most count (unlabelled records, label
-// -1, are not counted). Never throws.
+// -1, are not counted), fields (format 3) with names, known kinds and
+// unique names. Never throws.
 Result<DatasetMeta> ParseMeta(const uint8_t* data, size_t size);
 
 // Current UTC time as "2026-11-21T22:51:16Z".

@@ -29,6 +29,16 @@ struct PackOptions {
   PrepareOptions prepare;
   std::string classes_file;  // class order, one name per line (first word)
   std::string labels_file;   // flat folder: lines "FILENAME LABEL" (name or index)
+  // Samples beyond (image, class), docs/USAGE.md: paired trees
+  // ("NAME[:KIND]=DIR"), a manifest (JSON Lines or CSV; src is then unused),
+  // a COCO instances file (src: its images' folder).
+  std::vector<std::string> fields;
+  std::string manifest;
+  std::string coco;
+  bool no_class = false;      // no class labels (every record -1)
+  std::string mask_classes;   // a classes file or a count N; empty: 0 .. the largest value found
+  int mask_ignore = 255;      // the mask value outside any class (-1: none)
+  std::string box_classes;    // a classes file for manifest boxes
   int64_t shuffle_seed = -1; // < 0: sorted path order
   Shard shard;
   int threads = 0;

@@ -14,7 +14,7 @@ namespace imagepack {
 struct VerifyOptions {
   std::vector<std::string> paths;  // one container, or the shards of one dataset
   bool decode = false;             // decode every JPEG fully, check its size
-  std::string against;             // a source tree that must match exactly
+  std::string against;             // a source tree (or a manifest file) that must match exactly
   bool stats = false;              // class histogram, sizes, pixel mean/std
   int threads = 0;
   Progress* progress = nullptr;

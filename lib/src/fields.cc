@@ -1,0 +1,180 @@
+#include "imagepack/fields.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace imagepack {
+namespace {
+
+constexpr KindInfo kKinds[] = {
+    {FieldKind::kImage, "image", true, 0},
+    {FieldKind::kMask, "mask", true, 0},
+    {FieldKind::kInts, "ints", false, 4},
+    {FieldKind::kBoxes, "boxes", true, kBoxBytes},
+    {FieldKind::kFloats, "floats", false, 4},
+    {FieldKind::kText, "text", false, 1},
+};
+
+template <typename T>
+void Put(uint8_t* p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
+template <typename T>
+T Get(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+const KindInfo* FindKind(uint8_t byte) {
+  for (const auto& k : kKinds)
+    if (static_cast<uint8_t>(k.kind) == byte) return &k;
+  return nullptr;
+}
+
+const KindInfo& InfoOf(FieldKind kind) { return *FindKind(static_cast<uint8_t>(kind)); }
+
+Result<FieldKind> ParseFieldKind(const std::string& name) {
+  for (const auto& k : kKinds)
+    if (name == k.name) return k.kind;
+  return Status::InvalidArgument("unknown field kind '" + name + "' (expected image, mask, ints, boxes, floats or text)");
+}
+
+void AppendField(std::vector<uint8_t>& out, const FieldView& f) {
+  const KindInfo& info = InfoOf(f.kind);
+  const size_t at = out.size();
+  out.resize(at + kFieldHeaderSize + f.size);
+  uint8_t* p = out.data() + at;
+  p[0] = f.slot;
+  p[1] = static_cast<uint8_t>(f.kind);
+  p[2] = f.encoding;
+  p[3] = f.channels;
+  const bool list = info.element_bytes > 0;
+  Put<uint32_t>(p + 4, list ? static_cast<uint32_t>(f.size / info.element_bytes) : f.height);
+  Put<uint32_t>(p + 8, list ? 0 : f.width);
+  Put<uint32_t>(p + 12, static_cast<uint32_t>(f.size));
+  if (f.size) std::memcpy(p + kFieldHeaderSize, f.data, f.size);
+}
+
+Status CheckFieldLayout(const FieldView& f) {
+  const KindInfo& info = InfoOf(f.kind);
+  const std::string what = std::string(info.name) + " field " + std::to_string(f.slot);
+  if (info.element_bytes > 0) {
+    if (f.width != 0 || f.encoding != 0 || f.channels != 0)
+      return Status::Corruption(what + ": list entry has geometry bytes set");
+    if (uint64_t(f.count) * info.element_bytes != f.size)
+      return Status::Corruption(what + ": " + std::to_string(f.count) + " elements but " + std::to_string(f.size) +
+                                " bytes");
+    return Status::Ok();
+  }
+  if (f.width == 0 || f.height == 0) return Status::Corruption(what + ": zero width or height");
+  if (f.kind == FieldKind::kMask) {
+    if (f.encoding != 1 || f.channels != 1)
+      return Status::Corruption(what + ": a mask must be raw (encoding 1) with 1 channel");
+  } else {
+    if (f.encoding > 1) return Status::Corruption(what + ": bad encoding byte " + std::to_string(f.encoding));
+    if (f.channels != 1 && f.channels != 3)
+      return Status::Corruption(what + ": bad channel count " + std::to_string(f.channels));
+  }
+  if (f.encoding == 1 && uint64_t(f.width) * f.height * f.channels != f.size)
+    return Status::Corruption(what + ": raw data is " + std::to_string(f.size) + " bytes, not " +
+                              std::to_string(f.height) + "x" + std::to_string(f.width) + "x" +
+                              std::to_string(f.channels));
+  return Status::Ok();
+}
+
+bool IsValidUtf8(const uint8_t* s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    const uint8_t c = s[i];
+    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > n) return false;
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    // Overlong forms, surrogates, and code points past U+10FFFF.
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+std::vector<Box> ReadBoxes(const FieldView& f) {
+  std::vector<Box> out(f.count);
+  for (uint32_t i = 0; i < f.count; ++i) {
+    const uint8_t* p = f.data + size_t(i) * kBoxBytes;
+    out[i] = {Get<float>(p), Get<float>(p + 4), Get<float>(p + 8), Get<float>(p + 12), Get<int32_t>(p + 16)};
+  }
+  return out;
+}
+
+void WriteBoxes(const std::vector<Box>& boxes, std::vector<uint8_t>* out) {
+  out->resize(boxes.size() * kBoxBytes);
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    uint8_t* p = out->data() + i * kBoxBytes;
+    Put<float>(p, boxes[i].x0);
+    Put<float>(p + 4, boxes[i].y0);
+    Put<float>(p + 8, boxes[i].x1);
+    Put<float>(p + 12, boxes[i].y1);
+    Put<int32_t>(p + 16, boxes[i].label);
+  }
+}
+
+Status CheckFieldContent(const FieldView& f, const FieldSpec& spec, uint32_t W, uint32_t H) {
+  if (f.kind != spec.kind)
+    return Status::Corruption(std::string("is stored as ") + InfoOf(f.kind).name + ", metadata says " +
+                              InfoOf(spec.kind).name);
+  auto size_text = [](uint32_t w, uint32_t h) { return std::to_string(w) + "x" + std::to_string(h); };
+  switch (f.kind) {
+    case FieldKind::kImage:
+    case FieldKind::kMask:
+      if (f.width != W || f.height != H)
+        return Status::Corruption("is " + size_text(f.width, f.height) + ", the image is " + size_text(W, H));
+      if (f.kind == FieldKind::kMask && !spec.classes.empty()) {
+        const size_t n = spec.classes.size();
+        for (size_t i = 0; i < f.size; ++i) {
+          const int v = f.data[i];
+          if (size_t(v) >= n && v != spec.ignore)
+            return Status::Corruption("value " + std::to_string(v) + " at (" + std::to_string(i % W) + ", " +
+                                      std::to_string(i / W) + ") is neither a class [0," + std::to_string(n) +
+                                      ") nor the ignore value " + std::to_string(spec.ignore));
+        }
+      }
+      return Status::Ok();
+    case FieldKind::kBoxes: {
+      const auto boxes = ReadBoxes(f);
+      for (size_t i = 0; i < boxes.size(); ++i) {
+        const Box& b = boxes[i];
+        const std::string which = "box " + std::to_string(i);
+        if (!std::isfinite(b.x0) || !std::isfinite(b.y0) || !std::isfinite(b.x1) || !std::isfinite(b.y1))
+          return Status::Corruption(which + " is not finite");
+        if (b.x0 < 0 || b.y0 < 0 || b.x1 > float(W) || b.y1 > float(H) || b.x0 > b.x1 || b.y0 > b.y1)
+          return Status::Corruption(which + " (" + std::to_string(b.x0) + ", " + std::to_string(b.y0) + ", " +
+                                    std::to_string(b.x1) + ", " + std::to_string(b.y1) +
+                                    ") is not inside the " + size_text(W, H) + " image");
+        if (b.label < 0 || (!spec.classes.empty() && size_t(b.label) >= spec.classes.size()))
+          return Status::Corruption(which + " class " + std::to_string(b.label) + " out of range [0," +
+                                    std::to_string(spec.classes.size()) + ")");
+      }
+      return Status::Ok();
+    }
+    case FieldKind::kFloats:
+      for (uint32_t i = 0; i < f.count; ++i)
+        if (!std::isfinite(Get<float>(f.data + 4 * size_t(i))))
+          return Status::Corruption("element " + std::to_string(i) + " is not finite");
+      return Status::Ok();
+    case FieldKind::kText:
+      if (!IsValidUtf8(f.data, f.size)) return Status::Corruption("is not valid UTF-8");
+      return Status::Ok();
+    case FieldKind::kInts: return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+}  // namespace imagepack
