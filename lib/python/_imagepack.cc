@@ -13,11 +13,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "imagepack/fields.h"
 #include "imagepack/image.h"
 #include "imagepack/loader.h"
 #include "imagepack/store.h"
@@ -58,6 +60,17 @@ py::array_t<T> View(T* data, std::vector<py::ssize_t> shape, const std::shared_p
   return py::array_t<T>(shape, data, base);
 }
 
+// A batch field as a numpy array of its dtype over the batch's memory.
+py::array FieldArray(const BatchField& f, const std::shared_ptr<void>& hold) {
+  std::vector<py::ssize_t> shape(f.shape.begin(), f.shape.end());
+  switch (f.dtype) {
+    case DType::kInt64: return View(reinterpret_cast<int64_t*>(f.data), shape, hold);
+    case DType::kFloat32: return View(reinterpret_cast<float*>(f.data), shape, hold);
+    case DType::kUint8: break;
+  }
+  return View(f.data, shape, hold);
+}
+
 TransformKind ParseTransform(const std::string& s) {
   if (s == "train") return TransformKind::kTrain;
   if (s == "eval") return TransformKind::kEval;
@@ -72,7 +85,7 @@ class PyLoader {
            int eval_resize, int pad, double scale_min, double scale_max, double ratio_min, double ratio_max,
            int channels, const std::string& layout, bool shuffle, uint64_t seed, int rank, int world_size,
            bool even_partition, bool drop_last, int threads, int prefetch, const std::string& on_corrupt,
-           bool dct_scaling) {
+           bool dct_scaling, bool vflip, double min_box_visible) {
     LoaderOptions o;
     o.paths = std::move(paths);
     o.batch_size = batch_size;
@@ -99,6 +112,8 @@ class PyLoader {
     if (on_corrupt != "fail" && on_corrupt != "skip") Raise(Status::InvalidArgument("on_corrupt must be fail or skip"));
     o.on_corrupt = on_corrupt == "fail" ? CorruptPolicy::kFail : CorruptPolicy::kSkip;
     o.dct_scaling = dct_scaling;
+    o.vflip = vflip;
+    o.min_box_visible = min_box_visible;
     nchw_ = o.layout == Layout::kNCHW;
     size_ = size;
     Result<std::unique_ptr<Loader>> l = [&] {
@@ -121,7 +136,8 @@ class PyLoader {
     loader_->Restore(LoaderState{epoch, position});
   }
 
-  // (images, labels), or None at the end of the epoch.
+  // (images, labels, indices, {name: array} of the dataset's fields), or
+  // None at the end of the epoch.
   py::object Next() {
     Result<OwnedBatch> r = [&] {
       py::gil_scoped_release release;
@@ -131,7 +147,10 @@ class PyLoader {
     if (b.count == 0) return py::none();
     const py::ssize_t n = b.count, s = size_, c = loader_->channels();
     std::vector<py::ssize_t> shape = nchw_ ? std::vector<py::ssize_t>{n, c, s, s} : std::vector<py::ssize_t>{n, s, s, c};
-    return py::make_tuple(View(b.images, shape, b.hold), View(b.labels, {n}, b.hold));
+    py::dict fields;
+    for (const BatchField& f : b.fields) fields[py::str(f.name)] = FieldArray(f, b.hold);
+    return py::make_tuple(View(b.images, shape, b.hold), View(b.labels, {n}, b.hold), View(b.indices, {n}, b.hold),
+                          fields);
   }
 
   py::dict Stats() const {
@@ -220,6 +239,101 @@ class PyDataset {
     return py::make_tuple(arr, fields.label, path);
   }
 
+  // {name: value} of record i's fields: second images HxWxC uint8 (JPEGs
+  // decoded), masks HxW uint8, boxes (N x 4 float32, N int64 classes under
+  // NAME_labels / "box_labels"), ints int64, floats float32, text str.
+  py::dict Fields(int64_t i) {
+    if (i < 0) i += size();
+    if (i < 0 || i >= size()) {
+      PyErr_SetString(PyExc_IndexError, ("record " + std::to_string(i) + " outside [0, " + std::to_string(size()) +
+                                         ") of " + src_->Describe()).c_str());
+      throw py::error_already_set();
+    }
+    std::vector<uint8_t> bytes;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> g(mu_);
+      const uint8_t* data = nullptr;
+      size_t size = 0;
+      Status st = cursor_->ReadRaw(i, &data, &size);
+      if (st.ok()) bytes.assign(data, data + size);
+      else {
+        py::gil_scoped_acquire acquire;
+        Raise(st);
+      }
+    }
+    auto rec = ParseRecord(bytes.data(), bytes.size(), false);  // checksum checked by Get()
+    if (!rec.ok()) Raise(rec.status().WithContext("record " + RecordKey(i)));
+    const auto& specs = src_->meta().fields;
+    py::dict out;
+    for (const FieldView& f : RecordFieldViews(rec.value())) {
+      if (f.slot >= specs.size()) Raise(Status::Corruption("record " + RecordKey(i) + ": field slot out of range"));
+      const std::string& name = specs[f.slot].name;
+      switch (f.kind) {
+        case FieldKind::kImage: {
+          Image img;
+          if (f.encoding == 0) {
+            DecodeOptions d;
+            d.channels = f.channels;
+            d.apply_orientation = false;
+            Result<Image> dec = [&] {
+              py::gil_scoped_release release;
+              return DecodeImage(f.data, f.size, d);
+            }();
+            img = Take(std::move(dec));
+          } else {
+            img.width = int(f.width);
+            img.height = int(f.height);
+            img.channels = f.channels;
+            img.pixels.assign(f.data, f.data + f.size);
+          }
+          auto owner = std::make_shared<Image>(std::move(img));
+          out[py::str(name)] = View(owner->pixels.data(), {owner->height, owner->width, owner->channels}, owner);
+          break;
+        }
+        case FieldKind::kMask: {
+          py::array_t<uint8_t> m({py::ssize_t(f.height), py::ssize_t(f.width)});
+          std::memcpy(m.mutable_data(), f.data, f.size);
+          out[py::str(name)] = m;
+          break;
+        }
+        case FieldKind::kBoxes: {
+          const auto boxes = ReadBoxes(f);
+          py::array_t<float> xy({py::ssize_t(boxes.size()), py::ssize_t(4)});
+          py::array_t<int64_t> cls(py::ssize_t(boxes.size()));
+          for (size_t k = 0; k < boxes.size(); ++k) {
+            float* q = xy.mutable_data(k);
+            q[0] = boxes[k].x0, q[1] = boxes[k].y0, q[2] = boxes[k].x1, q[3] = boxes[k].y1;
+            cls.mutable_data()[k] = boxes[k].label;
+          }
+          out[py::str(name)] = xy;
+          out[py::str(name == "boxes" ? std::string("box_labels") : name + "_labels")] = cls;
+          break;
+        }
+        case FieldKind::kInts: {
+          py::array_t<int64_t> v(py::ssize_t(f.count));
+          for (uint32_t k = 0; k < f.count; ++k) {
+            int32_t x;
+            std::memcpy(&x, f.data + 4 * size_t(k), 4);
+            v.mutable_data()[k] = x;
+          }
+          out[py::str(name)] = v;
+          break;
+        }
+        case FieldKind::kFloats: {
+          py::array_t<float> v(py::ssize_t(f.count));
+          if (f.size) std::memcpy(v.mutable_data(), f.data, f.size);
+          out[py::str(name)] = v;
+          break;
+        }
+        case FieldKind::kText:
+          out[py::str(name)] = py::str(reinterpret_cast<const char*>(f.data), f.size);
+          break;
+      }
+    }
+    return out;
+  }
+
  private:
   std::unique_ptr<RecordSource> src_;
   std::unique_ptr<RecordCursor> cursor_;
@@ -240,12 +354,13 @@ PYBIND11_MODULE(_imagepack, m) {
   py::class_<PyLoader>(m, "Loader")
       .def(py::init<std::vector<std::string>, int, int, const std::string&, bool, int, int, double, double, double,
                     double, int, const std::string&, bool, uint64_t, int, int, bool, bool, int, int,
-                    const std::string&, bool>(),
+                    const std::string&, bool, bool, double>(),
            py::arg("paths"), py::arg("batch_size"), py::arg("size"), py::arg("transform"), py::arg("in_ram"),
            py::arg("eval_resize"), py::arg("pad"), py::arg("scale_min"), py::arg("scale_max"), py::arg("ratio_min"),
            py::arg("ratio_max"), py::arg("channels"), py::arg("layout"), py::arg("shuffle"), py::arg("seed"),
            py::arg("rank"), py::arg("world_size"), py::arg("even_partition"), py::arg("drop_last"),
-           py::arg("threads"), py::arg("prefetch"), py::arg("on_corrupt"), py::arg("dct_scaling"))
+           py::arg("threads"), py::arg("prefetch"), py::arg("on_corrupt"), py::arg("dct_scaling"),
+           py::arg("vflip") = false, py::arg("min_box_visible") = 0.0)
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"))
       .def("restore", &PyLoader::Restore, py::arg("epoch"), py::arg("position"))
       .def("next", &PyLoader::Next)
@@ -264,6 +379,7 @@ PYBIND11_MODULE(_imagepack, m) {
       .def(py::init<std::vector<std::string>, bool>(), py::arg("paths"), py::arg("in_ram") = false)
       .def("__len__", &PyDataset::size)
       .def("get", &PyDataset::Get, py::arg("index"))
+      .def("fields", &PyDataset::Fields, py::arg("index"))
       .def_property_readonly("meta_json", &PyDataset::meta_json)
       .def("describe", &PyDataset::describe);
 

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "imagepack/mask.h"
 #include "imagepack/store.h"
 #include "threads.h"
 
@@ -36,9 +37,19 @@ std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_
   return mine;
 }
 
+size_t DTypeSize(DType t) { return t == DType::kUint8 ? 1 : t == DType::kInt64 ? 8 : 4; }
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// One output array of a batch (BatchField), owning its bytes.
+struct FieldOut {
+  std::string name;
+  DType dtype = DType::kUint8;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
 
 struct Batch {
   int64_t number = -1;
@@ -47,7 +58,36 @@ struct Batch {
   std::vector<int64_t> labels;
   std::vector<int64_t> indices;  // dataset index of each sample
   Status status;
+  // Datasets with fields: the fixed-size arrays (second images, masks,
+  // crop_box) written in place by the workers, then the padded ones made
+  // from each sample's variable part (`var[slot][sample]`).
+  std::vector<FieldOut> outs;
+  std::vector<std::vector<std::vector<uint8_t>>> var;
+  std::vector<BatchField> Fields() {
+    std::vector<BatchField> f;
+    for (auto& o : outs) f.push_back({o.name, o.dtype, o.shape, o.bytes.data()});
+    return f;
+  }
 };
+
+// Reverses the rows of `planes` planes of rows x row_bytes (a vertical flip).
+void FlipRows(uint8_t* data, int planes, int rows, size_t row_bytes) {
+  std::vector<uint8_t> tmp(row_bytes);
+  for (int p = 0; p < planes; ++p) {
+    uint8_t* base = data + size_t(p) * rows * row_bytes;
+    for (int y = 0; y < rows / 2; ++y) {
+      uint8_t* a = base + size_t(y) * row_bytes;
+      uint8_t* b = base + size_t(rows - 1 - y) * row_bytes;
+      std::memcpy(tmp.data(), a, row_bytes);
+      std::memcpy(a, b, row_bytes);
+      std::memcpy(b, tmp.data(), row_bytes);
+    }
+  }
+}
+
+// Names of the arrays a list field adds (docs: LoaderOptions/BatchField).
+std::string LabelsName(const std::string& f) { return f == "boxes" ? "box_labels" : f + "_labels"; }
+std::string CountName(const std::string& f) { return f == "boxes" ? "num_boxes" : "num_" + f; }
 
 // Spare batch buffers, shared with the OwnedBatch handles given out, which
 // may outlive the loader.
@@ -79,6 +119,7 @@ class LoaderImpl : public Loader {
     for (int t = 0; t < arena_.max_concurrency(); ++t) cursors_.push_back(src_->NewCursor());
     scratch_.resize(cursors_.size());
     if (o_.eval_resize <= 0) o_.eval_resize = static_cast<int>(std::lround(o_.size / 0.875));
+    fields_ = src_->meta().fields;
     releaser_ = std::thread([this] { ReleaseLoop(); });
   }
   ~LoaderImpl() override {
@@ -140,7 +181,8 @@ class LoaderImpl : public Loader {
     if (!b.ok()) return b.status();
     if (!b.value()) return BatchView{};
     current_ = std::move(b.value());
-    return BatchView{current_->count, current_->images.data(), current_->labels.data(), current_->indices.data()};
+    return BatchView{current_->count, current_->images.data(), current_->labels.data(), current_->indices.data(),
+                     current_->Fields()};
   }
 
   Result<OwnedBatch> NextOwned() override {
@@ -149,7 +191,7 @@ class LoaderImpl : public Loader {
     if (!b.ok()) return b.status();
     if (!b.value()) return OwnedBatch{};
     Batch* raw = b.value().release();
-    OwnedBatch out{raw->count, raw->images.data(), raw->labels.data(), raw->indices.data(), nullptr};
+    OwnedBatch out{raw->count, raw->images.data(), raw->labels.data(), raw->indices.data(), raw->Fields(), nullptr};
     std::weak_ptr<BatchPool> pool = pool_;
     out.hold = std::shared_ptr<void>(raw, [pool](void* p) {
       std::unique_ptr<Batch> batch(static_cast<Batch*>(p));
@@ -246,7 +288,7 @@ class LoaderImpl : public Loader {
   }
 
   // Renders sample `pos` of the epoch (index indices_[pos]) into dst.
-  Status RenderOne(RecordCursor& cur, int64_t index, int64_t pos, uint8_t* dst, int64_t* label) {
+  Status RenderOne(RecordCursor& cur, int64_t index, int64_t pos, uint8_t* dst, int64_t* label, Batch& b, int64_t i) {
     const auto t0 = Clock::now();
     auto rec = cur.Read(index);
     const auto t1 = Clock::now();
@@ -298,11 +340,24 @@ class LoaderImpl : public Loader {
     const bool planar = o_.layout == Layout::kNCHW && channels_ == 3;
     if (planar) ro.planes = dst;
     Image& img = scratch_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
-    Status st = rec->fields.encoding == Encoding::kJpeg
-                    ? RenderJpeg(rec->payload, rec->payload_size, box, ro, &img)
-                    : RenderPixels(rec->payload, W, H, rec->fields.channels, box, ro, &img);
+    const bool vflip = o_.vflip && (o_.transform == TransformKind::kTrain || o_.transform == TransformKind::kPadCrop) &&
+                       (rng.Next() & 1);
+    auto render_image = [&](Encoding enc, const uint8_t* data, size_t size, int channels, uint8_t* out) -> Status {
+      ro.planes = planar ? out : nullptr;
+      IMAGEPACK_RETURN_IF_ERROR(enc == Encoding::kJpeg ? RenderJpeg(data, size, box, ro, &img)
+                                                       : RenderPixels(data, W, H, channels, box, ro, &img));
+      if (!planar) WriteSample(img, out);
+      if (vflip)
+        FlipRows(out, o_.layout == Layout::kNCHW ? channels_ : 1, o_.size,
+                 size_t(o_.size) * (o_.layout == Layout::kNCHW ? 1 : channels_));
+      return Status::Ok();
+    };
+    Status st = render_image(rec->fields.encoding, rec->payload, rec->payload_size, rec->fields.channels, dst);
     if (!st.ok()) return st.WithContext(where());
-    if (!planar) WriteSample(img, dst);
+    if (!fields_.empty()) {
+      st = RenderFields(rec.value(), box, flip, vflip, render_image, b, i);
+      if (!st.ok()) return st.WithContext(where());
+    }
     *label = rec->fields.label;
     decode_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t1).count();
     ++images_;
@@ -344,6 +399,7 @@ class LoaderImpl : public Loader {
     b.labels.assign(static_cast<size_t>(o_.batch_size), -1);
     b.indices.assign(static_cast<size_t>(o_.batch_size), -1);
     b.status = Status::Ok();
+    if (!fields_.empty()) PrepareFields(b);
     std::mutex err_mu;
     arena_.execute([&] {
       tbb::parallel_for(int64_t{0}, static_cast<int64_t>(b.count), [&](int64_t i) {
@@ -351,12 +407,12 @@ class LoaderImpl : public Loader {
         const int64_t pos = begin + i;
         uint8_t* dst = b.images.data() + size_t(i) * sample_bytes_;
         b.indices[i] = indices_[pos];
-        Status st = RenderOne(cur, indices_[pos], pos, dst, &b.labels[i]);
+        Status st = RenderOne(cur, indices_[pos], pos, dst, &b.labels[i], b, i);
         // kSkip: try the following records of the epoch order instead.
         for (int64_t k = 1; !st.ok() && o_.on_corrupt == CorruptPolicy::kSkip && k <= 16; ++k) {
           ++skipped_;
           b.indices[i] = indices_[(pos + k) % indices_.size()];
-          st = RenderOne(cur, b.indices[i], pos, dst, &b.labels[i]);
+          st = RenderOne(cur, b.indices[i], pos, dst, &b.labels[i], b, i);
         }
         if (!st.ok()) {
           std::lock_guard<std::mutex> g(err_mu);
@@ -364,6 +420,207 @@ class LoaderImpl : public Loader {
         }
       });
     });
+    if (!fields_.empty() && b.status.ok()) FinishFields(b);
+  }
+
+  // Per field of the dataset, in slot order: the fixed-size arrays of the
+  // batch (sized for batch_size) and the per-sample slots of the variable
+  // ones. outs_of_[slot] is the first array the slot writes.
+  void PrepareFields(Batch& b) {
+    const int64_t B = o_.batch_size, S = o_.size;
+    if (outs_of_.empty()) {
+      std::vector<FieldOut>& outs = out_template_;
+      for (const FieldSpec& f : fields_) {
+        outs_of_.push_back(outs.size());
+        switch (f.kind) {
+          case FieldKind::kImage:
+            outs.push_back({f.name, DType::kUint8,
+                              o_.layout == Layout::kNCHW ? std::vector<int64_t>{B, channels_, S, S}
+                                                         : std::vector<int64_t>{B, S, S, channels_},
+                              {}});
+            break;
+          case FieldKind::kMask: outs.push_back({f.name, DType::kUint8, {B, S, S}, {}}); break;
+          case FieldKind::kBoxes:
+            outs.push_back({f.name, DType::kFloat32, {B, 0, 4}, {}});
+            outs.push_back({LabelsName(f.name), DType::kInt64, {B, 0}, {}});
+            outs.push_back({CountName(f.name), DType::kInt64, {B}, {}});
+            break;
+          case FieldKind::kInts:
+          case FieldKind::kFloats:
+            outs.push_back({f.name, f.kind == FieldKind::kInts ? DType::kInt64 : DType::kFloat32, {B, 0}, {}});
+            outs.push_back({CountName(f.name), DType::kInt64, {B}, {}});
+            break;
+          case FieldKind::kText:
+            outs.push_back({f.name, DType::kUint8, {0}, {}});
+            outs.push_back({f.name + "_offsets", DType::kInt64, {B + 1}, {}});
+            break;
+        }
+      }
+      outs.push_back({"crop_box", DType::kInt64, {B, 6}, {}});
+    }
+    if (b.outs.empty()) b.outs = out_template_;
+    for (size_t slot = 0; slot < fields_.size(); ++slot) {
+      FieldOut& o = b.outs[outs_of_[slot]];
+      if (fields_[slot].kind == FieldKind::kImage || fields_[slot].kind == FieldKind::kMask) {
+        o.shape[0] = B;
+        size_t n = 1;
+        for (int64_t d : o.shape) n *= size_t(d);
+        o.bytes.resize(n);
+      }
+    }
+    FieldOut& crop = b.outs.back();
+    crop.shape[0] = B;
+    crop.bytes.assign(size_t(B) * 6 * 8, 0);
+    b.var.resize(fields_.size());
+    for (auto& v : b.var) v.assign(size_t(B), {});
+  }
+
+  // One sample's fields under the sample's crop and flips: second images
+  // like the image, masks by nearest neighbour (RenderMask), boxes mapped,
+  // clipped and filtered; list kinds copied for FinishFields to pad.
+  template <typename RenderImage>
+  Status RenderFields(const RecordView& rec, const CropBox& box, bool flip, bool vflip, RenderImage& render_image,
+                      Batch& b, int64_t i) {
+    const std::vector<FieldView> views = RecordFieldViews(rec);
+    if (views.size() != fields_.size())
+      return Status::Corruption("holds " + std::to_string(views.size()) + " fields, the dataset declares " +
+                                std::to_string(fields_.size()));
+    const int S = o_.size;
+    for (size_t slot = 0; slot < views.size(); ++slot) {
+      const FieldView& f = views[slot];
+      const FieldSpec& spec = fields_[slot];
+      if (f.slot != slot || f.kind != spec.kind)
+        return Status::Corruption("field " + std::to_string(slot) + " is not the declared " + spec.name);
+      if (InfoOf(f.kind).spatial && f.kind != FieldKind::kBoxes &&
+          (f.width != rec.fields.width || f.height != rec.fields.height))
+        return Status::Corruption(spec.name + " is " + std::to_string(f.width) + "x" + std::to_string(f.height) +
+                                  ", the image " + std::to_string(rec.fields.width) + "x" +
+                                  std::to_string(rec.fields.height));
+      FieldOut& out = b.outs[outs_of_[slot]];
+      std::vector<uint8_t>& var = b.var[slot][size_t(i)];
+      switch (f.kind) {
+        case FieldKind::kImage: {
+          Status st = render_image(static_cast<Encoding>(f.encoding), f.data, f.size, f.channels,
+                                   out.bytes.data() + size_t(i) * sample_bytes_);
+          if (!st.ok()) return st.WithContext(spec.name);
+          break;
+        }
+        case FieldKind::kMask:
+          RenderMask(f.data, int(f.width), int(f.height), box, S, S, flip, vflip,
+                     static_cast<uint8_t>(spec.ignore >= 0 ? spec.ignore : 0),
+                     out.bytes.data() + size_t(i) * S * S);
+          break;
+        case FieldKind::kBoxes: {
+          const double fx = double(S) / box.w, fy = double(S) / box.h;
+          std::vector<Box> kept;
+          for (const Box& bx : ReadBoxes(f)) {
+            double x0 = (bx.x0 - box.x) * fx, x1 = (bx.x1 - box.x) * fx;
+            double y0 = (bx.y0 - box.y) * fy, y1 = (bx.y1 - box.y) * fy;
+            if (flip) std::tie(x0, x1) = std::make_pair(S - x1, S - x0);
+            if (vflip) std::tie(y0, y1) = std::make_pair(S - y1, S - y0);
+            const double area = (x1 - x0) * (y1 - y0);
+            x0 = std::clamp(x0, 0.0, double(S));
+            x1 = std::clamp(x1, 0.0, double(S));
+            y0 = std::clamp(y0, 0.0, double(S));
+            y1 = std::clamp(y1, 0.0, double(S));
+            const double visible = (x1 - x0) * (y1 - y0);
+            if (x1 <= x0 || y1 <= y0 || visible < o_.min_box_visible * area) continue;
+            kept.push_back({float(x0), float(y0), float(x1), float(y1), bx.label});
+          }
+          WriteBoxes(kept, &var);
+          break;
+        }
+        case FieldKind::kInts:
+        case FieldKind::kFloats:
+        case FieldKind::kText: var.assign(f.data, f.data + f.size); break;
+      }
+    }
+    const int64_t crop[6] = {box.x, box.y, box.w, box.h, flip, vflip};
+    std::memcpy(b.outs.back().bytes.data() + size_t(i) * sizeof crop, crop, sizeof crop);
+    return Status::Ok();
+  }
+
+  // The variable kinds padded to the batch's largest count.
+  void FinishFields(Batch& b) {
+    const size_t n = size_t(b.count);
+    for (size_t slot = 0; slot < fields_.size(); ++slot) {
+      const FieldKind kind = fields_[slot].kind;
+      if (kind == FieldKind::kImage || kind == FieldKind::kMask) continue;
+      auto& var = b.var[slot];
+      const size_t eb = InfoOf(kind).element_bytes;
+      FieldOut* out = &b.outs[outs_of_[slot]];
+      if (kind == FieldKind::kText) {
+        size_t total = 0;
+        for (size_t i = 0; i < n; ++i) total += var[i].size();
+        out->bytes.resize(total);
+        out->shape = {int64_t(total)};
+        FieldOut& offsets = out[1];
+        offsets.shape = {int64_t(n) + 1};
+        offsets.bytes.resize((n + 1) * 8);
+        int64_t* off = reinterpret_cast<int64_t*>(offsets.bytes.data());
+        off[0] = 0;
+        for (size_t i = 0; i < n; ++i) {
+          if (!var[i].empty()) std::memcpy(out->bytes.data() + off[i], var[i].data(), var[i].size());
+          off[i + 1] = off[i] + int64_t(var[i].size());
+        }
+        continue;
+      }
+      size_t m = 0;
+      for (size_t i = 0; i < n; ++i) m = std::max(m, var[i].size() / eb);
+      FieldOut& counts = kind == FieldKind::kBoxes ? out[2] : out[1];
+      counts.shape = {int64_t(n)};
+      counts.bytes.resize(n * 8);
+      int64_t* count = reinterpret_cast<int64_t*>(counts.bytes.data());
+      if (kind == FieldKind::kBoxes) {
+        FieldOut& labels = out[1];
+        out->shape = {int64_t(n), int64_t(m), 4};
+        out->bytes.assign(n * m * 16, 0);
+        labels.shape = {int64_t(n), int64_t(m)};
+        labels.bytes.resize(n * m * 8);
+        float* xy = reinterpret_cast<float*>(out->bytes.data());
+        int64_t* cls = reinterpret_cast<int64_t*>(labels.bytes.data());
+        std::fill(cls, cls + n * m, -1);
+        for (size_t i = 0; i < n; ++i) {
+          FieldView fv;
+          fv.count = uint32_t(var[i].size() / eb);
+          fv.data = var[i].data();
+          const auto boxes = ReadBoxes(fv);
+          count[i] = int64_t(boxes.size());
+          for (size_t k = 0; k < boxes.size(); ++k) {
+            float* q = xy + (i * m + k) * 4;
+            q[0] = boxes[k].x0, q[1] = boxes[k].y0, q[2] = boxes[k].x1, q[3] = boxes[k].y1;
+            cls[i * m + k] = boxes[k].label;
+          }
+        }
+        continue;
+      }
+      out->shape = {int64_t(n), int64_t(m)};
+      if (kind == FieldKind::kInts) {
+        out->bytes.resize(n * m * 8);
+        int64_t* v = reinterpret_cast<int64_t*>(out->bytes.data());
+        std::fill(v, v + n * m, -1);
+        for (size_t i = 0; i < n; ++i) {
+          count[i] = int64_t(var[i].size() / 4);
+          for (int64_t k = 0; k < count[i]; ++k) {
+            int32_t x;
+            std::memcpy(&x, var[i].data() + 4 * k, 4);
+            v[i * m + k] = x;
+          }
+        }
+      } else {
+        out->bytes.assign(n * m * 4, 0);
+        for (size_t i = 0; i < n; ++i) {
+          count[i] = int64_t(var[i].size() / 4);
+          if (!var[i].empty()) std::memcpy(out->bytes.data() + i * m * 4, var[i].data(), var[i].size());
+        }
+      }
+    }
+    // The fixed-size arrays were made for batch_size samples; a short
+    // batch shows its own count.
+    for (size_t slot = 0; slot < fields_.size(); ++slot)
+      if (fields_[slot].kind == FieldKind::kImage || fields_[slot].kind == FieldKind::kMask)
+        b.outs[outs_of_[slot]].shape[0] = int64_t(n);
+    b.outs.back().shape[0] = int64_t(n);
   }
 
   LoaderOptions o_;
@@ -373,6 +630,9 @@ class LoaderImpl : public Loader {
   tbb::task_arena arena_;
   std::vector<std::unique_ptr<RecordCursor>> cursors_;
   std::vector<Image> scratch_;  // per arena thread: the resampled sample
+  std::vector<FieldSpec> fields_;  // the dataset's (meta().fields)
+  std::vector<size_t> outs_of_;    // per field slot: its first array in Batch::outs
+  std::vector<FieldOut> out_template_;  // Batch::outs before the first batch (producer thread)
   int64_t epoch_ = 0;
   int64_t start_ = 0;  // the epoch position this rank's indices_ begin at
   std::vector<int64_t> indices_;

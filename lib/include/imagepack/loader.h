@@ -21,6 +21,8 @@ enum class TransformKind {
   kPadCropEval,  // small images, evaluation: centre crop of size (no pad, no flip)
 };
 enum class Layout { kNCHW, kNHWC };
+enum class DType { kUint8, kInt64, kFloat32 };
+size_t DTypeSize(DType t);
 enum class CorruptPolicy {
   kFail,  // Next() returns the error, naming the record
   kSkip,  // the slot takes the next readable record of the epoch; counted
@@ -51,6 +53,31 @@ struct LoaderOptions {
   int prefetch = 2;                // batches prepared ahead
   CorruptPolicy on_corrupt = CorruptPolicy::kFail;
   bool dct_scaling = true;
+  // Training transforms: also flip vertically, with probability 1/2, drawn
+  // from the sample's own RNG after everything else (so turning it on
+  // leaves the crops and horizontal flips as they were).
+  bool vflip = false;
+  // Boxes: one whose part inside the crop is below this fraction of its
+  // area (after the crop's scaling) is dropped; an empty one always is.
+  double min_box_visible = 0.0;
+};
+
+// One named array of a batch beyond its images and labels: a dataset's
+// fields (docs/LOADER.md, "Fields"), samples first (shape[0] = batch
+// count). Per kind: image NAME uint8 [B, C, S, S] (or NHWC); mask NAME
+// uint8 [B, S, S]; boxes NAME float32 [B, M, 4] with NAME's classes
+// int64 [B, M] ("box_labels" for a field named "boxes", else
+// NAME_labels, -1 past a sample's count) and counts int64 [B]
+// ("num_boxes", else num_NAME), M the batch's largest count; ints NAME
+// int64 [B, M] (-1 padded) and num_NAME; floats NAME float32 [B, M] (0
+// padded) and num_NAME; text NAME uint8 [bytes] with NAME_offsets int64
+// [B + 1]. Also crop_box int64 [B, 6]: each sample's source box x, y, w,
+// h, horizontal flip, vertical flip.
+struct BatchField {
+  std::string name;
+  DType dtype = DType::kUint8;
+  std::vector<int64_t> shape;
+  uint8_t* data = nullptr;
 };
 
 // Where time went, summed over all worker threads.
@@ -69,6 +96,7 @@ struct BatchView {
   const uint8_t* images = nullptr;   // count samples, layout as for Next()
   const int64_t* labels = nullptr;   // count labels
   const int64_t* indices = nullptr;  // count dataset indices (which records)
+  std::vector<BatchField> fields;    // datasets with fields only; into the same buffer
 };
 
 // Where a loader is in its epochs, as a value to save and restore: the
@@ -93,6 +121,7 @@ struct OwnedBatch {
   uint8_t* images = nullptr;
   int64_t* labels = nullptr;
   int64_t* indices = nullptr;
+  std::vector<BatchField> fields;  // as BatchView's, held by `hold` too
   std::shared_ptr<void> hold;
 };
 

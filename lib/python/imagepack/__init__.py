@@ -10,6 +10,10 @@
     ds = imagepack.open("val.lmdb")        # random access, decoding in C++
     image, label = ds[0]                   # HxWxC uint8 numpy array, int
 
+A dataset with fields beyond (image, class) (masks, paired images, boxes,
+text: docs/FORMAT.md) yields a dict per batch instead, e.g. {"image",
+"label", "mask", "index", "crop_box"} (docs/PYTHON.md), and ds[i] a dict.
+
 Batches are decoded by the library's worker threads (no worker processes,
 no shared memory); the GIL is released while they work. See docs/PYTHON.md.
 """
@@ -75,6 +79,10 @@ class Loader:
     threads: decode threads (0: all cores). prefetch: batches made ahead.
     on_corrupt: "fail" (raise CorruptionError naming the record) or "skip"
         (take the next readable record; counted in stats()["skipped"]).
+    vflip: training transforms also flip vertically (probability 1/2), the
+        same way for every spatial field of a sample.
+    min_box_visible: a box whose part inside the crop is below this
+        fraction of its area is dropped (empty ones always are).
     as_torch: hand out torch tensors (torch.from_numpy: no copy) when torch
         is importable; False: numpy arrays.
 
@@ -87,7 +95,7 @@ class Loader:
     def __init__(self, paths, batch_size, size, train=True, *, transform=None, in_ram=False, eval_resize=0,
                  pad=4, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), channels=0, layout="NCHW", shuffle=None,
                  seed=0, rank=None, world_size=None, drop_last=False, threads=0, prefetch=2, on_corrupt="fail",
-                 dct_scaling=True, as_torch=True):
+                 dct_scaling=True, vflip=False, min_box_visible=0.0, as_torch=True):
         if transform is None:
             transform = "train" if train else "eval"
         if transform not in _TRANSFORMS:
@@ -101,17 +109,18 @@ class Loader:
             world_size = w if world_size is None else world_size
         self._shuffle = training if shuffle is None else bool(shuffle)
         self._options = dict(batch_size=int(batch_size), size=int(size), transform=transform, seed=int(seed),
-                             rank=int(rank), world_size=int(world_size), shuffle=self._shuffle)
+                             rank=int(rank), world_size=int(world_size), shuffle=self._shuffle,
+                             vflip=bool(vflip))
         self._loader = _imagepack.Loader(
             _paths(paths), int(batch_size), int(size), transform, bool(in_ram), int(eval_resize), int(pad),
             float(scale[0]), float(scale[1]), float(ratio[0]), float(ratio[1]), int(channels), layout,
             self._shuffle, int(seed), int(rank), int(world_size), training, bool(drop_last), int(threads),
-            int(prefetch), on_corrupt, bool(dct_scaling))
+            int(prefetch), on_corrupt, bool(dct_scaling), bool(vflip), float(min_box_visible))
         self._torch = _torch() if as_torch else None
+        self._has_fields = bool(self.meta.get("fields"))
         self._epoch = 0
         self._resume = None    # (epoch, position) the next iteration continues from
         self._started = False
-        self._meta = None
 
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (as DistributedSampler.set_epoch)."""
@@ -134,10 +143,28 @@ class Loader:
             batch = self._loader.next()
             if batch is None:
                 return
-            images, labels = batch
-            if self._torch is not None:
-                images, labels = self._torch.from_numpy(images), self._torch.from_numpy(labels)
-            yield images, labels
+            images, labels, indices, fields = batch
+            if not self._has_fields:
+                if self._torch is not None:
+                    images, labels = self._torch.from_numpy(images), self._torch.from_numpy(labels)
+                yield images, labels
+                continue
+            yield self._dict_batch(images, labels, indices, fields)
+
+    def _dict_batch(self, images, labels, indices, fields):
+        """{"image", "label", "index", fields..., "crop_box"}; text fields as
+        lists of str, everything else as arrays (tensors with torch)."""
+        out = {"image": images, "label": labels, "index": indices}
+        for spec in self.meta["fields"]:
+            name = spec["name"]
+            if spec["kind"] == "text":
+                data, offsets = fields.pop(name), fields.pop(name + "_offsets")
+                raw = data.tobytes()
+                out[name] = [raw[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(len(offsets) - 1)]
+        out.update(fields)
+        if self._torch is not None:
+            out = {k: (v if isinstance(v, list) else self._torch.from_numpy(v)) for k, v in out.items()}
+        return out
 
     def state_dict(self):
         """Where the loader is: the epoch and how many positions of its order
@@ -172,9 +199,14 @@ class Loader:
 
     @property
     def meta(self):
-        if self._meta is None:
+        if getattr(self, "_meta", None) is None:
             self._meta = json.loads(self._loader.meta_json)
         return self._meta
+
+    @property
+    def fields(self):
+        """The dataset's fields beyond image and class (metadata entries)."""
+        return self.meta.get("fields", [])
 
     @property
     def classes(self):
@@ -195,9 +227,12 @@ class Loader:
 
 class Dataset:
     """Random access to the records of one database or of its shards:
-    ds[i] -> (HxWxC uint8 numpy array, label). Decoding runs in C++ without
-    the GIL. Safe in DataLoader worker processes: each process opens the
-    database for itself on first use."""
+    ds[i] -> (HxWxC uint8 numpy array, label); for a dataset with fields, a
+    dict {"image", "label", "path", and each field: second images HxWxC,
+    masks HxW uint8, boxes Nx4 float32 with "box_labels", ints, floats,
+    text as str}. Decoding runs in C++ without the GIL. Safe in DataLoader
+    worker processes: each process opens the database for itself on first
+    use."""
 
     def __init__(self, paths, in_ram=False, transform=None):
         self._paths = _paths(paths)
@@ -208,6 +243,7 @@ class Dataset:
         self._open()
         self.meta = json.loads(self._ds.meta_json)
         self.classes = self.meta["classes"]
+        self.fields = self.meta.get("fields", [])
 
     def _open(self):
         if self._pid != os.getpid():  # a fork (DataLoader workers) reopens
@@ -219,10 +255,20 @@ class Dataset:
         return len(self._open())
 
     def __getitem__(self, index):
+        if self.fields:
+            sample = self.sample(index)
+            return self.transform(sample) if self.transform is not None else sample
         image, label, _ = self._open().get(int(index))
         if self.transform is not None:
             image = self.transform(image)
         return image, label
+
+    def sample(self, index):
+        """Record `index` as a dict: image, label, path and every field."""
+        image, label, path = self._open().get(int(index))
+        out = {"image": image, "label": label, "path": path}
+        out.update(self._open().fields(int(index)))
+        return out
 
     def record(self, index):
         """(image, label, source path) of record `index`."""
