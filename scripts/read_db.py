@@ -15,27 +15,67 @@ import sys
 import numpy as np
 
 HEADER = struct.Struct("<QIHBBiIIHHII")  # docs/FORMAT.md, "Record"
+FIELD = struct.Struct("<BBBBIII")        # docs/FORMAT.md, "Fields"
+KINDS = {1: "image", 2: "mask", 3: "ints", 4: "boxes", 5: "floats", 6: "text"}
+
+
+def parse_fields(buf, count):
+    """The field section of a version 2 record -> list of dicts (slot,
+    kind, value): image {encoding, channels, height, width, payload},
+    mask HxW uint8, ints int32, floats float32, boxes (N x 4 float32,
+    N int32 classes), text str."""
+    out, at = [], 0
+    for _ in range(count):
+        slot, kind, encoding, channels, dim0, dim1, size = FIELD.unpack_from(buf, at)
+        data = bytes(buf[at + 16:at + 16 + size])
+        if len(data) != size or kind not in KINDS:
+            raise ValueError("bad field entry")
+        at += 16 + size
+        kind = KINDS[kind]
+        if kind == "image":
+            value = dict(encoding="raw" if encoding else "jpeg", channels=channels, height=dim0, width=dim1,
+                         payload=np.frombuffer(data, np.uint8).reshape(dim0, dim1, channels) if encoding else data)
+        elif kind == "mask":
+            value = np.frombuffer(data, np.uint8).reshape(dim0, dim1)
+        elif kind == "ints":
+            value = np.frombuffer(data, "<i4")
+        elif kind == "floats":
+            value = np.frombuffer(data, "<f4")
+        elif kind == "boxes":
+            rec = np.frombuffer(data, np.dtype([("xy", "<f4", 4), ("cls", "<i4")]))
+            value = (rec["xy"].copy(), rec["cls"].copy())
+        else:
+            value = data.decode("utf-8")
+        out.append(dict(slot=slot, kind=kind, value=value))
+    if at != len(buf):
+        raise ValueError("field section length mismatch")
+    return out
 
 
 def parse_record(buf, verify=True):
     """bytes of one record -> dict(label, encoding, height, width, channels,
-    path, payload); payload is JPEG bytes or an HxWxC uint8 array."""
+    path, payload, fields); payload is JPEG bytes or an HxWxC uint8 array;
+    fields (version 2 records) as parse_fields gives them."""
     (checksum, magic, version, encoding, channels, label, height, width,
-     path_len, _, payload_len, _) = HEADER.unpack_from(buf, 0)
-    if magic != 0x524B5049 or version != 1:  # b"IPKR" little-endian
-        raise ValueError("not an imagepack v1 record")
-    if 40 + path_len + payload_len != len(buf):
+     path_len, field_count, payload_len, fields_size) = HEADER.unpack_from(buf, 0)
+    if magic != 0x524B5049 or version not in (1, 2):  # b"IPKR" little-endian
+        raise ValueError("not an imagepack v1/v2 record")
+    if version == 1 and (field_count or fields_size):
+        raise ValueError("reserved bytes set in a v1 record")
+    if 40 + path_len + payload_len + fields_size != len(buf):
         raise ValueError("record length mismatch")
     if verify:
         import xxhash
         if xxhash.xxh3_64_intdigest(bytes(buf[8:])) != checksum:
             raise ValueError("checksum mismatch")
     path = bytes(buf[40:40 + path_len]).decode("utf-8")
-    payload = bytes(buf[40 + path_len:])
+    end = 40 + path_len + payload_len
+    payload = bytes(buf[40 + path_len:end])
     if encoding == 1:
         payload = np.frombuffer(payload, np.uint8).reshape(height, width, channels)
+    fields = parse_fields(memoryview(buf)[end:], field_count) if version == 2 else []
     return dict(label=label, encoding="raw" if encoding else "jpeg", height=height,
-                width=width, channels=channels, path=path, payload=payload)
+                width=width, channels=channels, path=path, payload=payload, fields=fields)
 
 
 class LmdbDB:
@@ -102,7 +142,9 @@ def main():
     if sys.argv[2:] == ["--check"]:
         counts = [0] * len(meta["classes"])
         for i in range(meta["count"]):
-            counts[read_record(db, i)["label"]] += 1
+            label = read_record(db, i)["label"]
+            if label >= 0:
+                counts[label] += 1
         if counts != meta["label_counts"]:
             sys.exit("label counts differ from the metadata")
         print("checked %d records: OK" % meta["count"])
@@ -110,9 +152,15 @@ def main():
     for arg in sys.argv[2:]:
         r = read_record(db, int(arg))
         shape = r["payload"].shape if r["encoding"] == "raw" else "%d bytes" % len(r["payload"])
-        print("%s: label %d (%s) %dx%dx%d %s %s" % (arg, r["label"], meta["classes"][r["label"]],
+        name = meta["classes"][r["label"]] if r["label"] >= 0 else "no class"
+        print("%s: label %d (%s) %dx%dx%d %s %s" % (arg, r["label"], name,
                                                   r["height"], r["width"], r["channels"], r["encoding"], shape))
         print("   path %s" % r["path"])
+        for f in r["fields"]:
+            spec = meta["fields"][f["slot"]]
+            v = f["value"]
+            text = (v[0].shape if spec["kind"] == "boxes" else getattr(v, "shape", None)) or repr(v)[:60]
+            print("   %s (%s): %s" % (spec["name"], spec["kind"], text))
 
 
 if __name__ == "__main__":

@@ -84,6 +84,42 @@ def main(bindir):
                         chunks += struct.pack("<BH", 2, len(m)) + m
                         for mode in (0x01, 0x03, 0x07, 0x1F, 0x2B):
                             put("fuzz_verify", "seed-%s-%s-%02x" % (enc, tag, mode), bytes([mode]) + chunks)
+        field_seeds(bindir, tmp)
+
+
+def field_seeds(bindir, tmp):
+    """Records with fields (mask, target image, boxes, ints, floats, text),
+    packed from a manifest: records for fuzz_record, blobs and LMDB chunks
+    for fuzz_verify."""
+    rows = []
+    for i, g in enumerate(["rgb.jpg", "gray.jpg", "progressive.jpg"]):
+        rows.append({"image": os.path.join(DATA, g), "target": os.path.join(DATA, g),
+                     "mask": os.path.join(tmp, "mask%d.png" % i), "boxes": [[1, 2, 5, 6, i]],
+                     "tags": [i, 7], "depth": [0.5 * i], "caption": "seed %d" % i})
+        subprocess.run(["convert", os.path.join(DATA, g), "-colorspace", "gray", "-threshold", "50%",
+                        "-depth", "8", "-define", "png:color-type=0", rows[-1]["mask"]], check=True)
+    manifest = os.path.join(tmp, "fields.jsonl")
+    with open(manifest, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    for fmt in ("blob", "lmdb"):
+        db = os.path.join(tmp, "fields.%s" % fmt)
+        subprocess.run([os.path.join(bindir, "pack_lmdb"), "--manifest", manifest, db, "--format", fmt,
+                        "--max-size", "12", "--records-per-value", "2", "--quiet"], check=True)
+        r = read_db.open_db(db)
+        if fmt == "blob":
+            blob = open(db, "rb").read()
+            for mode in (0x00, 0x02, 0x06):
+                put("fuzz_verify", "seed-fields-blob-%02x" % mode, bytes([mode]) + blob)
+            for i in range(r.meta["count"]):
+                put("fuzz_record", "seed-fields-%d" % i, r.raw(i))
+        else:
+            with r.env.begin() as txn:
+                values = [bytes(v) for k, v in txn.cursor() if k != b"__meta__"]
+                meta = bytes(txn.get(b"__meta__"))
+            chunks = b"".join(struct.pack("<BH", 0, len(v)) + v for v in values)
+            chunks += struct.pack("<BH", 2, len(meta)) + meta
+            for mode in (0x01, 0x03, 0x07):
+                put("fuzz_verify", "seed-fields-lmdb-%02x" % mode, bytes([mode]) + chunks)
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -1,0 +1,116 @@
+#include "imagepack/fields.h"
+
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "imagepack/record.h"
+#include "testutil.h"
+
+namespace imagepack {
+namespace {
+
+void RepairChecksum(std::vector<uint8_t>& rec) {
+  const uint64_t sum = XXH3_64bits(rec.data() + 8, rec.size() - 8);
+  std::memcpy(rec.data(), &sum, 8);
+}
+
+// A record with a mask, boxes and text after a 2x2 raw image.
+std::vector<uint8_t> MakeRecord() {
+  std::vector<uint8_t> image(2 * 2 * 3, 9), mask = {0, 1, 255, 2}, boxes, section;
+  WriteBoxes({{0.5f, 0, 2, 1.5f, 3}}, &boxes);
+  const std::string text = "caf\xc3\xa9";
+  AppendField(section, {0, FieldKind::kMask, 1, 1, 2, 2, 0, mask.data(), mask.size()});
+  AppendField(section, {1, FieldKind::kBoxes, 0, 0, 0, 0, 0, boxes.data(), boxes.size()});
+  AppendField(section, {2, FieldKind::kText, 0, 0, 0, 0, 0, reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+  RecordFields f{Encoding::kRaw, 3, 1, 2, 2};
+  f.field_count = 3;
+  f.fields_size = static_cast<uint32_t>(section.size());
+  return EncodeRecord(f, "a/b.png", image.data(), image.size(), section.data());
+}
+
+TEST(Fields, RecordRoundTripsEveryField) {
+  auto rec = MakeRecord();
+  auto v = ParseRecord(rec.data(), rec.size());
+  ASSERT_OK(v);
+  EXPECT_EQ(rec[12], 2);  // version 2
+  auto fields = RecordFieldViews(v.value());
+  ASSERT_EQ(fields.size(), 3u);
+  EXPECT_EQ(fields[0].kind, FieldKind::kMask);
+  EXPECT_EQ(std::vector<uint8_t>(fields[0].data, fields[0].data + 4), (std::vector<uint8_t>{0, 1, 255, 2}));
+  auto boxes = ReadBoxes(fields[1]);
+  ASSERT_EQ(boxes.size(), 1u);
+  EXPECT_EQ(boxes[0].x0, 0.5f);
+  EXPECT_EQ(boxes[0].y1, 1.5f);
+  EXPECT_EQ(boxes[0].label, 3);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(fields[2].data), fields[2].size), "caf\xc3\xa9");
+}
+
+TEST(Fields, RecordsWithoutFieldsStayVersionOne) {
+  std::vector<uint8_t> px(3, 1);
+  auto rec = EncodeRecord({Encoding::kRaw, 3, 0, 1, 1}, "x", px.data(), px.size());
+  EXPECT_EQ(rec[12], 1);
+  auto v = ParseRecord(rec.data(), rec.size());
+  ASSERT_OK(v);
+  EXPECT_TRUE(RecordFieldViews(v.value()).empty());
+}
+
+// Corruptions of the field section, at known offsets, with their words.
+// Offsets count from the section's start (after the 40-byte header, the
+// 7-byte path and 12 payload bytes); the checksum is recomputed so the
+// structural check behind it is reached.
+TEST(Fields, DamagedSectionsAreNamed) {
+  const auto good = MakeRecord();
+  const size_t at = kRecordHeaderSize + 7 + 12;
+  struct Case { size_t offset; uint8_t value; const char* words; };
+  for (const Case& c : {Case{at + 1, 9, "unknown kind 9"}, Case{at + 2, 0, "mask must be raw"},
+                        Case{at + 4, 3, "raw data is 4 bytes, not 3x2x1"}, Case{at + 12, 200, "past the record's end"},
+                        Case{at + 20 + 4, 2, "2 elements but 20 bytes"}, Case{30, 4, "field 3 runs past"}, Case{30, 2, "its 2 fields fill 56"}}) {
+    SCOPED_TRACE(c.words);
+    auto bad = good;
+    bad[c.offset] = c.value;
+    RepairChecksum(bad);
+    auto v = ParseRecord(bad.data(), bad.size());
+    ASSERT_FALSE(v.ok());
+    EXPECT_NE(v.status().message().find(c.words), std::string::npos) << v.status().message();
+  }
+}
+
+TEST(Fields, ContentChecksNameWhatIsWrong) {
+  FieldSpec mask{"mask", FieldKind::kMask, {"a", "b", "c"}, 255};
+  std::vector<uint8_t> m = {0, 1, 255, 7};
+  FieldView f{0, FieldKind::kMask, 1, 1, 2, 2, 0, m.data(), m.size()};
+  auto st = CheckFieldContent(f, mask, 2, 2);
+  EXPECT_NE(st.message().find("value 7 at (1, 1)"), std::string::npos) << st.message();
+  m[3] = 2;
+  EXPECT_OK(CheckFieldContent(f, mask, 2, 2));
+  EXPECT_NE(CheckFieldContent(f, mask, 3, 2).message().find("is 2x2, the image is 3x2"), std::string::npos);
+
+  FieldSpec boxes{"boxes", FieldKind::kBoxes, {"x"}, -1};
+  std::vector<uint8_t> b;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (auto [box, words] : {std::pair<Box, const char*>{{0, 0, nan, 1, 0}, "not finite"},
+                            {{0, 0, 11, 1, 0}, "not inside the 10x10 image"},
+                            {{5, 0, 4, 1, 0}, "not inside"},
+                            {{0, 0, 1, 1, 1}, "class 1 out of range [0,1)"}}) {
+    WriteBoxes({box}, &b);
+    FieldView fb{1, FieldKind::kBoxes, 0, 0, 0, 0, 1, b.data(), b.size()};
+    EXPECT_NE(CheckFieldContent(fb, boxes, 10, 10).message().find(words), std::string::npos) << words;
+  }
+  const std::string bad_utf8 = "ab\xc0\xaf";
+  FieldView t{2, FieldKind::kText, 0, 0, 0, 0, 4, reinterpret_cast<const uint8_t*>(bad_utf8.data()), 4};
+  EXPECT_NE(CheckFieldContent(t, {"t", FieldKind::kText, {}, -1}, 1, 1).message().find("UTF-8"), std::string::npos);
+}
+
+TEST(Fields, Utf8Validation) {
+  for (const char* good : {"", "plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"})
+    EXPECT_TRUE(IsValidUtf8(reinterpret_cast<const uint8_t*>(good), std::strlen(good))) << good;
+  for (const char* bad : {"\x80", "\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"})
+    EXPECT_FALSE(IsValidUtf8(reinterpret_cast<const uint8_t*>(bad), std::strlen(bad))) << bad;
+}
+
+}  // namespace
+}  // namespace imagepack
