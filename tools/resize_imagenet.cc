@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
        "resampling filter: box, triangle, catrom, lanczos3")
       ("channels", po::value(&channels)->default_value(3), "3 (RGB) or 1 (gray)")
       ("reencode", "re-encode every image (no byte-for-byte pass-through)")
+      ("mask", "SRC is a tree of label maps (PNG): nearest neighbour, PNG out, never a new value")
       ("max-pixels", po::value(&max_pixels)->default_value(200000000),
        "refuse sources with more pixels than this (decompression bombs)")
       ("threads", po::value(&threads)->default_value(0), "worker threads (0: all cores)")
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   o.dst = dst;
   o.prepare.quality = quality;
   o.prepare.reencode = vm.count("reencode") > 0;
+  o.masks = vm.count("mask") > 0;
   o.prepare.decode.channels = channels;
   o.prepare.decode.filter = filter.value();
   o.prepare.decode.max_pixels = max_pixels;

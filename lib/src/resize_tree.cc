@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "imagepack/files.h"
+#include "imagepack/mask.h"
 #include "threads.h"
 
 namespace fs = std::filesystem;
@@ -32,11 +33,23 @@ struct Item {
   int64_t bytes_out = 0;
 };
 
+// A label map resized by nearest neighbour, as PNG bytes; `same` when it
+// needed no resize (its bytes are then kept).
+Result<std::vector<uint8_t>> ResizeMask(const std::vector<uint8_t>& data, const SizeLimit& limit, bool* same) {
+  auto mask = DecodeMask(data.data(), data.size());
+  if (!mask.ok()) return mask.status();
+  auto [tw, th] = TargetSize(mask->width, mask->height, limit);
+  *same = tw == mask->width && th == mask->height;
+  if (*same) return data;
+  return EncodeMaskPng(ResizeMaskNearest(mask->pixels.data(), mask->width, mask->height, tw, th));
+}
+
 Item ProcessOne(const ResizeTreeOptions& opts, const std::string& rel, size_t index) {
   Item item;
   item.index = index;
   const std::string in_path = (fs::path(opts.src) / rel).string();
-  const std::string out_path = (fs::path(opts.dst) / rel).string();
+  const std::string out_path =
+      (fs::path(opts.dst) / (opts.masks ? fs::path(rel).replace_extension(".png") : fs::path(rel))).string();
   std::error_code ec;
   if (!opts.overwrite && fs::exists(out_path, ec)) {
     item.outcome = Outcome::kAlreadyDone;
@@ -48,6 +61,23 @@ Item ProcessOne(const ResizeTreeOptions& opts, const std::string& rel, size_t in
     return item;
   }
   item.bytes_in = static_cast<int64_t>(data->size());
+  if (opts.masks) {
+    bool same = false;
+    auto png = ResizeMask(data.value(), opts.prepare.decode.limit, &same);
+    if (!png.ok()) {
+      item.reason = png.status().message();
+      return item;
+    }
+    Status st = WriteFileAtomic(out_path, png->data(), png->size());
+    if (!st.ok()) {
+      item.reason = st.message();
+      item.outcome = Outcome::kDestinationFailed;
+      return item;
+    }
+    item.bytes_out = static_cast<int64_t>(png->size());
+    item.outcome = same ? Outcome::kPassedThrough : Outcome::kWritten;
+    return item;
+  }
   auto prepared = PrepareJpeg(data->data(), data->size(), opts.prepare);
   if (!prepared.ok()) {
     item.reason = prepared.status().message();

@@ -366,6 +366,24 @@ def test_csv_manifest_and_coco_instances(tmp_path, manifest_dir):
     assert crowd_only["boxes"].shape == (0, 4)
 
 
+def assert_nearest_like_pillow(ours, src):
+    """Equal to Pillow's NEAREST resize, except where an output centre falls
+    exactly on a source pixel edge (a tie, which Pillow's floating point
+    breaks either way): there, one of the two pixels beside the edge."""
+    th, tw = ours.shape
+    h, w = src.shape
+    ref = np.array(Image.fromarray(src).resize((tw, th), Image.NEAREST))
+    tie_x = ((2 * np.arange(tw) + 1) * w) % (2 * tw) == 0
+    tie_y = ((2 * np.arange(th) + 1) * h) % (2 * th) == 0
+    tie = tie_y[:, None] | tie_x[None, :]
+    assert np.array_equal(ours[~tie], ref[~tie])
+    for y, x in zip(*np.nonzero(tie)):
+        sy = ((2 * y + 1) * h) // (2 * th)
+        sx = ((2 * x + 1) * w) // (2 * tw)
+        near = {src[yy, xx] for yy in (sy - tie_y[y], sy) for xx in (sx - tie_x[x], sx)}
+        assert ours[y, x] in near
+
+
 def test_resize_while_packing_masks_by_nearest_like_pillow_and_boxes_scaled(tmp_path):
     rng = np.random.default_rng(2)
     os.makedirs(tmp_path / "img")
@@ -380,8 +398,7 @@ def test_resize_while_packing_masks_by_nearest_like_pillow_and_boxes_scaled(tmp_
     s = imagepack.open(str(tmp_path / "r.lmdb")).sample(0)
     tw, th = 43, 32  # round(97 * 32 / 73) = 43
     assert s["image"].shape == (th, tw, 3) and s["mask"].shape == (th, tw)
-    ref = np.array(Image.fromarray(mask).resize((tw, th), Image.NEAREST))
-    assert np.array_equal(s["mask"], ref)
+    assert_nearest_like_pillow(s["mask"], mask)
     assert np.allclose(s["boxes"], [[9.7 * tw / w, 7.3 * th / h, 48.5 * tw / w, 32]], atol=1e-3)
 
 
@@ -468,3 +485,27 @@ def test_verify_names_record_path_and_field_of_a_bad_mask_value(tmp_path):
     assert r.returncode != 0
     out = r.stdout + r.stderr
     assert "record 0000000000" in out and "a/x.png" in out and "mask: value 7 at (4, 3)" in out
+
+
+def test_resize_imagenet_mask_tree_keeps_each_mask_on_its_images_geometry(tmp_path, seg_tree):
+    """Images and masks resized as two trees with the same limit pair up
+    again: the masks are Pillow's nearest neighbour at the images' sizes."""
+    for tree, extra in (("images", []), ("masks", ["--mask"])):
+        r = subprocess.run([tool("resize_imagenet"), str(seg_tree / tree), str(tmp_path / tree), "--max-size", "32",
+                            "-q", *extra], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    for rel in ("c0/00", "c1/07"):
+        img = Image.open(tmp_path / "images" / (rel + ".png"))
+        mask = Image.open(tmp_path / "masks" / (rel + ".png"))
+        assert mask.mode == "L" and mask.size == img.size and min(img.size) == 32
+        assert_nearest_like_pillow(np.array(mask), np.array(Image.open(seg_tree / "masks" / (rel + ".png"))))
+    run_pack(tmp_path / "images", tmp_path / "small.lmdb", "--field", "mask=%s" % (tmp_path / "masks"),
+             "--mask-classes", "3")
+    r = subprocess.run([tool("verify_db"), str(tmp_path / "small.lmdb"), "--decode"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+    os.makedirs(tmp_path / "badmasks")
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(tmp_path / "badmasks" / "x.jpg")
+    r = subprocess.run([tool("resize_imagenet"), str(tmp_path / "badmasks"), str(tmp_path / "out"), "--mask", "-q",
+                        "--max-size", "4"],
+                       capture_output=True, text=True)
+    assert r.returncode == 3 and "x.jpg" in r.stderr and "JPEG" in r.stderr

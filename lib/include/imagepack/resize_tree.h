@@ -20,6 +20,11 @@ struct ResizeTreeOptions {
   Shard shard;
   int threads = 0;          // 0: all cores
   bool overwrite = false;   // redo outputs that already exist
+  // A tree of label maps (masks): each PNG resized by nearest neighbour
+  // under the same size rule as the images (so a mask keeps its image's
+  // geometry), written as an 8-bit gray PNG under the same name with the
+  // extension .png. One that needs no resize is copied as it is.
+  bool masks = false;
   CancelFlag* cancel = nullptr;
   Progress* progress = nullptr;
 };
