@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Samples with a second spatial field, side by side in one run: the loader
+# on image + mask and image + paired target against itself on the same
+# images alone, and against the PyTorch pipeline a user would write
+# (fields_peers.py: Pillow + torchvision functional crop/flip/resize, NEAREST
+# for masks, DataLoader with one worker per core). 256-px photos cut from
+# Debian's wallpaper packages, 6-class PNG masks, blurred JPEG targets,
+# RandomResizedCrop(224) + flip, batch 256. Interleaved rounds, medians,
+# peak RSS per method. Databases in /dev/shm, read once before timing.
+#
+#   scripts/bench/bench_fields.sh [--images 4000] [--rounds 3] [--batches 12]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+IMAGES=4000 ROUNDS=3 BATCHES=12
+while [ $# -gt 0 ]; do
+  case $1 in
+    --images) IMAGES=$2; shift 2;; --rounds) ROUNDS=$2; shift 2;; --batches) BATCHES=$2; shift 2;;
+    *) echo "usage: $0 [--images N] [--rounds R] [--batches B]" >&2; exit 2;;
+  esac
+done
+BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
+export PYTHONPATH=$(cd "${IMAGEPACK_BUILD_DIR:-build}/python" && pwd)
+WORK=${BENCH_DIR:-/tmp/imagepack-bench}/fields-$IMAGES
+DB=/dev/shm/imagepack-bench-fields-$IMAGES
+PY="/usr/bin/python3 scripts/bench/fields_peers.py"
+if [ ! -d "$WORK/images" ]; then
+  rm -rf "$WORK" && mkdir -p "$WORK"
+  /usr/bin/python3 scripts/make_photo_tree.py "$WORK/photos" --images "$IMAGES" --classes 10 >/dev/null
+  "$BIN/resize_imagenet" "$WORK/photos" "$WORK/images" --max-size 256 -q >/dev/null
+  rm -rf "$WORK/photos"
+  $PY make "$WORK/images" "$WORK" >/dev/null
+fi
+mkdir -p "$DB"
+[ -f "$DB/image.lmdb" ] || "$BIN/pack_lmdb" "$WORK/images" "$DB/image.lmdb" --shuffle 1 -q >/dev/null
+[ -f "$DB/mask.lmdb" ] || "$BIN/pack_lmdb" "$WORK/images" "$DB/mask.lmdb" --shuffle 1 -q \
+  --field "mask=$WORK/masks" --mask-classes 6 >/dev/null
+[ -f "$DB/target.lmdb" ] || "$BIN/pack_lmdb" "$WORK/images" "$DB/target.lmdb" --shuffle 1 -q \
+  --field "target=$WORK/targets" >/dev/null
+cat "$DB"/* > /dev/null
+CORES=$(nproc)
+declare -A R M
+rate() { sed -n 's/.*: \([0-9.]*\) samples\/s.*/\1/p' | head -1; }
+mib() { sed -n 's/.*peak RSS \([0-9]*\) MiB.*/\1/p' | head -1; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+take() {  # KEY CMD...: one timed run
+  local out; out=$("${@:2}")
+  R[$1]+="$(echo "$out" | rate) "; M[$1]=$(echo "$out" | mib)
+}
+for r in $(seq "$ROUNDS"); do
+  take img $PY loader imagepack "$DB/image.lmdb" --batches "$BATCHES"
+  take msk $PY loader imagepack "$DB/mask.lmdb" --batches "$BATCHES"
+  take tgt $PY loader imagepack "$DB/target.lmdb" --batches "$BATCHES"
+  take tm $PY loader torch "$WORK/images" --masks "$WORK/masks" --workers "$CORES" --batches "$BATCHES"
+  take tt $PY loader torch "$WORK/images" --targets "$WORK/targets" --workers "$CORES" --batches "$BATCHES"
+done
+img=$(median ${R[img]})
+echo "fields benchmark: $IMAGES photos at 256 px (+ 6-class PNG masks / blurred JPEG targets),"
+echo "RandomResizedCrop(224) + flip, batch 256, $CORES cores, median of $ROUNDS rounds"
+printf '%-58s %10s %10s %12s %9s\n' method samples/s "vs image" "vs PyTorch" "peak RSS"
+row() { awk -v n="$1" -v r="$2" -v i="$img" -v p="$3" -v m="$4" \
+  'BEGIN {printf "%-58s %10.1f %9.0f%% %11s %5s MiB\n", n, r, 100 * r / i, p > 0 ? sprintf("%.2fx", r / p) : "", m}'; }
+row "imagepack.Loader, image only (JPEG, LMDB)" "$img" 0 "${M[img]}"
+row "imagepack.Loader, image + mask" "$(median ${R[msk]})" "$(median ${R[tm]})" "${M[msk]}"
+row "imagepack.Loader, image + target image" "$(median ${R[tgt]})" "$(median ${R[tt]})" "${M[tgt]}"
+row "DataLoader + Pillow + torchvision, image + mask, $CORES workers" "$(median ${R[tm]})" 0 "${M[tm]}"
+row "DataLoader + Pillow + torchvision, image + target, $CORES workers" "$(median ${R[tt]})" 0 "${M[tt]}"
