@@ -189,17 +189,23 @@ class PyDataset {
   }
 
   int64_t size() const { return src_->size(); }
-  std::string meta_json() const { return src_->meta().ToJson(); }
-  std::string describe() const { return src_->Describe(); }
 
-  // (HxWxC uint8 array, label, path) of record i.
-  py::tuple Get(int64_t i) {
+  // i, or i + size() for a negative i; IndexError outside the dataset.
+  int64_t CheckIndex(int64_t i) const {
     if (i < 0) i += size();
     if (i < 0 || i >= size()) {
       PyErr_SetString(PyExc_IndexError, ("record " + std::to_string(i) + " outside [0, " + std::to_string(size()) +
                                          ") of " + src_->Describe()).c_str());
       throw py::error_already_set();
     }
+    return i;
+  }
+  std::string meta_json() const { return src_->meta().ToJson(); }
+  std::string describe() const { return src_->Describe(); }
+
+  // (HxWxC uint8 array, label, path) of record i.
+  py::tuple Get(int64_t i) {
+    i = CheckIndex(i);
     RecordFields fields;
     std::string path;
     std::vector<uint8_t> payload;
@@ -243,12 +249,7 @@ class PyDataset {
   // decoded), masks HxW uint8, boxes (N x 4 float32, N int64 classes under
   // NAME_labels / "box_labels"), ints int64, floats float32, text str.
   py::dict Fields(int64_t i) {
-    if (i < 0) i += size();
-    if (i < 0 || i >= size()) {
-      PyErr_SetString(PyExc_IndexError, ("record " + std::to_string(i) + " outside [0, " + std::to_string(size()) +
-                                         ") of " + src_->Describe()).c_str());
-      throw py::error_already_set();
-    }
+    i = CheckIndex(i);
     std::vector<uint8_t> bytes;
     {
       py::gil_scoped_release release;

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "le.h"
+
 namespace imagepack {
 namespace {
 
@@ -15,16 +17,8 @@ constexpr KindInfo kKinds[] = {
     {FieldKind::kText, "text", false, 1},
 };
 
-template <typename T>
-void Put(uint8_t* p, T v) {
-  std::memcpy(p, &v, sizeof(T));
-}
-template <typename T>
-T Get(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
+using internal::Get;
+using internal::Put;
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <png.h>
 
 #include <algorithm>
+#include <climits>
 #include <csetjmp>
 #include <cstring>
 #include <string>
@@ -168,18 +169,33 @@ Image ResizeMaskNearest(const uint8_t* src, int w, int h, int tw, int th) {
 
 void RenderMask(const uint8_t* src, int w, int h, const CropBox& box, int out_w, int out_h, bool hflip, bool vflip,
                 uint8_t fill, uint8_t* dst) {
+  // Source columns once per sample; the columns that fall inside the mask
+  // form one run [lo, hi) (the mapping is monotonic), so each row is a fill,
+  // a branch-free gather and a fill. Rows that map to the source row of the
+  // row before (crops smaller than the output) are copies of it.
   thread_local std::vector<int> xs;
   xs.resize(out_w);
   for (int x = 0; x < out_w; ++x) xs[x] = Nearest(hflip ? out_w - 1 - x : x, out_w, box.x, box.w);
+  int lo = 0, hi = out_w;
+  while (lo < hi && (xs[lo] < 0 || xs[lo] >= w)) ++lo;
+  while (hi > lo && (xs[hi - 1] < 0 || xs[hi - 1] >= w)) --hi;
+  int prev_sy = INT32_MIN;
   for (int y = 0; y < out_h; ++y) {
     const int sy = Nearest(vflip ? out_h - 1 - y : y, out_h, box.y, box.h);
     uint8_t* o = dst + size_t(y) * out_w;
+    if (sy == prev_sy) {
+      std::memcpy(o, o - out_w, out_w);
+      continue;
+    }
+    prev_sy = sy;
     if (sy < 0 || sy >= h) {
       std::memset(o, fill, out_w);
       continue;
     }
     const uint8_t* row = src + size_t(sy) * w;
-    for (int x = 0; x < out_w; ++x) o[x] = xs[x] >= 0 && xs[x] < w ? row[xs[x]] : fill;
+    std::memset(o, fill, lo);
+    for (int x = lo; x < hi; ++x) o[x] = row[xs[x]];
+    std::memset(o + hi, fill, out_w - hi);
   }
 }
 

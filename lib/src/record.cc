@@ -11,22 +11,13 @@
 #include <cstdio>
 #include <cstring>
 
+#include "le.h"
+
 namespace imagepack {
 namespace {
 
-template <typename T>
-void Put(uint8_t* p, T v) {
-  // The format is little-endian; so is every machine this builds for, and a
-  // static_assert below keeps it that way.
-  std::memcpy(p, &v, sizeof(T));
-}
-template <typename T>
-T Get(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "imagepack assumes a little-endian host");
+using internal::Get;
+using internal::Put;
 
 constexpr char kMagic[4] = {'I', 'P', 'K', 'R'};
 

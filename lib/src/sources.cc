@@ -179,6 +179,19 @@ Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, c
   return static_cast<int>(s.fields.size() - 1);
 }
 
+// The class list fixed by the options: a given list, or a classes file;
+// empty when neither (the source finds its own).
+Status FixedClasses(const SourceOptions& opts, std::vector<std::string>* classes) {
+  if (opts.classes) {
+    *classes = *opts.classes;
+  } else if (!opts.classes_file.empty()) {
+    auto c = ReadClassList(opts.classes_file);
+    if (!c.ok()) return c.status();
+    *classes = std::move(c.value());
+  }
+  return Status::Ok();
+}
+
 // --field NAME=DIR: each item's partner is the file of DIR with the item's
 // relative path and any extension. Items without one are skipped (errors).
 Status AddPairedTrees(const SourceOptions& opts, DatasetSource& s) {
@@ -243,13 +256,7 @@ Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOption
   if (opts.no_class) {
     for (auto& rel : listing->images) s.items.push_back({rel, -1, -1, {}});
   } else {
-    if (opts.classes) {
-      s.classes = *opts.classes;
-    } else if (!opts.classes_file.empty()) {
-      auto c = ReadClassList(opts.classes_file);
-      if (!c.ok()) return c.status();
-      s.classes = std::move(c.value());
-    }
+    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &s.classes));
     if (!opts.labels_file.empty()) {
       IMAGEPACK_RETURN_IF_ERROR(LabelFromFile(listing->images, opts.labels_file, s));
     } else {
@@ -462,12 +469,9 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
     else if (row["label"].is_number_integer()) max_index = std::max<int64_t>(max_index, row["label"].get<int64_t>());
   }
   if (!opts.no_class) {
-    if (opts.classes) {
-      s.classes = *opts.classes;
-    } else if (!opts.classes_file.empty()) {
-      auto c = ReadClassList(opts.classes_file);
-      if (!c.ok()) return c.status();
-      s.classes = std::move(c.value());
+    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &s.classes));
+    if (!s.classes.empty() || opts.classes) {
+      // fixed by the options
     } else if (names) {
       std::set<std::string> seen;
       for (auto& [n, row] : rows.value())

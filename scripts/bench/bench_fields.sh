@@ -57,8 +57,9 @@ img=$(median ${R[img]})
 echo "fields benchmark: $IMAGES photos at 256 px (+ 6-class PNG masks / blurred JPEG targets),"
 echo "RandomResizedCrop(224) + flip, batch 256, $CORES cores, median of $ROUNDS rounds"
 printf '%-58s %10s %10s %12s %9s\n' method samples/s "vs image" "vs PyTorch" "peak RSS"
-row() { awk -v n="$1" -v r="$2" -v i="$img" -v p="$3" -v m="$4" \
-  'BEGIN {printf "%-58s %10.1f %9.0f%% %11s %5s MiB\n", n, r, 100 * r / i, p > 0 ? sprintf("%.2fx", r / p) : "", m}'; }
+row() { awk -v n="$1" -v r="$2" -v i="$img" -v p="$3" -v m="$4" 'BEGIN {
+  vs = ""; if (p > 0) vs = sprintf("%.2fx", r / p)
+  printf "%-58s %10.1f %9.0f%% %11s %5s MiB\n", n, r, 100 * r / i, vs, m }'; }
 row "imagepack.Loader, image only (JPEG, LMDB)" "$img" 0 "${M[img]}"
 row "imagepack.Loader, image + mask" "$(median ${R[msk]})" "$(median ${R[tm]})" "${M[msk]}"
 row "imagepack.Loader, image + target image" "$(median ${R[tgt]})" "$(median ${R[tt]})" "${M[tgt]}"
