@@ -372,7 +372,7 @@ class RecordMaker {
       }
     }
     p->passed_through = u.passed_through;
-    p->payload = static_cast<int64_t>(size);
+    p->payload = static_cast<int64_t>(size + u.field_section.size());
     if (u.headroom > 0) {
       u.buffer.insert(u.buffer.end(), u.field_section.begin(), u.field_section.end());
       SealRecord(u.buffer, u.fields, items_[pos].rel);
