@@ -151,6 +151,69 @@ struct MlpImpl : nn::Module {
 };
 TORCH_MODULE(Mlp);
 
+// Conv 3x3 + BN + ReLU, the dense models' unit.
+nn::Sequential ConvBnRelu(int64_t in, int64_t out, int64_t stride = 1) {
+  return nn::Sequential(Conv(in, out, 3, stride, 1), nn::BatchNorm2d(out), nn::ReLU(nn::ReLUOptions().inplace(true)));
+}
+// Two units, the first with `stride`: one encoder stage.
+nn::Sequential Stage(int64_t in, int64_t out, int64_t stride) {
+  return nn::Sequential(Conv(in, out, 3, stride, 1), nn::BatchNorm2d(out), nn::ReLU(nn::ReLUOptions().inplace(true)),
+                        Conv(out, out, 3, 1, 1), nn::BatchNorm2d(out), nn::ReLU(nn::ReLUOptions().inplace(true)));
+}
+
+// Dense prediction, per-pixel outputs at the input's size:
+//   fcn_small  (segmentation): an encoder of strided conv blocks (1, 1/2,
+//              1/4, 1/8 of the input; 16-32-64-128 channels) and a decoder
+//              that upsamples (bilinear) and adds the encoder's feature of
+//              the same scale (FCN-style skips, 1x1 projections), to logits.
+//   unet_small (restoration): the same encoder, a decoder that concatenates
+//              each skip (U-Net) and convolves; output = input + residual,
+//              so an untrained network starts as the identity.
+// Sizes must be multiples of 8.
+struct DenseNetImpl : nn::Module {
+  DenseNetImpl(const ModelOptions& o, bool unet) : unet_(unet), residual_(unet) {
+    const int64_t w[4] = {16, 32, 64, 128};
+    enc0 = register_module("enc0", Stage(o.in_channels, w[0], 1));
+    enc1 = register_module("enc1", Stage(w[0], w[1], 2));
+    enc2 = register_module("enc2", Stage(w[1], w[2], 2));
+    enc3 = register_module("enc3", Stage(w[2], w[3], 2));
+    for (int k = 2; k >= 0; --k) {
+      // U-Net: conv over [upsampled, skip]; FCN: 1x1 projection of the skip, added.
+      dec.push_back(register_module("dec" + std::to_string(k),
+                                    unet ? ConvBnRelu(w[k + 1] + w[k], w[k]) : nn::Sequential(Conv(w[k + 1], w[k], 1))));
+      skip.push_back(register_module("skip" + std::to_string(k),
+                                     unet ? nn::Sequential(nn::Identity()) : nn::Sequential(Conv(w[k], w[k], 1))));
+    }
+    head = register_module("head", nn::Conv2d(nn::Conv2dOptions(w[0], o.num_classes, 1)));
+    for (auto& m : modules(/*include_self=*/false)) {
+      if (auto* c = m->as<nn::Conv2d>()) nn::init::kaiming_normal_(c->weight, 0, torch::kFanOut, torch::kReLU);
+    }
+    if (residual_) {  // start as the identity
+      nn::init::zeros_(head->weight);
+      nn::init::zeros_(head->bias);
+    }
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    const auto e0 = enc0->forward(x);
+    const auto e1 = enc1->forward(e0);
+    const auto e2 = enc2->forward(e1);
+    auto y = enc3->forward(e2);
+    const torch::Tensor skips[3] = {e2, e1, e0};
+    for (size_t i = 0; i < 3; ++i) {
+      const auto& s = skips[i];
+      y = torch::upsample_bilinear2d(y, {s.size(2), s.size(3)}, /*align_corners=*/false);
+      y = unet_ ? dec[i]->forward(torch::cat({y, s}, 1)) : dec[i]->forward(y) + skip[i]->forward(s);
+      if (!unet_) y = y.relu_();
+    }
+    auto out = head(y);
+    return residual_ ? out + x : out;
+  }
+  bool unet_, residual_;
+  nn::Sequential enc0{nullptr}, enc1{nullptr}, enc2{nullptr}, enc3{nullptr};
+  std::vector<nn::Sequential> dec, skip;
+  nn::Conv2d head{nullptr};
+};
+
 }  // namespace
 
 torch::nn::AnyModule MakeModel(const ModelOptions& o, std::shared_ptr<torch::nn::Module>* module) {
@@ -174,7 +237,13 @@ torch::nn::AnyModule MakeModel(const ModelOptions& o, std::shared_ptr<torch::nn:
     *module = m.ptr();
     return torch::nn::AnyModule(m);
   }
-  throw std::invalid_argument("unknown --arch '" + o.arch + "' (resnet18, resnet50, small_cnn, mlp)");
+  if (o.arch == "fcn_small" || o.arch == "unet_small") {
+    auto m = std::make_shared<DenseNetImpl>(o, o.arch == "unet_small");
+    *module = m;
+    return torch::nn::AnyModule(m);
+  }
+  throw std::invalid_argument("unknown --arch '" + o.arch +
+                              "' (resnet18, resnet50, small_cnn, mlp; dense: fcn_small, unet_small)");
 }
 
 int64_t CountParameters(const torch::nn::Module& m) {

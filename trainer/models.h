@@ -1,4 +1,6 @@
-// Models for the trainer: torchvision's ResNets and a small BN CNN.
+// Models for the trainer: torchvision's ResNets and a small BN CNN
+// (classification), a small FCN (segmentation) and a small U-Net
+// (restoration).
 #pragma once
 
 #include <torch/torch.h>
@@ -8,16 +10,17 @@
 namespace imagepack::trainer {
 
 struct ModelOptions {
-  std::string arch = "resnet18";  // resnet18 | resnet50 | small_cnn | mlp
-  int64_t num_classes = 1000;
+  std::string arch = "resnet18";  // resnet18 | resnet50 | small_cnn | mlp | fcn_small | unet_small
+  int64_t num_classes = 1000;     // outputs: classes, or (restoration) image channels
   int64_t in_channels = 3;
   int64_t input_size = 224;       // mlp only (its first layer is size-dependent)
   bool zero_init_residual = false;  // last BN of each residual block starts at 0
 };
 
 // Returns the model as a type-erased module whose forward maps
-// float [N, C, H, W] to logits [N, num_classes]. Throws std::invalid_argument
-// for an unknown arch.
+// float [N, C, H, W] to logits [N, num_classes] (classification) or to
+// [N, num_classes, H, W] (fcn_small, unet_small; H and W multiples of 8).
+// Throws std::invalid_argument for an unknown arch.
 torch::nn::AnyModule MakeModel(const ModelOptions& opts, std::shared_ptr<torch::nn::Module>* module);
 
 int64_t CountParameters(const torch::nn::Module& m);

@@ -16,7 +16,10 @@ int main(int argc, char** argv) {
   opts.add_options()
       ("data", po::value(&a.data), "training database(s), comma-separated shards")
       ("val", po::value(&a.val), "validation database")
-      ("arch", po::value(&a.arch)->default_value("resnet18"), "resnet18, resnet50, small_cnn, mlp")
+      ("task", po::value(&a.task)->default_value("classification"),
+       "classification, segmentation (a mask field), restoration (a target image field)")
+      ("arch", po::value(&a.arch),
+       "resnet18, resnet50, small_cnn, mlp; fcn_small, unet_small (default: resnet18, fcn_small, unet_small by task)")
       ("epochs", po::value(&a.epochs)->default_value(90), "epochs")
       ("batch-size,b", po::value(&a.batch)->default_value(256), "batch size per process")
       ("lr", po::value(&a.lr)->default_value(0.1), "learning rate")
@@ -30,7 +33,8 @@ int main(int argc, char** argv) {
       ("no-bn-wd", "no weight decay on BN and bias parameters")
       ("label-smoothing", po::value(&a.label_smoothing)->default_value(0), "label smoothing")
       ("zero-init-residual", "zero-init the last BN of each residual block")
-      ("size", po::value(&a.size)->default_value(0), "input size (0: 224, or 28 for small_cnn/mlp)")
+      ("size", po::value(&a.size)->default_value(0),
+       "input size (0: 224; 28 for small_cnn/mlp; 96 for segmentation and restoration)")
       ("output", po::value(&a.output), "directory for checkpoints and metrics.jsonl")
       ("resume", po::value(&a.resume), "checkpoint to resume from ('auto': OUTPUT/checkpoint.pt if present)")
       ("evaluate", "only evaluate --val (with --resume weights)")

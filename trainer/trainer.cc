@@ -2,12 +2,14 @@
 
 #include <boost/algorithm/string.hpp>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
 #include <thread>
 
 #include "imagepack/files.h"
+#include "imagepack/store.h"
 #include "models.h"
 #include "nccl_backend.h"
 #include "preemption.h"
@@ -32,14 +34,6 @@ struct Meter {
   }
   double avg() const { return n ? sum / n : 0; }
 };
-
-// Number of samples whose target is among the top-k logits, for k = 1, 5.
-std::pair<int64_t, int64_t> Correct(const torch::Tensor& logits, const torch::Tensor& target) {
-  const int64_t k = std::min<int64_t>(5, logits.size(1));
-  auto top = std::get<1>(logits.topk(k, 1));
-  auto hit = top.eq(target.view({-1, 1}));
-  return {hit.narrow(1, 0, 1).sum().item<int64_t>(), hit.sum().item<int64_t>()};
-}
 
 bool IsSmall(const std::string& arch) { return arch == "small_cnn" || arch == "mlp"; }
 
@@ -67,7 +61,14 @@ Trainer::Trainer(const TrainOptions& o)
   InstallStopHandlers();
   dist_ = std::make_unique<Distributed>(env_, device_);
   main_rank_ = dist_->is_main();
+  // The loaders' transforms depend on the task; the task on the data.
+  {
+    auto val = Check(OpenDatabase(o_.val));
+    task_ = MakeTask({o_.task, o_.label_smoothing}, val->meta(), val->meta().channels, device_);
+  }
+  arch_ = o_.arch.empty() ? task_->default_arch() : o_.arch;
   SetUpLoaders();
+  task_ = MakeTask({o_.task, o_.label_smoothing}, val_loader_->meta(), channels_, device_);
   SetUpModel();
   SetUpOptimizer();
   Resume();
@@ -91,8 +92,8 @@ Trainer::Trainer(const TrainOptions& o)
                              torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(device_.is_cuda()));
   host_labels_.resize(size_t(o_.batch));
   host_indices_.resize(size_t(o_.batch));
-  Log("=> " + o_.arch + " (" + std::to_string(CountParameters(*module_)) + " parameters), " +
-      std::to_string(val_loader_->meta().classes.size()) + " classes, " + std::to_string(dist_->world_size()) +
+  Log("=> " + arch_ + " (" + std::to_string(CountParameters(*module_)) + " parameters), " + task_->name() + ", " +
+      task_->Describe() + ", " + std::to_string(dist_->world_size()) +
       " process(es) [" + dist_->backend() + ", " + env_.source + "], batch " + std::to_string(o_.batch) +
       "/rank, lr " + std::to_string(schedule_.base_lr) +
       (o_.amp ? (device_.is_cuda() ? ", AMP fp16" : ", AMP bf16") : ""));
@@ -103,7 +104,7 @@ Trainer::~Trainer() = default;
 void Trainer::SetUpLoaders() {
   std::vector<std::string> train_paths;
   boost::split(train_paths, o_.data, boost::is_any_of(","));
-  const bool small = IsSmall(o_.arch);
+  const bool small = IsSmall(arch_);
   lo_.paths = train_paths;
   lo_.in_ram = o_.in_ram;
   lo_.batch_size = o_.batch;
@@ -111,7 +112,7 @@ void Trainer::SetUpLoaders() {
   lo_.rank = dist_->rank();
   lo_.world_size = dist_->world_size();
   lo_.threads = o_.loader_threads > 0 ? o_.loader_threads : per_rank_threads_;
-  lo_.size = o_.size > 0 ? o_.size : (small ? 28 : 224);
+  lo_.size = o_.size > 0 ? o_.size : (small ? 28 : task_->dense() ? 96 : 224);
   lo_.transform = small ? TransformKind::kPadCrop : TransformKind::kTrain;
   lo_.pad = 2;
   lo_.layout = o_.channels_last ? Layout::kNHWC : Layout::kNCHW;
@@ -120,16 +121,28 @@ void Trainer::SetUpLoaders() {
   vo.shuffle = false;
   vo.even_partition = false;
   vo.transform = small ? TransformKind::kPadCropEval : TransformKind::kEval;
+  if (std::string(task_->name()) == "segmentation") {
+    // Crops of at least a third of the image (garments stay recognisable),
+    // flipped; evaluation on the whole image (shorter edge to the size).
+    lo_.scale_min = 0.35;
+    vo.eval_resize = lo_.size;
+  } else if (std::string(task_->name()) == "restoration") {
+    // Crops at the stored scale (a resize would change the degradation),
+    // flipped both ways; evaluation on the centre crop.
+    lo_.transform = TransformKind::kPadCrop;
+    lo_.pad = 0;
+    lo_.vflip = true;
+    vo.transform = TransformKind::kPadCropEval;
+  }
   if (!o_.evaluate) train_loader_ = Check(Loader::Open(lo_));  // --evaluate reads --val only
   val_loader_ = Check(Loader::Open(vo));
   channels_ = val_loader_->channels();
 }
 
 void Trainer::SetUpModel() {
-  const DatasetMeta& meta = val_loader_->meta();
   ModelOptions mo;
-  mo.arch = o_.arch;
-  mo.num_classes = static_cast<int64_t>(meta.classes.size());
+  mo.arch = arch_;
+  mo.num_classes = task_->outputs();
   mo.in_channels = channels_;
   mo.input_size = lo_.size;
   mo.zero_init_residual = o_.zero_init;
@@ -142,12 +155,6 @@ void Trainer::SetUpModel() {
   }
   params_ = module_->parameters();
   buffers_ = module_->buffers();
-  // Normalisation on the device with the database's statistics.
-  const int C = channels_;
-  std::vector<double> mean = meta.mean, stdv = meta.std;
-  if (static_cast<int>(mean.size()) != C) mean.assign(C, 0.5), stdv.assign(C, 0.25);
-  mean_ = torch::tensor(mean, torch::kFloat32).view({1, C, 1, 1}).mul(255).to(device_);
-  std_ = torch::tensor(stdv, torch::kFloat32).view({1, C, 1, 1}).mul(255).clamp_min(1e-3).to(device_);
 }
 
 void Trainer::SetUpOptimizer() {
@@ -212,11 +219,18 @@ torch::Tensor Trainer::Input(int n) {
                             torch::kUInt8);
   if (o_.channels_last) x = x.permute({0, 3, 1, 2});  // a channels-last view of NCHW
   x = x.to(device_, /*non_blocking=*/device_.is_cuda()).to(torch::kFloat32);
-  return x.sub(mean_).div(std_);
+  return task_->Input(x);
 }
 
-torch::Tensor Trainer::Labels(int n) {
-  return torch::from_blob(host_labels_.data(), {n}, torch::kInt64).to(device_).clone();
+int Trainer::NextBatch(Loader& loader, torch::Tensor* target) {
+  const BatchView v = Check(loader.NextView());
+  if (v.count == 0) return 0;
+  const size_t sample_bytes = size_t(lo_.size) * lo_.size * channels_;
+  std::memcpy(host_batch_.data_ptr<uint8_t>(), v.images, size_t(v.count) * sample_bytes);
+  std::memcpy(host_labels_.data(), v.labels, size_t(v.count) * sizeof(int64_t));
+  std::memcpy(host_indices_.data(), v.indices, size_t(v.count) * sizeof(int64_t));
+  *target = task_->Target(v, v.count, device_);
+  return v.count;
 }
 
 int Trainer::Run() {
@@ -248,7 +262,7 @@ int Trainer::Run() {
   return 0;
 }
 
-std::pair<torch::Tensor, torch::Tensor> Trainer::Step(int n, const torch::Tensor& y, double lr) {
+Trainer::StepResult Trainer::Step(int n, const torch::Tensor& y, double lr) {
   for (auto& g : optimizer_->param_groups()) static_cast<torch::optim::SGDOptions&>(g.options()).lr(lr);
   auto x = Input(n);
   // BN running statistics: broadcast from rank 0 before every step (what
@@ -261,15 +275,14 @@ std::pair<torch::Tensor, torch::Tensor> Trainer::Step(int n, const torch::Tensor
     out = model_.forward(x);
   }
   out = out.to(torch::kFloat32);
-  auto loss = torch::nn::functional::cross_entropy(
-      out, y, torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(o_.label_smoothing));
+  auto loss = task_->Loss(out, y);
   for (auto& p : params_) p.mutable_grad() = torch::Tensor();  // zero_grad that frees
   reducer_->PrepareForBackward();
   scaler_->Scale(loss).backward();
   reducer_->Finalize();
   scaler_->Step(*optimizer_, params_);
   ++global_step_;
-  return {loss, out};
+  return {loss, out, x};
 }
 
 Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
@@ -285,19 +298,20 @@ Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
   if (start > 0)
     Log("=> epoch " + std::to_string(epoch) + " continues at position " + std::to_string(start) + " of " +
         std::to_string(tl.dataset_size()) + ": " + std::to_string(steps) + " step(s) left");
-  Meter batch_time, data_rate, losses, err1, err5;
+  Meter batch_time, data_rate, losses;
+  std::vector<Meter> figures;
   double wait_s = 0, compute_s = 0;
   auto t_end = Clock::now();
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t step = first_step + i;
     if (o_.max_steps > 0 && i >= o_.max_steps) break;
     const auto t0 = Clock::now();
-    const int n = Check(tl.Next(host_batch_.data_ptr<uint8_t>(), host_labels_.data(), host_indices_.data()));
+    torch::Tensor y;
+    const int n = NextBatch(tl, &y);
     if (n == 0) break;
     const auto t1 = Clock::now();
     const double lr = LearningRate(schedule_, epoch + double(step) / steps_per_epoch_, o_.epochs);
-    auto y = Labels(n);
-    auto [loss, out] = Step(n, y, lr);
+    auto [loss, out, x] = Step(n, y, lr);
     if (sample_log_.is_open()) {
       sample_log_ << epoch << ' ' << step;
       for (int k = 0; k < n; ++k) sample_log_ << ' ' << host_indices_[size_t(k)];
@@ -325,26 +339,32 @@ Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
     const auto t2 = Clock::now();
     wait_s += Seconds(t0, t1);
     compute_s += Seconds(t1, t2);
-    auto [c1, c5] = Correct(out.detach(), y);
+    const std::vector<Figure> now = task_->StepFigures(task_->Tally(out.detach(), y, x.detach()));
+    figures.resize(now.size());
+    for (size_t f = 0; f < now.size(); ++f) figures[f].Add(now[f].value, n);
     losses.Add(loss.item<double>(), n);
-    err1.Add(100.0 - 100.0 * c1 / n, n);
-    err5.Add(100.0 - 100.0 * c5 / n, n);
     const double step_s = Seconds(t_end, t2);
     batch_time.Add(step_s);
     data_rate.Add(n * world / std::max(step_s, 1e-9));
     t_end = t2;
     if (step % o_.print_freq == 0 || i + 1 == steps) {
       char buf[320];
-      std::snprintf(buf, sizeof buf,
-                    "Epoch: [%lld][%lld/%lld]  Time %.3f (%.3f)  Data %.1f (%.1f)  Loss %.4f (%.4f)  "
-                    "Error@1 %.3f (%.3f)  Error@5 %.3f (%.3f)  LR %.5f",
+      std::snprintf(buf, sizeof buf, "Epoch: [%lld][%lld/%lld]  Time %.3f (%.3f)  Data %.1f (%.1f)  Loss %.4f (%.4f)",
                     static_cast<long long>(epoch), static_cast<long long>(step),
                     static_cast<long long>(steps_per_epoch_), batch_time.val, batch_time.avg(), data_rate.val,
-                    data_rate.avg(), losses.val, losses.avg(), err1.val, err1.avg(), err5.val, err5.avg(), lr);
-      Log(buf);
-      Emit({{"type", "train"}, {"epoch", epoch}, {"step", step}, {"global_step", global_step_},
-            {"loss", losses.val}, {"loss_avg", losses.avg()}, {"error1", err1.val}, {"error5", err5.val},
-            {"lr", lr}, {"images_per_s", data_rate.val}, {"step_seconds", batch_time.val}});
+                    data_rate.avg(), losses.val, losses.avg());
+      std::string line = buf;
+      nlohmann::json record = {{"type", "train"}, {"epoch", epoch}, {"step", step}, {"global_step", global_step_},
+                               {"loss", losses.val}, {"loss_avg", losses.avg()}, {"lr", lr},
+                               {"images_per_s", data_rate.val}, {"step_seconds", batch_time.val}};
+      for (size_t f = 0; f < now.size(); ++f) {
+        std::snprintf(buf, sizeof buf, "  %s %.3f (%.3f)", now[f].label.c_str(), figures[f].val, figures[f].avg());
+        if (!now[f].label.empty()) line += buf;
+        record[now[f].key] = figures[f].val;
+      }
+      std::snprintf(buf, sizeof buf, "  LR %.5f", lr);
+      Log(line + buf);
+      Emit(record);
     }
   }
   const double frac = wait_s / std::max(1e-9, wait_s + compute_s);
@@ -363,40 +383,55 @@ double Trainer::Evaluate(int64_t epoch) {
   torch::NoGradGuard ng;
   Loader& vl = *val_loader_;
   vl.StartEpoch(0);
-  double loss_sum = 0;
-  int64_t c1 = 0, c5 = 0, total = 0;
+  double loss_sum = 0, total = 0;
+  std::vector<double> tally;
   while (true) {
-    const int n = Check(vl.Next(host_batch_.data_ptr<uint8_t>(), host_labels_.data()));
+    torch::Tensor y;
+    const int n = NextBatch(vl, &y);
     if (n == 0) break;
-    auto y = Labels(n);
-    torch::Tensor out;
+    torch::Tensor out, x;
     {
       AutocastScope ac(o_.amp, device_);
-      auto x = Input(n);
+      x = Input(n);
       out = model_.forward(x);
-      // Test-time flip: the mean of the logits of the image and its mirror.
-      if (o_.tta_flip) out = (out + model_.forward(x.flip({3}))) / 2;
+      // Test-time flip: the mean of the outputs for the image and its
+      // mirror (a dense output is mirrored back first).
+      if (o_.tta_flip) {
+        auto mirrored = model_.forward(x.flip({3}));
+        out = (out + (task_->dense() ? mirrored.flip({3}) : mirrored)) / 2;
+      }
     }
     out = out.to(torch::kFloat32);
-    loss_sum += torch::nn::functional::cross_entropy(out, y).item<double>() * n;
-    auto [a, b] = Correct(out, y);
-    c1 += a;
-    c5 += b;
+    loss_sum += task_->Loss(out, y).item<double>() * n;
     total += n;
+    const std::vector<double> t = task_->Tally(out, y, x);
+    tally.resize(t.size(), 0.0);
+    for (size_t k = 0; k < t.size(); ++k) tally[k] += t[k];
   }
   // Every validation sample is counted exactly once across ranks.
-  auto t = torch::tensor({double(c1), double(c5), double(total), loss_sum}, torch::kFloat64);
+  tally.push_back(loss_sum);
+  tally.push_back(total);
+  auto t = torch::tensor(tally, torch::kFloat64);
   dist_->AllReduceSum(t);
-  const double n = t[2].item<double>();
-  const double acc1 = 100 * t[0].item<double>() / n, acc5 = 100 * t[1].item<double>() / n;
-  char buf[256];
-  std::snprintf(buf, sizeof buf, " * Epoch %lld  Acc@1 %.3f  Acc@5 %.3f  Error@1 %.3f  Loss %.4f  (%lld samples)",
-                static_cast<long long>(epoch), acc1, acc5, 100 - acc1, t[3].item<double>() / n,
-                static_cast<long long>(n));
-  Log(buf);
-  Emit({{"type", "eval"}, {"epoch", epoch}, {"acc1", acc1}, {"acc5", acc5}, {"error1", 100 - acc1},
-        {"error5", 100 - acc5}, {"loss", t[3].item<double>() / n}, {"samples", int64_t(n)}});
-  return acc1;
+  const double* sums = t.data_ptr<double>();
+  tally.assign(sums, sums + t.numel());
+  const double n = tally.back(), loss = tally[tally.size() - 2] / n;
+  tally.resize(tally.size() - 2);
+  const std::vector<Figure> figures = task_->EvalFigures(tally);
+  std::string line = " * Epoch " + std::to_string(epoch);
+  nlohmann::json record = {{"type", "eval"}, {"epoch", epoch}};
+  char buf[160];
+  for (const auto& f : figures) {
+    std::snprintf(buf, sizeof buf, "  %s %.3f", f.label.c_str(), f.value);
+    if (!f.label.empty()) line += buf;
+    record[f.key] = f.value;
+  }
+  std::snprintf(buf, sizeof buf, "  Loss %.4f  (%lld samples)", loss, static_cast<long long>(n));
+  Log(line + buf);
+  record["loss"] = loss;
+  record["samples"] = int64_t(n);
+  Emit(record);
+  return task_->Score(figures);
 }
 
 void Trainer::Checkpoint(int64_t epoch, int64_t position) {

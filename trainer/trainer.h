@@ -19,12 +19,14 @@
 #include "distributed.h"
 #include "imagepack/loader.h"
 #include "schedule.h"
+#include "task.h"
 
 namespace imagepack::trainer {
 
 // What `train` was asked to do (its options, docs/TRAINING.md).
 struct TrainOptions {
-  std::string data, val, arch = "resnet18", output, resume, device = "cpu", schedule = "step";
+  std::string data, val, arch, output, resume, device = "cpu", schedule = "step";
+  std::string task = "classification";  // classification | segmentation | restoration (task.h)
   int epochs = 90, batch = 256, print_freq = 10, threads = 0, loader_threads = 0, size = 0, step_size = 30;
   double lr = 0.1, momentum = 0.9, wd = 1e-4, label_smoothing = 0, warmup = 0;
   int64_t seed = 0, max_steps = 0, checkpoint_every = 0, stop_at_step = 0;
@@ -55,16 +57,23 @@ class Trainer {
   void SetUpOptimizer();
   void Resume();
   EpochEnd TrainEpoch(int64_t epoch);
-  // One optimizer step on the batch in host memory; the loss and the
-  // logits, for the meters.
-  std::pair<torch::Tensor, torch::Tensor> Step(int n, const torch::Tensor& y, double lr);
-  // Accuracy on --val over all ranks; returns top-1 (%).
+  // One optimizer step on the batch in host memory; the loss, the model's
+  // output and its input, for the meters.
+  struct StepResult {
+    torch::Tensor loss, out, x;
+  };
+  StepResult Step(int n, const torch::Tensor& y, double lr);
+  // The task's figures on --val over all ranks; returns its score (top-1 %,
+  // mIoU, PSNR).
   double Evaluate(int64_t epoch);
+  // The next batch of `loader` into host memory, with its target on the
+  // device; 0 at the end of the epoch.
+  int NextBatch(Loader& loader, torch::Tensor* target);
   // checkpoint.pt (rank 0) for the given place; every rank waits for it.
   void Checkpoint(int64_t epoch, int64_t position);
-  // The host batch (first n samples) on the device, normalised; the labels.
+  // The host batch (first n samples) on the device as float, as the task
+  // makes it the model's input.
   torch::Tensor Input(int n);
-  torch::Tensor Labels(int n);
   void Log(const std::string& line);
   void Emit(const nlohmann::json& record);
   void PrintDigest();
@@ -80,9 +89,10 @@ class Trainer {
   std::unique_ptr<Loader> train_loader_, val_loader_;
   int channels_ = 3;
 
+  std::unique_ptr<Task> task_;
+  std::string arch_;  // --arch, or the task's default
   std::shared_ptr<torch::nn::Module> module_;
   torch::nn::AnyModule model_;
-  torch::Tensor mean_, std_;                  // normalisation, on the device
   std::vector<torch::Tensor> params_, buffers_;
   ScheduleOptions schedule_;
   std::unique_ptr<torch::optim::SGD> optimizer_;

@@ -1,0 +1,215 @@
+#include "task.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace imagepack::trainer {
+namespace {
+
+namespace F = torch::nn::functional;
+
+// Normalisation with the dataset's statistics (0.5 / 0.25 where it has
+// none for these channels), on the device.
+class Normalised {
+ public:
+  Normalised(const DatasetMeta& meta, int C, const torch::Device& device) {
+    std::vector<double> mean = meta.mean, stdv = meta.std;
+    if (static_cast<int>(mean.size()) != C) mean.assign(C, 0.5), stdv.assign(C, 0.25);
+    mean_ = torch::tensor(mean, torch::kFloat32).view({1, C, 1, 1}).mul(255).to(device);
+    std_ = torch::tensor(stdv, torch::kFloat32).view({1, C, 1, 1}).mul(255).clamp_min(1e-3).to(device);
+  }
+  torch::Tensor Apply(const torch::Tensor& x) const { return x.sub(mean_).div(std_); }
+
+ private:
+  torch::Tensor mean_, std_;
+};
+
+// The first field of `kind`, or -1.
+int FieldOf(const DatasetMeta& meta, FieldKind kind) {
+  for (size_t i = 0; i < meta.fields.size(); ++i)
+    if (meta.fields[i].kind == kind) return static_cast<int>(i);
+  return -1;
+}
+
+// The batch array named `name` (BatchView::fields), or an error naming it.
+const BatchField& ArrayOf(const BatchView& b, const std::string& name) {
+  for (const auto& f : b.fields)
+    if (f.name == name) return f;
+  throw std::runtime_error("the batch has no field '" + name + "'");
+}
+
+torch::Tensor ToDevice(const BatchField& f, int n, torch::ScalarType type, const torch::Device& device) {
+  std::vector<int64_t> shape(f.shape.begin(), f.shape.end());
+  shape[0] = n;
+  return torch::from_blob(f.data, shape, type).to(device).clone();
+}
+
+class Classification : public Task {
+ public:
+  Classification(const TaskOptions& o, const DatasetMeta& meta, int C, const torch::Device& d)
+      : smoothing_(o.label_smoothing), classes_(static_cast<int64_t>(meta.classes.size())), norm_(meta, C, d) {
+    if (classes_ < 1) throw std::invalid_argument("classification needs a dataset with classes");
+  }
+  const char* name() const override { return "classification"; }
+  std::string default_arch() const override { return "resnet18"; }
+  int64_t outputs() const override { return classes_; }
+  bool dense() const override { return false; }
+  std::string Describe() const override { return std::to_string(classes_) + " classes"; }
+  torch::Tensor Input(const torch::Tensor& x) const override { return norm_.Apply(x); }
+  torch::Tensor Target(const BatchView& b, int n, const torch::Device& d) const override {
+    return torch::from_blob(const_cast<int64_t*>(b.labels), {n}, torch::kInt64).to(d).clone();
+  }
+  torch::Tensor Loss(const torch::Tensor& out, const torch::Tensor& y) const override {
+    return F::cross_entropy(out, y, F::CrossEntropyFuncOptions().label_smoothing(smoothing_));
+  }
+  // Samples whose target is among the top-1 and top-5 logits, and samples.
+  std::vector<double> Tally(const torch::Tensor& out, const torch::Tensor& y, const torch::Tensor&) const override {
+    const int64_t k = std::min<int64_t>(5, out.size(1));
+    auto top = std::get<1>(out.topk(k, 1));
+    auto hit = top.eq(y.view({-1, 1}));
+    return {double(hit.narrow(1, 0, 1).sum().item<int64_t>()), double(hit.sum().item<int64_t>()), double(out.size(0))};
+  }
+  std::vector<Figure> StepFigures(const std::vector<double>& t) const override {
+    return {{"Error@1", "error1", 100 - 100 * t[0] / t[2]}, {"Error@5", "error5", 100 - 100 * t[1] / t[2]}};
+  }
+  std::vector<Figure> EvalFigures(const std::vector<double>& t) const override {
+    const double a1 = 100 * t[0] / t[2], a5 = 100 * t[1] / t[2];
+    return {{"Acc@1", "acc1", a1}, {"Acc@5", "acc5", a5}, {"Error@1", "error1", 100 - a1}, {"", "error5", 100 - a5}};
+  }
+  double Score(const std::vector<Figure>& f) const override { return f[0].value; }
+
+ private:
+  double smoothing_;
+  int64_t classes_;
+  Normalised norm_;
+};
+
+// Per-pixel classes from a mask field: cross entropy that skips the ignore
+// value; a confusion matrix over the valid pixels gives IoU per class, their
+// mean over the classes present (in the target or the prediction), and
+// pixel accuracy.
+class Segmentation : public Task {
+ public:
+  Segmentation(const DatasetMeta& meta, int C, const torch::Device& d) : norm_(meta, C, d) {
+    const int slot = FieldOf(meta, FieldKind::kMask);
+    if (slot < 0) throw std::invalid_argument("--task segmentation needs a dataset with a mask field");
+    const FieldSpec& spec = meta.fields[size_t(slot)];
+    field_ = spec.name;
+    classes_ = static_cast<int64_t>(spec.classes.size());
+    names_ = spec.classes;
+    ignore_ = spec.ignore;
+    if (classes_ < 2) throw std::invalid_argument("mask field '" + field_ + "' declares fewer than 2 classes");
+  }
+  const char* name() const override { return "segmentation"; }
+  std::string default_arch() const override { return "fcn_small"; }
+  int64_t outputs() const override { return classes_; }
+  bool dense() const override { return true; }
+  std::string Describe() const override {
+    return std::to_string(classes_) + " mask classes ('" + field_ + "', ignore " + std::to_string(ignore_) + ")";
+  }
+  torch::Tensor Input(const torch::Tensor& x) const override { return norm_.Apply(x); }
+  torch::Tensor Target(const BatchView& b, int n, const torch::Device& d) const override {
+    return ToDevice(ArrayOf(b, field_), n, torch::kUInt8, d).to(torch::kLong);
+  }
+  torch::Tensor Loss(const torch::Tensor& out, const torch::Tensor& y) const override {
+    return F::cross_entropy(out, y, F::CrossEntropyFuncOptions().ignore_index(ignore_ >= 0 ? ignore_ : -100));
+  }
+  // The K x K confusion matrix (target-major) over valid pixels.
+  std::vector<double> Tally(const torch::Tensor& out, const torch::Tensor& y, const torch::Tensor&) const override {
+    auto pred = out.argmax(1).flatten().to(torch::kCPU);
+    auto target = y.flatten().to(torch::kCPU);
+    auto valid = target.ge(0).logical_and(target.lt(classes_));
+    auto idx = target.masked_select(valid) * classes_ + pred.masked_select(valid);
+    auto counts = torch::bincount(idx, {}, classes_ * classes_).to(torch::kFloat64).contiguous();
+    const double* p = counts.data_ptr<double>();
+    return std::vector<double>(p, p + counts.numel());
+  }
+  std::vector<Figure> StepFigures(const std::vector<double>& t) const override {
+    auto f = Scores(t);
+    return {f[0], f[1]};
+  }
+  std::vector<Figure> EvalFigures(const std::vector<double>& t) const override { return Scores(t); }
+  double Score(const std::vector<Figure>& f) const override { return f[0].value; }
+
+ private:
+  // mIoU, pixel accuracy (%), then each class's IoU (metrics.jsonl only).
+  std::vector<Figure> Scores(const std::vector<double>& cm) const {
+    const int64_t K = classes_;
+    double diag = 0, total = 0, iou_sum = 0;
+    int64_t present = 0;
+    std::vector<Figure> per_class;
+    for (int64_t c = 0; c < K; ++c) {
+      double row = 0, col = 0;
+      for (int64_t j = 0; j < K; ++j) row += cm[size_t(c * K + j)], col += cm[size_t(j * K + c)];
+      const double tp = cm[size_t(c * K + c)], uni = row + col - tp;
+      diag += tp;
+      total += row;
+      const double iou = uni > 0 ? 100 * tp / uni : std::nan("");
+      if (uni > 0) iou_sum += iou, ++present;
+      per_class.push_back({"", "iou_" + names_[size_t(c)], uni > 0 ? iou : -1});
+    }
+    std::vector<Figure> out = {{"mIoU", "miou", present ? iou_sum / present : 0},
+                               {"PixAcc", "pixel_acc", total > 0 ? 100 * diag / total : 0}};
+    out.insert(out.end(), per_class.begin(), per_class.end());
+    return out;
+  }
+
+  Normalised norm_;
+  std::string field_;
+  int64_t classes_ = 0;
+  std::vector<std::string> names_;
+  int ignore_ = -1;
+};
+
+// Paired images: input (the degraded image) and target (an image field)
+// scaled to [-1, 1] on the device, L1 loss; PSNR of the output and of the
+// input against the target (per image, on [0, 1], averaged): the gain is
+// what the network adds.
+class Restoration : public Task {
+ public:
+  Restoration(const DatasetMeta& meta, int C) : channels_(C) {
+    const int slot = FieldOf(meta, FieldKind::kImage);
+    if (slot < 0) throw std::invalid_argument("--task restoration needs a dataset with a target image field");
+    field_ = meta.fields[size_t(slot)].name;
+  }
+  const char* name() const override { return "restoration"; }
+  std::string default_arch() const override { return "unet_small"; }
+  int64_t outputs() const override { return channels_; }
+  bool dense() const override { return true; }
+  std::string Describe() const override { return "target image '" + field_ + "', L1"; }
+  torch::Tensor Input(const torch::Tensor& x) const override { return x.div(127.5).sub(1); }
+  torch::Tensor Target(const BatchView& b, int n, const torch::Device& d) const override {
+    return Input(ToDevice(ArrayOf(b, field_), n, torch::kUInt8, d).to(torch::kFloat32));
+  }
+  torch::Tensor Loss(const torch::Tensor& out, const torch::Tensor& y) const override { return F::l1_loss(out, y); }
+  std::vector<double> Tally(const torch::Tensor& out, const torch::Tensor& y, const torch::Tensor& x) const override {
+    auto psnr = [&](const torch::Tensor& a) {
+      auto mse = (a.clamp(-1, 1) - y).div(2).pow(2).flatten(1).mean(1).clamp_min(1e-10);
+      return mse.log10().mul(-10).sum().item<double>();
+    };
+    return {psnr(out), psnr(x), double(out.size(0))};
+  }
+  std::vector<Figure> StepFigures(const std::vector<double>& t) const override {
+    return {{"PSNR", "psnr", t[0] / t[2]}, {"Gain", "psnr_gain", (t[0] - t[1]) / t[2]}};
+  }
+  std::vector<Figure> EvalFigures(const std::vector<double>& t) const override {
+    return {{"PSNR", "psnr", t[0] / t[2]}, {"Input", "psnr_input", t[1] / t[2]}, {"Gain", "psnr_gain", (t[0] - t[1]) / t[2]}};
+  }
+  double Score(const std::vector<Figure>& f) const override { return f[0].value; }
+
+ private:
+  int channels_;
+  std::string field_;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> MakeTask(const TaskOptions& o, const DatasetMeta& meta, int channels,
+                               const torch::Device& device) {
+  if (o.name == "classification") return std::make_unique<Classification>(o, meta, channels, device);
+  if (o.name == "segmentation") return std::make_unique<Segmentation>(meta, channels, device);
+  if (o.name == "restoration") return std::make_unique<Restoration>(meta, channels);
+  throw std::invalid_argument("unknown --task '" + o.name + "' (classification, segmentation, restoration)");
+}
+
+}  // namespace imagepack::trainer
