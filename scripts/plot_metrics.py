@@ -4,7 +4,9 @@
     plot_metrics.py RUN/metrics.jsonl OUT.png
 
 Left: training loss per logged step and validation loss per epoch.
-Right: top-1 error, training (per logged step) and validation (per epoch).
+Right: the task's figure, training (per logged step) and validation (per
+epoch): top-1 error (classification), mIoU (segmentation), PSNR
+(restoration).
 """
 import json
 import sys
@@ -13,6 +15,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+
+def key_in(key, rows):
+    return any(key in r for r in rows)
 
 
 def main():
@@ -32,13 +38,19 @@ def main():
     ax1.set_xlabel("epoch")
     ax1.set_ylabel("loss")
     ax1.legend()
-    ax2.plot(x_train, [r["error1"] for r in train], label="train", lw=1)
-    ax2.plot(x_eval, [r["error1"] for r in evals], "o-", label="validation")
+    key, label, title = next((k, l, t) for k, l, t in (
+        ("error1", "top-1 error (%)", "final validation top-1 accuracy %.2f%%"),
+        ("miou", "mIoU (%)", "final validation mIoU %.2f%%"),
+        ("psnr", "PSNR (dB)", "final validation PSNR %.2f dB")) if key_in(k, train + evals))
+    ax2.plot(x_train, [r[key] for r in train], label="train", lw=1)
+    ax2.plot(x_eval, [r[key] for r in evals], "o-", label="validation")
+    if key == "psnr" and evals:
+        ax2.plot(x_eval, [r["psnr_input"] for r in evals], "--", label="degraded input")
     ax2.set_xlabel("epoch")
-    ax2.set_ylabel("top-1 error (%)")
+    ax2.set_ylabel(label)
     ax2.legend()
     if evals:
-        fig.suptitle("final validation top-1 accuracy %.2f%%" % evals[-1]["acc1"])
+        fig.suptitle(title % (evals[-1]["acc1"] if key == "error1" else evals[-1][key]))
     fig.tight_layout()
     fig.savefig(sys.argv[2], dpi=100)
     print("plot_metrics: wrote %s" % sys.argv[2])

@@ -164,8 +164,9 @@ nn::Sequential Stage(int64_t in, int64_t out, int64_t stride) {
 // Dense prediction, per-pixel outputs at the input's size:
 //   fcn_small  (segmentation): an encoder of strided conv blocks (1, 1/2,
 //              1/4, 1/8 of the input; 16-32-64-128 channels) and a decoder
-//              that upsamples (bilinear) and adds the encoder's feature of
-//              the same scale (FCN-style skips, 1x1 projections), to logits.
+//              that upsamples (bilinear), convolves (3x3 + BN + ReLU) and
+//              adds the encoder's feature of the same scale (FCN-style
+//              skips, 1x1 projections), to logits.
 //   unet_small (restoration): the same encoder, a decoder that concatenates
 //              each skip (U-Net) and convolves; output = input + residual,
 //              so an untrained network starts as the identity.
@@ -178,9 +179,9 @@ struct DenseNetImpl : nn::Module {
     enc2 = register_module("enc2", Stage(w[1], w[2], 2));
     enc3 = register_module("enc3", Stage(w[2], w[3], 2));
     for (int k = 2; k >= 0; --k) {
-      // U-Net: conv over [upsampled, skip]; FCN: 1x1 projection of the skip, added.
+      // U-Net: conv over [upsampled, skip]; FCN: conv of the upsampled, plus a 1x1 projection of the skip.
       dec.push_back(register_module("dec" + std::to_string(k),
-                                    unet ? ConvBnRelu(w[k + 1] + w[k], w[k]) : nn::Sequential(Conv(w[k + 1], w[k], 1))));
+                                    unet ? ConvBnRelu(w[k + 1] + w[k], w[k]) : ConvBnRelu(w[k + 1], w[k])));
       skip.push_back(register_module("skip" + std::to_string(k),
                                      unet ? nn::Sequential(nn::Identity()) : nn::Sequential(Conv(w[k], w[k], 1))));
     }
@@ -203,7 +204,6 @@ struct DenseNetImpl : nn::Module {
       const auto& s = skips[i];
       y = torch::upsample_bilinear2d(y, {s.size(2), s.size(3)}, /*align_corners=*/false);
       y = unet_ ? dec[i]->forward(torch::cat({y, s}, 1)) : dec[i]->forward(y) + skip[i]->forward(s);
-      if (!unet_) y = y.relu_();
     }
     auto out = head(y);
     return residual_ ? out + x : out;

@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
        "write a checkpoint and exit 0 after global step K (cut a run; --resume auto continues)")
       ("log-samples", po::value(&a.log_samples),
        "append each step's dataset indices to FILE.rankR (debugging, checking resume)")
+      ("save-predictions", po::value(&a.save_predictions)->default_value(0),
+       "after training, write the first N validation inputs, outputs and targets to OUTPUT/predictions_*.npy")
       ("help,h", "show this help and exit")
       ("version", "show the version and exit");
   po::options_description hidden;

@@ -259,7 +259,48 @@ int Trainer::Run() {
     }
   }
   PrintDigest();
+  SavePredictions();
   return 0;
+}
+
+namespace {
+
+// A uint8 array as a .npy file (format 1.0), written atomically.
+void WriteNpy(const std::string& path, const torch::Tensor& t) {
+  auto a = t.to(torch::kCPU).to(torch::kUInt8).contiguous();
+  std::string shape;
+  for (auto d : a.sizes()) shape += std::to_string(d) + ", ";
+  std::string header = "{'descr': '|u1', 'fortran_order': False, 'shape': (" + shape + "), }";
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += char(header.size() & 0xff);
+  bytes += char(header.size() >> 8);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(a.data_ptr<uint8_t>()), size_t(a.numel()));
+  Status st = WriteFileAtomic(path, bytes.data(), bytes.size());
+  if (!st.ok()) throw std::runtime_error(st.ToString());
+}
+
+}  // namespace
+
+void Trainer::SavePredictions() {
+  if (o_.save_predictions <= 0 || !main_rank_) return;
+  module_->eval();
+  torch::NoGradGuard ng;
+  Loader& vl = *val_loader_;
+  vl.StartEpoch(0);
+  torch::Tensor y;
+  const int n = std::min(NextBatch(vl, &y), o_.save_predictions);
+  if (n == 0) return;
+  auto images = torch::from_blob(host_batch_.data_ptr<uint8_t>(), {n, channels_, lo_.size, lo_.size}, torch::kUInt8);
+  auto out = model_.forward(Input(n)).to(torch::kFloat32);
+  const bool image_out = out.dim() == 4 && out.size(1) == channels_ && y.dim() == 4;
+  auto to_u8 = [](const torch::Tensor& t) { return t.clamp(-1, 1).add(1).mul(127.5).round(); };
+  WriteNpy(o_.output + "/predictions_input.npy", images);
+  WriteNpy(o_.output + "/predictions_output.npy", image_out ? to_u8(out) : out.argmax(1));
+  WriteNpy(o_.output + "/predictions_target.npy", image_out ? to_u8(y.narrow(0, 0, n)) : y.narrow(0, 0, n));
+  Log("=> " + std::to_string(n) + " validation predictions in " + o_.output + "/predictions_*.npy");
 }
 
 Trainer::StepResult Trainer::Step(int n, const torch::Tensor& y, double lr) {

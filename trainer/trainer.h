@@ -32,6 +32,7 @@ struct TrainOptions {
   int64_t seed = 0, max_steps = 0, checkpoint_every = 0, stop_at_step = 0;
   double checkpoint_minutes = 0;
   std::string log_samples;
+  int save_predictions = 0;  // write the first N validation samples' inputs, outputs, targets (.npy)
   bool amp = false, in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
        lr_scale = false, zero_init = false, channels_last = false, no_val = false;
 };
@@ -77,6 +78,8 @@ class Trainer {
   void Log(const std::string& line);
   void Emit(const nlohmann::json& record);
   void PrintDigest();
+  // --save-predictions: OUTPUT/predictions_{input,output,target}.npy.
+  void SavePredictions();
 
   const TrainOptions o_;
   const DistEnv env_;

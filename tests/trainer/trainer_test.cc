@@ -25,6 +25,7 @@
 #include "imagepack/store.h"
 #include "models.h"
 #include "schedule.h"
+#include "task.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
@@ -444,6 +445,165 @@ TEST(Evaluate, TtaFlipAveragesEachImageWithItsMirror) {
   ASSERT_GT(plain, 0);
   ASSERT_GT(tta, 0);
   EXPECT_GT(std::abs(tta - plain), 1e-4);
+}
+
+// ---- tasks beyond classification -------------------------------------------
+
+DatasetMeta SegMeta() {
+  DatasetMeta m;
+  m.channels = 1;
+  m.mean = {0.5};
+  m.std = {0.3};
+  FieldSpec mask;
+  mask.name = "mask";
+  mask.kind = FieldKind::kMask;
+  mask.classes = {"bg", "a", "b"};
+  mask.ignore = 255;
+  m.fields = {mask};
+  return m;
+}
+
+// Segmentation figures from a confusion matrix counted here by hand: 3
+// classes, 8 pixels, one ignored.
+TEST(Tasks, SegmentationFiguresFromAHandCountedConfusionMatrix) {
+  auto task = MakeTask({"segmentation"}, SegMeta(), 1, torch::kCPU);
+  // target: 0 0 1 1 2 2 255 0 ; prediction: 0 1 1 1 2 0 2 0
+  auto y = torch::tensor({0, 0, 1, 1, 2, 2, 255, 0}, torch::kLong).view({1, 2, 4});
+  const int64_t pred[8] = {0, 1, 1, 1, 2, 0, 2, 0};
+  auto out = torch::zeros({1, 3, 2, 4});
+  for (int i = 0; i < 8; ++i) out[0][pred[i]][i / 4][i % 4] = 1;
+  const auto t = task->Tally(out, y, torch::Tensor());
+  ASSERT_EQ(t.size(), 9u);
+  // Class 0: tp 2 (pixels 0, 7), fn 1 (1), fp 1 (5) -> 2/4; class 1: tp 2,
+  // fp 1 -> 2/3; class 2: tp 1, fn 1 -> 1/2. Pixel accuracy 5/7.
+  const auto f = task->EvalFigures(t);
+  EXPECT_NEAR(f[0].value, 100 * (0.5 + 2.0 / 3 + 0.5) / 3, 1e-9);
+  EXPECT_EQ(f[0].key, "miou");
+  EXPECT_NEAR(f[1].value, 100 * 5.0 / 7, 1e-9);
+  EXPECT_NEAR(f[2].value, 50, 1e-9);
+  EXPECT_EQ(f[2].key, "iou_bg");
+  // The ignored pixel costs no loss: changing its logits changes nothing.
+  auto loss = task->Loss(out, y).item<double>();
+  out[0][0][1][2] = 50;
+  EXPECT_NEAR(task->Loss(out, y).item<double>(), loss, 1e-9);
+}
+
+TEST(Tasks, RestorationPsnrOfOutputAndInput) {
+  DatasetMeta m;
+  m.channels = 1;
+  FieldSpec target;
+  target.name = "target";
+  target.kind = FieldKind::kImage;
+  m.fields = {target};
+  auto task = MakeTask({"restoration"}, m, 1, torch::kCPU);
+  auto y = torch::zeros({2, 1, 4, 4});
+  auto x = y + 0.2;   // an error of 0.1 on [0, 1]: 20 dB
+  auto out = y + 0.02;  // 0.01: 40 dB
+  const auto f = task->EvalFigures(task->Tally(out, y, x));
+  EXPECT_NEAR(f[0].value, 40, 1e-4);
+  EXPECT_NEAR(f[1].value, 20, 1e-4);
+  EXPECT_NEAR(f[2].value, 20, 1e-4);
+  EXPECT_THROW(MakeTask({"segmentation"}, m, 1, torch::kCPU), std::invalid_argument);
+}
+
+// 16x16 gray images of two bright squares (classes 1, 2) on noise; the mask
+// says which square each pixel is in. target: a second image field holding
+// the clean picture, the image is it plus noise (restoration).
+std::string MakeDenseDb(const TempDir& d, const std::string& name, bool restoration, int n = 96) {
+  const std::string path = d / name;
+  auto w = CreateWriter(ContainerFormat::kLmdb, path);
+  EXPECT_TRUE(w.ok());
+  SplitMix64 rng(5);
+  for (int i = 0; i < n; ++i) {
+    std::vector<uint8_t> clean(256, 40), mask(256, 0), noisy(256);
+    for (int k = 1; k <= 2; ++k) {
+      const int x0 = int(rng.Below(10)), y0 = int(rng.Below(10)), v = k == 1 ? 140 : 230;
+      for (int y = y0; y < y0 + 6; ++y)
+        for (int x = x0; x < x0 + 6; ++x) clean[y * 16 + x] = uint8_t(v), mask[y * 16 + x] = uint8_t(k);
+    }
+    for (int p = 0; p < 256; ++p) noisy[p] = uint8_t(std::clamp<int>(clean[p] + int(rng.Below(61)) - 30, 0, 255));
+    const std::vector<uint8_t>& second = restoration ? clean : mask;
+    std::vector<uint8_t> section;
+    AppendField(section, {0, restoration ? FieldKind::kImage : FieldKind::kMask, 1, 1, 16, 16, 0, second.data(),
+                          second.size()});
+    RecordFields f{Encoding::kRaw, 1, -1, 16, 16};
+    f.field_count = 1;
+    f.fields_size = uint32_t(section.size());
+    EXPECT_OK(w.value()->Add(EncodeRecord(f, "i" + std::to_string(i), noisy.data(), noisy.size(), section.data())));
+  }
+  DatasetMeta m = SegMeta();
+  m.count = n;
+  m.encoding = Encoding::kRaw;
+  if (restoration) {
+    m.fields[0] = FieldSpec{"target", FieldKind::kImage, {}, -1};
+  }
+  EXPECT_OK(w.value()->Finish(m));
+  return path;
+}
+
+std::map<std::string, double> LastEval(const std::string& dir) {
+  std::ifstream f(dir + "/metrics.jsonl");
+  std::map<std::string, double> out;
+  for (std::string line; std::getline(f, line);)
+    if (line.find("\"eval\"") != std::string::npos) {
+      const auto row = nlohmann::json::parse(line);
+      for (auto& [k, v] : row.items())
+        if (v.is_number()) out[k] = v.get<double>();
+    }
+  return out;
+}
+
+std::string Dense(const std::string& task, const std::string& db) {
+  return kTrain + " --task " + task + " --data " + db + " --val " + db +
+         " --size 16 --batch-size 8 --lr 0.05 --seed 3 --threads 1 --loader-threads 1 --print-freq 1000";
+}
+
+TEST(Tasks, SegmentationLearnsAndAKilledRunResumesToTheSameFigures) {
+  TempDir d;
+  const std::string db = MakeDenseDb(d, "seg", false);
+  const std::string run = Dense("segmentation", db) + " --epochs 4 --checkpoint-every 5";
+  const auto [rc, out] = Capture(run + " --output " + (d / "straight"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("fcn_small"), std::string::npos) << out;
+  EXPECT_NE(out.find("mIoU"), std::string::npos) << out;
+  const auto want = LastEval(d / "straight");
+  EXPECT_GT(want.at("miou"), 60) << out;  // three classes told apart by brightness and shape
+  EXPECT_GT(want.at("pixel_acc"), 85) << out;
+
+  const pid_t pid = Spawn(run + " --output " + (d / "killed") + " --log-samples " + (d / "killed.samples"));
+  ASSERT_TRUE(WaitForLines(d / "killed.samples.rank0", 23));  // epoch 1 of 4 (12 steps each)
+  kill(-pid, SIGKILL);
+  Reap(pid);
+  ASSERT_TRUE(WaitForGroupGone(pid));
+  // Killed mid-run: fewer evaluations than epochs so far.
+  const std::string before = Slurp(d / "killed/metrics.jsonl");
+  size_t evals = 0;
+  for (size_t at = 0; (at = before.find("\"eval\"", at)) != std::string::npos; ++at) ++evals;
+  ASSERT_LT(evals, 4u);
+  const auto [rc2, out2] = Capture(run + " --output " + (d / "killed") + " --resume auto");
+  ASSERT_EQ(rc2, 0) << out2;
+  EXPECT_NE(out2.find("=> resumed from"), std::string::npos);
+  EXPECT_EQ(Digest(out2), Digest(out));
+  const auto got = LastEval(d / "killed");
+  EXPECT_EQ(got.at("miou"), want.at("miou"));
+  EXPECT_EQ(got.at("pixel_acc"), want.at("pixel_acc"));
+}
+
+TEST(Tasks, RestorationGainsOverTheNoisyInput) {
+  TempDir d;
+  const std::string db = MakeDenseDb(d, "rest", true);
+  const auto [rc, out] = Capture(Dense("restoration", db) + " --epochs 6 --output " + (d / "run") +
+                                 " --save-predictions 4");
+  ASSERT_EQ(rc, 0) << out;
+  const auto e = LastEval(d / "run");
+  EXPECT_NEAR(e.at("psnr") - e.at("psnr_input"), e.at("psnr_gain"), 1e-9);
+  EXPECT_GT(e.at("psnr_gain"), 1.0) << out;  // denoising flat squares is easy
+  for (const char* k : {"input", "output", "target"}) {
+    const std::string npy = Slurp(d / ("run/predictions_" + std::string(k) + ".npy"));
+    ASSERT_GT(npy.size(), 128u);
+    EXPECT_EQ(npy.substr(1, 5), "NUMPY");
+    EXPECT_NE(npy.find("'shape': (4, 1, 16, 16, )"), std::string::npos) << npy.substr(0, 128);
+  }
 }
 
 }  // namespace
