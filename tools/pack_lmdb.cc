@@ -82,6 +82,11 @@ int main(int argc, char** argv) {
   if (!o.manifest.empty() && (!o.src.empty() || !o.coco.empty()))
     return cli::UsageError("--manifest takes DST only (paths are relative to the manifest)");
   if (o.manifest.empty() && (o.src.empty() || o.dst.empty())) return cli::UsageError("SRC and DST are required");
+  for (const auto& f : o.fields)
+    if (f.find('=') == std::string::npos || f.front() == '=' || f.back() == '=')
+      return cli::UsageError("--field " + f + ": expected NAME=DIR or NAME:KIND=DIR");
+  if (!o.fields.empty() && (!o.manifest.empty() || !o.coco.empty()))
+    return cli::UsageError("--field pairs image trees; with --manifest or --coco, name the partner files there");
   if (o.mask_ignore < -1 || o.mask_ignore > 255) return cli::UsageError("--ignore-value must be in -1..255");
   o.no_class = vm.count("no-class") > 0;
   if (max_size > 0 && max_edge > 0) return cli::UsageError("give at most one of --max-size and --max-edge");

@@ -3,6 +3,8 @@
 // Option parsing only: the run itself is Trainer (trainer.h).
 #include <iostream>
 
+#include <malloc.h>
+
 #include "cli.h"
 #include "trainer.h"
 
@@ -11,6 +13,14 @@ using namespace imagepack;
 using namespace imagepack::trainer;
 
 int main(int argc, char** argv) {
+  // LibTorch allocates activation-sized tensors (MBs) in every step; with
+  // glibc's defaults those are mmapped and unmapped each time, so every
+  // step faults them in afresh, zero-filled. 40 steps of fcn_small at 96 px,
+  // batch 32, 2 cores: 26.9 s wall of which 8.5 s system time; with freed
+  // memory kept for reuse, 21.2 s and 0.6 s. Resident memory stays at the
+  // run's peak instead of shrinking between steps.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   TrainOptions a;
   po::options_description opts("Options");
   opts.add_options()

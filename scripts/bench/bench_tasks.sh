@@ -25,12 +25,13 @@ if [ "$ONLY" != restoration ]; then
   D=$WORK/scenes-$SCENES
   $PY scripts/make_fmnist_scenes.py "$D" --train "$SCENES" --test 500 >/dev/null
   for s in train test; do
-    [ -f "$D/$s.lmdb" ] || "$BIN/tools/pack_lmdb" --manifest "$D/$s.jsonl" "$D/$s.lmdb" -q \
+    # Raw pixels: the peer reads the lossless PNGs, so the same data.
+    [ -f "$D/$s-raw.lmdb" ] || "$BIN/tools/pack_lmdb" --manifest "$D/$s.jsonl" "$D/$s-raw.lmdb" -q --encoding raw \
       --mask-classes "$D/mask_classes.txt" --box-classes "$D/box_classes.txt" $([ $s = train ] && echo --shuffle 1)
   done
   R="--epochs $EPOCHS --batch-size 32 --lr 0.05 --wd 1e-4"
   rm -rf "$D/cpp" "$D/peer"
-  LOG=$D/cpp.log; t=$(wall "$BIN/trainer/train" --task segmentation --data "$D/train.lmdb" --val "$D/test.lmdb" \
+  LOG=$D/cpp.log; t=$(wall "$BIN/trainer/train" --task segmentation --data "$D/train-raw.lmdb" --val "$D/test-raw.lmdb" \
     --size 96 --schedule cosine $R --print-freq 1000 --output "$D/cpp")
   rows+=("segmentation|C++ train (imagepack loader)|mIoU $(last "$D/cpp/metrics.jsonl" miou)|$t")
   LOG=$D/peer.log; t=$(wall $PY scripts/bench/dense_peer.py segmentation "$D/train.jsonl" "$D/test.jsonl" $R \

@@ -509,3 +509,13 @@ def test_resize_imagenet_mask_tree_keeps_each_mask_on_its_images_geometry(tmp_pa
                         "--max-size", "4"],
                        capture_output=True, text=True)
     assert r.returncode == 3 and "x.jpg" in r.stderr and "JPEG" in r.stderr
+
+
+def test_pack_usage_errors_for_fields(tmp_path, manifest_dir):
+    root, _ = manifest_dir
+    for args in (["--manifest", root / "samples.jsonl", tmp_path / "a.lmdb", "--field", "mask=%s" % root],
+                 ["--coco", root / "x.json", tmp_path / "b.lmdb"],
+                 [root / "img", tmp_path / "c.lmdb", "--field", "target"]):
+        r = subprocess.run([tool("pack_lmdb"), *map(str, args)], capture_output=True, text=True)
+        assert r.returncode == 2, (args, r.stderr)
+        assert not os.path.exists(str(args[-1])) and not os.path.exists(str(tmp_path / "c.lmdb"))
