@@ -98,18 +98,8 @@ def main():
     if args.task != "classification":
         return train_dense(args)
 
-    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
-    cuda = torch.cuda.is_available()
-    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
-    if cuda:
-        torch.cuda.set_device(device)
-    if world > 1:
-        dist.init_process_group("nccl" if cuda else "gloo", init_method="env://", rank=rank, world_size=world)
-    cores = max(1, (os.cpu_count() or 1) // local_world)
-    torch.set_num_threads(cores)
-    torch.manual_seed(args.seed)
+    rank, world, device, cuda, cores = setup_process(args)
+    local_rank = device.index if cuda else 0
     log = print if rank == 0 else (lambda *a, **k: None)
 
     small = args.arch == "small_cnn" or 0 < args.size <= 64

@@ -35,7 +35,9 @@ from PIL import Image
 from torchvision.transforms import InterpolationMode
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dense_models  # noqa: E402
+from fields_peers import joint_resized_crop  # noqa: E402
 
 
 class Pairs(torch.utils.data.Dataset):
@@ -53,11 +55,7 @@ class Pairs(torch.utils.data.Dataset):
         partner = partner if self.seg else partner.convert("RGB")
         s = self.size
         if self.seg and self.train:
-            top, left, h, w = self.crop.get_params(image, self.crop.scale, self.crop.ratio)
-            image = TF.resized_crop(image, top, left, h, w, [s, s], InterpolationMode.BILINEAR)
-            partner = TF.resized_crop(partner, top, left, h, w, [s, s], InterpolationMode.NEAREST)
-            if random.random() < 0.5:
-                image, partner = TF.hflip(image), TF.hflip(partner)
+            image, partner = joint_resized_crop(self.crop, image, partner, s, True)
         elif self.seg:
             image = TF.center_crop(TF.resize(image, s, InterpolationMode.BILINEAR), s)
             partner = TF.center_crop(TF.resize(partner, s, InterpolationMode.NEAREST), s)

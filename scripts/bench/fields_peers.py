@@ -81,6 +81,21 @@ def endless_imagepack(path, batch, size, threads):
         epoch += 1
 
 
+def joint_resized_crop(crop, image, partner, size, partner_is_mask):
+    """torchvision's RandomResizedCrop drawn once for both pictures
+    (bilinear for the image, NEAREST for a mask), then the same horizontal
+    flip: what a hand-written paired pipeline does."""
+    import torchvision.transforms.functional as F
+    from torchvision.transforms import InterpolationMode
+    top, left, h, w = crop.get_params(image, crop.scale, crop.ratio)
+    image = F.resized_crop(image, top, left, h, w, [size, size], InterpolationMode.BILINEAR)
+    partner = F.resized_crop(partner, top, left, h, w, [size, size],
+                             InterpolationMode.NEAREST if partner_is_mask else InterpolationMode.BILINEAR)
+    if random.random() < 0.5:
+        image, partner = F.hflip(image), F.hflip(partner)
+    return image, partner
+
+
 class PairedDataset:
     """Image + partner (mask or target) from two trees, one random crop and
     flip for both: the usual hand-written segmentation Dataset."""
@@ -103,17 +118,11 @@ class PairedDataset:
 
     def __getitem__(self, i):
         import torchvision.transforms.functional as F
-        from torchvision.transforms import InterpolationMode
         image_path, partner_path = self.items[i]
         image = Image.open(image_path).convert("RGB")
         partner = Image.open(partner_path)
         partner = partner.convert("L") if self.is_mask else partner.convert("RGB")
-        top, left, h, w = self.crop.get_params(image, self.crop.scale, self.crop.ratio)
-        image = F.resized_crop(image, top, left, h, w, [self.size, self.size], InterpolationMode.BILINEAR)
-        partner = F.resized_crop(partner, top, left, h, w, [self.size, self.size],
-                                 InterpolationMode.NEAREST if self.is_mask else InterpolationMode.BILINEAR)
-        if random.random() < 0.5:
-            image, partner = F.hflip(image), F.hflip(partner)
+        image, partner = joint_resized_crop(self.crop, image, partner, self.size, self.is_mask)
         image = F.pil_to_tensor(image)
         partner = F.pil_to_tensor(partner)
         return image, partner[0] if self.is_mask else partner
