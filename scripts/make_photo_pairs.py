@@ -14,7 +14,8 @@ Layout (the blurry/sharp folders of deblurring datasets such as GoPro):
 
 Each crop is a random square of a random photo scaled so that the crop's
 side is SIZE (Lanczos, from a region of 1-3 x SIZE: detail at several
-scales). The degradation, recorded per pair: a motion blur (a line kernel
+scales), drawn again (up to 20 times) while its grey levels are nearly flat
+(standard deviation below 24). The degradation, recorded per pair: a motion blur (a line kernel
 of 5-13 px at a random angle) or a Gaussian blur (sigma 1-2.5), then
 Gaussian noise (sigma 2-12 grey levels), then JPEG at quality 30-80 (the
 input is stored as PNG after that, so the JPEG damage is kept exactly).
@@ -120,9 +121,15 @@ def main():
                 cache.clear()  # one decoded photo at a time keeps memory small
                 cache[path] = Image.open(path).convert("RGB")
             photo = cache[path]
-            side = int(min(min(photo.size), a.size * rng.uniform(1, 3)))
-            x, y = int(rng.integers(0, photo.width - side + 1)), int(rng.integers(0, photo.height - side + 1))
-            sharp = photo.crop((x, y, x + side, y + side)).resize((a.size, a.size), Image.LANCZOS)
+            # Wallpapers hold much flat sky and gradient, where a blur
+            # changes nothing: up to 20 draws for a crop with detail (the
+            # standard deviation of its grey levels at least 24).
+            for _ in range(20):
+                side = int(min(min(photo.size), a.size * rng.uniform(1, 3)))
+                x, y = int(rng.integers(0, photo.width - side + 1)), int(rng.integers(0, photo.height - side + 1))
+                sharp = photo.crop((x, y, x + side, y + side)).resize((a.size, a.size), Image.LANCZOS)
+                if np.asarray(sharp.convert("L"), np.float64).std() >= 24:
+                    break
             blurry, params = degrade(sharp, rng)
             name = "%06d.png" % i
             sharp.save(os.path.join(a.out, split, "sharp", name))
