@@ -519,3 +519,35 @@ def test_pack_usage_errors_for_fields(tmp_path, manifest_dir):
         r = subprocess.run([tool("pack_lmdb"), *map(str, args)], capture_output=True, text=True)
         assert r.returncode == 2, (args, r.stderr)
         assert not os.path.exists(str(args[-1])) and not os.path.exists(str(tmp_path / "c.lmdb"))
+
+
+def test_elastic_resume_gives_every_field_of_the_rest_of_the_epoch_once(seg_db):
+    """A state saved by one rank, continued by two: together they render the
+    rest of the epoch once, and each sample's fields (crop, mask, target)
+    are those the single rank would have rendered at that position."""
+    opts = dict(batch_size=5, size=16, vflip=True, seed=6, threads=2, as_torch=False)
+    single = imagepack.Loader(seg_db, world_size=1, rank=0, **opts)
+    single.set_epoch(2)
+    by_index, state = {}, None
+    for k, b in enumerate(single):
+        if k == 0:
+            first = int(b["index"][0])  # position 0 of the epoch's order
+        if k == 2:
+            state = single.state_dict()  # after 3 batches: position 15
+        if k >= 3:
+            for j, index in enumerate(b["index"]):
+                by_index[int(index)] = {f: np.array(b[f][j]) for f in ("mask", "target", "crop_box")}
+    assert state["position"] == 15 and len(by_index) == 40 - 15
+    seen = []
+    for rank in (0, 1):
+        loader = imagepack.Loader(seg_db, world_size=2, rank=rank, **opts)
+        loader.load_state_dict(state)
+        for b in loader:
+            for j, index in enumerate(b["index"]):
+                seen.append(int(index))
+                if int(index) in by_index:
+                    for f in ("mask", "target", "crop_box"):
+                        assert np.array_equal(b[f][j], by_index[int(index)][f]), (rank, index, f)
+    # Even partition: 25 positions over 2 ranks make 13 each; the 26th
+    # repeats position 0 of the epoch's order (DistributedSampler's rule).
+    assert len(seen) == 26 and sorted(seen) == sorted(list(by_index) + [first])
