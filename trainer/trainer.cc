@@ -61,14 +61,14 @@ Trainer::Trainer(const TrainOptions& o)
   InstallStopHandlers();
   dist_ = std::make_unique<Distributed>(env_, device_);
   main_rank_ = dist_->is_main();
-  // The loaders' transforms depend on the task; the task on the data.
+  // The loaders' transforms depend on the task; the task on the data
+  // (the loaders hand out the dataset's channels).
   {
     auto val = Check(OpenDatabase(o_.val));
     task_ = MakeTask({o_.task, o_.label_smoothing}, val->meta(), val->meta().channels, device_);
   }
   arch_ = o_.arch.empty() ? task_->default_arch() : o_.arch;
   SetUpLoaders();
-  task_ = MakeTask({o_.task, o_.label_smoothing}, val_loader_->meta(), channels_, device_);
   SetUpModel();
   SetUpOptimizer();
   Resume();

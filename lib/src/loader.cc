@@ -37,8 +37,6 @@ std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_
   return mine;
 }
 
-size_t DTypeSize(DType t) { return t == DType::kUint8 ? 1 : t == DType::kInt64 ? 8 : 4; }
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -72,16 +70,11 @@ struct Batch {
 
 // Reverses the rows of `planes` planes of rows x row_bytes (a vertical flip).
 void FlipRows(uint8_t* data, int planes, int rows, size_t row_bytes) {
-  std::vector<uint8_t> tmp(row_bytes);
   for (int p = 0; p < planes; ++p) {
     uint8_t* base = data + size_t(p) * rows * row_bytes;
-    for (int y = 0; y < rows / 2; ++y) {
-      uint8_t* a = base + size_t(y) * row_bytes;
-      uint8_t* b = base + size_t(rows - 1 - y) * row_bytes;
-      std::memcpy(tmp.data(), a, row_bytes);
-      std::memcpy(a, b, row_bytes);
-      std::memcpy(b, tmp.data(), row_bytes);
-    }
+    for (int y = 0; y < rows / 2; ++y)
+      std::swap_ranges(base + size_t(y) * row_bytes, base + size_t(y + 1) * row_bytes,
+                       base + size_t(rows - 1 - y) * row_bytes);
   }
 }
 
@@ -338,7 +331,6 @@ class LoaderImpl : public Loader {
     // NCHW RGB, the usual training layout: the resampler writes the planes
     // straight into the batch.
     const bool planar = o_.layout == Layout::kNCHW && channels_ == 3;
-    if (planar) ro.planes = dst;
     Image& img = scratch_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
     const bool vflip = o_.vflip && (o_.transform == TransformKind::kTrain || o_.transform == TransformKind::kPadCrop) &&
                        (rng.Next() & 1);

@@ -182,6 +182,11 @@ class RecordMaker {
       f.kind = spec.kind;
       std::vector<uint8_t> data;  // keeps f.data alive
       auto named = [&](const Status& st) { return st.WithContext(spec.name + " " + sf.file); };
+      // A partner of another size than the image (upright), named.
+      auto other_size = [&](int w, int h) {
+        return named(Status::InvalidArgument("is " + std::to_string(w) + "x" + std::to_string(h) + ", the image is " +
+                                             std::to_string(g.upright_w()) + "x" + std::to_string(g.upright_h())));
+      };
       switch (spec.kind) {
         case FieldKind::kImage: {
           auto bytes = ReadFile(sf.file);
@@ -189,9 +194,7 @@ class RecordMaker {
           auto info = ProbeImage(bytes->data(), bytes->size());
           if (!info.ok()) return named(info.status());
           if (info->upright_width() != g.upright_w() || info->upright_height() != g.upright_h())
-            return named(Status::InvalidArgument("is " + std::to_string(info->upright_width()) + "x" +
-                                                 std::to_string(info->upright_height()) + ", the image is " +
-                                                 std::to_string(g.upright_w()) + "x" + std::to_string(g.upright_h())));
+            return other_size(info->upright_width(), info->upright_height());
           SourceItem none;
           auto made = FromEncoded(std::move(bytes.value()), 0, none);
           if (!made.ok()) return named(made.status());
@@ -213,9 +216,7 @@ class RecordMaker {
           if (m.width == g.stored_w && m.height == g.stored_h) {
             m = ApplyOrientation(std::move(m), g.orientation);
           } else if (m.width != g.upright_w() || m.height != g.upright_h()) {
-            return named(Status::InvalidArgument("is " + std::to_string(m.width) + "x" + std::to_string(m.height) +
-                                                 ", the image is " + std::to_string(g.upright_w()) + "x" +
-                                                 std::to_string(g.upright_h())));
+            return other_size(m.width, m.height);
           }
           if (m.width != g.out_w || m.height != g.out_h) m = ResizeMaskNearest(m.pixels.data(), m.width, m.height, g.out_w, g.out_h);
           for (uint8_t v : m.pixels) p->mask_values[sf.slot].set(v);
@@ -227,21 +228,16 @@ class RecordMaker {
           break;
         }
         case FieldKind::kBoxes: {
+          // Given on the stored grid: checked there by verify's rule, then
+          // turned upright and scaled with the image.
+          WriteBoxes(sf.boxes, &data);
+          f.count = static_cast<uint32_t>(sf.boxes.size());
+          f.data = data.data();
+          f.size = data.size();
+          IMAGEPACK_RETURN_IF_ERROR(CheckFieldContent(f, spec, g.stored_w, g.stored_h).WithContext(spec.name));
           std::vector<Box> boxes = sf.boxes;
           const float sx = float(g.out_w) / g.upright_w(), sy = float(g.out_h) / g.upright_h();
-          for (size_t i = 0; i < boxes.size(); ++i) {
-            Box& b = boxes[i];
-            const std::string which = "box " + std::to_string(i) + " (" + std::to_string(b.x0) + ", " +
-                                      std::to_string(b.y0) + ", " + std::to_string(b.x1) + ", " +
-                                      std::to_string(b.y1) + ")";
-            if (!std::isfinite(b.x0) || !std::isfinite(b.y0) || !std::isfinite(b.x1) || !std::isfinite(b.y1))
-              return Status::InvalidArgument(which + " is not finite");
-            if (b.x0 < 0 || b.y0 < 0 || b.x1 > g.stored_w || b.y1 > g.stored_h || b.x0 > b.x1 || b.y0 > b.y1)
-              return Status::InvalidArgument(which + " is not inside the " + std::to_string(g.stored_w) + "x" +
-                                             std::to_string(g.stored_h) + " image");
-            if (!spec.classes.empty() && size_t(b.label) >= spec.classes.size())
-              return Status::InvalidArgument(which + " class " + std::to_string(b.label) + " is not one of the " +
-                                             std::to_string(spec.classes.size()) + " box classes");
+          for (Box& b : boxes) {
             auto [ax, ay] = Orient(b.x0, b.y0, g.orientation, g.stored_w, g.stored_h);
             auto [bx, by] = Orient(b.x1, b.y1, g.orientation, g.stored_w, g.stored_h);
             b.x0 = std::min(ax, bx) * sx;
@@ -253,24 +249,21 @@ class RecordMaker {
           break;
         }
         case FieldKind::kInts:
-          data.resize(sf.ints.size() * 4);
-          if (!data.empty()) std::memcpy(data.data(), sf.ints.data(), data.size());
-          break;
         case FieldKind::kFloats:
-          for (size_t i = 0; i < sf.floats.size(); ++i)
-            if (!std::isfinite(sf.floats[i]))
-              return Status::InvalidArgument(spec.name + " element " + std::to_string(i) + " is not finite");
-          data.resize(sf.floats.size() * 4);
-          if (!data.empty()) std::memcpy(data.data(), sf.floats.data(), data.size());
+          data.resize((spec.kind == FieldKind::kInts ? sf.ints.size() : sf.floats.size()) * 4);
+          if (!data.empty())
+            std::memcpy(data.data(), spec.kind == FieldKind::kInts ? static_cast<const void*>(sf.ints.data())
+                                                                   : static_cast<const void*>(sf.floats.data()),
+                        data.size());
           break;
-        case FieldKind::kText:
-          if (!IsValidUtf8(reinterpret_cast<const uint8_t*>(sf.text.data()), sf.text.size()))
-            return Status::InvalidArgument(spec.name + " is not valid UTF-8");
-          data.assign(sf.text.begin(), sf.text.end());
-          break;
+        case FieldKind::kText: data.assign(sf.text.begin(), sf.text.end()); break;
       }
       f.data = data.data();
       f.size = data.size();
+      if (!InfoOf(f.kind).spatial) {  // finite floats, UTF-8 text: verify's rule
+        f.count = static_cast<uint32_t>(f.size / InfoOf(f.kind).element_bytes);
+        IMAGEPACK_RETURN_IF_ERROR(CheckFieldContent(f, spec, 0, 0).WithContext(spec.name));
+      }
       AppendField(out, f);
     }
     u->fields.field_count = static_cast<uint16_t>(item.fields.size());

@@ -22,7 +22,6 @@ enum class TransformKind {
 };
 enum class Layout { kNCHW, kNHWC };
 enum class DType { kUint8, kInt64, kFloat32 };
-size_t DTypeSize(DType t);
 enum class CorruptPolicy {
   kFail,  // Next() returns the error, naming the record
   kSkip,  // the slot takes the next readable record of the epoch; counted
