@@ -195,7 +195,7 @@ class BlobWriter : public RecordWriter, public ParallelRecordWriter {
 struct Mapping {
   void* addr = MAP_FAILED;
   size_t size = 0;
-  int fd = -1;  // kept open for pread_records
+  int fd = -1;  // kept open for pread_records and FileRanges
   ~Mapping() {
     if (addr != MAP_FAILED) ::munmap(addr, size);
     if (fd >= 0) ::close(fd);
@@ -221,43 +221,23 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const Op
     return Status::FromErrno(path, e);
   }
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
-  std::shared_ptr<void> keep;
-  const uint8_t* base = nullptr;
-  int64_t resident = 0;
-  int pread_fd = -1;
   if (file_size < kHeaderSize) {
     ::close(fd);
     return Status::Corruption(path + ": blob is " + std::to_string(file_size) +
                               " bytes, shorter than its header (truncated)");
   }
-  if (opts.in_ram) {
-    auto buf = std::make_shared<std::vector<uint8_t>>(file_size);
-    const ssize_t got = PreadFull(fd, buf->data(), file_size, 0);
-    if (got != static_cast<ssize_t>(file_size)) {
-      const int e = got < 0 ? errno : EIO;
-      ::close(fd);
-      return Status::FromErrno("read " + path, e);
-    }
-    base = buf->data();
-    resident = static_cast<int64_t>(file_size);
-    keep = buf;
-  } else {
-    auto map = std::make_shared<Mapping>();
-    map->addr = ::mmap(nullptr, file_size, PROT_READ, MAP_SHARED, fd, 0);
-    if (map->addr == MAP_FAILED) {
-      int e = errno;
-      ::close(fd);
-      return Status::FromErrno("mmap " + path, e);
-    }
-    map->size = file_size;
-    base = static_cast<const uint8_t*>(map->addr);
-    if (opts.pread_records) {
-      map->fd = fd;  // the mapping's owner closes it
-      pread_fd = fd;
-    }
-    keep = map;
+  // in_ram is OpenDatabase's (a shared copy, mapped here like any file).
+  auto map = std::make_shared<Mapping>();
+  map->addr = ::mmap(nullptr, file_size, PROT_READ, MAP_SHARED, fd, 0);
+  if (map->addr == MAP_FAILED) {
+    int e = errno;
+    ::close(fd);
+    return Status::FromErrno("mmap " + path, e);
   }
-  if (pread_fd < 0) ::close(fd);
+  map->size = file_size;
+  map->fd = fd;  // for pread_records and FileRanges; the mapping's owner closes it
+  const uint8_t* base = static_cast<const uint8_t*>(map->addr);
+  std::shared_ptr<void> keep = map;
 
   if (std::memcmp(base, kBlobMagic, 8) != 0) return Status::Corruption(path + ": not an imagepack blob (bad magic)");
   if (Get<uint64_t>(base + 56) != XXH3_64bits(base, 56))
@@ -294,10 +274,9 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const Op
                                 std::to_string(offsets[i]) + " + " + std::to_string(lengths[i]) +
                                 " lies outside the record area");
   }
-  return NewMemorySource(std::move(meta.value()),
-                         path + (opts.in_ram ? " (blob, in RAM)" : " (blob, mmapped)"), base, file_size,
-                         std::move(offsets), std::move(lengths), std::move(keep), resident, !opts.in_ram,
-                         pread_fd);
+  return NewMemorySource(std::move(meta.value()), path + " (blob)", base, file_size, std::move(offsets),
+                         std::move(lengths), std::move(keep), /*resident=*/0, /*mapped=*/true, fd,
+                         opts.pread_records);
 }
 
 }  // namespace imagepack::internal

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <mutex>
 
 #include "imagepack/files.h"
 #include "store_internal.h"
@@ -244,6 +245,8 @@ class LmdbWriter : public RecordWriter {
 struct Env {
   MDB_env* env = nullptr;
   MDB_dbi dbi = 0;
+  int fd = -1;                      // liblmdb's descriptor of the file (pread, FileRanges)
+  const uint8_t* map_addr = nullptr;  // `map`: file offset 0 (null: unknown, no pread)
   // liblmdb's read-only map of the file (found at open), for
   // ReleaseMappedPages; size 0 when it could not be found.
   const void* map = nullptr;
@@ -261,8 +264,11 @@ std::string RecordRange(int64_t first, int64_t last) {
 class LmdbCursor : public RecordCursor {
  public:
   // per_value: the metadata's records_per_value; 0 for format 1.
-  LmdbCursor(std::shared_ptr<Env> env, std::string path, int per_value, int64_t count)
-      : env_(std::move(env)), path_(std::move(path)), per_value_(per_value), count_(count) {}
+  // pread: values are read with pread() into this cursor's buffer (their
+  // place found through the map without touching their pages).
+  LmdbCursor(std::shared_ptr<Env> env, std::string path, int per_value, int64_t count, bool pread = false)
+      : env_(std::move(env)), path_(std::move(path)), per_value_(per_value), count_(count),
+        pread_(pread && env_->fd >= 0 && env_->map_addr) {}
   ~LmdbCursor() override {
     if (cursor_) mdb_cursor_close(cursor_);
     if (txn_) mdb_txn_abort(txn_);
@@ -351,9 +357,33 @@ class LmdbCursor : public RecordCursor {
       return LmdbError(path_ + ": record " + RecordKey(index) + which, rc);
     }
     last_ = key;
+    if (!pread_) return Status::Ok();
+    const uint64_t at = static_cast<uint64_t>(static_cast<const uint8_t*>(v->mv_data) - env_->map_addr);
+    if (buf_.size() < v->mv_size) buf_.resize(v->mv_size);
+    const ssize_t got = PreadFull(env_->fd, buf_.data(), v->mv_size, at);
+    if (got != static_cast<ssize_t>(v->mv_size))
+      return Status::FromErrno(path_ + ": read record " + RecordKey(index) + which, got < 0 ? errno : EIO);
+    v->mv_data = buf_.data();
     return Status::Ok();
   }
 
+ public:
+  // Where value `key` lies in the file: its offset and size, found without
+  // reading its pages (a value on overflow pages is only pointed at).
+  Status Locate(int64_t key, uint64_t* offset, uint64_t* size) {
+    const bool pread = pread_;
+    pread_ = false;
+    MDB_val v;
+    Status st = Fetch(key, key, &v);
+    pread_ = pread;
+    value_ = -1;  // the cursor moved
+    if (!st.ok()) return st;
+    *offset = static_cast<uint64_t>(static_cast<const uint8_t*>(v.mv_data) - env_->map_addr);
+    *size = v.mv_size;
+    return Status::Ok();
+  }
+
+ private:
   std::shared_ptr<Env> env_;
   std::string path_;
   const int per_value_;
@@ -363,15 +393,31 @@ class LmdbCursor : public RecordCursor {
   int64_t last_ = -1;   // key the cursor is on
   int64_t value_ = -1;  // value (group) last checked, at group_
   const uint8_t* group_ = nullptr;
+  bool pread_;
+  std::vector<uint8_t> buf_;  // pread: the last value read
 };
 
 class LmdbSource : public RecordSource {
  public:
-  LmdbSource(std::shared_ptr<Env> env, DatasetMeta meta, std::string path)
-      : env_(std::move(env)), meta_(std::move(meta)), path_(std::move(path)) {}
+  LmdbSource(std::shared_ptr<Env> env, DatasetMeta meta, std::string path, bool pread)
+      : env_(std::move(env)), meta_(std::move(meta)), path_(std::move(path)), pread_(pread) {}
   const DatasetMeta& meta() const override { return meta_; }
   std::unique_ptr<RecordCursor> NewCursor() const override {
-    return std::make_unique<LmdbCursor>(env_, path_, meta_.records_per_value, meta_.count);
+    return std::make_unique<LmdbCursor>(env_, path_, meta_.records_per_value, meta_.count, pread_);
+  }
+  void FileRanges(int64_t first, int64_t last, std::vector<FileRange>* out) const override {
+    if (env_->fd < 0 || !env_->map_addr) return;
+    first = std::max<int64_t>(first, 0);
+    last = std::min<int64_t>(last, meta_.count - 1);
+    if (first > last) return;
+    const int64_t per = std::max(meta_.records_per_value, 1);
+    std::lock_guard<std::mutex> g(locate_mu_);
+    if (!locator_) locator_ = std::make_unique<LmdbCursor>(env_, path_, meta_.records_per_value, meta_.count);
+    for (int64_t key = first / per; key <= last / per; ++key) {
+      uint64_t at = 0, size = 0;
+      if (!locator_->Locate(key, &at, &size).ok()) return;  // the reader reports it
+      AppendRange(env_->fd, at, size, out);
+    }
   }
   std::string Describe() const override { return path_ + " (LMDB)"; }
   void ReleaseMappedPages() const override {
@@ -430,6 +476,9 @@ class LmdbSource : public RecordSource {
   std::shared_ptr<Env> env_;
   DatasetMeta meta_;
   std::string path_;
+  const bool pread_;
+  mutable std::mutex locate_mu_;
+  mutable std::unique_ptr<LmdbCursor> locator_;  // FileRanges' own cursor
 };
 
 }  // namespace
@@ -452,6 +501,7 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
   rc = mdb_env_open(env->env, path.c_str(), MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOTLS, 0644);
   if (rc)
     return Status::Corruption(path + ": neither an imagepack blob nor an LMDB file (" + mdb_strerror(rc) + ")");
+  if (mdb_env_get_fd(env->env, &env->fd) != 0) env->fd = -1;
   MDB_txn* txn = nullptr;
   rc = mdb_txn_begin(env->env, nullptr, MDB_RDONLY, &txn);
   if (rc) return LmdbError(path + ": read transaction", rc);
@@ -468,8 +518,10 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
     // one is the whole map (liblmdb keeps its address to itself).
     std::error_code ec;
     const auto file_size = std::filesystem::file_size(path, ec);
-    if (!ec && FindMapping(v.mv_data, &env->map, &env->map_size))
+    if (!ec && FindMapping(v.mv_data, &env->map, &env->map_size)) {
       env->map_size = std::min<size_t>(env->map_size, file_size);
+      env->map_addr = static_cast<const uint8_t*>(env->map);  // file offset 0
+    }
   }
   if (rc) {
     mdb_txn_abort(txn);
@@ -485,28 +537,8 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
   mdb_txn_abort(txn);
   if (meta->format_version >= 2 && meta->records_per_value == 0)
     return Status::Corruption(path + ": metadata lacks records_per_value (required in format 2)");
-  if (!opts.in_ram) return std::unique_ptr<RecordSource>(new LmdbSource(env, std::move(meta.value()), path));
-  // in_ram: copy every record into one arena in index order.
-  auto arena = std::make_shared<std::vector<uint8_t>>();
-  arena->reserve(static_cast<size_t>(meta->payload_bytes + meta->count * 128));
-  std::vector<uint64_t> offsets, lengths;
-  {
-    LmdbCursor cursor(env, path, meta->records_per_value, meta->count);
-    for (int64_t i = 0; i < meta->count; ++i) {
-      const uint8_t* p = nullptr;
-      size_t n = 0;
-      Status st = cursor.ReadRaw(i, &p, &n);
-      if (!st.ok()) return st.WithContext(path);
-      offsets.push_back(arena->size());
-      lengths.push_back(n);
-      arena->insert(arena->end(), p, p + n);
-    }
-  }
-  const uint8_t* base = arena->data();
-  const uint64_t base_size = arena->size();
-  const int64_t resident = static_cast<int64_t>(arena->capacity());
-  return NewMemorySource(std::move(meta.value()), path + " (LMDB, in RAM)", base, base_size,
-                         std::move(offsets), std::move(lengths), arena, resident);
+  // in_ram is OpenDatabase's (a shared copy, read here like any file).
+  return std::unique_ptr<RecordSource>(new LmdbSource(env, std::move(meta.value()), path, opts.pread_records));
 }
 
 }  // namespace imagepack::internal

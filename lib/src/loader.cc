@@ -11,30 +11,26 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <mutex>
 #include <thread>
 
 #include "imagepack/mask.h"
 #include "imagepack/store.h"
+#include "read_ahead.h"
 #include "threads.h"
 
 namespace imagepack {
 
 std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world,
                                   bool even_partition, int64_t start) {
-  std::vector<int64_t> order;
-  if (shuffle) {
-    order = Permutation(n, seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch) + 1);
-  } else {
-    order.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) order[i] = i;
-  }
-  start = std::clamp<int64_t>(start, 0, n);
-  const int64_t rest = n - start;
-  const int64_t total = even_partition && rest > 0 ? (rest + world - 1) / world * world : rest;
-  std::vector<int64_t> mine;
-  for (int64_t j = rank; j < total; j += world) mine.push_back(j < rest ? order[start + j] : order[(j - rest) % n]);
-  return mine;
+  OrderSpec spec;
+  spec.kind = shuffle ? Order::kRandom : Order::kSequential;
+  spec.seed = seed;
+  return DealPositions(EpochOrder(n, spec, epoch), rank, world, even_partition, start);
 }
 
 namespace {
@@ -103,8 +99,8 @@ struct BatchPool {
 
 class LoaderImpl : public Loader {
  public:
-  LoaderImpl(LoaderOptions o, std::unique_ptr<RecordSource> src)
-      : o_(std::move(o)), src_(std::move(src)),
+  LoaderImpl(LoaderOptions o, std::unique_ptr<RecordSource> src, OrderSpec spec)
+      : o_(std::move(o)), src_(std::move(src)), spec_(spec), epoch_spec_(spec),
         channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
         arena_(internal::ResolveThreads(o_.threads)) {
     sample_bytes_ = size_t(o_.size) * o_.size * channels_;
@@ -113,6 +109,10 @@ class LoaderImpl : public Loader {
     scratch_.resize(cursors_.size());
     if (o_.eval_resize <= 0) o_.eval_resize = static_cast<int>(std::lround(o_.size / 0.875));
     fields_ = src_->meta().fields;
+    const int io = o_.io_threads >= 0 ? o_.io_threads : (spec_.kind == Order::kBlocks && !o_.in_ram ? 4 : 0);
+    if (io > 0 && !o_.in_ram)
+      read_ahead_ = std::make_unique<internal::ReadAhead>(src_.get(), io,
+                                                          static_cast<uint64_t>(o_.read_chunk_mb * (1 << 20)));
     releaser_ = std::thread([this] { ReleaseLoop(); });
   }
   ~LoaderImpl() override {
@@ -128,6 +128,8 @@ class LoaderImpl : public Loader {
   const DatasetMeta& meta() const override { return src_->meta(); }
   int channels() const override { return channels_; }
   int64_t dataset_size() const override { return src_->size(); }
+  Order order() const override { return spec_.kind; }
+  int64_t block_records() const override { return spec_.block_records; }
   int64_t samples_per_epoch() const override {
     const int64_t n = src_->size() - start_, w = o_.world_size;
     return o_.even_partition ? (n + w - 1) / w : std::max<int64_t>(0, (n - o_.rank + w - 1) / w);
@@ -141,7 +143,8 @@ class LoaderImpl : public Loader {
 
   LoaderState state() const override {
     const int64_t consumed = next_consume_ * int64_t(o_.batch_size) * o_.world_size;
-    return {epoch_, std::min(src_->size(), start_ + consumed)};
+    return {epoch_, std::min(src_->size(), start_ + consumed), epoch_spec_.kind,
+            epoch_spec_.kind == Order::kBlocks ? epoch_spec_.world : 0};
   }
 
   void Restore(const LoaderState& state) override {
@@ -149,8 +152,14 @@ class LoaderImpl : public Loader {
     if (current_) Recycle(std::move(current_));
     epoch_ = state.epoch;
     start_ = std::clamp<int64_t>(state.position, 0, src_->size());
-    indices_ = EpochIndices(src_->size(), o_.shuffle, o_.seed, epoch_, o_.rank, o_.world_size, o_.even_partition,
-                            start_);
+    epoch_spec_ = spec_;
+    if (state.order != Order::kAuto) epoch_spec_.kind = state.order;
+    if (state.world > 0) epoch_spec_.world = state.world;
+    indices_ = DealPositions(EpochOrder(src_->size(), epoch_spec_, epoch_), o_.rank, o_.world_size,
+                             o_.even_partition, start_);
+    if (read_ahead_) read_ahead_->Reset();
+    ahead_issued_ = 0;
+    ahead_units_.clear();
     next_consume_ = 0;
     stop_ = false;
     for (auto& b : queue_) Recycle(std::move(b));
@@ -201,6 +210,10 @@ class LoaderImpl : public Loader {
     s.decode_seconds = decode_ns_.load() / 1e9;
     s.wait_seconds = wait_seconds_;
     s.skipped = skipped_.load();
+    if (read_ahead_) {
+      s.read_ahead_bytes = read_ahead_->bytes_read();
+      s.read_ahead_wait_seconds = read_ahead_->wait_seconds();
+    }
     return s;
   }
 
@@ -266,6 +279,7 @@ class LoaderImpl : public Loader {
       }
       std::unique_ptr<Batch> b = pool_->Take();
       b->number = bn;
+      if (read_ahead_) ReadAheadFor(bn);
       Fill(*b, bn);  // one batch is being filled while `prefetch` wait ready
       {
         std::lock_guard<std::mutex> g(rel_mu_);
@@ -278,6 +292,31 @@ class LoaderImpl : public Loader {
       }
       cv_.notify_all();
     }
+  }
+
+  // Keeps the reads of the next positions of this rank's order in flight
+  // (a window of blocks ahead with kBlocks, two batches otherwise), then
+  // waits for those of batch bn: its workers then read from the page cache.
+  void ReadAheadFor(int64_t bn) {
+    const int64_t n = static_cast<int64_t>(indices_.size());
+    const int64_t unit = epoch_spec_.kind == Order::kBlocks
+                             ? std::max<int64_t>(spec_.block_records * spec_.window_blocks, o_.batch_size)
+                             : int64_t(o_.batch_size);
+    const int64_t need = std::min(n, (bn + 1) * o_.batch_size);
+    const int64_t ahead = std::min(n, need + 2 * unit);
+    while (ahead_issued_ < ahead) {
+      const int64_t end = std::min(n, ahead_issued_ + unit);
+      std::vector<int64_t> recs(indices_.begin() + ahead_issued_, indices_.begin() + end);
+      ahead_units_.push_back({end, read_ahead_->Issue(std::move(recs))});
+      ahead_issued_ = end;
+    }
+    int64_t last = -1;
+    while (!ahead_units_.empty() && ahead_units_.front().first <= bn * o_.batch_size) ahead_units_.pop_front();
+    for (const auto& [end, id] : ahead_units_) {
+      last = id;
+      if (end >= need) break;
+    }
+    if (last >= 0) read_ahead_->Wait(last);
   }
 
   // Renders sample `pos` of the epoch (index indices_[pos]) into dst.
@@ -625,6 +664,11 @@ class LoaderImpl : public Loader {
   std::vector<FieldSpec> fields_;  // the dataset's (meta().fields)
   std::vector<size_t> outs_of_;    // per field slot: its first array in Batch::outs
   std::vector<FieldOut> out_template_;  // Batch::outs before the first batch (producer thread)
+  const OrderSpec spec_;  // the order epochs start with
+  OrderSpec epoch_spec_;  // the current epoch's (Restore may continue another)
+  std::unique_ptr<internal::ReadAhead> read_ahead_;  // null: none
+  int64_t ahead_issued_ = 0;                         // positions of indices_ handed to read_ahead_
+  std::deque<std::pair<int64_t, int64_t>> ahead_units_;  // (end position, unit id), ascending
   int64_t epoch_ = 0;
   int64_t start_ = 0;  // the epoch position this rank's indices_ begin at
   std::vector<int64_t> indices_;
@@ -644,6 +688,34 @@ class LoaderImpl : public Loader {
   double wait_seconds_ = 0;
 };
 
+// Order::kAuto (LoaderOptions::order): random where reads are cheap (in
+// RAM, a small dataset that the first epoch brings into the page cache,
+// files already mostly cached), blocks otherwise.
+Order AutoOrder(const LoaderOptions& o) {
+  if (o.in_ram) return Order::kRandom;
+  uint64_t total = 0, cached = 0;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (const auto& path : o.paths) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || ::fstat(fd, &st) != 0 || st.st_size == 0) {
+      if (fd >= 0) ::close(fd);
+      continue;
+    }
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    total += size;
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED) continue;
+    std::vector<unsigned char> in((size + page - 1) / page);
+    if (::mincore(map, size, in.data()) == 0)
+      for (unsigned char c : in) cached += (c & 1) * page;
+    ::munmap(map, size);
+  }
+  if (total < (uint64_t(256) << 20) || cached * 2 >= total) return Order::kRandom;
+  return Order::kBlocks;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
@@ -652,15 +724,32 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size)
     return Status::InvalidArgument("rank " + std::to_string(o.rank) + " not in [0, " + std::to_string(o.world_size) + ")");
   if (o.channels != 0 && o.channels != 1 && o.channels != 3) return Status::InvalidArgument("channels must be 1 or 3");
-  // Blobs are streamed with pread (each worker thread has its own cursor,
-  // and a record is done with before that cursor reads the next).
+  if (o.block_mb <= 0 || o.window_blocks < 1 || o.read_chunk_mb <= 0)
+    return Status::InvalidArgument("block size, window and read chunk must be positive");
+  // From storage, records are read with pread (each worker thread has its
+  // own cursor, and a record is done with before that cursor reads the
+  // next): no page faults, and resident memory does not grow with the file.
   OpenOptions oo;
   oo.in_ram = o.in_ram;
   oo.pread_records = !o.in_ram;
   auto src = OpenDatabases(o.paths, oo);
   if (!src.ok()) return src.status();
-  if (src.value()->size() == 0) return Status::InvalidArgument("dataset " + src.value()->Describe() + " is empty");
-  return std::unique_ptr<Loader>(new LoaderImpl(o, std::move(src.value())));
+  const RecordSource& s = *src.value();
+  if (s.size() == 0) return Status::InvalidArgument("dataset " + s.Describe() + " is empty");
+  OrderSpec spec;
+  spec.seed = o.seed;
+  spec.world = o.world_size;
+  spec.kind = !o.shuffle ? Order::kSequential : o.order != Order::kAuto ? o.order : AutoOrder(o);
+  spec.window_blocks = o.window_blocks;
+  // Blocks are of the files' bytes: what the device reads.
+  int64_t file_bytes = 0;
+  for (const auto& p : o.paths) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0) file_bytes += st.st_size;
+  }
+  spec.block_records = BlockRecords(s.size(), file_bytes, static_cast<int64_t>(o.block_mb * (1 << 20)),
+                                    s.meta().records_per_value);
+  return std::unique_ptr<Loader>(new LoaderImpl(o, std::move(src.value()), spec));
 }
 
 }  // namespace imagepack

@@ -13,6 +13,7 @@
 #include "imagepack/files.h"
 #include "imagepack/store.h"
 #include "pixel_stats.h"
+#include "shared_copy.h"
 #include "store_internal.h"
 
 namespace fs = std::filesystem;
@@ -110,18 +111,27 @@ class MemorySource : public RecordSource {
   void ReleaseMappedPages() const override {
     if (mapped_size_ > 0) internal::ReleasePages(base_, mapped_size_);
   }
+  void FileRanges(int64_t first, int64_t last, std::vector<FileRange>* out) const override {
+    if (fd_ < 0) return;
+    first = std::max<int64_t>(first, 0);
+    last = std::min<int64_t>(last, static_cast<int64_t>(offsets_.size()) - 1);
+    for (int64_t i = first; i <= last; ++i) internal::AppendRange(fd_, offsets_[i], lengths_[i], out);
+  }
 
   // A source over a read-only file mapping of `size` bytes at base (not a
   // buffer of its own: releasing that would lose its contents).
   void set_mapped(uint64_t size) { mapped_size_ = size; }
-  void set_pread_fd(int fd) { pread_fd_ = fd; }
+  void set_fd(int fd, bool pread) {
+    fd_ = fd;
+    pread_fd_ = pread ? fd : -1;
+  }
 
  private:
   DatasetMeta meta_;
   std::string describe_;
   const uint8_t* base_;
   uint64_t mapped_size_ = 0;
-  int pread_fd_ = -1;
+  int fd_ = -1, pread_fd_ = -1;
   std::vector<uint64_t> offsets_, lengths_;
   std::shared_ptr<void> keep_;
   int64_t resident_;
@@ -175,11 +185,39 @@ class MultiSource : public RecordSource {
   void ReleaseMappedPages() const override {
     for (const auto& p : parts_) p->ReleaseMappedPages();
   }
+  void FileRanges(int64_t first, int64_t last, std::vector<FileRange>* out) const override {
+    for (size_t i = 0; i + 1 < starts_.size(); ++i) {
+      const int64_t lo = std::max(first, starts_[i]), hi = std::min(last, starts_[i + 1] - 1);
+      if (lo <= hi) parts_[i]->FileRanges(lo - starts_[i], hi - starts_[i], out);
+    }
+  }
 
  private:
   std::vector<std::unique_ptr<RecordSource>> parts_;
   std::vector<int64_t> starts_;
   DatasetMeta meta_;
+};
+
+// A database held in RAM as a shared copy (OpenOptions::in_ram): the
+// source opened on the copy, which it keeps.
+class SharedSource : public RecordSource {
+ public:
+  SharedSource(std::unique_ptr<RecordSource> inner, std::unique_ptr<internal::SharedCopy> copy, std::string path)
+      : inner_(std::move(inner)), copy_(std::move(copy)), path_(std::move(path)) {}
+  ~SharedSource() override { inner_.reset(); }  // unmapped before the copy may go
+  const DatasetMeta& meta() const override { return inner_->meta(); }
+  std::unique_ptr<RecordCursor> NewCursor() const override { return inner_->NewCursor(); }
+  std::string Describe() const override { return path_ + " (in RAM: " + copy_->path() + ")"; }
+  int64_t resident_bytes() const override { return static_cast<int64_t>(copy_->size()); }
+  void CheckLayout(const std::function<void(const std::string&)>& report) const override {
+    inner_->CheckLayout(report);
+  }
+  void ReleaseMappedPages() const override { inner_->ReleaseMappedPages(); }
+
+ private:
+  std::unique_ptr<RecordSource> inner_;
+  std::unique_ptr<internal::SharedCopy> copy_;
+  std::string path_;
 };
 
 }  // namespace
@@ -189,12 +227,23 @@ namespace internal {
 std::unique_ptr<RecordSource> NewMemorySource(DatasetMeta meta, std::string describe, const uint8_t* base,
                                               uint64_t base_size, std::vector<uint64_t> offsets,
                                               std::vector<uint64_t> lengths, std::shared_ptr<void> keep_alive,
-                                              int64_t resident, bool mapped, int pread_fd) {
+                                              int64_t resident, bool mapped, int fd, bool pread) {
   auto s = std::make_unique<MemorySource>(std::move(meta), std::move(describe), base, std::move(offsets),
                                           std::move(lengths), std::move(keep_alive), resident);
   if (mapped) s->set_mapped(base_size);
-  s->set_pread_fd(pread_fd);
+  s->set_fd(fd, pread && fd >= 0);
   return s;
+}
+
+void AppendRange(int fd, uint64_t offset, uint64_t size, std::vector<FileRange>* out) {
+  if (size == 0) return;
+  // Records are 16-byte aligned in a blob: a gap below 4 KB is one page.
+  if (!out->empty() && out->back().fd == fd && offset >= out->back().offset &&
+      offset <= out->back().offset + out->back().size + 4096) {
+    out->back().size = std::max(out->back().size, offset + size - out->back().offset);
+    return;
+  }
+  out->push_back({fd, offset, size});
 }
 
 bool FindMapping(const void* p, const void** begin, size_t* size) {
@@ -247,6 +296,16 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
 }
 
 Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
+  if (opts.in_ram) {
+    auto copy = internal::SharedCopy::Acquire(path, opts.shm_dir);
+    if (!copy.ok()) return copy.status();
+    if (opts.lock_in_ram) IMAGEPACK_RETURN_IF_ERROR(copy.value()->Lock());
+    OpenOptions inner;  // through the copy's mapping: no copy per process
+    auto src = OpenDatabase(copy.value()->path(), inner);
+    if (!src.ok()) return src.status().WithContext(path);
+    return std::unique_ptr<RecordSource>(
+        new SharedSource(std::move(src.value()), std::move(copy.value()), path));
+  }
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(path, errno);
   char magic[8] = {0};

@@ -22,17 +22,21 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
 Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const OpenOptions& opts);
 
 // Records held in one memory region, located by an (offset, length) index:
-// a mmapped or loaded blob, or LMDB values copied into an arena.
-// `keep_alive` owns whatever backs `base` (a buffer or a mapping); `mapped`:
-// base is a read-only file mapping of base_size bytes (ReleaseMappedPages
-// applies); `pread_fd` >= 0 (owned by keep_alive): cursors read records
-// from that file descriptor at the same offsets instead of from `base`.
+// a mmapped blob. `keep_alive` owns whatever backs `base` (a buffer or a
+// mapping); `mapped`: base is a read-only file mapping of base_size bytes
+// (ReleaseMappedPages applies); `fd` >= 0 (owned by keep_alive): the file
+// behind it, at the same offsets (FileRanges), which cursors read records
+// from with pread when `pread` is set, instead of from `base`.
 std::unique_ptr<RecordSource> NewMemorySource(DatasetMeta meta, std::string describe,
                                               const uint8_t* base, uint64_t base_size,
                                               std::vector<uint64_t> offsets,
                                               std::vector<uint64_t> lengths,
                                               std::shared_ptr<void> keep_alive, int64_t resident,
-                                              bool mapped = false, int pread_fd = -1);
+                                              bool mapped = false, int fd = -1, bool pread = false);
+
+// Appends [offset, offset + size) of `fd` to `out`, merged with the last
+// range when they touch.
+void AppendRange(int fd, uint64_t offset, uint64_t size, std::vector<FileRange>* out);
 
 // Unmaps the whole pages of [addr, addr + size) of a read-only file mapping
 // from this process (MADV_DONTNEED); the page cache keeps the data.

@@ -432,6 +432,106 @@ TEST(Loader, RestoredOnAnotherWorldSizeTheRestOfTheEpochIsCoveredOnce) {
   EXPECT_EQ(l.value()->samples_per_epoch(), (n + 2) / 3);
 }
 
+// Block order: each rank's batches are its deal of EpochOrder; threads and
+// read-ahead change nothing; the state names the order and the world it
+// was made for, and a loader of another world (whose own order is random)
+// continues it so that every record is still read once.
+TEST(Loader, BlockOrderIsTheOrdersAndResumesOnAnotherWorld) {
+  TempDir d;
+  const int n = 70;
+  for (ContainerFormat f : {ContainerFormat::kLmdb, ContainerFormat::kBlob}) {
+    SCOPED_TRACE(f == ContainerFormat::kLmdb ? "lmdb" : "blob");
+    LoaderOptions o;
+    o.paths = {MakeDb(d, f == ContainerFormat::kLmdb ? "b.lmdb" : "b.blob", n, Encoding::kJpeg, false, f)};
+    o.batch_size = 4;
+    o.size = 16;
+    o.seed = 9;
+    o.order = Order::kBlocks;
+    o.block_mb = 6.0 / 1024;  // a few records per block
+    o.window_blocks = 2;
+    o.world_size = 2;
+    o.even_partition = false;
+    std::multiset<int64_t> consumed;
+    LoaderState saved;
+    for (int rank = 0; rank < 2; ++rank) {
+      o.rank = rank;
+      o.threads = 1;
+      o.io_threads = 0;
+      std::vector<int64_t> l_plain, l_ahead;
+      auto plain = Epoch(o, 1, &l_plain);
+      o.threads = 3;
+      o.io_threads = 2;
+      auto ahead = Epoch(o, 1, &l_ahead);
+      EXPECT_EQ(plain, ahead);
+      EXPECT_EQ(l_plain, l_ahead);
+      auto l = Loader::Open(o);
+      ASSERT_OK(l);
+      EXPECT_EQ(l.value()->order(), Order::kBlocks);
+      const int64_t block = l.value()->block_records();
+      EXPECT_GE(block, 2);
+      EXPECT_LE(block, 10);
+      OrderSpec spec;
+      spec.kind = Order::kBlocks;
+      spec.seed = 9;
+      spec.block_records = block;
+      spec.window_blocks = 2;
+      spec.world = 2;
+      const auto want = DealPositions(EpochOrder(n, spec, 1), rank, 2, false);
+      l.value()->StartEpoch(1);
+      std::vector<int64_t> got;
+      for (int b = 0; b < 5; ++b) {
+        auto v = l.value()->NextView();
+        ASSERT_OK(v);
+        got.insert(got.end(), v->indices, v->indices + v->count);
+      }
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()));
+      consumed.insert(got.begin(), got.end());
+      saved = l.value()->state();
+      EXPECT_GT(l.value()->stats().read_ahead_bytes, 0);
+    }
+    EXPECT_EQ(saved.position, 40);
+    EXPECT_EQ(saved.order, Order::kBlocks);
+    EXPECT_EQ(saved.world, 2);
+    o.world_size = 1;
+    o.rank = 0;
+    o.order = Order::kRandom;
+    auto l = Loader::Open(o);
+    ASSERT_OK(l);
+    l.value()->Restore(saved);
+    while (true) {
+      auto v = l.value()->NextView();
+      ASSERT_OK(v);
+      if (v->count == 0) break;
+      consumed.insert(v->indices, v->indices + v->count);
+    }
+    ASSERT_EQ(consumed.size(), size_t(n));
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(consumed.count(i), 1u) << i;
+    l.value()->StartEpoch(2);  // the next epoch is the loader's own order
+    EXPECT_EQ(l.value()->state().order, Order::kRandom);
+  }
+}
+
+TEST(Loader, AutoOrderIsRandomForASmallOrCachedDataset) {
+  TempDir d;
+  LoaderOptions o;
+  o.paths = {MakeDb(d, "db", 10, Encoding::kRaw)};
+  o.batch_size = 4;
+  o.size = 8;
+  auto l = Loader::Open(o);
+  ASSERT_OK(l);
+  EXPECT_EQ(l.value()->order(), Order::kRandom);
+  l.value()->StartEpoch(0);
+  EXPECT_EQ(l.value()->state().order, Order::kRandom);
+  EXPECT_EQ(l.value()->state().world, 0);
+  o.shuffle = false;
+  o.order = Order::kBlocks;
+  auto seq = Loader::Open(o);
+  ASSERT_OK(seq);
+  EXPECT_EQ(seq.value()->order(), Order::kSequential);
+  o.block_mb = 0;
+  EXPECT_FALSE(Loader::Open(o).ok());
+}
+
 // An owned batch keeps its bytes while later batches are taken, also after
 // the loader is gone; its buffer goes back to the pool when dropped.
 TEST(Loader, OwnedBatchesStayValidUntilDropped) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "imagepack/meta.h"
+#include "imagepack/order.h"
 #include "imagepack/status.h"
 #include "imagepack/transform.h"
 
@@ -39,8 +40,20 @@ struct LoaderOptions {
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
   int channels = 0;                // 0: the dataset's
   Layout layout = Layout::kNCHW;
-  bool shuffle = true;             // per-epoch permutation from seed and epoch
+  bool shuffle = true;             // false: Order::kSequential whatever `order` says
   uint64_t seed = 0;
+  // The epoch's order (order.h; docs/LOADER.md, "Order"). kAuto: kRandom
+  // when in_ram, when the files total less than 256 MiB, or when at least
+  // half of their bytes are in the page cache at Open(); kBlocks otherwise.
+  Order order = Order::kAuto;
+  double block_mb = 4;        // kBlocks: block size (records per block from the mean record size)
+  int window_blocks = 16;     // kBlocks: blocks whose records are shuffled together
+  // Threads reading ahead of the decode threads (record ranges into the
+  // page cache, chunks of at most read_chunk_mb): -1 picks 4 for kBlocks
+  // from storage and none otherwise; 0 none. Size it to the device: reads
+  // in flight = io_threads.
+  int io_threads = -1;
+  double read_chunk_mb = 2;
   int rank = 0, world_size = 1;
   // true (training): every rank gets ceil(N / world) samples per epoch, the
   // permutation padded by repeating its first indices (DistributedSampler's
@@ -87,6 +100,8 @@ struct LoaderStats {
   double decode_seconds = 0;   // decode + crop + resample
   double wait_seconds = 0;     // consumer time blocked in Next()
   int64_t skipped = 0;         // corrupt records replaced (kSkip)
+  int64_t read_ahead_bytes = 0;  // read by the read-ahead threads
+  double read_ahead_wait_seconds = 0;  // batches held back waiting for them
 };
 
 // A batch inside the loader's own memory (Loader::NextView).
@@ -107,6 +122,12 @@ struct BatchView {
 struct LoaderState {
   int64_t epoch = 0;
   int64_t position = 0;  // 0 .. dataset size
+  // The order the epoch was started with, and (kBlocks) the world size it
+  // was made for; kAuto and 0: the loader's own. Restore() continues the
+  // epoch in that order, so a run resumed with another world size, or
+  // whose kAuto would now pick differently, still sees every sample once.
+  Order order = Order::kAuto;
+  int world = 0;
 };
 
 // A batch the caller owns (Loader::NextOwned): `images`, `labels` and
@@ -132,6 +153,10 @@ class Loader {
   virtual const DatasetMeta& meta() const = 0;
   virtual int channels() const = 0;
   virtual int64_t dataset_size() const = 0;
+  // The order epochs start with (LoaderOptions::order resolved), and the
+  // records per block (kBlocks).
+  virtual Order order() const = 0;
+  virtual int64_t block_records() const = 0;
   // This rank's samples and batches in the current epoch (from the restored
   // position after Restore(); before any StartEpoch, a whole epoch's).
   virtual int64_t samples_per_epoch() const = 0;
@@ -175,13 +200,9 @@ class Loader {
   virtual LoaderStats stats() const = 0;
 };
 
-// The dataset indices rank `rank` of `world` reads in epoch `epoch`, in
-// order, from position `start` of the epoch's order on (0: the whole
-// epoch). The positions start .. n-1 are dealt round-robin: rank r takes
-// start + r, start + r + world, ... With even_partition, every rank gets
-// ceil((n - start) / world); the shortfall is made up by repeating
-// positions 0, 1, ... of the epoch's order (DistributedSampler's rule when
-// start is 0).
+// The dataset indices rank `rank` of `world` reads in epoch `epoch` in
+// random (shuffle) or sequential order, from position `start` on:
+// DealPositions(EpochOrder(...)) (order.h).
 std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world,
                                   bool even_partition, int64_t start = 0);
 

@@ -112,6 +112,13 @@ class RecordCursor {
   Result<RecordView> Read(int64_t index, bool verify_checksum = true);
 };
 
+// A byte range of a database file: where records lie on the device.
+struct FileRange {
+  int fd = -1;  // owned by the source; valid while it lives
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
 class RecordSource {
  public:
   virtual ~RecordSource() = default;
@@ -130,17 +137,36 @@ class RecordSource {
   // also while other threads read; it keeps a long streaming pass from
   // growing the resident set to the size of the file. No-op in RAM.
   virtual void ReleaseMappedPages() const {}
+  // The parts of the files that hold records first..last (inclusive),
+  // appended to `out` in file order, adjacent parts merged; nothing for a
+  // source held in RAM. For reading ahead: a pread of these ranges brings
+  // the records into the page cache. Thread-safe.
+  virtual void FileRanges(int64_t first, int64_t last, std::vector<FileRange>* out) const {
+    (void)first, (void)last, (void)out;
+  }
 };
 
 struct OpenOptions {
-  // Hold every record in memory: a blob file is read in one go, LMDB values
-  // are copied into one arena. Otherwise blobs are mmapped and LMDB is read
-  // through its own memory map.
+  // Hold the database in RAM, one copy per machine: the file is copied
+  // with large parallel reads into shared memory (a file in shm_dir named
+  // by the database's identity: device, inode, size, modification time)
+  // and read from there through a shared mapping. Every process that opens
+  // the same file this way maps the same copy; the last one to close it
+  // removes it. Refused, naming the sizes, when the copy would not fit in
+  // shm_dir or in the RAM available. Otherwise blobs are mmapped and LMDB
+  // is read through its own memory map.
   bool in_ram = false;
-  // Blob, not in RAM: read each record with pread() into the cursor's own
-  // buffer instead of through the file mapping. The pointer a cursor returns
-  // is then valid until that cursor's next read. For streaming passes: no
-  // page faults, and resident memory is one record per cursor.
+  // in_ram: also mlock() the copy, so this machine never pages it out
+  // (needs RLIMIT_MEMLOCK or root; refused otherwise).
+  bool lock_in_ram = false;
+  // in_ram: where the shared copies live. Empty: $IMAGEPACK_SHM_DIR, else
+  // /dev/shm.
+  std::string shm_dir;
+  // Not in RAM: read each record with pread() into the cursor's own buffer
+  // (blob: the record; LMDB: its value) instead of through the file
+  // mapping. The pointer a cursor returns is then valid until that
+  // cursor's next read. No page faults, and resident memory is one record
+  // (value) per cursor, whatever the size of the file.
   bool pread_records = false;
 };
 

@@ -1,0 +1,76 @@
+// The order in which an epoch visits a dataset's records, how it is dealt
+// to ranks, and how well it is shuffled. Pure functions: no I/O.
+// docs/LOADER.md, "Order".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "imagepack/status.h"
+
+namespace imagepack {
+
+enum class Order {
+  kSequential,  // 0, 1, 2, ... every epoch
+  kRandom,      // a full permutation per epoch
+  kBlocks,      // blocks of consecutive records in random order, shuffled within windows
+  kAuto,        // loader only: random where the data is in RAM or the page cache, else blocks
+};
+const char* OrderName(Order o);
+// "sequential", "random", "blocks", "auto".
+Result<Order> ParseOrder(const std::string& name);
+
+// Everything an epoch's order depends on besides the epoch itself.
+struct OrderSpec {
+  Order kind = Order::kRandom;  // not kAuto
+  uint64_t seed = 0;
+  // kBlocks: records per block, blocks per shuffling window, and the ranks
+  // the order is made for (each rank reads its own run of blocks).
+  int64_t block_records = 1;
+  int64_t window_blocks = 1;
+  int world = 1;
+};
+
+// The epoch's order: a permutation of 0 .. n-1 that is a function of
+// (spec, epoch) alone. kBlocks: the blocks [k*B, (k+1)*B) are permuted and
+// laid end to end; that sequence is cut into `world` runs of consecutive
+// entries (run r holds n/world entries, one more for r < n % world); each
+// run is shuffled within consecutive windows of window_blocks * B entries;
+// position k * world + r of the order is entry k of run r. So rank r of
+// `world`, dealt positions r, r + world, ... (DealPositions), reads whole
+// blocks of its own, a window at a time.
+std::vector<int64_t> EpochOrder(int64_t n, const OrderSpec& spec, int64_t epoch);
+
+// The entries of `order` rank `rank` of `world` takes from position `start`
+// on: start + r, start + r + world, ... With even_partition every rank gets
+// ceil((n - start) / world), the shortfall made up by repeating positions
+// 0, 1, ... of the order (DistributedSampler's rule when start is 0).
+std::vector<int64_t> DealPositions(const std::vector<int64_t>& order, int rank, int world, bool even_partition,
+                                   int64_t start = 0);
+
+// Records per block for blocks of about `block_bytes`, from the dataset's
+// mean record size (`bytes` over `count`: the loader gives the files'
+// size), a multiple of `records_per_value` (LMDB values are
+// read whole), at least 1.
+int64_t BlockRecords(int64_t count, int64_t bytes, int64_t block_bytes, int records_per_value);
+
+// How well an order mixes labels, against what a full permutation of the
+// same labels gives (computed exactly, not sampled). A value near the
+// reference means batches look like those of a full shuffle.
+struct ShuffleQuality {
+  int64_t batches = 0;
+  double classes_per_batch = 0;      // mean distinct labels in a batch
+  double classes_per_batch_ref = 0;  // expected for a full permutation
+  double same_label_pairs = 0;       // fraction of consecutive samples with equal labels
+  double same_label_pairs_ref = 0;   // sum over classes of p_c^2 (a full permutation's)
+  // classes_per_batch / classes_per_batch_ref: 1 for a full shuffle, about
+  // 1 / (distinct per batch) for a pack sorted by class read in order.
+  double score() const { return classes_per_batch_ref > 0 ? classes_per_batch / classes_per_batch_ref : 0; }
+};
+// `labels[i]`: record i's label; `order`: the indices one rank reads, in
+// order; batches of `batch` consecutive entries (a final short one left
+// out). Labels below 0 count as one more class.
+ShuffleQuality MeasureShuffle(const std::vector<int64_t>& labels, const std::vector<int64_t>& order, int batch);
+
+}  // namespace imagepack

@@ -1,0 +1,92 @@
+#include "read_ahead.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "imagepack/files.h"
+
+namespace imagepack::internal {
+
+ReadAhead::ReadAhead(const RecordSource* src, int threads, uint64_t chunk_bytes)
+    : src_(src), chunk_(std::max<uint64_t>(chunk_bytes, 4096)) {
+  for (int t = 0; t < std::max(1, threads); ++t) threads_.emplace_back([this] { Work(); });
+}
+
+ReadAhead::~ReadAhead() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+    queue_.clear();
+  }
+  work_cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+int64_t ReadAhead::Issue(std::vector<int64_t> records) {
+  std::sort(records.begin(), records.end());
+  records.erase(std::unique(records.begin(), records.end()), records.end());
+  std::vector<FileRange> ranges;
+  for (size_t i = 0; i < records.size();) {
+    size_t j = i + 1;
+    while (j < records.size() && records[j] == records[j - 1] + 1) ++j;
+    src_->FileRanges(records[i], records[j - 1], &ranges);
+    i = j;
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  const int64_t id = next_unit_++;
+  int chunks = 0;
+  for (const FileRange& r : ranges)
+    for (uint64_t at = 0; at < r.size; at += chunk_, ++chunks)
+      queue_.push_back({id, {r.fd, r.offset + at, std::min(chunk_, r.size - at)}});
+  if (chunks > 0) outstanding_.emplace_back(id, chunks);
+  work_cv_.notify_all();
+  return id;
+}
+
+void ReadAhead::Wait(int64_t id) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return outstanding_.empty() || outstanding_.front().first > id; });
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void ReadAhead::Reset() {
+  std::lock_guard<std::mutex> g(mu_);
+  queue_.clear();
+  outstanding_.clear();  // in-progress reads find their unit gone
+  done_cv_.notify_all();
+}
+
+int64_t ReadAhead::bytes_read() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return bytes_;
+}
+
+double ReadAhead::wait_seconds() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return wait_seconds_;
+}
+
+void ReadAhead::Work() {
+  std::vector<uint8_t> buf(chunk_);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    const Chunk c = queue_.front();
+    queue_.pop_front();
+    lock.unlock();
+    // Into a scratch buffer: the point is the page cache. A failed read is
+    // not reported here; the worker's own read of the record reports it.
+    const ssize_t got = PreadFull(c.range.fd, buf.data(), c.range.size, c.range.offset);
+    lock.lock();
+    if (got > 0) bytes_ += got;
+    auto it = std::find_if(outstanding_.begin(), outstanding_.end(), [&](const auto& u) { return u.first == c.unit; });
+    if (it != outstanding_.end() && --it->second == 0) {
+      outstanding_.erase(it);
+      done_cv_.notify_all();
+    }
+  }
+}
+
+}  // namespace imagepack::internal

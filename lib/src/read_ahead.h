@@ -1,0 +1,58 @@
+// Reads ahead of the loader's decode threads: record ranges of a database
+// file are read with large preads from a pool of threads sized to the
+// device (OpenOptions / LoaderOptions::io_threads), so that by the time a
+// worker reads a record it is in the page cache. Internal.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "imagepack/store.h"
+
+namespace imagepack::internal {
+
+class ReadAhead {
+ public:
+  // `threads` reads in flight, each of at most `chunk_bytes`.
+  ReadAhead(const RecordSource* src, int threads, uint64_t chunk_bytes);
+  ~ReadAhead();
+
+  // Queues the reads of `records` (any order; they are sorted and merged
+  // into runs) as one unit; returns its id. A source in RAM has nothing to
+  // read: the unit is complete at once.
+  int64_t Issue(std::vector<int64_t> records);
+  // Blocks until every read of unit `id` is done (or dropped by Reset).
+  void Wait(int64_t id);
+  // Drops the queued reads (a new epoch or a restore); reads in progress
+  // finish.
+  void Reset();
+
+  int64_t bytes_read() const;
+  double wait_seconds() const;  // time Wait() blocked
+
+ private:
+  struct Chunk {
+    int64_t unit;
+    FileRange range;
+  };
+  void Work();
+
+  const RecordSource* src_;
+  const uint64_t chunk_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<Chunk> queue_;
+  std::vector<std::pair<int64_t, int>> outstanding_;  // (unit, chunks not yet read), ascending
+  int64_t next_unit_ = 0;
+  int64_t bytes_ = 0;
+  double wait_seconds_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace imagepack::internal

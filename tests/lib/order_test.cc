@@ -1,0 +1,169 @@
+#include "imagepack/order.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "imagepack/shard.h"
+#include "testutil.h"
+
+namespace imagepack {
+namespace {
+
+OrderSpec Blocks(int64_t block, int64_t window, int world, uint64_t seed = 7) {
+  OrderSpec s;
+  s.kind = Order::kBlocks;
+  s.seed = seed;
+  s.block_records = block;
+  s.window_blocks = window;
+  s.world = world;
+  return s;
+}
+
+bool IsPermutation(std::vector<int64_t> v, int64_t n) {
+  std::sort(v.begin(), v.end());
+  for (int64_t i = 0; i < n; ++i)
+    if (v[size_t(i)] != i) return false;
+  return int64_t(v.size()) == n;
+}
+
+TEST(Order, BlockOrderIsAPermutationForEveryShape) {
+  for (int64_t n : {1, 7, 100, 1001})
+    for (int64_t block : {1, 4, 64, 5000})
+      for (int64_t window : {1, 3})
+        for (int world : {1, 2, 3, 8}) {
+          SCOPED_TRACE("n " + std::to_string(n) + " block " + std::to_string(block) + " window " +
+                       std::to_string(window) + " world " + std::to_string(world));
+          EXPECT_TRUE(IsPermutation(EpochOrder(n, Blocks(block, window, world), 0), n));
+        }
+}
+
+// Each rank reads whole blocks of its own: its records fall in at most
+// (its share / block) + 2 blocks, and every window of its stream in at most
+// window_blocks + 1 (a run's ends cut a block).
+TEST(Order, EachRankReadsItsOwnBlocksAWindowAtATime) {
+  const int64_t n = 10000, block = 50, window = 4;
+  for (int world : {1, 2, 3}) {
+    const auto order = EpochOrder(n, Blocks(block, window, world), 3);
+    std::set<int64_t> owner_blocks;
+    for (int r = 0; r < world; ++r) {
+      const auto mine = DealPositions(order, r, world, false);
+      std::set<int64_t> blocks;
+      for (int64_t i : mine) blocks.insert(i / block);
+      EXPECT_LE(int64_t(blocks.size()), int64_t(mine.size()) / block + 2) << "rank " << r;
+      for (size_t w0 = 0; w0 < mine.size(); w0 += size_t(block * window)) {
+        std::set<int64_t> in_window;
+        for (size_t k = w0; k < std::min(mine.size(), w0 + size_t(block * window)); ++k)
+          in_window.insert(mine[k] / block);
+        EXPECT_LE(int64_t(in_window.size()), window + 1) << "rank " << r << " window at " << w0;
+      }
+      // Shuffled inside: not the blocks' own order.
+      EXPECT_FALSE(std::is_sorted(mine.begin(), mine.begin() + block * window));
+      for (int64_t b : blocks) owner_blocks.insert(b);
+    }
+    EXPECT_EQ(int64_t(owner_blocks.size()), n / block);
+  }
+}
+
+TEST(Order, AFunctionOfSeedEpochAndWorldAlone) {
+  const auto a = EpochOrder(500, Blocks(10, 2, 2), 1);
+  EXPECT_EQ(a, EpochOrder(500, Blocks(10, 2, 2), 1));
+  EXPECT_NE(a, EpochOrder(500, Blocks(10, 2, 2), 2));
+  EXPECT_NE(a, EpochOrder(500, Blocks(10, 2, 2, /*seed=*/8), 1));
+  EXPECT_NE(a, EpochOrder(500, Blocks(10, 2, 3), 1));
+  // Random and sequential are unchanged by the block settings.
+  OrderSpec r;
+  r.kind = Order::kRandom;
+  r.seed = 7;
+  EXPECT_EQ(EpochOrder(500, r, 1), Permutation(500, 7 * 0x9E3779B97F4A7C15ull + 2));
+  r.kind = Order::kSequential;
+  std::vector<int64_t> seq(500);
+  std::iota(seq.begin(), seq.end(), 0);
+  EXPECT_EQ(EpochOrder(500, r, 1), seq);
+}
+
+// Resuming at a position the ranks reached together continues each rank's
+// own stream; on another world size the rest is still covered once.
+TEST(Order, ResumeContinuesAndAnotherWorldCoversTheRestOnce) {
+  const int64_t n = 1003;
+  const int world = 3;
+  const auto order = EpochOrder(n, Blocks(16, 2, world), 0);
+  for (int r = 0; r < world; ++r) {
+    const auto all = DealPositions(order, r, world, true);
+    const auto rest = DealPositions(order, r, world, true, 30 * world);
+    ASSERT_GE(all.size(), rest.size() + 30);
+    EXPECT_TRUE(std::equal(rest.begin(), rest.end(), all.begin() + 30)) << "rank " << r;
+  }
+  const int64_t start = 40 * world;
+  std::vector<int64_t> seen(order.begin(), order.begin() + start);
+  for (int r = 0; r < 2; ++r) {
+    const auto mine = DealPositions(order, r, 2, false, start);
+    seen.insert(seen.end(), mine.begin(), mine.end());
+  }
+  EXPECT_TRUE(IsPermutation(seen, n));
+}
+
+TEST(Order, BlockRecordsFollowTheMeanRecordAndTheValueSize) {
+  EXPECT_EQ(BlockRecords(1000, 1000 * 100000, 4 << 20, 1), 41);  // 100 KB records, 4 MB blocks
+  EXPECT_EQ(BlockRecords(1000, 1000 * 100000, 4 << 20, 8), 40);  // whole LMDB values of 8
+  EXPECT_EQ(BlockRecords(1000, 1000 * 100000, 1000, 8), 8);      // at least one value
+  EXPECT_EQ(BlockRecords(0, 0, 4 << 20, 1), 4 << 20);
+}
+
+TEST(Order, ParseAndName) {
+  for (Order o : {Order::kSequential, Order::kRandom, Order::kBlocks, Order::kAuto})
+    EXPECT_EQ(ParseOrder(OrderName(o)).value(), o);
+  EXPECT_NE(ParseOrder("shuffled").status().message().find("unknown order 'shuffled'"), std::string::npos);
+}
+
+// The reference is exact: for labels {0,0,1,1,2,2} and batches of 2, a
+// full permutation gives 1 + P(two different) = 1 + 4/5 distinct labels.
+TEST(Shuffle, ReferenceIsTheFullPermutationsExpectation) {
+  const std::vector<int64_t> labels = {0, 0, 1, 1, 2, 2};
+  const auto q = MeasureShuffle(labels, {0, 1, 2, 3, 4, 5}, 2);
+  EXPECT_NEAR(q.classes_per_batch_ref, 1.8, 1e-12);
+  EXPECT_NEAR(q.same_label_pairs_ref, 3 * (1.0 / 9), 1e-12);
+  EXPECT_EQ(q.batches, 3);
+  EXPECT_DOUBLE_EQ(q.classes_per_batch, 1.0);  // sorted: each batch one class
+  EXPECT_DOUBLE_EQ(q.same_label_pairs, 3.0 / 5);
+  // Averaged over every permutation of 6, a batch's distinct count is the reference.
+  std::vector<int64_t> p = {0, 1, 2, 3, 4, 5};
+  double sum = 0;
+  int count = 0;
+  do {
+    sum += MeasureShuffle(labels, p, 2).classes_per_batch;
+    ++count;
+  } while (std::next_permutation(p.begin(), p.end()));
+  EXPECT_NEAR(sum / count, 1.8, 1e-12);
+}
+
+// A pack sorted by class: read in order it scores near 1/batch of a full
+// shuffle; a full permutation scores 1; blocks over a shuffled pack score
+// like a full permutation, over a sorted pack in between.
+TEST(Shuffle, ScoresSeparateSortedBlocksAndFullOrders) {
+  const int64_t n = 20000, classes = 100;
+  std::vector<int64_t> sorted(n), shuffled(n);
+  for (int64_t i = 0; i < n; ++i) sorted[size_t(i)] = i * classes / n;
+  const auto perm = Permutation(n, 3);
+  for (int64_t i = 0; i < n; ++i) shuffled[size_t(i)] = sorted[size_t(perm[size_t(i)])];
+  OrderSpec seq;
+  seq.kind = Order::kSequential;
+  OrderSpec full;
+  full.kind = Order::kRandom;
+  const auto in_order = MeasureShuffle(sorted, EpochOrder(n, seq, 0), 128);
+  const auto random = MeasureShuffle(sorted, EpochOrder(n, full, 0), 128);
+  const auto blocks_sorted = MeasureShuffle(sorted, EpochOrder(n, Blocks(40, 16, 1), 0), 128);
+  const auto blocks_shuffled = MeasureShuffle(shuffled, EpochOrder(n, Blocks(40, 16, 1), 0), 128);
+  EXPECT_LT(in_order.score(), 0.03);
+  EXPECT_NEAR(random.score(), 1.0, 0.02);
+  EXPECT_NEAR(blocks_shuffled.score(), 1.0, 0.02);
+  EXPECT_GT(blocks_sorted.score(), 0.1);
+  EXPECT_LT(blocks_sorted.score(), 0.5);
+  EXPECT_NEAR(random.same_label_pairs, random.same_label_pairs_ref, 0.005);
+  EXPECT_GT(in_order.same_label_pairs, 0.99);
+}
+
+}  // namespace
+}  // namespace imagepack
