@@ -17,11 +17,12 @@ using namespace imagepack;
 namespace po = boost::program_options;
 
 namespace {
-long PeakRssKb() {
-  std::ifstream f("/proc/self/status");
+// A field of /proc/self/status or smaps_rollup, in kB.
+long StatusKb(const char* file, const std::string& key) {
+  std::ifstream f(file);
   std::string line;
   while (std::getline(f, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+    if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size()));
   return 0;
 }
 }  // namespace
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   LoaderOptions o;
   int epochs = 1;
   int64_t max_batches = 0;
-  std::string transform = "train", layout = "nchw";
+  std::string transform = "train", layout = "nchw", order;
   po::options_description opts("Options");
   opts.add_options()
       ("batch", po::value(&o.batch_size)->default_value(256), "batch size")
@@ -39,7 +40,14 @@ int main(int argc, char** argv) {
       ("transform", po::value(&transform)->default_value("train"), "train, eval, padcrop")
       ("layout", po::value(&layout)->default_value("nchw"), "nchw or nhwc")
       ("channels", po::value(&o.channels)->default_value(0), "1 or 3 (0: the dataset's)")
-      ("in-ram", "hold the whole database in memory")
+      ("in-ram", "hold the database in RAM (one shared copy per machine)")
+      ("lock-in-ram", "with --in-ram: mlock the copy")
+      ("order", po::value(&order)->default_value("auto"), "random, blocks, sequential or auto")
+      ("block-mb", po::value(&o.block_mb)->default_value(4), "--order blocks: block size")
+      ("window-blocks", po::value(&o.window_blocks)->default_value(16), "--order blocks: blocks per window")
+      ("io-threads", po::value(&o.io_threads)->default_value(-1), "read-ahead threads (-1: 4 with blocks)")
+      ("rank", po::value(&o.rank)->default_value(0), "this process's rank (several processes, one node)")
+      ("world", po::value(&o.world_size)->default_value(1), "ranks")
       ("no-dct-scaling", "always decode JPEGs at full scale")
       ("copy", "take batches with Next() (a copy into our buffer) instead of NextView()")
       ("epochs", po::value(&epochs)->default_value(1), "passes over the data")
@@ -61,6 +69,10 @@ int main(int argc, char** argv) {
   if (layout != "nchw" && layout != "nhwc") return cli::UsageError("unknown --layout '" + layout + "'");
   o.layout = layout == "nhwc" ? Layout::kNHWC : Layout::kNCHW;
   o.in_ram = vm.count("in-ram") > 0;
+  o.lock_in_ram = vm.count("lock-in-ram") > 0;
+  auto parsed = ParseOrder(order);
+  if (!parsed.ok()) return cli::UsageError(parsed.status().message());
+  o.order = parsed.value();
   o.dct_scaling = vm.count("no-dct-scaling") == 0;
   const bool copy = vm.count("copy") > 0;
   const bool digest = vm.count("digest") > 0;
@@ -108,13 +120,25 @@ int main(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   LoaderStats s = l.stats();
   const double work = s.read_seconds + s.decode_seconds;
-  std::printf("bench_loader: %lld images (%s, batch %d, %dx%d, %s, %s) in %.2f s: %.1f images/s, %.1f MB/s read\n",
+  std::printf("bench_loader: %lld images (%s, batch %d, %dx%d, %s, %s, order %s) in %.2f s: %.1f images/s, "
+              "%.1f MB/s read\n",
               static_cast<long long>(n), transform.c_str(), o.batch_size, o.size, o.size,
-              o.in_ram ? "in RAM" : "from storage", copy ? "Next" : "NextView", secs, n / secs,
+              o.in_ram ? "in RAM" : "from storage", copy ? "Next" : "NextView", OrderName(l.order()), secs, n / secs,
               s.bytes_read / secs / 1e6);
   std::printf("  time in workers: read %.1f%%, decode+crop+resize %.1f%%; consumer waited %.2f s; open %.2f s; "
               "peak RSS %ld MiB\n",
               work > 0 ? 100 * s.read_seconds / work : 0.0, work > 0 ? 100 * s.decode_seconds / work : 0.0,
-              s.wait_seconds, open_s, PeakRssKb() / 1024);
+              s.wait_seconds, open_s, StatusKb("/proc/self/status", "VmHWM:") / 1024);
+  if (l.order() == Order::kBlocks)
+    std::printf("  blocks of %lld records, %d per window\n", static_cast<long long>(l.block_records()),
+                o.window_blocks);
+  if (s.read_ahead_bytes > 0)
+    std::printf("  read ahead %.1f MB; batches waited %.2f s for it\n", s.read_ahead_bytes / 1e6,
+                s.read_ahead_wait_seconds);
+  // Memory at the end: private (anonymous), shared memory mapped, and the
+  // proportional share (Pss) of everything mapped.
+  std::printf("  memory: RssAnon %ld MiB, RssShmem %ld MiB, Pss %ld MiB\n",
+              StatusKb("/proc/self/status", "RssAnon:") / 1024, StatusKb("/proc/self/status", "RssShmem:") / 1024,
+              StatusKb("/proc/self/smaps_rollup", "Pss:") / 1024);
   return 0;
 }

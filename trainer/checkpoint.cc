@@ -46,6 +46,8 @@ Status SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::
     WriteInt(a, "seed", s.seed);
     WriteInt(a, "world_size", s.world_size);
     WriteInt(a, "batch_size", s.batch_size);
+    WriteInt(a, "order", s.order);
+    WriteInt(a, "order_world", s.order_world);
     a.write("rng", at::detail::getDefaultCPUGenerator().get_state());
     a.save_to(bytes);
   } catch (const std::exception& e) {
@@ -80,6 +82,8 @@ TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, tor
   if (auto t = Read(a, "global_step", false); t.defined()) s.global_step = t.item<int64_t>();
   if (auto t = Read(a, "world_size", false); t.defined()) s.world_size = t.item<int64_t>();
   if (auto t = Read(a, "batch_size", false); t.defined()) s.batch_size = t.item<int64_t>();
+  if (auto t = Read(a, "order", false); t.defined()) s.order = t.item<int64_t>();
+  if (auto t = Read(a, "order_world", false); t.defined()) s.order_world = t.item<int64_t>();
   if (auto t = Read(a, "rng", false); t.defined()) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());

@@ -21,6 +21,11 @@ struct TrainState {
   int64_t seed = 0;
   int64_t world_size = 1;   // of the run that saved it (information: any may resume)
   int64_t batch_size = 0;   // per rank, likewise
+  // The training order (imagepack::Order) of the epoch in progress and the
+  // world size it was made for (LoaderState); -1: saved before orders
+  // existed (random).
+  int64_t order = -1;
+  int64_t order_world = 0;
 };
 
 // Serialises everything in memory, then writes it with the library's

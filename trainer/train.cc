@@ -53,7 +53,14 @@ int main(int argc, char** argv) {
       ("amp", "autocast: bf16 on CPU, fp16 with loss scaling on CUDA")
       ("device", po::value(&a.device)->default_value("cpu"), "cpu or cuda")
       ("channels-last", "NHWC batches and channels-last model")
-      ("in-ram", "hold the databases in memory")
+      ("in-ram", "hold the databases in RAM, one shared copy per machine")
+      ("lock-in-ram", "with --in-ram: mlock the copy")
+      ("order", po::value(&a.order)->default_value("auto"),
+       "training order: random, blocks (for data not in the page cache) or auto")
+      ("block-mb", po::value(&a.block_mb)->default_value(4), "--order blocks: block size in MB")
+      ("window-blocks", po::value(&a.window_blocks)->default_value(16), "--order blocks: blocks shuffled together")
+      ("io-threads", po::value(&a.io_threads)->default_value(-1),
+       "reads in flight ahead of decoding (-1: 4 with blocks, none otherwise)")
       ("print-freq", po::value(&a.print_freq)->default_value(10), "log every N steps")
       ("seed", po::value(&a.seed)->default_value(0), "seed for init, shuffling and augmentation")
       ("threads", po::value(&a.threads)->default_value(0), "torch threads (0: cores / local ranks)")
@@ -80,6 +87,7 @@ int main(int argc, char** argv) {
     return cli::UsageError("--data, --val and --output are required");
   a.amp = vm.count("amp");
   a.in_ram = vm.count("in-ram");
+  a.lock_in_ram = vm.count("lock-in-ram");
   a.evaluate = vm.count("evaluate");
   a.tta_flip = vm.count("tta-flip") > 0;
   a.nesterov = vm.count("nesterov");

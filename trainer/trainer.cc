@@ -97,6 +97,13 @@ Trainer::Trainer(const TrainOptions& o)
       " process(es) [" + dist_->backend() + ", " + env_.source + "], batch " + std::to_string(o_.batch) +
       "/rank, lr " + std::to_string(schedule_.base_lr) +
       (o_.amp ? (device_.is_cuda() ? ", AMP fp16" : ", AMP bf16") : ""));
+  if (train_loader_)
+    Log("=> training order " + std::string(OrderName(train_loader_->order())) +
+        (train_loader_->order() == Order::kBlocks
+             ? " (" + std::to_string(train_loader_->block_records()) + " records per block, " +
+                   std::to_string(lo_.window_blocks) + " blocks per window)"
+             : "") +
+        (o_.in_ram ? ", in RAM" : ""));
 }
 
 Trainer::~Trainer() = default;
@@ -107,6 +114,11 @@ void Trainer::SetUpLoaders() {
   const bool small = IsSmall(arch_);
   lo_.paths = train_paths;
   lo_.in_ram = o_.in_ram;
+  lo_.lock_in_ram = o_.lock_in_ram;
+  lo_.order = Check(ParseOrder(o_.order));
+  lo_.block_mb = o_.block_mb;
+  lo_.window_blocks = o_.window_blocks;
+  lo_.io_threads = o_.io_threads;
   lo_.batch_size = o_.batch;
   lo_.seed = static_cast<uint64_t>(o_.seed);
   lo_.rank = dist_->rank();
@@ -120,6 +132,7 @@ void Trainer::SetUpLoaders() {
   vo.paths = {o_.val};
   vo.shuffle = false;
   vo.even_partition = false;
+  vo.io_threads = -1;
   vo.transform = small ? TransformKind::kPadCropEval : TransformKind::kEval;
   if (std::string(task_->name()) == "segmentation") {
     // Crops of at least a third of the image (garments stay recognisable),
@@ -189,6 +202,13 @@ void Trainer::Resume() {
     state_ = LoadCheckpoint(resume, *module_, o_.evaluate ? nullptr : optimizer_.get());
     scaler_->Load(state_.scaler_scale, static_cast<int>(state_.scaler_tracker));
     module_->to(device_);
+    // --order auto resolves by what is cached now; the run keeps the order
+    // it started with, so its epochs are those of the uninterrupted run.
+    const Order saved = state_.order < 0 ? Order::kRandom : static_cast<Order>(state_.order);
+    if (train_loader_ && lo_.order == Order::kAuto && lo_.shuffle && saved != train_loader_->order()) {
+      lo_.order = saved;
+      train_loader_ = Check(Loader::Open(lo_));
+    }
     Log("=> resumed from " + resume + " at epoch " + std::to_string(state_.epoch) +
         (state_.position > 0 ? ", position " + std::to_string(state_.position) + " (saved by " +
                                    std::to_string(state_.world_size) + " process(es))"
@@ -252,6 +272,8 @@ int Trainer::Run() {
     const double acc1 = o_.no_val ? 0.0 : Evaluate(epoch);
     const bool best = acc1 > state_.best_acc1;
     state_.best_acc1 = std::max(state_.best_acc1, acc1);
+    state_.order = static_cast<int64_t>(train_loader_->order());  // the next epoch's
+    state_.order_world = 0;
     Checkpoint(epoch + 1, 0);
     if (main_rank_ && best) {
       Status st = SaveCheckpoint(o_.output + "/model_best.pt", *module_, *optimizer_, state_);
@@ -330,8 +352,14 @@ Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
   module_->train();
   Loader& tl = *train_loader_;
   const int64_t world = dist_->world_size();
-  const int64_t start = epoch == state_.epoch ? state_.position : 0;
-  tl.Restore({epoch, start});
+  const bool resumed = epoch == state_.epoch && state_.position > 0;
+  const int64_t start = resumed ? state_.position : 0;
+  LoaderState from{epoch, start};
+  if (resumed && state_.order >= 0) {
+    from.order = static_cast<Order>(state_.order);
+    from.world = static_cast<int>(state_.order_world);
+  }
+  tl.Restore(from);
   // Exact when the world and batch sizes are those that saved the state;
   // otherwise the nearest step (the schedule only needs progress).
   const int64_t first_step = start / (int64_t(o_.batch) * world);
@@ -368,7 +396,10 @@ Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
     dist_->AllReduceSum(flags);
     const bool preempted = flags[0].item<double>() > 0, stop = flags[1].item<double>() > 0;
     if (preempted || stop || flags[2].item<double>() > 0) {
-      const int64_t position = tl.state().position;
+      const LoaderState ls = tl.state();
+      const int64_t position = ls.position;
+      state_.order = static_cast<int64_t>(ls.order);
+      state_.order_world = ls.world;
       Checkpoint(epoch, position);
       if (preempted || stop) {
         Log("=> " + std::string(preempted ? "stop requested by a signal" : "--stop-at-step reached") +

@@ -27,13 +27,16 @@ namespace imagepack::trainer {
 struct TrainOptions {
   std::string data, val, arch, output, resume, device = "cpu", schedule = "step";
   std::string task = "classification";  // classification | segmentation | restoration (task.h)
+  std::string order = "auto";           // the training data's order (LoaderOptions::order)
+  double block_mb = 4;
+  int window_blocks = 16, io_threads = -1;
   int epochs = 90, batch = 256, print_freq = 10, threads = 0, loader_threads = 0, size = 0, step_size = 30;
   double lr = 0.1, momentum = 0.9, wd = 1e-4, label_smoothing = 0, warmup = 0;
   int64_t seed = 0, max_steps = 0, checkpoint_every = 0, stop_at_step = 0;
   double checkpoint_minutes = 0;
   std::string log_samples;
   int save_predictions = 0;  // write the first N validation samples' inputs, outputs, targets (.npy)
-  bool amp = false, in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
+  bool amp = false, in_ram = false, lock_in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
        lr_scale = false, zero_init = false, channels_last = false, no_val = false;
 };
 

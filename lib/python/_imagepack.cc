@@ -85,7 +85,8 @@ class PyLoader {
            int eval_resize, int pad, double scale_min, double scale_max, double ratio_min, double ratio_max,
            int channels, const std::string& layout, bool shuffle, uint64_t seed, int rank, int world_size,
            bool even_partition, bool drop_last, int threads, int prefetch, const std::string& on_corrupt,
-           bool dct_scaling, bool vflip, double min_box_visible) {
+           bool dct_scaling, bool vflip, double min_box_visible, const std::string& order, double block_mb,
+           int window_blocks, int io_threads, bool lock_in_ram) {
     LoaderOptions o;
     o.paths = std::move(paths);
     o.batch_size = batch_size;
@@ -114,6 +115,11 @@ class PyLoader {
     o.dct_scaling = dct_scaling;
     o.vflip = vflip;
     o.min_box_visible = min_box_visible;
+    o.order = Take(ParseOrder(order));
+    o.block_mb = block_mb;
+    o.window_blocks = window_blocks;
+    o.io_threads = io_threads;
+    o.lock_in_ram = lock_in_ram;
     nchw_ = o.layout == Layout::kNCHW;
     size_ = size;
     Result<std::unique_ptr<Loader>> l = [&] {
@@ -128,12 +134,13 @@ class PyLoader {
     loader_->StartEpoch(epoch);
   }
 
-  void Restore(int64_t epoch, int64_t position) {
+  void Restore(int64_t epoch, int64_t position, const std::string& order, int world) {
     if (position < 0 || position > loader_->dataset_size())
       Raise(Status::InvalidArgument("position " + std::to_string(position) + " outside the epoch's " +
                                     std::to_string(loader_->dataset_size()) + " samples"));
+    const Order kind = Take(ParseOrder(order));
     py::gil_scoped_release release;
-    loader_->Restore(LoaderState{epoch, position});
+    loader_->Restore(LoaderState{epoch, position, kind, world});
   }
 
   // (images, labels, indices, {name: array} of the dataset's fields), or
@@ -162,6 +169,8 @@ class PyLoader {
     d["decode_seconds"] = s.decode_seconds;
     d["wait_seconds"] = s.wait_seconds;
     d["skipped"] = s.skipped;
+    d["read_ahead_bytes"] = s.read_ahead_bytes;
+    d["read_ahead_wait_seconds"] = s.read_ahead_wait_seconds;
     return d;
   }
 
@@ -355,21 +364,26 @@ PYBIND11_MODULE(_imagepack, m) {
   py::class_<PyLoader>(m, "Loader")
       .def(py::init<std::vector<std::string>, int, int, const std::string&, bool, int, int, double, double, double,
                     double, int, const std::string&, bool, uint64_t, int, int, bool, bool, int, int,
-                    const std::string&, bool, bool, double>(),
+                    const std::string&, bool, bool, double, const std::string&, double, int, int, bool>(),
            py::arg("paths"), py::arg("batch_size"), py::arg("size"), py::arg("transform"), py::arg("in_ram"),
            py::arg("eval_resize"), py::arg("pad"), py::arg("scale_min"), py::arg("scale_max"), py::arg("ratio_min"),
            py::arg("ratio_max"), py::arg("channels"), py::arg("layout"), py::arg("shuffle"), py::arg("seed"),
            py::arg("rank"), py::arg("world_size"), py::arg("even_partition"), py::arg("drop_last"),
            py::arg("threads"), py::arg("prefetch"), py::arg("on_corrupt"), py::arg("dct_scaling"),
-           py::arg("vflip") = false, py::arg("min_box_visible") = 0.0)
+           py::arg("vflip") = false, py::arg("min_box_visible") = 0.0, py::arg("order") = "auto",
+           py::arg("block_mb") = 4.0, py::arg("window_blocks") = 16, py::arg("io_threads") = -1,
+           py::arg("lock_in_ram") = false)
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"))
-      .def("restore", &PyLoader::Restore, py::arg("epoch"), py::arg("position"))
+      .def("restore", &PyLoader::Restore, py::arg("epoch"), py::arg("position"), py::arg("order") = "auto",
+           py::arg("world") = 0)
       .def("next", &PyLoader::Next)
       .def("stats", &PyLoader::Stats)
       .def_property_readonly("state", [](PyLoader& l) {
         const LoaderState s = l.loader().state();
-        return py::make_tuple(s.epoch, s.position);
+        return py::make_tuple(s.epoch, s.position, OrderName(s.order), s.world);
       })
+      .def_property_readonly("order", [](PyLoader& l) { return OrderName(l.loader().order()); })
+      .def_property_readonly("block_records", [](PyLoader& l) { return l.loader().block_records(); })
       .def_property_readonly("batches_per_epoch", [](PyLoader& l) { return l.loader().batches_per_epoch(); })
       .def_property_readonly("samples_per_epoch", [](PyLoader& l) { return l.loader().samples_per_epoch(); })
       .def_property_readonly("dataset_size", [](PyLoader& l) { return l.loader().dataset_size(); })

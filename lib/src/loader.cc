@@ -33,6 +33,21 @@ std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_
   return DealPositions(EpochOrder(n, spec, epoch), rank, world, even_partition, start);
 }
 
+Result<std::vector<int64_t>> ReadLabels(const std::vector<std::string>& paths) {
+  OpenOptions oo;
+  oo.pread_records = true;
+  auto src = OpenDatabases(paths, oo);
+  if (!src.ok()) return src.status();
+  auto cur = src.value()->NewCursor();
+  std::vector<int64_t> labels(static_cast<size_t>(src.value()->size()));
+  for (int64_t i = 0; i < src.value()->size(); ++i) {
+    auto r = cur->Read(i, /*verify_checksum=*/false);
+    if (!r.ok()) return r.status().WithContext(src.value()->Describe());
+    labels[static_cast<size_t>(i)] = r->fields.label;
+  }
+  return labels;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -731,6 +746,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   // next): no page faults, and resident memory does not grow with the file.
   OpenOptions oo;
   oo.in_ram = o.in_ram;
+  oo.lock_in_ram = o.lock_in_ram;
   oo.pread_records = !o.in_ram;
   auto src = OpenDatabases(o.paths, oo);
   if (!src.ok()) return src.status();

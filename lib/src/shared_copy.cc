@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 namespace imagepack::internal {
 namespace {
 
-constexpr char kPrefix[] = "imagepack-";
+constexpr char kPrefix[] = "imagepack-copy-";
 
 // An fd closed on scope exit.
 struct Fd {
@@ -87,15 +87,19 @@ Status ParallelCopy(int src_fd, int dst_fd, uint64_t size, const std::string& sr
 }
 
 // Removes copies no process holds (left by a crash, or of a file that has
-// changed since), so shared memory does not fill with orphans.
+// changed since), so shared memory does not fill with orphans. Under the
+// folder's lock: nobody is between opening a copy and taking its flock.
 void RemoveOrphans(const fs::path& dir, const std::string& keep) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind(kPrefix, 0) != 0 || e.path().extension() != ".db" || e.path().string() == keep) continue;
-    const std::string lock = e.path().string() + ".lock";
-    Fd lf(::open(lock.c_str(), O_RDONLY | O_CLOEXEC));
-    if (lf.fd < 0 || ::flock(lf.fd, LOCK_EX | LOCK_NB) != 0) continue;
+    if (name.rfind(kPrefix, 0) != 0 || e.path().string() == keep) continue;
+    // Copies are made under the lock: a temporary seen now is a dead one's.
+    if (name.find(".db.tmp") != std::string::npos) {
+      ::unlink(e.path().c_str());
+      continue;
+    }
+    if (e.path().extension() != ".db") continue;
     Fd df(::open(e.path().c_str(), O_RDONLY | O_CLOEXEC));
     if (df.fd >= 0 && ::flock(df.fd, LOCK_EX | LOCK_NB) == 0) ::unlink(e.path().c_str());
   }
@@ -120,8 +124,8 @@ Status SharedCopy::Lock() {
 SharedCopy::~SharedCopy() {
   if (locked_) ::munmap(locked_, size_);
   if (fd_ < 0) return;
-  // Under the copy's lock, so no process is between opening it and taking
-  // its shared flock: if no other holder is left, the copy goes.
+  // Under the folder's lock, so no process is between opening the copy and
+  // taking its shared flock: if no other holder is left, the copy goes.
   Fd lf(::open(lock_path_.c_str(), O_RDONLY | O_CLOEXEC));
   if (lf.fd >= 0) ::flock(lf.fd, LOCK_EX);
   if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) ::unlink(path_.c_str());
@@ -145,7 +149,9 @@ Result<std::unique_ptr<SharedCopy>> SharedCopy::Acquire(const std::string& sourc
                 st.st_mtim.tv_nsec);
   std::unique_ptr<SharedCopy> copy(new SharedCopy);
   copy->path_ = (fs::path(dir) / name).string();
-  copy->lock_path_ = copy->path_ + ".lock";
+  // One lock for the folder, held while a copy is found or made and while
+  // one is let go (copies are made one at a time: they share the device).
+  copy->lock_path_ = (fs::path(dir) / (std::string(kPrefix) + "folder.lock")).string();
   copy->size_ = static_cast<uint64_t>(st.st_size);
   Fd lf(::open(copy->lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
   if (lf.fd < 0) return Status::FromErrno("in_ram: cannot create " + copy->lock_path_, errno);

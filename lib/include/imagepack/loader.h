@@ -30,7 +30,8 @@ enum class CorruptPolicy {
 
 struct LoaderOptions {
   std::vector<std::string> paths;  // one container or the shards of one dataset
-  bool in_ram = false;
+  bool in_ram = false;             // one shared copy per machine (OpenOptions::in_ram)
+  bool lock_in_ram = false;        // and mlock it
   int batch_size = 256;
   int size = 224;                  // output height and width
   int eval_resize = 0;             // kEval: shorter edge before the crop (0: size / 0.875)
@@ -199,6 +200,11 @@ class Loader {
 
   virtual LoaderStats stats() const = 0;
 };
+
+// Every record's label, in index order (for MeasureShuffle): one pass
+// over the dataset with pread, records' checksums not verified. Errors
+// name the record.
+Result<std::vector<int64_t>> ReadLabels(const std::vector<std::string>& paths);
 
 // The dataset indices rank `rank` of `world` reads in epoch `epoch` in
 // random (shuffle) or sequential order, from position `start` on:

@@ -83,6 +83,13 @@ class Loader:
         same way for every spatial field of a sample.
     min_box_visible: a box whose part inside the crop is below this
         fraction of its area is dropped (empty ones always are).
+    in_ram: hold the database in RAM, one copy per machine (shared memory,
+        mapped by every process that opens it); lock_in_ram: mlock it.
+    order: "random" (a full permutation per epoch), "blocks" (blocks of
+        block_mb in random order, records shuffled within window_blocks
+        blocks: large sequential reads for data not in the page cache) or
+        "auto" (random when in RAM, small or cached; blocks otherwise).
+        io_threads: reads in flight ahead of decoding (-1: 4 with blocks).
     as_torch: hand out torch tensors (torch.from_numpy: no copy) when torch
         is importable; False: numpy arrays.
 
@@ -95,7 +102,8 @@ class Loader:
     def __init__(self, paths, batch_size, size, train=True, *, transform=None, in_ram=False, eval_resize=0,
                  pad=4, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), channels=0, layout="NCHW", shuffle=None,
                  seed=0, rank=None, world_size=None, drop_last=False, threads=0, prefetch=2, on_corrupt="fail",
-                 dct_scaling=True, vflip=False, min_box_visible=0.0, as_torch=True):
+                 dct_scaling=True, vflip=False, min_box_visible=0.0, order="auto", block_mb=4.0, window_blocks=16,
+                 io_threads=-1, lock_in_ram=False, as_torch=True):
         if transform is None:
             transform = "train" if train else "eval"
         if transform not in _TRANSFORMS:
@@ -115,11 +123,12 @@ class Loader:
             _paths(paths), int(batch_size), int(size), transform, bool(in_ram), int(eval_resize), int(pad),
             float(scale[0]), float(scale[1]), float(ratio[0]), float(ratio[1]), int(channels), layout,
             self._shuffle, int(seed), int(rank), int(world_size), training, bool(drop_last), int(threads),
-            int(prefetch), on_corrupt, bool(dct_scaling), bool(vflip), float(min_box_visible))
+            int(prefetch), on_corrupt, bool(dct_scaling), bool(vflip), float(min_box_visible), str(order),
+            float(block_mb), int(window_blocks), int(io_threads), bool(lock_in_ram))
         self._torch = _torch() if as_torch else None
         self._has_fields = bool(self.meta.get("fields"))
         self._epoch = 0
-        self._resume = None    # (epoch, position) the next iteration continues from
+        self._resume = None    # (epoch, position, order, world) the next iteration continues from
         self._started = False
 
     def set_epoch(self, epoch):
@@ -174,12 +183,13 @@ class Loader:
         uninterrupted run would have produced; with another world size, the
         rest of the epoch split over the new ranks (docs/LOADER.md)."""
         if self._resume is not None:
-            epoch, position = self._resume
+            epoch, position, order, world = self._resume
         elif self._started and self._loader.state[0] == self._epoch:
-            epoch, position = self._loader.state
+            epoch, position, order, world = self._loader.state
         else:
-            epoch, position = self._epoch, 0
-        return {"epoch": int(epoch), "position": int(position), **self._options}
+            epoch, position, order, world = self._epoch, 0, self.order, 0
+        return {"epoch": int(epoch), "position": int(position), "order": order, "order_world": int(world),
+                **self._options}
 
     def load_state_dict(self, state):
         for key in ("seed", "size", "transform", "shuffle"):
@@ -189,7 +199,8 @@ class Loader:
         if not 0 <= int(state["position"]) <= self.dataset_size:
             raise ValueError("position %r outside the epoch's %d samples" % (state["position"], self.dataset_size))
         self._epoch = int(state["epoch"])
-        self._resume = (self._epoch, int(state["position"]))
+        self._resume = (self._epoch, int(state["position"]), state.get("order", "auto"),
+                        int(state.get("order_world", 0)))
         self._loader.restore(*self._resume)  # len() now counts the rest of the epoch
 
     def stats(self):
@@ -219,6 +230,12 @@ class Loader:
     @property
     def dataset_size(self):
         return self._loader.dataset_size
+
+    @property
+    def order(self):
+        """The order epochs start with: "random", "blocks" or "sequential"
+        (order="auto" resolved when the loader opened; docs/LOADER.md)."""
+        return self._loader.order
 
     @property
     def samples_per_epoch(self):

@@ -1,0 +1,91 @@
+// shuffle_quality DB... [--batch B] [--world W] [--epoch E] [--block-mb M...] [--window-blocks K...]
+// How well each epoch order mixes the dataset's labels, against a full
+// permutation: the table that picks --order, --block-mb and
+// --window-blocks for a dataset (docs/LOADER.md, "Order").
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "cli.h"
+#include "imagepack/loader.h"
+#include "imagepack/order.h"
+#include "imagepack/store.h"
+
+using namespace imagepack;
+namespace po = boost::program_options;
+
+int main(int argc, char** argv) {
+  std::vector<std::string> paths;
+  int batch = 256, world = 1;
+  int64_t epoch = 0;
+  uint64_t seed = 0;
+  std::vector<double> block_mb;
+  std::vector<int> windows;
+  po::options_description opts("Options");
+  opts.add_options()
+      ("batch", po::value(&batch)->default_value(256), "batch size per rank")
+      ("world", po::value(&world)->default_value(1), "ranks (the order of rank 0 is measured)")
+      ("epoch", po::value(&epoch)->default_value(0), "epoch")
+      ("seed", po::value(&seed)->default_value(0), "seed")
+      ("block-mb", po::value(&block_mb)->multitoken(), "block sizes to try (default 1 4 16)")
+      ("window-blocks", po::value(&windows)->multitoken(), "windows to try (default 4 16 64)")
+      ("help,h", "show this help and exit")
+      ("version", "show the version and exit");
+  po::options_description hidden;
+  hidden.add_options()("db", po::value(&paths)->multitoken());
+  po::positional_options_description pos;
+  pos.add("db", -1);
+  cli::ParseOrExit(argc, argv, "DB... [options]", opts, hidden, pos);
+  if (paths.empty()) return cli::UsageError("give at least one database");
+  if (batch < 1 || world < 1) return cli::UsageError("--batch and --world must be positive");
+  if (block_mb.empty()) block_mb = {1, 4, 16};
+  if (windows.empty()) windows = {4, 16, 64};
+  auto labels = ReadLabels(paths);
+  if (!labels.ok()) {
+    std::cerr << cli::ProgramName() << ": " << labels.status().message() << "\n";
+    return cli::kExitFatal;
+  }
+  auto src = OpenDatabases(paths);
+  if (!src.ok()) {
+    std::cerr << cli::ProgramName() << ": " << src.status().message() << "\n";
+    return cli::kExitFatal;
+  }
+  int64_t bytes = 0;
+  for (const auto& p : paths) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0) bytes += st.st_size;
+  }
+  const int64_t n = static_cast<int64_t>(labels->size());
+  std::printf("%lld records, %.1f MB, batch %d, world %d; score = distinct labels per batch / a full "
+              "permutation's\n",
+              static_cast<long long>(n), double(bytes) / 1e6, batch, world);
+  std::printf("%-10s %8s %7s %13s %15s %7s %14s\n", "order", "block_MB", "window", "records/block",
+              "labels/batch", "score", "same_next");
+  auto row = [&](const OrderSpec& spec, const std::string& bmb, const std::string& win) {
+    const auto mine = DealPositions(EpochOrder(n, spec, epoch), 0, world, false);
+    const ShuffleQuality q = MeasureShuffle(labels.value(), mine, batch);
+    std::printf("%-10s %8s %7s %13s %7.1f/%-7.1f %7.3f %6.4f/%-7.4f\n", OrderName(spec.kind), bmb.c_str(),
+                win.c_str(), spec.kind == Order::kBlocks ? std::to_string(spec.block_records).c_str() : "-",
+                q.classes_per_batch, q.classes_per_batch_ref, q.score(), q.same_label_pairs, q.same_label_pairs_ref);
+  };
+  OrderSpec spec;
+  spec.seed = seed;
+  spec.world = world;
+  spec.kind = Order::kRandom;
+  row(spec, "-", "-");
+  spec.kind = Order::kSequential;
+  row(spec, "-", "-");
+  spec.kind = Order::kBlocks;
+  for (double mb : block_mb)
+    for (int w : windows) {
+      spec.block_records =
+          BlockRecords(n, bytes, static_cast<int64_t>(mb * (1 << 20)), src.value()->meta().records_per_value);
+      spec.window_blocks = w;
+      char b[32];
+      std::snprintf(b, sizeof b, "%g", mb);
+      row(spec, b, std::to_string(w));
+    }
+  return 0;
+}
