@@ -1,5 +1,6 @@
 // shuffle_quality DB... [--batch B] [--world W] [--epoch E] [--block-mb M...] [--window-blocks K...]
-// How well each epoch order mixes the dataset's labels, against a full
+// How well each epoch order mixes the dataset's labels, and how often the
+// same records meet in a batch again the next epoch, against a full
 // permutation: the table that picks --order, --block-mb and
 // --window-blocks for a dataset (docs/LOADER.md, "Order").
 #include <cstdio>
@@ -61,14 +62,17 @@ int main(int argc, char** argv) {
   std::printf("%lld records, %.1f MB, batch %d, world %d; score = distinct labels per batch / a full "
               "permutation's\n",
               static_cast<long long>(n), double(bytes) / 1e6, batch, world);
-  std::printf("%-10s %8s %7s %13s %15s %7s %14s\n", "order", "block_MB", "window", "records/block",
-              "labels/batch", "score", "same_next");
+  std::printf("%-10s %8s %7s %13s %15s %7s %15s %17s\n", "order", "block_MB", "window", "records/block",
+              "labels/batch", "score", "same_next", "repeat_pairs");
   auto row = [&](const OrderSpec& spec, const std::string& bmb, const std::string& win) {
     const auto mine = DealPositions(EpochOrder(n, spec, epoch), 0, world, false);
-    const ShuffleQuality q = MeasureShuffle(labels.value(), mine, batch);
-    std::printf("%-10s %8s %7s %13s %7.1f/%-7.1f %7.3f %6.4f/%-7.4f\n", OrderName(spec.kind), bmb.c_str(),
-                win.c_str(), spec.kind == Order::kBlocks ? std::to_string(spec.block_records).c_str() : "-",
-                q.classes_per_batch, q.classes_per_batch_ref, q.score(), q.same_label_pairs, q.same_label_pairs_ref);
+    const auto next = DealPositions(EpochOrder(n, spec, epoch + 1), 0, world, false);
+    const ShuffleQuality q = MeasureShuffle(labels.value(), mine, batch, next);
+    std::printf("%-10s %8s %7s %13s %7.1f/%-7.1f %7.3f %6.4f/%-8.4f %7.4f/%-8.4f\n", OrderName(spec.kind),
+                bmb.c_str(), win.c_str(),
+                spec.kind == Order::kBlocks ? std::to_string(spec.block_records).c_str() : "-", q.classes_per_batch,
+                q.classes_per_batch_ref, q.score(), q.same_label_pairs, q.same_label_pairs_ref, q.repeat_pairs,
+                q.repeat_pairs_ref);
   };
   OrderSpec spec;
   spec.seed = seed;

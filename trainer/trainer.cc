@@ -104,6 +104,10 @@ Trainer::Trainer(const TrainOptions& o)
                    std::to_string(lo_.window_blocks) + " blocks per window)"
              : "") +
         (o_.in_ram ? ", in RAM" : ""));
+  if (train_loader_ && train_loader_->order() == Order::kBlocks && !StoredShuffled(train_loader_->meta()))
+    Log("=> warning: " + o_.data +
+        " was not packed with --shuffle: a block holds records of few classes and batches mix poorly "
+        "(shuffle_quality shows how much); repack with --shuffle, or use --order random");
 }
 
 Trainer::~Trainer() = default;

@@ -310,7 +310,7 @@ class LoaderImpl : public Loader {
   }
 
   // Keeps the reads of the next positions of this rank's order in flight
-  // (a window of blocks ahead with kBlocks, two batches otherwise), then
+  // (a window of blocks ahead with kBlocks, a batch otherwise), then
   // waits for those of batch bn: its workers then read from the page cache.
   void ReadAheadFor(int64_t bn) {
     const int64_t n = static_cast<int64_t>(indices_.size());
@@ -318,7 +318,7 @@ class LoaderImpl : public Loader {
                              ? std::max<int64_t>(spec_.block_records * spec_.window_blocks, o_.batch_size)
                              : int64_t(o_.batch_size);
     const int64_t need = std::min(n, (bn + 1) * o_.batch_size);
-    const int64_t ahead = std::min(n, need + 2 * unit);
+    const int64_t ahead = std::min(n, need + unit);
     while (ahead_issued_ < ahead) {
       const int64_t end = std::min(n, ahead_issued_ + unit);
       std::vector<int64_t> recs(indices_.begin() + ahead_issued_, indices_.begin() + end);
@@ -705,9 +705,11 @@ class LoaderImpl : public Loader {
 
 // Order::kAuto (LoaderOptions::order): random where reads are cheap (in
 // RAM, a small dataset that the first epoch brings into the page cache,
-// files already mostly cached), blocks otherwise.
-Order AutoOrder(const LoaderOptions& o) {
-  if (o.in_ram) return Order::kRandom;
+// files already mostly cached) or where blocks would mix poorly (records
+// not stored shuffled: blocks of a pack in class order hold one class
+// each); blocks otherwise.
+Order AutoOrder(const LoaderOptions& o, const DatasetMeta& meta) {
+  if (o.in_ram || !StoredShuffled(meta)) return Order::kRandom;
   uint64_t total = 0, cached = 0;
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   for (const auto& path : o.paths) {
@@ -755,7 +757,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   OrderSpec spec;
   spec.seed = o.seed;
   spec.world = o.world_size;
-  spec.kind = !o.shuffle ? Order::kSequential : o.order != Order::kAuto ? o.order : AutoOrder(o);
+  spec.kind = !o.shuffle ? Order::kSequential : o.order != Order::kAuto ? o.order : AutoOrder(o, s.meta());
   spec.window_blocks = o.window_blocks;
   // Blocks are of the files' bytes: what the device reads.
   int64_t file_bytes = 0;

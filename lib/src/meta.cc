@@ -218,4 +218,11 @@ std::string UtcNow() {
   return buf;
 }
 
+bool StoredShuffled(const DatasetMeta& meta) {
+  const auto options = nlohmann::json::parse(meta.options_json, nullptr, /*allow_exceptions=*/false);
+  if (!options.is_object()) return false;
+  const auto it = options.find("shuffle");
+  return it != options.end() && it->is_number_integer() && it->get<int64_t>() >= 0;
+}
+
 }  // namespace imagepack

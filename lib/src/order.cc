@@ -95,7 +95,8 @@ int64_t BlockRecords(int64_t count, int64_t bytes, int64_t block_bytes, int reco
   return r;
 }
 
-ShuffleQuality MeasureShuffle(const std::vector<int64_t>& labels, const std::vector<int64_t>& order, int batch) {
+ShuffleQuality MeasureShuffle(const std::vector<int64_t>& labels, const std::vector<int64_t>& order, int batch,
+                              const std::vector<int64_t>& next) {
   ShuffleQuality q;
   std::map<int64_t, int64_t> counts;
   for (int64_t l : labels) ++counts[std::max<int64_t>(l, -1)];
@@ -123,6 +124,21 @@ ShuffleQuality MeasureShuffle(const std::vector<int64_t>& labels, const std::vec
   int64_t same = 0;
   for (size_t i = 1; i < order.size(); ++i) same += label_of(order[i]) == label_of(order[i - 1]);
   if (order.size() > 1) q.same_label_pairs = double(same) / double(order.size() - 1);
+  if (!next.empty() && q.batches > 0) {
+    // Batch of each record in the next epoch (-1: not read there).
+    std::vector<int64_t> next_batch(labels.size(), -1);
+    for (size_t k = 0; k < next.size(); ++k) next_batch[static_cast<size_t>(next[k])] = int64_t(k) / batch;
+    double met = 0, again = 0;
+    for (size_t at = 0; at + size_t(batch) <= order.size(); at += size_t(batch)) {
+      std::map<int64_t, int64_t> groups;
+      for (size_t k = at; k < at + size_t(batch); ++k) ++groups[next_batch[static_cast<size_t>(order[k])]];
+      for (const auto& [nb, c] : groups)
+        if (nb >= 0) again += double(c) * double(c - 1) / 2;
+      met += double(batch) * double(batch - 1) / 2;
+    }
+    q.repeat_pairs = again / met;
+    q.repeat_pairs_ref = n > 1 ? double(batch - 1) / (n - 1) : 0;
+  }
   return q;
 }
 

@@ -44,8 +44,10 @@ struct LoaderOptions {
   bool shuffle = true;             // false: Order::kSequential whatever `order` says
   uint64_t seed = 0;
   // The epoch's order (order.h; docs/LOADER.md, "Order"). kAuto: kRandom
-  // when in_ram, when the files total less than 256 MiB, or when at least
-  // half of their bytes are in the page cache at Open(); kBlocks otherwise.
+  // when in_ram, when the records were not stored shuffled
+  // (StoredShuffled), when the files total less than 256 MiB, or when at
+  // least half of their bytes are in the page cache at Open(); kBlocks
+  // otherwise.
   Order order = Order::kAuto;
   double block_mb = 4;        // kBlocks: block size (records per block from the mean record size)
   int window_blocks = 16;     // kBlocks: blocks whose records are shuffled together

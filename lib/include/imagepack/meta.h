@@ -46,6 +46,11 @@ struct DatasetMeta {
   std::string ToJson() const;
 };
 
+// Whether the records were stored in a random order (pack_lmdb --shuffle:
+// options.shuffle is a seed >= 0), so that runs of consecutive records
+// mix classes like the whole dataset does.
+bool StoredShuffled(const DatasetMeta& meta);
+
 // Parses and validates metadata JSON: required keys present with the right
 // types, count >= 0, channels 1 or 3, label_counts (if present) sized like
 // classes, each >= 0, summing to at most count (unlabelled records, label

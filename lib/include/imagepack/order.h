@@ -64,6 +64,13 @@ struct ShuffleQuality {
   double classes_per_batch_ref = 0;  // expected for a full permutation
   double same_label_pairs = 0;       // fraction of consecutive samples with equal labels
   double same_label_pairs_ref = 0;   // sum over classes of p_c^2 (a full permutation's)
+  // Given the next epoch's order: of the pairs of records that share a
+  // batch, the fraction that share one again in the next epoch; a full
+  // permutation's is (batch - 1) / (n - 1). Blocks keep neighbours in one
+  // window every epoch, so they meet more often: this is the price of a
+  // window, whatever the labels. -1: not measured.
+  double repeat_pairs = -1;
+  double repeat_pairs_ref = -1;
   // classes_per_batch / classes_per_batch_ref: 1 for a full shuffle, about
   // 1 / (distinct per batch) for a pack sorted by class read in order.
   double score() const { return classes_per_batch_ref > 0 ? classes_per_batch / classes_per_batch_ref : 0; }
@@ -71,6 +78,9 @@ struct ShuffleQuality {
 // `labels[i]`: record i's label; `order`: the indices one rank reads, in
 // order; batches of `batch` consecutive entries (a final short one left
 // out). Labels below 0 count as one more class.
-ShuffleQuality MeasureShuffle(const std::vector<int64_t>& labels, const std::vector<int64_t>& order, int batch);
+// `next`: the same rank's order in the next epoch, for repeat_pairs
+// (empty: not measured).
+ShuffleQuality MeasureShuffle(const std::vector<int64_t>& labels, const std::vector<int64_t>& order, int batch,
+                              const std::vector<int64_t>& next = {});
 
 }  // namespace imagepack

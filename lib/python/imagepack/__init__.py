@@ -88,7 +88,8 @@ class Loader:
     order: "random" (a full permutation per epoch), "blocks" (blocks of
         block_mb in random order, records shuffled within window_blocks
         blocks: large sequential reads for data not in the page cache) or
-        "auto" (random when in RAM, small or cached; blocks otherwise).
+        "auto" (random when in RAM, small, cached or not packed with
+        --shuffle; blocks otherwise).
         io_threads: reads in flight ahead of decoding (-1: 4 with blocks).
     as_torch: hand out torch tensors (torch.from_numpy: no copy) when torch
         is importable; False: numpy arrays.

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Reading packed data at the storage's speed: one run, one table per
+# device. Root only (loop devices, a blkio cgroup, dmsetup); everything it
+# sets up is torn down on exit.
+#
+#   scripts/bench/bench_storage.sh [--files 20000] [--batches 12] [--devices "cache disk hdd delay"]
+#
+# Data: FILES 256-px JPEGs cut from real photos (the 2000 that
+# bench_pack.sh resizes, copied round), in 100 classes, as an ImageFolder
+# tree, a folder2lmdb-style LMDB (the peers' input), our LMDB packed with
+# --shuffle, and one packed in class order (for the shuffle score). Devices:
+#   cache  the files in the page cache (read just before)
+#   disk   this machine's disk, each file's pages dropped (POSIX_FADV_DONTNEED)
+#   hdd    an ext4 image on a loop device (direct I/O: no second cache)
+#          throttled by the blkio cgroup to 150 IOPS and 120 MB/s
+#   delay  the same image through a dm "delay" target: +2 ms per read
+# Rows per device: PyTorch DataLoader + ImageFolder and over the LMDB
+# Dataset (2 workers, shuffled), imagepack random order, blocks, and
+# in_ram (the copy's load time apart). Each row: images/s, MB/s of records
+# read, the device's sequential read rate measured in the same run (dd of
+# our LMDB, cold), and the order's shuffle score (shuffle_quality). Cold
+# rows drop the caches before each run.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+FILES=20000 BATCHES=12 DEVICES="cache disk hdd delay"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --files) FILES=$2; shift 2;;
+    --batches) BATCHES=$2; shift 2;;
+    --devices) DEVICES=$2; shift 2;;
+    *) echo "usage: $0 [--files N] [--batches B] [--devices \"cache disk hdd delay\"]" >&2; exit 2;;
+  esac
+done
+[ "$(id -u)" = 0 ] || { echo "$0: needs root (loop devices, cgroups, dmsetup)" >&2; exit 2; }
+BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
+[ -x "$BIN/bench_loader" ] || scripts/build.sh >/dev/null
+WORK=${BENCH_DIR:-/tmp/imagepack-bench}
+PY=/usr/bin/python3
+BASE=$WORK/resized-base
+if [ ! -d "$BASE" ]; then
+  [ -d "$WORK/photos-2000" ] ||
+    $PY scripts/make_photo_tree.py "$WORK/photos-2000" --images 2000 --classes 10 --seed 3 >/dev/null
+  "$BIN/resize_imagenet" "$WORK/photos-2000" "$BASE" --max-size 256 -q >/dev/null
+fi
+DATA=$WORK/storage-$FILES   # on this machine's disk
+TREE=$DATA/tree
+mkdir -p "$DATA"
+[ -d "$TREE" ] || $PY - "$BASE" "$TREE" "$FILES" <<'PY'
+import os, shutil, sys
+base, out, files = sys.argv[1], sys.argv[2], int(sys.argv[3])
+srcs = sorted(os.path.join(d, f) for d, _, fs in os.walk(base) for f in fs)
+for i in range(files):
+    c = "c%03d" % (i * 100 // files)
+    os.makedirs(os.path.join(out, c), exist_ok=True)
+    shutil.copyfile(srcs[i % len(srcs)], os.path.join(out, c, "%06d.JPEG" % i))
+PY
+[ -f "$DATA/jpeg.lmdb" ] || "$BIN/pack_lmdb" "$TREE" "$DATA/jpeg.lmdb" --shuffle 1 -q >/dev/null
+[ -f "$DATA/sorted.lmdb" ] || "$BIN/pack_lmdb" "$TREE" "$DATA/sorted.lmdb" -q >/dev/null
+[ -f "$DATA/py.lmdb" ] || $PY scripts/bench/folder2lmdb.py "$TREE" "$DATA/py.lmdb" >/dev/null
+
+MNT=$WORK/storage-mnt IMG=$WORK/storage.img CG=/sys/fs/cgroup/blkio/imagepack-bench DM=imagepack-bench-delay
+LOOP=
+cleanup() {
+  set +e
+  mountpoint -q "$MNT" && umount "$MNT"
+  dmsetup info "$DM" >/dev/null 2>&1 && dmsetup remove "$DM"
+  [ -n "$LOOP" ] && losetup -d "$LOOP"
+  [ -d "$CG" ] && { cat "$CG/cgroup.procs" 2>/dev/null | while read -r p; do echo "$p" > /sys/fs/cgroup/blkio/cgroup.procs; done; rmdir "$CG"; }
+  rm -f "$IMG"
+}
+trap cleanup EXIT
+
+# Drops the page-cache pages of files and trees.
+drop() { $PY - "$@" <<'PY'
+import os, sys
+for top in sys.argv[1:]:
+    paths = [top] if os.path.isfile(top) else [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs]
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+PY
+}
+warm() { find -L "$@" -type f -exec cat {} + > /dev/null; }
+
+# Runs a command in the throttling cgroup (when there is one).
+run() {
+  if [ -d "$CG" ]; then bash -c 'echo $$ > "$0/cgroup.procs"; exec "$@"' "$CG" "$@"
+  else "$@"; fi
+}
+
+rate() { sed -n 's/.*: \([0-9.]*\) images\/s.*/\1/p' | head -1; }
+score() {  # the shuffle score of an order on our LMDB (labels read from the local copy)
+  "$BIN/shuffle_quality" "$DATA/$1" --batch 256 --block-mb 4 --window-blocks 16 |
+    awk -v o="$2" '$1 == o && (o != "blocks" || ($2 == "4" && $3 == "16")) {print $(NF-1); exit}'
+}
+SCORE_RANDOM=$(score jpeg.lmdb random)
+SCORE_BLOCKS=$(score jpeg.lmdb blocks)
+SCORE_BLOCKS_SORTED=$(score sorted.lmdb blocks)
+BYTES_PER_IMAGE=$(du -sb "$TREE" | awk -v n="$FILES" '{print $1 / n}')
+CORES=$(nproc)
+
+table() {  # device name, directory holding the data, cold (1/0)
+  local dev=$1 dir=$2 cold=$3
+  local seq
+  drop "$dir/jpeg.lmdb"
+  seq=$(run dd if="$dir/jpeg.lmdb" of=/dev/null bs=4M 2>&1 | sed -n 's/.* \([0-9.]*\) \([MG]\)B\/s.*/\1 \2/p' |
+        awk '{print ($2 == "G" ? $1 * 1000 : $1)}')
+  [ "$cold" = 1 ] || warm "$dir"
+  echo
+  echo "## $dev: device sequential read ${seq} MB/s (dd of the LMDB, cold)"
+  printf '%-46s %10s %8s %9s %8s\n' method images/s MB/s "of dev" shuffle
+  line() {  # name images/s shuffle [extra]
+    awk -v n="$1" -v r="$2" -v b="$BYTES_PER_IMAGE" -v s="$seq" -v q="$3" -v x="${4:-}" \
+      'BEGIN {mb = r * b / 1e6; printf "%-46s %10.1f %8.1f %8.0f%% %8s %s\n", n, r, mb, 100 * mb / s, q, x}'
+  }
+  local r out
+  [ "$cold" = 1 ] && drop "$dir/tree"
+  r=$(run $PY scripts/bench/loader_peers.py imagefolder "$dir/tree" --workers "$CORES" --batches "$BATCHES" | rate)
+  line "DataLoader + ImageFolder, $CORES workers" "$r" "$SCORE_RANDOM"
+  [ "$cold" = 1 ] && drop "$dir/py.lmdb"
+  r=$(run $PY scripts/bench/loader_peers.py lmdb "$dir/py.lmdb" --workers "$CORES" --batches "$BATCHES" | rate)
+  line "DataLoader + LMDB Dataset, $CORES workers" "$r" "$SCORE_RANDOM"
+  for order in random blocks; do
+    [ "$cold" = 1 ] && drop "$dir/jpeg.lmdb"
+    out=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --order "$order" --batches "$BATCHES")
+    r=$(echo "$out" | rate)
+    line "imagepack, order $order" "$r" "$([ $order = random ] && echo "$SCORE_RANDOM" || echo "$SCORE_BLOCKS")"
+  done
+  [ "$cold" = 1 ] && drop "$dir/jpeg.lmdb"
+  out=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --in-ram --batches "$BATCHES")
+  r=$(echo "$out" | rate)
+  local load
+  load=$(echo "$out" | sed -n 's/.*open \([0-9.]*\) s.*/\1/p')
+  line "imagepack, in_ram (random)" "$r" "$SCORE_RANDOM" \
+    "$(awk -v t="$load" -v f="$(stat -c %s "$dir/jpeg.lmdb")" -v s="$seq" \
+       'BEGIN {printf "load %.1f s, %.0f MB/s (%.0f%% of dev)", t, f / t / 1e6, 100 * f / t / 1e6 / s}')"
+}
+
+echo "storage benchmark: $FILES 256-px JPEGs ($(awk -v b="$BYTES_PER_IMAGE" 'BEGIN {printf "%.1f", b / 1000}') KB each)," \
+     "RandomResizedCrop(224) + flip, batch 256, $BATCHES batches, $CORES cores"
+echo "shuffle score (distinct classes per batch / a full permutation's): random $SCORE_RANDOM," \
+     "blocks 4 MB x 16 $SCORE_BLOCKS (shuffled pack), $SCORE_BLOCKS_SORTED (pack in class order)"
+for dev in $DEVICES; do
+  case $dev in
+    cache) table "page cache" "$DATA" 0;;
+    disk) table "local disk, cold" "$DATA" 1;;
+    hdd|delay)
+      if ! mountpoint -q "$MNT"; then
+        size=$(( $(du -sbL "$DATA/jpeg.lmdb" "$DATA/py.lmdb" "$TREE" | awk '{s += $1} END {print s}') * 13 / 10 / 1048576 + 64 ))
+        truncate -s "${size}M" "$IMG"
+        mkfs.ext4 -q -F "$IMG"
+        mkdir -p "$MNT"
+        LOOP=$(losetup -f --show --direct-io=on "$IMG")
+        mount "$LOOP" "$MNT"
+        cp "$DATA/jpeg.lmdb" "$DATA/py.lmdb" "$MNT/"
+        cp -r "$TREE" "$MNT/tree"
+        sync
+        umount "$MNT"
+      fi
+      if [ "$dev" = hdd ]; then
+        mount "$LOOP" "$MNT"
+        mkdir -p "$CG"
+        majmin=$(lsblk -dno MAJ:MIN "$LOOP" | tr -d ' ')
+        echo "$majmin 150" > "$CG/blkio.throttle.read_iops_device"
+        echo "$majmin $((120 * 1000 * 1000))" > "$CG/blkio.throttle.read_bps_device"
+        table "HDD-like: loop device throttled to 150 IOPS, 120 MB/s, cold" "$MNT" 1
+        umount "$MNT"
+        cat "$CG/cgroup.procs" | while read -r p; do echo "$p" > /sys/fs/cgroup/blkio/cgroup.procs; done
+        rmdir "$CG"
+      else
+        sectors=$(blockdev --getsz "$LOOP")
+        echo "0 $sectors delay $LOOP 0 2" | dmsetup create "$DM"
+        mount "/dev/mapper/$DM" "$MNT"
+        table "latency: loop device + 2 ms per read (dm delay), cold" "$MNT" 1
+        umount "$MNT"
+        dmsetup remove "$DM"
+      fi;;
+    *) echo "$0: unknown device $dev" >&2; exit 2;;
+  esac
+done
