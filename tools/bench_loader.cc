@@ -87,8 +87,9 @@ int main(int argc, char** argv) {
   const size_t sample = size_t(o.size) * o.size * l.channels();
   std::vector<uint8_t> images(sample * o.batch_size);
   std::vector<int64_t> labels(o.batch_size);
-  int64_t n = 0;
+  int64_t n = 0, first_n = 0;
   const auto t0 = std::chrono::steady_clock::now();
+  auto t_first = t0;  // when the first batch arrived: a window order reads a whole window first
   for (int e = 0; e < epochs; ++e) {
     l.StartEpoch(e);
     for (int64_t b = 0; max_batches == 0 || b < max_batches; ++b) {
@@ -115,6 +116,10 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(XXH3_64bits(lb, sizeof(int64_t) * size_t(got.value()))));
       }
       n += got.value();
+      if (e == 0 && b == 0) {
+        t_first = std::chrono::steady_clock::now();
+        first_n = n;
+      }
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -129,9 +134,12 @@ int main(int argc, char** argv) {
               "peak RSS %ld MiB\n",
               work > 0 ? 100 * s.read_seconds / work : 0.0, work > 0 ? 100 * s.decode_seconds / work : 0.0,
               s.wait_seconds, open_s, StatusKb("/proc/self/status", "VmHWM:") / 1024);
+  const double after_first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_first).count();
   if (l.order() == Order::kBlocks)
-    std::printf("  blocks of %lld records, %d per window\n", static_cast<long long>(l.block_records()),
-                o.window_blocks);
+    std::printf("  blocks of %lld records, %d per window; first batch after %.2f s, then %.1f images/s\n",
+                static_cast<long long>(l.block_records()), o.window_blocks,
+                std::chrono::duration<double>(t_first - t0).count(),
+                after_first > 0 ? (n - first_n) / after_first : 0.0);
   if (s.read_ahead_bytes > 0)
     std::printf("  read ahead %.1f MB; batches waited %.2f s for it\n", s.read_ahead_bytes / 1e6,
                 s.read_ahead_wait_seconds);

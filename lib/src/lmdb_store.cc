@@ -281,6 +281,7 @@ class LmdbCursor : public RecordCursor {
       IMAGEPACK_RETURN_IF_ERROR(Fetch(index, index, &v));
       *data = static_cast<const uint8_t*>(v.mv_data);
       *size = v.mv_size;
+      if (pread_) IMAGEPACK_RETURN_IF_ERROR(PreadMapped(*data, *size, index, &buf_, data));
       return Status::Ok();
     }
     const int64_t value = index / per_value_;
@@ -290,18 +291,25 @@ class LmdbCursor : public RecordCursor {
       IMAGEPACK_RETURN_IF_ERROR(Fetch(value, index, &v));
       const int64_t first = value * per_value_;
       const int64_t n = std::min<int64_t>(per_value_, count_ - first);
-      Status st = CheckGroup(static_cast<const uint8_t*>(v.mv_data), v.mv_size, n);
+      group_map_ = static_cast<const uint8_t*>(v.mv_data);
+      const uint8_t* header = group_map_;
+      // pread: the value's offset table alone; each record is read on its own.
+      if (pread_)
+        IMAGEPACK_RETURN_IF_ERROR(
+            PreadMapped(group_map_, std::min<size_t>(v.mv_size, GroupHeaderSize(size_t(n))), index, &header_, &header));
+      Status st = CheckGroup(header, v.mv_size, n);
       if (!st.ok())
         return Status::Corruption("record " + RecordKey(index) + ": value " + RecordKey(value) + " (" +
                                   RecordRange(first, first + n - 1) + "): " + st.message());
       value_ = value;
-      group_ = static_cast<const uint8_t*>(v.mv_data);
+      group_ = header;
     }
     // CheckGroup has checked the whole offset table.
     const size_t j = static_cast<size_t>(index - value_ * per_value_);
     const uint64_t begin = Load64(group_ + 8 + 8 * j), end = Load64(group_ + 16 + 8 * j);
-    *data = group_ + begin;
+    *data = group_map_ + begin;
     *size = static_cast<size_t>(end - begin);
+    if (pread_) IMAGEPACK_RETURN_IF_ERROR(PreadMapped(*data, *size, index, &buf_, data));
     return Status::Ok();
   }
 
@@ -357,13 +365,17 @@ class LmdbCursor : public RecordCursor {
       return LmdbError(path_ + ": record " + RecordKey(index) + which, rc);
     }
     last_ = key;
-    if (!pread_) return Status::Ok();
-    const uint64_t at = static_cast<uint64_t>(static_cast<const uint8_t*>(v->mv_data) - env_->map_addr);
-    if (buf_.size() < v->mv_size) buf_.resize(v->mv_size);
-    const ssize_t got = PreadFull(env_->fd, buf_.data(), v->mv_size, at);
-    if (got != static_cast<ssize_t>(v->mv_size))
-      return Status::FromErrno(path_ + ": read record " + RecordKey(index) + which, got < 0 ? errno : EIO);
-    v->mv_data = buf_.data();
+    return Status::Ok();
+  }
+
+  // Reads `n` bytes of the file from where `at` points in the map into
+  // `buf`, without touching the map's pages; *out = the buffer.
+  Status PreadMapped(const uint8_t* at, size_t n, int64_t index, std::vector<uint8_t>* buf, const uint8_t** out) {
+    if (buf->size() < n) buf->resize(n);
+    const ssize_t got = PreadFull(env_->fd, buf->data(), n, static_cast<uint64_t>(at - env_->map_addr));
+    if (got != static_cast<ssize_t>(n))
+      return Status::FromErrno(path_ + ": read record " + RecordKey(index), got < 0 ? errno : EIO);
+    *out = buf->data();
     return Status::Ok();
   }
 
@@ -371,11 +383,8 @@ class LmdbCursor : public RecordCursor {
   // Where value `key` lies in the file: its offset and size, found without
   // reading its pages (a value on overflow pages is only pointed at).
   Status Locate(int64_t key, uint64_t* offset, uint64_t* size) {
-    const bool pread = pread_;
-    pread_ = false;
     MDB_val v;
     Status st = Fetch(key, key, &v);
-    pread_ = pread;
     value_ = -1;  // the cursor moved
     if (!st.ok()) return st;
     *offset = static_cast<uint64_t>(static_cast<const uint8_t*>(v.mv_data) - env_->map_addr);
@@ -392,9 +401,11 @@ class LmdbCursor : public RecordCursor {
   MDB_cursor* cursor_ = nullptr;
   int64_t last_ = -1;   // key the cursor is on
   int64_t value_ = -1;  // value (group) last checked, at group_
-  const uint8_t* group_ = nullptr;
+  const uint8_t* group_ = nullptr;      // its offset table (in the map, or header_)
+  const uint8_t* group_map_ = nullptr;  // the value in the map
   bool pread_;
-  std::vector<uint8_t> buf_;  // pread: the last value read
+  std::vector<uint8_t> buf_;     // pread: the last record read
+  std::vector<uint8_t> header_;  // pread: the last value's offset table
 };
 
 class LmdbSource : public RecordSource {

@@ -3,7 +3,7 @@
 # device. Root only (loop devices, a blkio cgroup, dmsetup); everything it
 # sets up is torn down on exit.
 #
-#   scripts/bench/bench_storage.sh [--files 20000] [--batches 12] [--devices "cache disk hdd delay"]
+#   scripts/bench/bench_storage.sh [--files 20000] [--batches 12] [--long 60] [--devices "cache disk hdd delay ranks"]
 #
 # Data: FILES 256-px JPEGs cut from real photos (the 2000 that
 # bench_pack.sh resizes, copied round), in 100 classes, as an ImageFolder
@@ -13,25 +13,41 @@
 #   disk   this machine's disk, each file's pages dropped (POSIX_FADV_DONTNEED)
 #   hdd    an ext4 image on a loop device (direct I/O: no second cache)
 #          throttled by the blkio cgroup to 150 IOPS and 120 MB/s
-#   delay  the same image through a dm "delay" target: +2 ms per read
+#   delay  the local data through a FUSE pass-through (latency_fs.py, needs
+#          python3-fusepy) that adds 2 ms to every open and read request,
+#          as a network file system's round trip does (this kernel has no
+#          device-mapper, so dm-delay is not available)
 # Rows per device: PyTorch DataLoader + ImageFolder and over the LMDB
-# Dataset (2 workers, shuffled), imagepack random order, blocks, and
-# in_ram (the copy's load time apart). Each row: images/s, MB/s of records
+# Dataset (2 workers, shuffled), imagepack random order (reads from the
+# decode threads alone, then with 16 more in flight), blocks, and in_ram
+# (the copy's load time apart). Random-order rows read BATCHES batches
+# (they are slow on slow devices); blocks and in_ram LONG batches, so that
+# the first window's read (a window must be in before its first batch)
+# does not dominate.
+#   ranks  4 bench_loader processes (ranks 0-3 of 4) with --in-ram on a raw
+#          blob of the same images (5+ GB): the machine's memory in use
+#          (MemTotal - MemAvailable) and shared memory, sampled while they
+#          run, against the size of one copy. Each row: images/s, MB/s of records
 # read, the device's sequential read rate measured in the same run (dd of
 # our LMDB, cold), and the order's shuffle score (shuffle_quality). Cold
 # rows drop the caches before each run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-FILES=20000 BATCHES=12 DEVICES="cache disk hdd delay"
+FILES=20000 BATCHES=12 LONG=60 DEVICES="cache disk hdd delay ranks"
 while [ $# -gt 0 ]; do
   case $1 in
     --files) FILES=$2; shift 2;;
     --batches) BATCHES=$2; shift 2;;
+    --long) LONG=$2; shift 2;;
     --devices) DEVICES=$2; shift 2;;
     *) echo "usage: $0 [--files N] [--batches B] [--devices \"cache disk hdd delay\"]" >&2; exit 2;;
   esac
 done
-[ "$(id -u)" = 0 ] || { echo "$0: needs root (loop devices, cgroups, dmsetup)" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "$0: needs root (loop devices, cgroups, FUSE)" >&2; exit 2; }
+case " $DEVICES " in *" delay "*)
+  /usr/bin/python3 -c "import fusepy" 2>/dev/null ||
+    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-fusepy >/dev/null; };;
+esac
 BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
 [ -x "$BIN/bench_loader" ] || scripts/build.sh >/dev/null
 WORK=${BENCH_DIR:-/tmp/imagepack-bench}
@@ -58,20 +74,21 @@ PY
 [ -f "$DATA/sorted.lmdb" ] || "$BIN/pack_lmdb" "$TREE" "$DATA/sorted.lmdb" -q >/dev/null
 [ -f "$DATA/py.lmdb" ] || $PY scripts/bench/folder2lmdb.py "$TREE" "$DATA/py.lmdb" >/dev/null
 
-MNT=$WORK/storage-mnt IMG=$WORK/storage.img CG=/sys/fs/cgroup/blkio/imagepack-bench DM=imagepack-bench-delay
+MNT=$WORK/storage-mnt IMG=$WORK/storage.img CG=/sys/fs/cgroup/blkio/imagepack-bench FUSE_MNT=$WORK/storage-fuse
 LOOP=
 cleanup() {
   set +e
+  mountpoint -q "$FUSE_MNT" && umount "$FUSE_MNT"
   mountpoint -q "$MNT" && umount "$MNT"
-  dmsetup info "$DM" >/dev/null 2>&1 && dmsetup remove "$DM"
   [ -n "$LOOP" ] && losetup -d "$LOOP"
   [ -d "$CG" ] && { cat "$CG/cgroup.procs" 2>/dev/null | while read -r p; do echo "$p" > /sys/fs/cgroup/blkio/cgroup.procs; done; rmdir "$CG"; }
   rm -f "$IMG"
 }
 trap cleanup EXIT
 
-# Drops the page-cache pages of files and trees.
-drop() { $PY - "$@" <<'PY'
+# Drops the page-cache pages of files and trees (and of the same names
+# under $UNDER: what a FUSE mount passes through).
+drop() { $PY - "$@" ${UNDER:+$(for f in "$@"; do echo "$UNDER/${f#"$FUSE_MNT"/}"; done)} <<'PY'
 import os, sys
 for top in sys.argv[1:]:
     paths = [top] if os.path.isfile(top) else [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs]
@@ -90,9 +107,10 @@ run() {
 }
 
 rate() { sed -n 's/.*: \([0-9.]*\) images\/s.*/\1/p' | head -1; }
-score() {  # the shuffle score of an order on our LMDB (labels read from the local copy)
+score() {  # "score/repeat" of an order on a pack: shuffle score, repeat pairs over a full permutation's
   "$BIN/shuffle_quality" "$DATA/$1" --batch 256 --block-mb 4 --window-blocks 16 |
-    awk -v o="$2" '$1 == o && (o != "blocks" || ($2 == "4" && $3 == "16")) {print $(NF-1); exit}'
+    awk -v o="$2" '$1 == o && (o != "blocks" || ($2 == "4" && $3 == "16")) {
+      split($8, r, "/"); printf "%s/%.2fx", $6, r[1] / r[2]; exit}'
 }
 SCORE_RANDOM=$(score jpeg.lmdb random)
 SCORE_BLOCKS=$(score jpeg.lmdb blocks)
@@ -109,10 +127,10 @@ table() {  # device name, directory holding the data, cold (1/0)
   [ "$cold" = 1 ] || warm "$dir"
   echo
   echo "## $dev: device sequential read ${seq} MB/s (dd of the LMDB, cold)"
-  printf '%-46s %10s %8s %9s %8s\n' method images/s MB/s "of dev" shuffle
+  printf '%-46s %10s %8s %9s %12s\n' method images/s MB/s "of dev" shuffle
   line() {  # name images/s shuffle [extra]
     awk -v n="$1" -v r="$2" -v b="$BYTES_PER_IMAGE" -v s="$seq" -v q="$3" -v x="${4:-}" \
-      'BEGIN {mb = r * b / 1e6; printf "%-46s %10.1f %8.1f %8.0f%% %8s %s\n", n, r, mb, 100 * mb / s, q, x}'
+      'BEGIN {mb = r * b / 1e6; printf "%-46s %10.1f %8.1f %8.0f%% %12s %s\n", n, r, mb, 100 * mb / s, q, x}'
   }
   local r out
   [ "$cold" = 1 ] && drop "$dir/tree"
@@ -121,14 +139,17 @@ table() {  # device name, directory holding the data, cold (1/0)
   [ "$cold" = 1 ] && drop "$dir/py.lmdb"
   r=$(run $PY scripts/bench/loader_peers.py lmdb "$dir/py.lmdb" --workers "$CORES" --batches "$BATCHES" | rate)
   line "DataLoader + LMDB Dataset, $CORES workers" "$r" "$SCORE_RANDOM"
-  for order in random blocks; do
+  for variant in "random 0 $BATCHES" "random 16 $BATCHES" "blocks -1 $LONG"; do
+    set -- $variant
     [ "$cold" = 1 ] && drop "$dir/jpeg.lmdb"
-    out=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --order "$order" --batches "$BATCHES")
+    out=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --order "$1" --io-threads "$2" --batches "$3")
     r=$(echo "$out" | rate)
-    line "imagepack, order $order" "$r" "$([ $order = random ] && echo "$SCORE_RANDOM" || echo "$SCORE_BLOCKS")"
+    line "imagepack, order $1$([ "$2" -gt 0 ] && echo ", $2 reads in flight")" "$r" \
+      "$([ "$1" = random ] && echo "$SCORE_RANDOM" || echo "$SCORE_BLOCKS")" \
+      "$(echo "$out" | sed -n 's/.*first batch after \([0-9.]*\) s, then \([0-9.]*\) images\/s.*/first batch after \1 s, then \2 images\/s/p')"
   done
   [ "$cold" = 1 ] && drop "$dir/jpeg.lmdb"
-  out=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --in-ram --batches "$BATCHES")
+  out=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --in-ram --batches "$LONG")
   r=$(echo "$out" | rate)
   local load
   load=$(echo "$out" | sed -n 's/.*open \([0-9.]*\) s.*/\1/p')
@@ -138,14 +159,22 @@ table() {  # device name, directory holding the data, cold (1/0)
 }
 
 echo "storage benchmark: $FILES 256-px JPEGs ($(awk -v b="$BYTES_PER_IMAGE" 'BEGIN {printf "%.1f", b / 1000}') KB each)," \
-     "RandomResizedCrop(224) + flip, batch 256, $BATCHES batches, $CORES cores"
-echo "shuffle score (distinct classes per batch / a full permutation's): random $SCORE_RANDOM," \
-     "blocks 4 MB x 16 $SCORE_BLOCKS (shuffled pack), $SCORE_BLOCKS_SORTED (pack in class order)"
+     "RandomResizedCrop(224) + flip, batch 256, $BATCHES batches (blocks, in_ram: $LONG), $CORES cores"
+echo "shuffle: score (distinct classes per batch / a full permutation's) / repeat pairs (pairs sharing a batch" \
+     "again next epoch / a full permutation's): random $SCORE_RANDOM, blocks 4 MB x 16: $SCORE_BLOCKS" \
+     "(shuffled pack), $SCORE_BLOCKS_SORTED (pack in class order)"
 for dev in $DEVICES; do
   case $dev in
     cache) table "page cache" "$DATA" 0;;
     disk) table "local disk, cold" "$DATA" 1;;
-    hdd|delay)
+    delay)
+      mkdir -p "$FUSE_MNT"
+      $PY scripts/bench/latency_fs.py "$DATA" "$FUSE_MNT" --ms 2 &
+      for _ in $(seq 50); do [ -f "$FUSE_MNT/jpeg.lmdb" ] && break; sleep 0.1; done
+      UNDER=$DATA table "latency: the local disk through FUSE + 2 ms per open and read, cold" "$FUSE_MNT" 1
+      umount "$FUSE_MNT"
+      wait;;
+    hdd)
       if ! mountpoint -q "$MNT"; then
         size=$(( $(du -sbL "$DATA/jpeg.lmdb" "$DATA/py.lmdb" "$TREE" | awk '{s += $1} END {print s}') * 13 / 10 / 1048576 + 64 ))
         truncate -s "${size}M" "$IMG"
@@ -158,24 +187,49 @@ for dev in $DEVICES; do
         sync
         umount "$MNT"
       fi
-      if [ "$dev" = hdd ]; then
-        mount "$LOOP" "$MNT"
-        mkdir -p "$CG"
-        majmin=$(lsblk -dno MAJ:MIN "$LOOP" | tr -d ' ')
-        echo "$majmin 150" > "$CG/blkio.throttle.read_iops_device"
-        echo "$majmin $((120 * 1000 * 1000))" > "$CG/blkio.throttle.read_bps_device"
-        table "HDD-like: loop device throttled to 150 IOPS, 120 MB/s, cold" "$MNT" 1
-        umount "$MNT"
-        cat "$CG/cgroup.procs" | while read -r p; do echo "$p" > /sys/fs/cgroup/blkio/cgroup.procs; done
-        rmdir "$CG"
-      else
-        sectors=$(blockdev --getsz "$LOOP")
-        echo "0 $sectors delay $LOOP 0 2" | dmsetup create "$DM"
-        mount "/dev/mapper/$DM" "$MNT"
-        table "latency: loop device + 2 ms per read (dm delay), cold" "$MNT" 1
-        umount "$MNT"
-        dmsetup remove "$DM"
-      fi;;
+      mount "$LOOP" "$MNT"
+      mkdir -p "$CG"
+      majmin=$(lsblk -dno MAJ:MIN "$LOOP" | tr -d ' ')
+      echo "$majmin 150" > "$CG/blkio.throttle.read_iops_device"
+      echo "$majmin $((120 * 1000 * 1000))" > "$CG/blkio.throttle.read_bps_device"
+      table "HDD-like: loop device throttled to 150 IOPS, 120 MB/s, cold" "$MNT" 1
+      umount "$MNT"
+      cat "$CG/cgroup.procs" | while read -r p; do echo "$p" > /sys/fs/cgroup/blkio/cgroup.procs; done
+      rmdir "$CG";;
+    ranks)
+      [ -f "$DATA/raw.blob" ] || "$BIN/pack_lmdb" "$DATA/jpeg.lmdb" "$DATA/raw.blob" --format blob --encoding raw -q >/dev/null
+      size=$(stat -c %s "$DATA/raw.blob")
+      meminfo() { awk -v k="$1" '$1 == k":" {print $2 * 1024}' /proc/meminfo; }
+      used0=$(( $(meminfo MemTotal) - $(meminfo MemAvailable) )) shm0=$(meminfo Shmem)
+      ( peak_used=0 peak_shm=0
+        while [ ! -f "$WORK/ranks.done" ]; do
+          u=$(( $(meminfo MemTotal) - $(meminfo MemAvailable) - used0 )) m=$(( $(meminfo Shmem) - shm0 ))
+          [ $u -gt $peak_used ] && peak_used=$u
+          [ $m -gt $peak_shm ] && peak_shm=$m
+          echo "$peak_used $peak_shm" > "$WORK/ranks.peak"
+          sleep 0.2
+        done ) &
+      sampler=$!
+      rm -f "$WORK/ranks.done"
+      t0=$(date +%s.%N)
+      for r in 0 1 2 3; do
+        "$BIN/bench_loader" "$DATA/raw.blob" --in-ram --rank $r --world 4 --batch 64 --threads 1 --batches 40 \
+          > "$WORK/ranks.$r" &
+      done
+      wait $(jobs -p | grep -v "^$sampler$")
+      touch "$WORK/ranks.done"
+      wait "$sampler"
+      rm -f "$WORK/ranks.done"
+      read -r peak_used peak_shm < "$WORK/ranks.peak"
+      echo
+      echo "## 4 ranks on one machine, --in-ram, raw blob of $(awk -v s="$size" 'BEGIN {printf "%.2f GB", s / 1e9}')"
+      for r in 0 1 2 3; do
+        echo "rank $r: $(sed -n 's/.*: \([0-9.]*\) images\/s.*/\1 images\/s/p' "$WORK/ranks.$r"), $(grep -o 'open [0-9.]* s' "$WORK/ranks.$r"), $(grep -o 'RssAnon.*' "$WORK/ranks.$r")"
+      done
+      awk -v u="$peak_used" -v m="$peak_shm" -v s="$size" 'BEGIN {
+        printf "peak shared memory %.2f GB (%.2fx one copy); peak memory in use %.2f GB (%.2fx one copy)\n",
+               m / 1e9, m / s, u / 1e9, u / s}'
+      rm -f "$WORK"/ranks.*;;
     *) echo "$0: unknown device $dev" >&2; exit 2;;
   esac
 done

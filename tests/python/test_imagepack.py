@@ -90,6 +90,38 @@ def test_state_dict_round_trip_gives_the_same_next_batches(jpeg_db):
     assert len(left) == 51  # 50 left, 17 each: one padding sample
 
 
+def test_block_order_resumes_on_another_world_and_in_ram_is_one_shared_copy(jpeg_db, tmp_path, monkeypatch):
+    opts = dict(batch_size=6, size=16, seed=2, threads=2, as_torch=False, order="blocks", block_mb=0.02,
+                window_blocks=2)
+    loader = imagepack.Loader(jpeg_db, **opts, rank=0, world_size=2)
+    assert loader.order == "blocks" and imagepack.Loader(jpeg_db, **dict(opts, order="auto")).order == "random"
+    loader.set_epoch(1)
+    it = iter(loader)
+    seen = [int(i) for _ in range(3) for i in next(it)[1]]
+    state = loader.state_dict()
+    assert (state["order"], state["order_world"], state["position"]) == ("blocks", 2, 36)
+    # Rank 1 took its own 3 batches; one process continues the epoch.
+    other = imagepack.Loader(jpeg_db, **opts, rank=1, world_size=2)
+    other.set_epoch(1)
+    it1 = iter(other)
+    seen1 = [np.array(next(it1)[0]) for _ in range(3)]
+    assert len(seen1) == 3
+    rest = imagepack.Loader(jpeg_db, **dict(opts, order="random"), rank=0, world_size=1)
+    rest.load_state_dict(state)
+    left = sum(len(y) for _, y in rest)
+    assert left == 90 - 36
+    # in_ram: two loaders map one copy in the shared-memory folder; it goes with the last.
+    monkeypatch.setenv("IMAGEPACK_SHM_DIR", str(tmp_path))
+    a = imagepack.Loader(jpeg_db, batch_size=8, size=16, in_ram=True, as_torch=False)
+    b = imagepack.Loader(jpeg_db, batch_size=8, size=16, in_ram=True, as_torch=False)
+    copies = [p for p in os.listdir(tmp_path) if p.endswith(".db")]
+    assert len(copies) == 1 and os.path.getsize(tmp_path / copies[0]) == os.path.getsize(jpeg_db)
+    assert np.array_equal(np.array(batches(a)[0][0]), np.array(batches(b)[0][0]))
+    del a, b
+    gc.collect()
+    assert [p for p in os.listdir(tmp_path) if p.endswith(".db")] == []
+
+
 def test_ranks_partition_the_epoch(jpeg_db):
     n = 90
     seen = []

@@ -417,6 +417,32 @@ TEST(Interruption, ResumingOnAnotherWorldSizeCoversTheEpochOnce) {
   }
 }
 
+// Block order: a run cut by 2 processes and resumed by 1 whose --order auto
+// would pick random (the data is small) continues the blocks epoch it
+// saved, and the epoch still covers every record.
+TEST(Interruption, BlockOrderResumedByAnotherWorldKeepsItsOrder) {
+  TempDir d;
+  const int n = 509;
+  const std::string db = MakeDb(d, false, n);
+  const std::string log = d / "blocks.samples";
+  auto launch = [&](int nproc) { return kLaunch + " --nproc " + std::to_string(nproc) + " -- " + kTrain + Small(db); };
+  const auto [rc, out] = Capture(launch(2) + " --epochs 1 --stop-at-step 5 --order blocks --block-mb 0.01"
+                                 " --window-blocks 2 --output " + (d / "b") + " --log-samples " + log + ".2p");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("training order blocks"), std::string::npos) << out;
+  const auto [rc2, out2] =
+      Capture(launch(1) + " --epochs 1 --resume auto --output " + (d / "b") + " --log-samples " + log + ".1p");
+  ASSERT_EQ(rc2, 0) << out2;
+  std::map<int64_t, int> seen;
+  for (int r = 0; r < 2; ++r) CountEpoch(log + ".2p.rank" + std::to_string(r), 0, &seen);
+  CountEpoch(log + ".1p.rank0", 0, &seen);
+  ASSERT_EQ(seen.size(), size_t(n));
+  int total = 0;
+  for (const auto& [index, count] : seen) total += count;
+  EXPECT_EQ(total, n);  // one rank left: no padding
+  for (const auto& [index, count] : seen) EXPECT_EQ(count, 1) << "record " << index;
+}
+
 // The validation loss logged in DIR/metrics.jsonl by the last eval line.
 double EvalLoss(const std::string& dir) {
   std::ifstream f(dir + "/metrics.jsonl");
