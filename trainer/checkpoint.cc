@@ -48,6 +48,8 @@ Status SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::
     WriteInt(a, "batch_size", s.batch_size);
     WriteInt(a, "order", s.order);
     WriteInt(a, "order_world", s.order_world);
+    WriteInt(a, "order_block_records", s.order_block_records);
+    WriteInt(a, "order_window_blocks", s.order_window_blocks);
     a.write("rng", at::detail::getDefaultCPUGenerator().get_state());
     a.save_to(bytes);
   } catch (const std::exception& e) {
@@ -84,6 +86,8 @@ TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, tor
   if (auto t = Read(a, "batch_size", false); t.defined()) s.batch_size = t.item<int64_t>();
   if (auto t = Read(a, "order", false); t.defined()) s.order = t.item<int64_t>();
   if (auto t = Read(a, "order_world", false); t.defined()) s.order_world = t.item<int64_t>();
+  if (auto t = Read(a, "order_block_records", false); t.defined()) s.order_block_records = t.item<int64_t>();
+  if (auto t = Read(a, "order_window_blocks", false); t.defined()) s.order_window_blocks = t.item<int64_t>();
   if (auto t = Read(a, "rng", false); t.defined()) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());

@@ -26,6 +26,7 @@ struct TrainState {
   // existed (random).
   int64_t order = -1;
   int64_t order_world = 0;
+  int64_t order_block_records = 0, order_window_blocks = 0;  // kBlocks: the epoch's geometry
 };
 
 // Serialises everything in memory, then writes it with the library's

@@ -277,7 +277,7 @@ int Trainer::Run() {
     const bool best = acc1 > state_.best_acc1;
     state_.best_acc1 = std::max(state_.best_acc1, acc1);
     state_.order = static_cast<int64_t>(train_loader_->order());  // the next epoch's
-    state_.order_world = 0;
+    state_.order_world = state_.order_block_records = state_.order_window_blocks = 0;
     Checkpoint(epoch + 1, 0);
     if (main_rank_ && best) {
       Status st = SaveCheckpoint(o_.output + "/model_best.pt", *module_, *optimizer_, state_);
@@ -362,6 +362,8 @@ Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
   if (resumed && state_.order >= 0) {
     from.order = static_cast<Order>(state_.order);
     from.world = static_cast<int>(state_.order_world);
+    from.block_records = state_.order_block_records;
+    from.window_blocks = state_.order_window_blocks;
   }
   tl.Restore(from);
   // Exact when the world and batch sizes are those that saved the state;
@@ -404,6 +406,8 @@ Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
       const int64_t position = ls.position;
       state_.order = static_cast<int64_t>(ls.order);
       state_.order_world = ls.world;
+      state_.order_block_records = ls.block_records;
+      state_.order_window_blocks = ls.window_blocks;
       Checkpoint(epoch, position);
       if (preempted || stop) {
         Log("=> " + std::string(preempted ? "stop requested by a signal" : "--stop-at-step reached") +

@@ -134,13 +134,14 @@ class PyLoader {
     loader_->StartEpoch(epoch);
   }
 
-  void Restore(int64_t epoch, int64_t position, const std::string& order, int world) {
+  void Restore(int64_t epoch, int64_t position, const std::string& order, int world, int64_t block_records,
+               int64_t window_blocks) {
     if (position < 0 || position > loader_->dataset_size())
       Raise(Status::InvalidArgument("position " + std::to_string(position) + " outside the epoch's " +
                                     std::to_string(loader_->dataset_size()) + " samples"));
     const Order kind = Take(ParseOrder(order));
     py::gil_scoped_release release;
-    loader_->Restore(LoaderState{epoch, position, kind, world});
+    loader_->Restore(LoaderState{epoch, position, kind, world, block_records, window_blocks});
   }
 
   // (images, labels, indices, {name: array} of the dataset's fields), or
@@ -375,12 +376,12 @@ PYBIND11_MODULE(_imagepack, m) {
            py::arg("lock_in_ram") = false)
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"))
       .def("restore", &PyLoader::Restore, py::arg("epoch"), py::arg("position"), py::arg("order") = "auto",
-           py::arg("world") = 0)
+           py::arg("world") = 0, py::arg("block_records") = 0, py::arg("window_blocks") = 0)
       .def("next", &PyLoader::Next)
       .def("stats", &PyLoader::Stats)
       .def_property_readonly("state", [](PyLoader& l) {
         const LoaderState s = l.loader().state();
-        return py::make_tuple(s.epoch, s.position, OrderName(s.order), s.world);
+        return py::make_tuple(s.epoch, s.position, OrderName(s.order), s.world, s.block_records, s.window_blocks);
       })
       .def_property_readonly("order", [](PyLoader& l) { return OrderName(l.loader().order()); })
       .def_property_readonly("block_records", [](PyLoader& l) { return l.loader().block_records(); })

@@ -158,8 +158,9 @@ class LoaderImpl : public Loader {
 
   LoaderState state() const override {
     const int64_t consumed = next_consume_ * int64_t(o_.batch_size) * o_.world_size;
-    return {epoch_, std::min(src_->size(), start_ + consumed), epoch_spec_.kind,
-            epoch_spec_.kind == Order::kBlocks ? epoch_spec_.world : 0};
+    const bool blocks = epoch_spec_.kind == Order::kBlocks;
+    return {epoch_, std::min(src_->size(), start_ + consumed), epoch_spec_.kind, blocks ? epoch_spec_.world : 0,
+            blocks ? epoch_spec_.block_records : 0, blocks ? epoch_spec_.window_blocks : 0};
   }
 
   void Restore(const LoaderState& state) override {
@@ -170,6 +171,8 @@ class LoaderImpl : public Loader {
     epoch_spec_ = spec_;
     if (state.order != Order::kAuto) epoch_spec_.kind = state.order;
     if (state.world > 0) epoch_spec_.world = state.world;
+    if (state.block_records > 0) epoch_spec_.block_records = state.block_records;
+    if (state.window_blocks > 0) epoch_spec_.window_blocks = state.window_blocks;
     indices_ = DealPositions(EpochOrder(src_->size(), epoch_spec_, epoch_), o_.rank, o_.world_size,
                              o_.even_partition, start_);
     if (read_ahead_) read_ahead_->Reset();
@@ -315,7 +318,7 @@ class LoaderImpl : public Loader {
   void ReadAheadFor(int64_t bn) {
     const int64_t n = static_cast<int64_t>(indices_.size());
     const int64_t unit = epoch_spec_.kind == Order::kBlocks
-                             ? std::max<int64_t>(spec_.block_records * spec_.window_blocks, o_.batch_size)
+                             ? std::max<int64_t>(epoch_spec_.block_records * epoch_spec_.window_blocks, o_.batch_size)
                              : int64_t(o_.batch_size);
     const int64_t need = std::min(n, (bn + 1) * o_.batch_size);
     const int64_t ahead = std::min(n, need + unit);

@@ -125,12 +125,14 @@ struct BatchView {
 struct LoaderState {
   int64_t epoch = 0;
   int64_t position = 0;  // 0 .. dataset size
-  // The order the epoch was started with, and (kBlocks) the world size it
-  // was made for; kAuto and 0: the loader's own. Restore() continues the
+  // The order the epoch was started with, and (kBlocks) the world size,
+  // block and window it was made with; kAuto and 0: the loader's own. Restore() continues the
   // epoch in that order, so a run resumed with another world size, or
   // whose kAuto would now pick differently, still sees every sample once.
   Order order = Order::kAuto;
   int world = 0;
+  int64_t block_records = 0;  // kBlocks: the epoch's block and window (0: the loader's own)
+  int64_t window_blocks = 0;
 };
 
 // A batch the caller owns (Loader::NextOwned): `images`, `labels` and

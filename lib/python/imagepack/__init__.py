@@ -129,7 +129,7 @@ class Loader:
         self._torch = _torch() if as_torch else None
         self._has_fields = bool(self.meta.get("fields"))
         self._epoch = 0
-        self._resume = None    # (epoch, position, order, world) the next iteration continues from
+        self._resume = None    # (epoch, position, order, world, block, window): where the next iteration continues
         self._started = False
 
     def set_epoch(self, epoch):
@@ -184,13 +184,13 @@ class Loader:
         uninterrupted run would have produced; with another world size, the
         rest of the epoch split over the new ranks (docs/LOADER.md)."""
         if self._resume is not None:
-            epoch, position, order, world = self._resume
+            epoch, position, order, world, block, window = self._resume
         elif self._started and self._loader.state[0] == self._epoch:
-            epoch, position, order, world = self._loader.state
+            epoch, position, order, world, block, window = self._loader.state
         else:
-            epoch, position, order, world = self._epoch, 0, self.order, 0
+            epoch, position, order, world, block, window = self._epoch, 0, self.order, 0, 0, 0
         return {"epoch": int(epoch), "position": int(position), "order": order, "order_world": int(world),
-                **self._options}
+                "order_block_records": int(block), "order_window_blocks": int(window), **self._options}
 
     def load_state_dict(self, state):
         for key in ("seed", "size", "transform", "shuffle"):
@@ -201,7 +201,8 @@ class Loader:
             raise ValueError("position %r outside the epoch's %d samples" % (state["position"], self.dataset_size))
         self._epoch = int(state["epoch"])
         self._resume = (self._epoch, int(state["position"]), state.get("order", "auto"),
-                        int(state.get("order_world", 0)))
+                        int(state.get("order_world", 0)), int(state.get("order_block_records", 0)),
+                        int(state.get("order_window_blocks", 0)))
         self._loader.restore(*self._resume)  # len() now counts the rest of the epoch
 
     def stats(self):
