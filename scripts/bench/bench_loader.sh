@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side loader benchmark on the same 256-px images (the tree that
-# bench_pack.sh builds): bench_loader from JPEG records, raw records and an
-# in-RAM blob; PyTorch's DataLoader over ImageFolder and over an LMDB
+# bench_pack.sh builds): bench_loader from JPEG records, raw records (blob
+# and LMDB) and an in-RAM blob; PyTorch's DataLoader over ImageFolder and over an LMDB
 # Dataset (Efficient-PyTorch style), 2 workers; and the ceiling
 # (libjpeg-turbo full decodes per second x cores). Median of rounds.
 #
@@ -23,6 +23,7 @@ grep -q records_per_value "$DB/jpeg.lmdb" 2>/dev/null || rm -f "$DB/jpeg.lmdb"
 [ -f "$DB/jpeg.lmdb" ] || "$BIN/pack_lmdb" "$TREE" "$DB/jpeg.lmdb" --shuffle 1 -q >/dev/null
 [ -f "$DB/jpeg.blob" ] || "$BIN/pack_lmdb" "$DB/jpeg.lmdb" "$DB/jpeg.blob" --format blob -q >/dev/null
 [ -f "$DB/raw.blob" ] || "$BIN/pack_lmdb" "$DB/jpeg.lmdb" "$DB/raw.blob" --format blob --encoding raw -q >/dev/null
+[ -f "$DB/raw.lmdb" ] || "$BIN/pack_lmdb" "$DB/jpeg.lmdb" "$DB/raw.lmdb" --encoding raw -q >/dev/null
 [ -f "$DB/py.lmdb" ] || /usr/bin/python3 scripts/bench/folder2lmdb.py "$TREE" "$DB/py.lmdb" >/dev/null
 cat "$DB"/* > /dev/null
 CORES=$(nproc)
@@ -33,6 +34,7 @@ for r in $(seq "$ROUNDS"); do
   R[jl]+="$("$BIN/bench_loader" "$DB/jpeg.lmdb" --batches "$BATCHES" | rate) "
   R[jr]+="$("$BIN/bench_loader" "$DB/jpeg.blob" --in-ram --batches "$BATCHES" | rate) "
   R[raw]+="$("$BIN/bench_loader" "$DB/raw.blob" --batches "$BATCHES" | rate) "
+  R[rawl]+="$("$BIN/bench_loader" "$DB/raw.lmdb" --batches "$BATCHES" | rate) "
   R[jc]+="$("$BIN/bench_loader" "$DB/jpeg.lmdb" --batches "$BATCHES" --copy | rate) "
   R[rc]+="$("$BIN/bench_loader" "$DB/raw.blob" --batches "$BATCHES" --copy | rate) "
   R[if]+="$(/usr/bin/python3 scripts/bench/loader_peers.py imagefolder "$TREE" --workers "$CORES" --batches "$BATCHES" | rate) "
@@ -48,6 +50,7 @@ row "PyTorch DataLoader + LMDB Dataset (pickle), $CORES workers" "$(median ${R[p
 row "bench_loader, JPEG records, LMDB" "$(median ${R[jl]})"
 row "bench_loader, JPEG records, blob in RAM" "$(median ${R[jr]})"
 row "bench_loader, raw records, blob (streamed)" "$(median ${R[raw]})"
+row "bench_loader, raw records, LMDB (streamed)" "$(median ${R[rawl]})"
 row "bench_loader, JPEG records, LMDB, Next() (a copy per batch)" "$(median ${R[jc]})"
 row "bench_loader, raw records, blob, Next() (a copy per batch)" "$(median ${R[rc]})"
 row "ceiling: libjpeg-turbo full-size decodes x $CORES cores" "$(awk -v a="$(median ${R[ceil]})" -v c="$CORES" 'BEGIN {print a * c}')"

@@ -3,7 +3,7 @@
 # device. Root only (loop devices, a blkio cgroup, dmsetup); everything it
 # sets up is torn down on exit.
 #
-#   scripts/bench/bench_storage.sh [--files 20000] [--batches 12] [--long 60] [--devices "cache disk hdd delay ranks"]
+#   scripts/bench/bench_storage.sh [--files 20000] [--batches 12] [--long 78] [--devices "cache disk hdd delay ranks"]
 #
 # Data: FILES 256-px JPEGs cut from real photos (the 2000 that
 # bench_pack.sh resizes, copied round), in 100 classes, as an ImageFolder
@@ -21,7 +21,7 @@
 # Dataset (2 workers, shuffled), imagepack random order (reads from the
 # decode threads alone, then with 16 more in flight), blocks, and in_ram
 # (the copy's load time apart). Random-order rows read BATCHES batches
-# (they are slow on slow devices); blocks and in_ram LONG batches, so that
+# (they are slow on slow devices); blocks and in_ram LONG (an epoch), so that
 # the first window's read (a window must be in before its first batch)
 # does not dominate.
 #   ranks  4 bench_loader processes (ranks 0-3 of 4) with --in-ram on a raw
@@ -33,7 +33,7 @@
 # rows drop the caches before each run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-FILES=20000 BATCHES=12 LONG=60 DEVICES="cache disk hdd delay ranks"
+FILES=20000 BATCHES=12 LONG=78 DEVICES="cache disk hdd delay ranks"
 while [ $# -gt 0 ]; do
   case $1 in
     --files) FILES=$2; shift 2;;
@@ -199,7 +199,7 @@ for dev in $DEVICES; do
     ranks)
       [ -f "$DATA/raw.blob" ] || "$BIN/pack_lmdb" "$DATA/jpeg.lmdb" "$DATA/raw.blob" --format blob --encoding raw -q >/dev/null
       size=$(stat -c %s "$DATA/raw.blob")
-      meminfo() { awk -v k="$1" '$1 == k":" {print $2 * 1024}' /proc/meminfo; }
+      meminfo() { awk -v k="$1" '$1 == k":" {printf "%.0f\n", $2 * 1024}' /proc/meminfo; }
       used0=$(( $(meminfo MemTotal) - $(meminfo MemAvailable) )) shm0=$(meminfo Shmem)
       ( peak_used=0 peak_shm=0
         while [ ! -f "$WORK/ranks.done" ]; do
@@ -224,7 +224,7 @@ for dev in $DEVICES; do
       echo
       echo "## 4 ranks on one machine, --in-ram, raw blob of $(awk -v s="$size" 'BEGIN {printf "%.2f GB", s / 1e9}')"
       for r in 0 1 2 3; do
-        echo "rank $r: $(sed -n 's/.*: \([0-9.]*\) images\/s.*/\1 images\/s/p' "$WORK/ranks.$r"), $(grep -o 'open [0-9.]* s' "$WORK/ranks.$r"), $(grep -o 'RssAnon.*' "$WORK/ranks.$r")"
+        echo "rank $r: $(sed -n 's/.*: \([0-9.]*\) images\/s.*/\1 images\/s/p' "$WORK/ranks.$r"), $(grep -o 'open [0-9.]* s' "$WORK/ranks.$r"), $(grep -o 'peak RSS [0-9]* MiB' "$WORK/ranks.$r"), $(grep -o 'RssAnon.*' "$WORK/ranks.$r")"
       done
       awk -v u="$peak_used" -v m="$peak_shm" -v s="$size" 'BEGIN {
         printf "peak shared memory %.2f GB (%.2fx one copy); peak memory in use %.2f GB (%.2fx one copy)\n",
