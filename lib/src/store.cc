@@ -302,7 +302,12 @@ Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, cons
     if (opts.lock_in_ram) IMAGEPACK_RETURN_IF_ERROR(copy.value()->Lock());
     OpenOptions inner;  // through the copy's mapping: no copy per process
     auto src = OpenDatabase(copy.value()->path(), inner);
-    if (!src.ok()) return src.status().WithContext(path);
+    if (!src.ok()) {  // named by the user's path, not the copy's
+      std::string msg = src.status().message();
+      for (size_t at; (at = msg.find(copy.value()->path())) != std::string::npos;)
+        msg.replace(at, copy.value()->path().size(), path);
+      return src.status().WithMessage(msg);
+    }
     return std::unique_ptr<RecordSource>(
         new SharedSource(std::move(src.value()), std::move(copy.value()), path));
   }

@@ -626,6 +626,25 @@ TEST(SharedCopy, OneCopyPerMachineRemovedByTheLastHolder) {
   }
 }
 
+// A damaged file held in RAM is reported under its own name, not the
+// copy's; the copy goes with the failed open.
+TEST(SharedCopy, ErrorsNameTheFileNotTheCopy) {
+  TempDir d, shm;
+  Write(ContainerFormat::kBlob, d / "db", 20);
+  std::vector<uint8_t> bytes = Slurp(d / "db");
+  bytes[60] ^= 1;  // the header's checksum
+  Spit(d / "db", bytes);
+  OpenOptions oo;
+  oo.in_ram = true;
+  oo.shm_dir = shm.path();
+  auto src = OpenDatabase(d / "db", oo);
+  ASSERT_FALSE(src.ok());
+  const std::string msg = src.status().message();
+  EXPECT_NE(msg.find(d / "db" + ": blob header checksum mismatch"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find(shm.path()), std::string::npos) << msg;
+  EXPECT_EQ(CountFiles(shm.path(), ".db"), 0);
+}
+
 TEST(SharedCopy, LockedInMemoryAndRefusedWhenItDoesNotFit) {
   TempDir d, shm;
   Write(ContainerFormat::kBlob, d / "db", 200);

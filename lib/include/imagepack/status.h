@@ -42,6 +42,8 @@ class Status {
 
   // Returns a copy whose message is prefixed with `context` + ": ".
   Status WithContext(const std::string& context) const;
+  // The same code with another message.
+  Status WithMessage(std::string msg) const { return Status(code_, std::move(msg)); }
 
  private:
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}
