@@ -24,6 +24,9 @@
 # (they are slow on slow devices); blocks and in_ram LONG (an epoch), so that
 # the first window's read (a window must be in before its first batch)
 # does not dominate.
+#   sweep  block order on the HDD-like and the latency device with
+#          io_threads 1 2 4 8 (4 MB blocks) and block_mb 1 4 16 (4 threads):
+#          the measurements the defaults come from
 #   ranks  4 bench_loader processes (ranks 0-3 of 4) with --in-ram on a raw
 #          blob of the same images (5+ GB): the machine's memory in use
 #          (MemTotal - MemAvailable) and shared memory, sampled while they
@@ -158,6 +161,19 @@ table() {  # device name, directory holding the data, cold (1/0)
        'BEGIN {printf "load %.1f s, %.0f MB/s (%.0f%% of dev)", t, f / t / 1e6, 100 * f / t / 1e6 / s}')"
 }
 
+sweep() {  # device name, directory: block order, LONG batches, cold, by io_threads and block size
+  local dev=$1 dir=$2 out
+  echo
+  echo "## sweep on the $dev: block order, cold, images/s over the epoch / after the first batch"
+  for v in "1 4" "2 4" "4 4" "8 4" "4 1" "4 16"; do
+    set -- $v
+    drop "$dir/jpeg.lmdb"
+    out=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --order blocks --io-threads "$1" --block-mb "$2" --batches "$LONG")
+    printf '%-34s %10s / %s\n' "io_threads $1, block_mb $2" "$(echo "$out" | rate)" \
+      "$(echo "$out" | sed -n 's/.*then \([0-9.]*\) images\/s.*/\1/p')"
+  done
+}
+
 echo "storage benchmark: $FILES 256-px JPEGs ($(awk -v b="$BYTES_PER_IMAGE" 'BEGIN {printf "%.1f", b / 1000}') KB each)," \
      "RandomResizedCrop(224) + flip, batch 256, $BATCHES batches (blocks, in_ram: $LONG), $CORES cores"
 echo "shuffle: score (distinct classes per batch / a full permutation's) / repeat pairs (pairs sharing a batch" \
@@ -174,7 +190,7 @@ for dev in $DEVICES; do
       UNDER=$DATA table "latency: the local disk through FUSE + 2 ms per open and read, cold" "$FUSE_MNT" 1
       umount "$FUSE_MNT"
       wait;;
-    hdd)
+    hdd|sweep)
       if ! mountpoint -q "$MNT"; then
         size=$(( $(du -sbL "$DATA/jpeg.lmdb" "$DATA/py.lmdb" "$TREE" | awk '{s += $1} END {print s}') * 13 / 10 / 1048576 + 64 ))
         truncate -s "${size}M" "$IMG"
@@ -192,10 +208,22 @@ for dev in $DEVICES; do
       majmin=$(lsblk -dno MAJ:MIN "$LOOP" | tr -d ' ')
       echo "$majmin 150" > "$CG/blkio.throttle.read_iops_device"
       echo "$majmin $((120 * 1000 * 1000))" > "$CG/blkio.throttle.read_bps_device"
-      table "HDD-like: loop device throttled to 150 IOPS, 120 MB/s, cold" "$MNT" 1
+      if [ "$dev" = hdd ]; then
+        table "HDD-like: loop device throttled to 150 IOPS, 120 MB/s, cold" "$MNT" 1
+      else
+        sweep "HDD-like device" "$MNT"
+      fi
       umount "$MNT"
       cat "$CG/cgroup.procs" | while read -r p; do echo "$p" > /sys/fs/cgroup/blkio/cgroup.procs; done
-      rmdir "$CG";;
+      rmdir "$CG"
+      if [ "$dev" = sweep ]; then
+        mkdir -p "$FUSE_MNT"
+        $PY scripts/bench/latency_fs.py "$DATA" "$FUSE_MNT" --ms 2 &
+        for _ in $(seq 50); do [ -f "$FUSE_MNT/jpeg.lmdb" ] && break; sleep 0.1; done
+        UNDER=$DATA sweep "latency device (FUSE + 2 ms)" "$FUSE_MNT"
+        umount "$FUSE_MNT"
+        wait
+      fi;;
     ranks)
       [ -f "$DATA/raw.blob" ] || "$BIN/pack_lmdb" "$DATA/jpeg.lmdb" "$DATA/raw.blob" --format blob --encoding raw -q >/dev/null
       size=$(stat -c %s "$DATA/raw.blob")
