@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <thread>
 
@@ -90,6 +91,24 @@ INSTANTIATE_TEST_SUITE_P(All, Containers,
                          ::testing::Combine(::testing::Values(ContainerFormat::kLmdb, ContainerFormat::kBlob),
                                             ::testing::Values(0, 1, 2), ::testing::Values(1, 3, 64)));
 
+// n raw one-channel records of width x height, record i's pixels payload(i).
+void WriteRaw(ContainerFormat f, const std::string& path, int n, int width, int height,
+              const std::function<std::vector<uint8_t>(int)>& payload) {
+  auto w = CreateWriter(f, path);
+  ASSERT_OK(w);
+  for (int i = 0; i < n; ++i) {
+    auto p = payload(i);
+    ASSERT_OK(w.value()->Add(EncodeRecord({Encoding::kRaw, 1, 0, uint32_t(height), uint32_t(width)}, "r", p.data(),
+                                          p.size())));
+  }
+  DatasetMeta m;
+  m.count = n;
+  m.classes = {"a"};
+  m.encoding = Encoding::kRaw;
+  m.channels = 1;
+  ASSERT_OK(w.value()->Finish(m));
+}
+
 int64_t ResidentBytes() {
   std::ifstream f("/proc/self/statm");
   int64_t size = 0, resident = 0;
@@ -109,20 +128,7 @@ TEST(Store, ReleaseMappedPagesShrinksTheResidentSetAndKeepsTheBytes) {
       for (size_t k = 0; k < p.size(); ++k) p[k] = uint8_t(k * 7 + i * 13 + (k >> 12));
       return p;
     };
-    {
-      auto w = CreateWriter(f, d / "db");
-      ASSERT_OK(w);
-      for (int i = 0; i < n; ++i) {
-        auto p = payload(i);
-        ASSERT_OK(w.value()->Add(EncodeRecord({Encoding::kRaw, 1, 0, 512, 512}, "r", p.data(), p.size())));
-      }
-      DatasetMeta m;
-      m.count = n;
-      m.classes = {"a"};
-      m.encoding = Encoding::kRaw;
-      m.channels = 1;
-      ASSERT_OK(w.value()->Finish(m));
-    }
+    WriteRaw(f, d / "db", n, 512, 512, payload);
     auto src = OpenDatabase(d / "db");
     ASSERT_OK(src);
     auto cur = src.value()->NewCursor();
@@ -717,21 +723,11 @@ TEST(Store, FileRangesHoldTheRecords) {
 TEST(Store, LmdbPreadKeepsTheResidentSetFlat) {
   TempDir d;
   const int n = 48;
-  {
-    auto w = CreateWriter(ContainerFormat::kLmdb, d / "db");
-    ASSERT_OK(w);
+  WriteRaw(ContainerFormat::kLmdb, d / "db", n, 1024, 512, [](int i) {
     std::vector<uint8_t> p(512 * 1024);
-    for (int i = 0; i < n; ++i) {
-      for (size_t k = 0; k < p.size(); ++k) p[k] = uint8_t(k * 5 + i);
-      ASSERT_OK(w.value()->Add(EncodeRecord({Encoding::kRaw, 1, 0, 512, 1024}, "r", p.data(), p.size())));
-    }
-    DatasetMeta m;
-    m.count = n;
-    m.classes = {"a"};
-    m.encoding = Encoding::kRaw;
-    m.channels = 1;
-    ASSERT_OK(w.value()->Finish(m));
-  }
+    for (size_t k = 0; k < p.size(); ++k) p[k] = uint8_t(k * 5 + i);
+    return p;
+  });
   for (bool pread : {true, false}) {
     OpenOptions oo;
     oo.pread_records = pread;
