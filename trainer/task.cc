@@ -165,6 +165,28 @@ class Segmentation : public Task {
 // scaled to [-1, 1] on the device, L1 loss; PSNR of the output and of the
 // input against the target (per image, on [0, 1], averaged): the gain is
 // what the network adds.
+}  // namespace
+
+torch::Tensor Ssim(const torch::Tensor& a, const torch::Tensor& b) {
+  const int64_t C = a.size(1), H = a.size(2), W = a.size(3);
+  const int64_t k = std::min<int64_t>({11, H, W});
+  auto g = torch::arange(k, torch::kFloat32).sub((k - 1) / 2.0).pow(2).div(-2 * 1.5 * 1.5).exp();
+  g = g.div(g.sum()).to(a.device());
+  const auto kv = g.view({1, 1, k, 1}).expand({C, 1, k, 1}).contiguous();
+  const auto kh = g.view({1, 1, 1, k}).expand({C, 1, 1, k}).contiguous();
+  auto blur = [&](const torch::Tensor& t) {
+    return F::conv2d(F::conv2d(t, kv, F::Conv2dFuncOptions().groups(C)), kh, F::Conv2dFuncOptions().groups(C));
+  };
+  const double c1 = 0.01 * 0.01, c2 = 0.03 * 0.03;
+  const auto af = a.to(torch::kFloat32), bf = b.to(torch::kFloat32);
+  const auto ma = blur(af), mb = blur(bf);
+  const auto saa = blur(af * af) - ma * ma, sbb = blur(bf * bf) - mb * mb, sab = blur(af * bf) - ma * mb;
+  const auto map = (2 * ma * mb + c1) * (2 * sab + c2) / ((ma * ma + mb * mb + c1) * (saa + sbb + c2));
+  return map.flatten(1).mean(1);
+}
+
+namespace {
+
 class Restoration : public Task {
  public:
   Restoration(const DatasetMeta& meta, int C) : channels_(C) {
@@ -187,13 +209,20 @@ class Restoration : public Task {
       auto mse = (a.clamp(-1, 1) - y).div(2).pow(2).flatten(1).mean(1).clamp_min(1e-10);
       return mse.log10().mul(-10).sum().item<double>();
     };
-    return {psnr(out), psnr(x), double(out.size(0))};
+    auto ssim = [&](const torch::Tensor& a) {
+      return Ssim(a.clamp(-1, 1).add(1).div(2), y.add(1).div(2)).sum().item<double>();
+    };
+    return {psnr(out), psnr(x), double(out.size(0)), ssim(out), ssim(x)};
   }
   std::vector<Figure> StepFigures(const std::vector<double>& t) const override {
     return {{"PSNR", "psnr", t[0] / t[2]}, {"Gain", "psnr_gain", (t[0] - t[1]) / t[2]}};
   }
   std::vector<Figure> EvalFigures(const std::vector<double>& t) const override {
-    return {{"PSNR", "psnr", t[0] / t[2]}, {"Input", "psnr_input", t[1] / t[2]}, {"Gain", "psnr_gain", (t[0] - t[1]) / t[2]}};
+    return {{"PSNR", "psnr", t[0] / t[2]},
+            {"Input", "psnr_input", t[1] / t[2]},
+            {"Gain", "psnr_gain", (t[0] - t[1]) / t[2]},
+            {"SSIM", "ssim", t[3] / t[2]},
+            {"SSIM-input", "ssim_input", t[4] / t[2]}};
   }
   double Score(const std::vector<Figure>& f) const override { return f[0].value; }
 

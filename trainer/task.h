@@ -71,4 +71,10 @@ class Task {
 std::unique_ptr<Task> MakeTask(const TaskOptions& opts, const DatasetMeta& meta, int channels,
                                const torch::Device& device);
 
+// SSIM (Wang et al., 2004) of each image of a against b, [N, C, H, W] on
+// [0, 1]: Gaussian window 11 (sigma 1.5; smaller images: their size),
+// valid positions only, C1 = 0.01^2, C2 = 0.03^2, averaged over positions
+// and channels. Returns [N].
+torch::Tensor Ssim(const torch::Tensor& a, const torch::Tensor& b);
+
 }  // namespace imagepack::trainer

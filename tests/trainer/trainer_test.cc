@@ -584,6 +584,75 @@ std::string Dense(const std::string& task, const std::string& db) {
          " --size 16 --batch-size 8 --lr 0.05 --seed 3 --threads 1 --loader-threads 1 --print-freq 1000";
 }
 
+// AMP (bf16 autocast on CPU) trains both dense tasks; a segmentation run
+// cut on 2 processes and resumed on 1 reads every sample of the epoch
+// once, masks included (the loader's elastic rule, through the trainer).
+TEST(Tasks, AmpTrainsDenseTasksAndSegmentationResumesOnAnotherWorldSize) {
+  TempDir d;
+  const std::string seg = MakeDenseDb(d, "seg", false), rest = MakeDenseDb(d, "rest", true);
+  const auto [rc, out] = Capture(Dense("segmentation", seg) + " --epochs 4 --amp --output " + (d / "amp_seg"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("AMP bf16"), std::string::npos) << out;
+  EXPECT_GT(LastEval(d / "amp_seg").at("miou"), 50) << out;
+  const auto [rc2, out2] = Capture(Dense("restoration", rest) + " --epochs 6 --amp --output " + (d / "amp_rest"));
+  ASSERT_EQ(rc2, 0) << out2;
+  const auto e = LastEval(d / "amp_rest");
+  EXPECT_GT(e.at("psnr_gain"), 0.5) << out2;
+  EXPECT_GT(e.at("ssim"), e.at("ssim_input")) << out2;
+
+  const std::string log = d / "elastic.samples";
+  const auto [rc3, out3] = Capture(kLaunch + " --nproc 2 -- " + Dense("segmentation", seg) +
+                                   " --epochs 1 --stop-at-step 3 --output " + (d / "elastic") + " --log-samples " +
+                                   log + ".2p");
+  ASSERT_EQ(rc3, 0) << out3;
+  EXPECT_NE(out3.find("position 48"), std::string::npos) << out3;
+  const auto [rc4, out4] = Capture(kLaunch + " --nproc 1 -- " + Dense("segmentation", seg) +
+                                   " --epochs 1 --resume auto --output " + (d / "elastic") + " --log-samples " +
+                                   log + ".1p");
+  ASSERT_EQ(rc4, 0) << out4;
+  std::map<int64_t, int> seen;
+  for (int r = 0; r < 2; ++r) CountEpoch(log + ".2p.rank" + std::to_string(r), 0, &seen);
+  CountEpoch(log + ".1p.rank0", 0, &seen);
+  ASSERT_EQ(seen.size(), 96u);
+  for (const auto& [index, count] : seen) EXPECT_EQ(count, 1) << "sample " << index;
+  EXPECT_TRUE(LastEval(d / "elastic").count("miou"));
+}
+
+// SSIM against the formula computed directly: every valid 11x11 window,
+// Gaussian weights, in double precision.
+TEST(Tasks, SsimIsWangsFormula) {
+  torch::manual_seed(5);
+  const int H = 19, W = 23;
+  auto b = torch::rand({2, 2, H, W});
+  auto a = (b + 0.1 * torch::randn({2, 2, H, W})).clamp(0, 1);
+  const auto got = Ssim(a, b);
+  double g[11], sum = 0;
+  for (int i = 0; i < 11; ++i) sum += g[i] = std::exp(-(i - 5) * (i - 5) / (2 * 1.5 * 1.5));
+  for (double& v : g) v /= sum;
+  auto A = a.accessor<float, 4>(), B = b.accessor<float, 4>();
+  for (int n = 0; n < 2; ++n) {
+    double total = 0;
+    int count = 0;
+    for (int c = 0; c < 2; ++c)
+      for (int y = 0; y + 11 <= H; ++y)
+        for (int x = 0; x + 11 <= W; ++x) {
+          double ma = 0, mb = 0, aa = 0, bb = 0, ab = 0;
+          for (int i = 0; i < 11; ++i)
+            for (int j = 0; j < 11; ++j) {
+              const double w = g[i] * g[j], u = A[n][c][y + i][x + j], v = B[n][c][y + i][x + j];
+              ma += w * u, mb += w * v, aa += w * u * u, bb += w * v * v, ab += w * u * v;
+            }
+          const double c1 = 1e-4, c2 = 9e-4, va = aa - ma * ma, vb = bb - mb * mb, cov = ab - ma * mb;
+          total += (2 * ma * mb + c1) * (2 * cov + c2) / ((ma * ma + mb * mb + c1) * (va + vb + c2));
+          ++count;
+        }
+    EXPECT_NEAR(got[n].item<double>(), total / count, 1e-4) << "image " << n;
+  }
+  EXPECT_NEAR(Ssim(b, b).mean().item<double>(), 1.0, 1e-5);
+  const auto noisier = (b + 0.3 * torch::randn({2, 2, H, W})).clamp(0, 1);
+  EXPECT_LT(Ssim(noisier, b).max().item<double>(), got.min().item<double>());
+}
+
 TEST(Tasks, SegmentationLearnsAndAKilledRunResumesToTheSameFigures) {
   TempDir d;
   const std::string db = MakeDenseDb(d, "seg", false);
