@@ -88,8 +88,9 @@ if "miou" in last:
     print("demo: test mIoU %.2f%%, pixel accuracy %.2f%% after %d epochs" % (last["miou"], last["pixel_acc"],
                                                                          last["epoch"] + 1))
 else:
-    print("demo: test PSNR %.2f dB against the degraded input's %.2f dB (gain %+.2f dB) after %d epochs" % (
-        last["psnr"], last["psnr_input"], last["psnr_gain"], last["epoch"] + 1))
+    print("demo: test PSNR %.2f dB against the degraded input's %.2f dB (gain %+.2f dB), SSIM %.4f against %.4f, "
+          "after %d epochs" % (last["psnr"], last["psnr_input"], last["psnr_gain"], last["ssim"], last["ssim_input"],
+                               last["epoch"] + 1))
 PY
   echo "demo: curves in $OUT/curves.png, predictions in $OUT/predictions.png, run in $OUT/run/"
   exit 0
