@@ -11,7 +11,7 @@ PACKAGES=(
   libbenchmark-dev nlohmann-json3-dev libxxhash-dev
   libtorch-dev libgloo-dev pybind11-dev python3-dev python3-pytest
   python3 python3-numpy python3-lmdb python3-xxhash python3-pil python3-opencv
-  python3-torch python3-torchvision python3-matplotlib
+  python3-torch python3-torchvision python3-matplotlib python3-venv python3-pip
   libvips-tools libjpeg-turbo-progs imagemagick time
   dataset-fashion-mnist plasma-workspace-wallpapers mate-backgrounds
 )

@@ -1,0 +1,93 @@
+"""PEP 517 build backend for `pip install --no-build-isolation .`: builds
+the extension with CMake for the Python that runs pip (a venv's, a conda
+environment's, Debian's) and packs it with the package's Python files
+into a wheel. No network and no build dependencies beyond what the
+project's own build needs (cmake, a compiler, pybind11, the libraries
+scripts/setup.sh installs). The build folder is build/wheel-<tag> in the
+source tree, kept between installs."""
+import base64
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NAME = "imagepack"
+
+
+def _version():
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        return re.search(r"project\(imagepack VERSION ([0-9.]+)", f.read()).group(1)
+
+
+def _tag():
+    py = "cp%d%d" % sys.version_info[:2]
+    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return "%s-%s-%s" % (py, py, plat)
+
+
+def _metadata():
+    return ("Metadata-Version: 2.1\nName: %s\nVersion: %s\n"
+            "Summary: Prepare image datasets for deep learning; fast augmented batches from LMDB or blob files\n"
+            "Requires-Python: >=3.8\nRequires-Dist: numpy\n" % (NAME, _version()))
+
+
+def _dist_info():
+    return "%s-%s.dist-info" % (NAME, _version())
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    path = os.path.join(metadata_directory, _dist_info())
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "METADATA"), "w") as f:
+        f.write(_metadata())
+    return _dist_info()
+
+
+def _build():
+    """The package folder (the extension and the .py files) built by CMake
+    for sys.executable."""
+    build = os.path.join(ROOT, "build", "wheel-" + _tag())
+    gen = ["-G", "Ninja"] if shutil.which("ninja") and not os.path.exists(os.path.join(build, "Makefile")) else []
+    subprocess.check_call(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+                           "-DPython_EXECUTABLE=" + sys.executable, "-DIMAGEPACK_BUILD_TESTS=OFF",
+                           "-DIMAGEPACK_BUILD_TRAINER=OFF", "-DIMAGEPACK_BUILD_BENCH=OFF"] + gen,
+                          stdout=sys.stderr)
+    subprocess.check_call(["cmake", "--build", build, "--target", "imagepack_python", "-j", str(os.cpu_count() or 1)],
+                          stdout=sys.stderr)
+    pkg = os.path.join(build, "python", NAME)
+    if not any(f.startswith("_imagepack") for f in os.listdir(pkg)):
+        raise RuntimeError("the extension was not built (is pybind11-dev installed? scripts/setup.sh installs it)")
+    return pkg
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    pkg = _build()
+    wheel_name = "%s-%s-%s.whl" % (NAME, _version(), _tag())
+    records = []
+
+    def add(zf, arcname, data):
+        zf.writestr(arcname, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        records.append("%s,sha256=%s,%d" % (arcname, digest, len(data)))
+
+    with zipfile.ZipFile(os.path.join(wheel_directory, wheel_name), "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(os.listdir(pkg)):
+            if name.endswith(".py") or name.startswith("_imagepack"):
+                with open(os.path.join(pkg, name), "rb") as f:
+                    add(zf, "%s/%s" % (NAME, name), f.read())
+        info = _dist_info()
+        add(zf, info + "/METADATA", _metadata().encode())
+        add(zf, info + "/WHEEL", ("Wheel-Version: 1.0\nGenerator: imagepack_build\nRoot-Is-Purelib: false\n"
+                                  "Tag: %s\n" % _tag()).encode())
+        records.append(info + "/RECORD,,")
+        zf.writestr(info + "/RECORD", "\n".join(records) + "\n")
+    return wheel_name
