@@ -321,13 +321,14 @@ class LoaderImpl : public Loader {
   // images/s after the first batch; two ahead keep it busy).
   void ReadAheadFor(int64_t bn) {
     const int64_t n = static_cast<int64_t>(indices_.size());
-    const int64_t unit = epoch_spec_.kind == Order::kBlocks
-                             ? std::max<int64_t>(epoch_spec_.block_records * epoch_spec_.window_blocks, o_.batch_size)
-                             : int64_t(o_.batch_size);
+    const bool blocks = epoch_spec_.kind == Order::kBlocks;
+    const int64_t unit = blocks ? WindowRecords(epoch_spec_, 62) : int64_t(o_.batch_size);
     const int64_t need = std::min(n, (bn + 1) * o_.batch_size);
-    const int64_t ahead = std::min(n, need + (epoch_spec_.kind == Order::kBlocks ? 2 : 1) * unit);
+    const int64_t ahead = std::min(n, need + (blocks ? 2 : 1) * unit);
     while (ahead_issued_ < ahead) {
-      const int64_t end = std::min(n, ahead_issued_ + unit);
+      // Blocks: a unit is a window of this rank's run (they ramp up from one
+      // block), so the first batch waits for the first window only.
+      const int64_t end = std::min(n, blocks ? NextWindowEnd(ahead_issued_) : ahead_issued_ + unit);
       std::vector<int64_t> recs(indices_.begin() + ahead_issued_, indices_.begin() + end);
       ahead_units_.push_back({end, read_ahead_->Issue(std::move(recs))});
       ahead_issued_ = end;
@@ -339,6 +340,15 @@ class LoaderImpl : public Loader {
       if (end >= need) break;
     }
     if (last >= 0) read_ahead_->Wait(last);
+  }
+
+  // The end (a position of indices_) of the window of this rank's run that
+  // holds position `pos`: the run's entry is start_ / world + pos.
+  int64_t NextWindowEnd(int64_t pos) const {
+    const int64_t k = start_ / o_.world_size + pos;
+    int64_t end = 0;
+    for (int64_t i = 0; end <= k; ++i) end += WindowRecords(epoch_spec_, i);
+    return std::max(pos + 1, end - start_ / o_.world_size);
   }
 
   // Renders sample `pos` of the epoch (index indices_[pos]) into dst.

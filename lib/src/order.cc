@@ -43,13 +43,12 @@ std::vector<int64_t> BlockOrder(int64_t n, const OrderSpec& s, int64_t epoch) {
   seq.reserve(static_cast<size_t>(n));
   for (int64_t b : perm)
     for (int64_t i = b * B; i < std::min(n, (b + 1) * B); ++i) seq.push_back(i);
-  const int64_t window = B * std::max<int64_t>(1, s.window_blocks);
   std::vector<int64_t> order(static_cast<size_t>(n));
   int64_t lo = 0;
   for (int64_t r = 0; r < world; ++r) {
     const int64_t len = n / world + (r < n % world ? 1 : 0);
-    for (int64_t w0 = 0, wi = 0; w0 < len; w0 += window, ++wi) {
-      const int64_t wl = std::min(window, len - w0);
+    for (int64_t w0 = 0, wi = 0; w0 < len; w0 += WindowRecords(s, wi), ++wi) {
+      const int64_t wl = std::min(WindowRecords(s, wi), len - w0);
       const std::vector<int64_t> p =
           Permutation(wl, Mix(s.seed, 2 + static_cast<uint64_t>(epoch), static_cast<uint64_t>(r),
                               static_cast<uint64_t>(wi)));
@@ -73,6 +72,12 @@ std::vector<int64_t> EpochOrder(int64_t n, const OrderSpec& spec, int64_t epoch)
   std::vector<int64_t> order(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
   return order;
+}
+
+int64_t WindowRecords(const OrderSpec& spec, int64_t i) {
+  const int64_t full = std::max<int64_t>(1, spec.window_blocks);
+  const int64_t blocks = i >= 62 ? full : std::min<int64_t>(full, int64_t(1) << i);
+  return std::max<int64_t>(1, spec.block_records) * blocks;
 }
 
 std::vector<int64_t> DealPositions(const std::vector<int64_t>& order, int rank, int world, bool even_partition,

@@ -53,12 +53,16 @@ TEST(Order, EachRankReadsItsOwnBlocksAWindowAtATime) {
       std::set<int64_t> blocks;
       for (int64_t i : mine) blocks.insert(i / block);
       EXPECT_LE(int64_t(blocks.size()), int64_t(mine.size()) / block + 2) << "rank " << r;
-      for (size_t w0 = 0; w0 < mine.size(); w0 += size_t(block * window)) {
+      const OrderSpec spec = Blocks(block, window, world);
+      int64_t windows = 0;
+      for (size_t w0 = 0, wi = 0; w0 < mine.size(); w0 += size_t(WindowRecords(spec, int64_t(wi))), ++wi) {
+        const size_t size = size_t(WindowRecords(spec, int64_t(wi)));
         std::set<int64_t> in_window;
-        for (size_t k = w0; k < std::min(mine.size(), w0 + size_t(block * window)); ++k)
-          in_window.insert(mine[k] / block);
-        EXPECT_LE(int64_t(in_window.size()), window + 1) << "rank " << r << " window at " << w0;
+        for (size_t k = w0; k < std::min(mine.size(), w0 + size); ++k) in_window.insert(mine[k] / block);
+        EXPECT_LE(int64_t(in_window.size()), int64_t(size) / block + 1) << "rank " << r << " window at " << w0;
+        ++windows;
       }
+      EXPECT_GT(windows, 3);
       // Shuffled inside: not the blocks' own order.
       EXPECT_FALSE(std::is_sorted(mine.begin(), mine.begin() + block * window));
       for (int64_t b : blocks) owner_blocks.insert(b);
@@ -103,6 +107,22 @@ TEST(Order, ResumeContinuesAndAnotherWorldCoversTheRestOnce) {
     seen.insert(seen.end(), mine.begin(), mine.end());
   }
   EXPECT_TRUE(IsPermutation(seen, n));
+}
+
+// The first windows ramp up (1, 2, 4, ... blocks) so an epoch starts after
+// one block's read; then every window holds window_blocks blocks.
+TEST(Order, WindowsRampUpFromOneBlock) {
+  const OrderSpec s = Blocks(10, 16, 1);
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i < 7; ++i) sizes.push_back(WindowRecords(s, i));
+  EXPECT_EQ(sizes, (std::vector<int64_t>{10, 20, 40, 80, 160, 160, 160}));
+  EXPECT_EQ(WindowRecords(s, 1000), 160);
+  // The first 10 entries of the order are block-mates: one block, shuffled.
+  const auto order = EpochOrder(1000, s, 0);
+  std::set<int64_t> first;
+  for (int k = 0; k < 10; ++k) first.insert(order[size_t(k)] / 10);
+  EXPECT_EQ(first.size(), 1u);
+  EXPECT_FALSE(std::is_sorted(order.begin(), order.begin() + 10));
 }
 
 TEST(Order, BlockRecordsFollowTheMeanRecordAndTheValueSize) {

@@ -36,11 +36,17 @@ struct OrderSpec {
 // (spec, epoch) alone. kBlocks: the blocks [k*B, (k+1)*B) are permuted and
 // laid end to end; that sequence is cut into `world` runs of consecutive
 // entries (run r holds n/world entries, one more for r < n % world); each
-// run is shuffled within consecutive windows of window_blocks * B entries;
+// run is shuffled within consecutive windows (WindowRecords: 1, 2, 4, ...
+// blocks, then window_blocks blocks each);
 // position k * world + r of the order is entry k of run r. So rank r of
 // `world`, dealt positions r, r + world, ... (DealPositions), reads whole
 // blocks of its own, a window at a time.
 std::vector<int64_t> EpochOrder(int64_t n, const OrderSpec& spec, int64_t epoch);
+
+// kBlocks: the entries of window `i` of a rank's run: B * min(window_blocks,
+// 2^i). The first windows ramp up so that an epoch's first batch waits for
+// one block's read, not a whole window's.
+int64_t WindowRecords(const OrderSpec& spec, int64_t i);
 
 // The entries of `order` rank `rank` of `world` takes from position `start`
 // on: start + r, start + r + world, ... With even_partition every rank gets
