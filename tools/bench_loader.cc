@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
       ("block-mb", po::value(&o.block_mb)->default_value(4), "--order blocks: block size")
       ("window-blocks", po::value(&o.window_blocks)->default_value(16), "--order blocks: blocks per window")
       ("io-threads", po::value(&o.io_threads)->default_value(-1), "read-ahead threads (-1: 4 with blocks)")
+      ("read-chunk-mb", po::value(&o.read_chunk_mb)->default_value(4), "size of each read-ahead read")
       ("rank", po::value(&o.rank)->default_value(0), "this process's rank (several processes, one node)")
       ("world", po::value(&o.world_size)->default_value(1), "ranks")
       ("no-dct-scaling", "always decode JPEGs at full scale")

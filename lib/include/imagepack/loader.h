@@ -56,7 +56,7 @@ struct LoaderOptions {
   // from storage and none otherwise; 0 none. Size it to the device: reads
   // in flight = io_threads.
   int io_threads = -1;
-  double read_chunk_mb = 2;
+  double read_chunk_mb = 4;  // a block per read (HDD-like device: 3-5% faster than 2 MB)
   int rank = 0, world_size = 1;
   // true (training): every rank gets ceil(N / world) samples per epoch, the
   // permutation padded by repeating its first indices (DistributedSampler's
