@@ -275,8 +275,7 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const Op
                                 " lies outside the record area");
   }
   return NewMemorySource(std::move(meta.value()), path + " (blob)", base, file_size, std::move(offsets),
-                         std::move(lengths), std::move(keep), /*resident=*/0, /*mapped=*/true, fd,
-                         opts.pread_records);
+                         std::move(lengths), std::move(keep), fd, opts.pread_records);
 }
 
 }  // namespace imagepack::internal

@@ -115,9 +115,9 @@ struct BatchPool {
 class LoaderImpl : public Loader {
  public:
   LoaderImpl(LoaderOptions o, std::unique_ptr<RecordSource> src, OrderSpec spec)
-      : o_(std::move(o)), src_(std::move(src)), spec_(spec), epoch_spec_(spec),
+      : o_(std::move(o)), src_(std::move(src)),
         channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
-        arena_(internal::ResolveThreads(o_.threads)) {
+        arena_(internal::ResolveThreads(o_.threads)), spec_(spec), epoch_spec_(spec) {
     sample_bytes_ = size_t(o_.size) * o_.size * channels_;
     pool_->keep = static_cast<size_t>(std::max(0, o_.prefetch)) + 2;
     for (int t = 0; t < arena_.max_concurrency(); ++t) cursors_.push_back(src_->NewCursor());
@@ -725,10 +725,11 @@ class LoaderImpl : public Loader {
 // files already mostly cached) or where blocks would mix poorly (records
 // not stored shuffled: blocks of a pack in class order hold one class
 // each); blocks otherwise.
-Order AutoOrder(const LoaderOptions& o, const DatasetMeta& meta) {
-  if (o.in_ram || !StoredShuffled(meta)) return Order::kRandom;
-  uint64_t total = 0, cached = 0;
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+// `file_bytes`: the files' total size.
+Order AutoOrder(const LoaderOptions& o, const DatasetMeta& meta, int64_t file_bytes) {
+  if (o.in_ram || !StoredShuffled(meta) || file_bytes < (int64_t(256) << 20)) return Order::kRandom;
+  int64_t cached = 0;
+  const int64_t page = ::sysconf(_SC_PAGESIZE);
   for (const auto& path : o.paths) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -736,18 +737,16 @@ Order AutoOrder(const LoaderOptions& o, const DatasetMeta& meta) {
       if (fd >= 0) ::close(fd);
       continue;
     }
-    const uint64_t size = static_cast<uint64_t>(st.st_size);
-    total += size;
+    const size_t size = static_cast<size_t>(st.st_size);
     void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
     ::close(fd);
     if (map == MAP_FAILED) continue;
-    std::vector<unsigned char> in((size + page - 1) / page);
+    std::vector<unsigned char> in((size + size_t(page) - 1) / size_t(page));
     if (::mincore(map, size, in.data()) == 0)
       for (unsigned char c : in) cached += (c & 1) * page;
     ::munmap(map, size);
   }
-  if (total < (uint64_t(256) << 20) || cached * 2 >= total) return Order::kRandom;
-  return Order::kBlocks;
+  return cached * 2 >= file_bytes ? Order::kRandom : Order::kBlocks;
 }
 
 }  // namespace
@@ -771,17 +770,19 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   if (!src.ok()) return src.status();
   const RecordSource& s = *src.value();
   if (s.size() == 0) return Status::InvalidArgument("dataset " + s.Describe() + " is empty");
-  OrderSpec spec;
-  spec.seed = o.seed;
-  spec.world = o.world_size;
-  spec.kind = !o.shuffle ? Order::kSequential : o.order != Order::kAuto ? o.order : AutoOrder(o, s.meta());
-  spec.window_blocks = o.window_blocks;
   // Blocks are of the files' bytes: what the device reads.
   int64_t file_bytes = 0;
   for (const auto& p : o.paths) {
     struct stat st;
     if (::stat(p.c_str(), &st) == 0) file_bytes += st.st_size;
   }
+  OrderSpec spec;
+  spec.seed = o.seed;
+  spec.world = o.world_size;
+  spec.kind = !o.shuffle                  ? Order::kSequential
+              : o.order != Order::kAuto ? o.order
+                                        : AutoOrder(o, s.meta(), file_bytes);
+  spec.window_blocks = o.window_blocks;
   spec.block_records = BlockRecords(s.size(), file_bytes, static_cast<int64_t>(o.block_mb * (1 << 20)),
                                     s.meta().records_per_value);
   return std::unique_ptr<Loader>(new LoaderImpl(o, std::move(src.value()), spec));

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -177,15 +176,12 @@ Result<std::unique_ptr<SharedCopy>> SharedCopy::Acquire(const std::string& sourc
     const std::string tmp = copy->path_ + ".tmp" + std::to_string(::getpid());
     Fd out(::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (out.fd < 0) return Status::FromErrno("in_ram: cannot create " + tmp, errno);
-    const auto t0 = std::chrono::steady_clock::now();
     Status s = ParallelCopy(src.fd, out.fd, copy->size_, source, tmp);
     if (s.ok() && ::rename(tmp.c_str(), copy->path_.c_str()) != 0) s = Status::FromErrno("rename " + tmp, errno);
     if (!s.ok()) {
       ::unlink(tmp.c_str());
       return s;
     }
-    copy->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    copy->created_ = true;
     db.fd = ::open(copy->path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (db.fd < 0) return Status::FromErrno(copy->path_, errno);
   }

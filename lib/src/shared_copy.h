@@ -17,8 +17,6 @@ class SharedCopy {
   ~SharedCopy();
   const std::string& path() const { return path_; }
   uint64_t size() const { return size_; }
-  bool created() const { return created_; }  // this process made the copy
-  double load_seconds() const { return load_seconds_; }
   // Locks the copy's pages in RAM (mlock) for as long as this object lives.
   Status Lock();
 
@@ -32,8 +30,6 @@ class SharedCopy {
   std::string path_, lock_path_;
   int fd_ = -1;
   uint64_t size_ = 0;
-  bool created_ = false;
-  double load_seconds_ = 0;
   void* locked_ = nullptr;  // the mlocked mapping, if any
 };
 

@@ -98,16 +98,16 @@ class PreadCursor : public RecordCursor {
 class MemorySource : public RecordSource {
  public:
   MemorySource(DatasetMeta meta, std::string describe, const uint8_t* base, std::vector<uint64_t> offsets,
-               std::vector<uint64_t> lengths, std::shared_ptr<void> keep, int64_t resident)
-      : meta_(std::move(meta)), describe_(std::move(describe)), base_(base), offsets_(std::move(offsets)),
-        lengths_(std::move(lengths)), keep_(std::move(keep)), resident_(resident) {}
+               std::vector<uint64_t> lengths, std::shared_ptr<void> keep, uint64_t mapped_size, int fd, bool pread)
+      : meta_(std::move(meta)), describe_(std::move(describe)), base_(base), mapped_size_(mapped_size), fd_(fd),
+        pread_fd_(pread ? fd : -1), offsets_(std::move(offsets)), lengths_(std::move(lengths)),
+        keep_(std::move(keep)) {}
   const DatasetMeta& meta() const override { return meta_; }
   std::unique_ptr<RecordCursor> NewCursor() const override {
     if (pread_fd_ >= 0) return std::make_unique<PreadCursor>(pread_fd_, &offsets_, &lengths_);
     return std::make_unique<MemoryCursor>(base_, &offsets_, &lengths_);
   }
   std::string Describe() const override { return describe_; }
-  int64_t resident_bytes() const override { return resident_; }
   void ReleaseMappedPages() const override {
     if (mapped_size_ > 0) internal::ReleasePages(base_, mapped_size_);
   }
@@ -118,23 +118,14 @@ class MemorySource : public RecordSource {
     for (int64_t i = first; i <= last; ++i) internal::AppendRange(fd_, offsets_[i], lengths_[i], out);
   }
 
-  // A source over a read-only file mapping of `size` bytes at base (not a
-  // buffer of its own: releasing that would lose its contents).
-  void set_mapped(uint64_t size) { mapped_size_ = size; }
-  void set_fd(int fd, bool pread) {
-    fd_ = fd;
-    pread_fd_ = pread ? fd : -1;
-  }
-
  private:
   DatasetMeta meta_;
   std::string describe_;
   const uint8_t* base_;
-  uint64_t mapped_size_ = 0;
-  int fd_ = -1, pread_fd_ = -1;
+  const uint64_t mapped_size_;  // a read-only file mapping (ReleaseMappedPages unmaps it)
+  const int fd_, pread_fd_;
   std::vector<uint64_t> offsets_, lengths_;
   std::shared_ptr<void> keep_;
-  int64_t resident_;
 };
 
 class MultiCursor : public RecordCursor {
@@ -227,12 +218,9 @@ namespace internal {
 std::unique_ptr<RecordSource> NewMemorySource(DatasetMeta meta, std::string describe, const uint8_t* base,
                                               uint64_t base_size, std::vector<uint64_t> offsets,
                                               std::vector<uint64_t> lengths, std::shared_ptr<void> keep_alive,
-                                              int64_t resident, bool mapped, int fd, bool pread) {
-  auto s = std::make_unique<MemorySource>(std::move(meta), std::move(describe), base, std::move(offsets),
-                                          std::move(lengths), std::move(keep_alive), resident);
-  if (mapped) s->set_mapped(base_size);
-  s->set_fd(fd, pread && fd >= 0);
-  return s;
+                                              int fd, bool pread) {
+  return std::make_unique<MemorySource>(std::move(meta), std::move(describe), base, std::move(offsets),
+                                        std::move(lengths), std::move(keep_alive), base_size, fd, pread && fd >= 0);
 }
 
 void AppendRange(int fd, uint64_t offset, uint64_t size, std::vector<FileRange>* out) {

@@ -21,18 +21,16 @@ Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, con
 Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const OpenOptions& opts);
 Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const OpenOptions& opts);
 
-// Records held in one memory region, located by an (offset, length) index:
-// a mmapped blob. `keep_alive` owns whatever backs `base` (a buffer or a
-// mapping); `mapped`: base is a read-only file mapping of base_size bytes
-// (ReleaseMappedPages applies); `fd` >= 0 (owned by keep_alive): the file
-// behind it, at the same offsets (FileRanges), which cursors read records
-// from with pread when `pread` is set, instead of from `base`.
+// Records in a read-only file mapping of base_size bytes at `base` (a
+// blob), located by an (offset, length) index. `keep_alive` owns the
+// mapping and `fd` (>= 0), the file behind it at the same offsets
+// (FileRanges), which cursors read records from with pread when `pread` is
+// set, instead of from `base`.
 std::unique_ptr<RecordSource> NewMemorySource(DatasetMeta meta, std::string describe,
                                               const uint8_t* base, uint64_t base_size,
                                               std::vector<uint64_t> offsets,
                                               std::vector<uint64_t> lengths,
-                                              std::shared_ptr<void> keep_alive, int64_t resident,
-                                              bool mapped = false, int fd = -1, bool pread = false);
+                                              std::shared_ptr<void> keep_alive, int fd, bool pread);
 
 // Appends [offset, offset + size) of `fd` to `out`, merged with the last
 // range when they touch.
