@@ -6,13 +6,13 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config ninja-build git
   clang libclang-rt-14-dev procps util-linux e2fsprogs
-  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libvips-dev liblmdb-dev lmdb-utils
+  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev libvips-dev liblmdb-dev lmdb-utils
   libtbb-dev libboost-program-options-dev libgtest-dev libgmock-dev
   libbenchmark-dev nlohmann-json3-dev libxxhash-dev
   libtorch-dev libgloo-dev pybind11-dev python3-dev python3-pytest
   python3 python3-numpy python3-lmdb python3-xxhash python3-pil python3-opencv
   python3-torch python3-torchvision python3-matplotlib python3-venv python3-pip
-  libvips-tools libjpeg-turbo-progs imagemagick time
+  libvips-tools libjpeg-turbo-progs imagemagick time fonts-dejavu-core
   dataset-fashion-mnist plasma-workspace-wallpapers mate-backgrounds
 )
 

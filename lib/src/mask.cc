@@ -128,8 +128,13 @@ Result<Image> DecodeMask(const uint8_t* data, size_t size) {
 }
 
 Result<std::vector<uint8_t>> EncodeMaskPng(const Image& mask) {
-  if (mask.channels != 1 || mask.width < 1 || mask.height < 1)
-    return Status::InvalidArgument("a mask PNG is 1 channel, non-empty");
+  if (mask.channels != 1) return Status::InvalidArgument("a mask PNG is 1 channel, non-empty");
+  return EncodePng(mask);
+}
+
+Result<std::vector<uint8_t>> EncodePng(const Image& img) {
+  if ((img.channels != 1 && img.channels != 3) || img.width < 1 || img.height < 1)
+    return Status::InvalidArgument("a PNG is encoded from a non-empty 1- or 3-channel image");
   std::vector<uint8_t> out;
   PngReadState s{nullptr, 0, 0, {}, {}};
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &s, OnError, OnWarning);
@@ -137,15 +142,15 @@ Result<std::vector<uint8_t>> EncodeMaskPng(const Image& mask) {
   png_infop info = png_create_info_struct(png);
   if (!info || setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, info ? &info : nullptr);
-    return Status::IOError("mask PNG encode: " + s.error);
+    return Status::IOError("PNG encode: " + s.error);
   }
   png_set_write_fn(png, &out, WriteToVector, nullptr);
-  png_set_IHDR(png, info, mask.width, mask.height, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_IHDR(png, info, img.width, img.height, 8, img.channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_set_compression_level(png, 6);
   png_write_info(png, info);
-  for (int y = 0; y < mask.height; ++y)
-    png_write_row(png, const_cast<png_bytep>(mask.pixels.data() + size_t(y) * mask.width));
+  const size_t stride = size_t(img.width) * img.channels;
+  for (int y = 0; y < img.height; ++y) png_write_row(png, const_cast<png_bytep>(img.pixels.data() + size_t(y) * stride));
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
   return out;

@@ -91,9 +91,9 @@ Result<Image> DecodeForStats(const uint8_t* data, size_t size, int channels) {
 // Turns source items into records: PackDataset's parallel stage.
 class RecordMaker {
  public:
-  RecordMaker(const PackOptions& o, const std::vector<SourceItem>& items, const RecordSource* db,
-             const std::string& root, const std::vector<FieldSpec>& fields)
-      : o_(o), items_(items), db_(db), root_(root), specs_(fields), channels_(o.prepare.decode.channels) {
+  RecordMaker(const PackOptions& o, const std::vector<SourceItem>& items, const internal::DatasetSource& source)
+      : o_(o), items_(items), source_(source), db_(source.db.get()), root_(source.root), specs_(source.fields),
+        channels_(o.prepare.decode.channels) {
     // Raw: exact statistics over every image (the pixels are at hand).
     // JPEG: every stride-th image, decoded at reduced scale; 0: none.
     const int64_t n = static_cast<int64_t>(items.size());
@@ -155,6 +155,11 @@ class RecordMaker {
       if (r->fields.encoding == Encoding::kRaw) return FromPixels(r.value());
       in.resize(headroom + r->payload_size);
       std::memcpy(in.data() + headroom, r->payload, r->payload_size);
+    } else if (item.archive >= 0) {
+      auto f = ReadArchiveItem(source_, item, headroom);
+      if (!f.ok()) return f.status();
+      in = std::move(f.value());
+      *bytes_in = static_cast<int64_t>(item.size);
     } else {
       auto f = ReadFile((fs::path(root_) / item.rel).string(), headroom);
       if (!f.ok()) return f.status();
@@ -377,6 +382,7 @@ class RecordMaker {
 
   const PackOptions& o_;
   const std::vector<SourceItem>& items_;
+  const internal::DatasetSource& source_;
   const RecordSource* db_;
   const std::string& root_;
   const std::vector<FieldSpec>& specs_;
@@ -417,6 +423,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   so.mask_classes = o.mask_classes;
   so.mask_ignore = o.mask_ignore;
   so.box_classes = o.box_classes;
+  so.scratch_dir = fs::absolute(o.dst).parent_path().string();
   for (const auto& text : o.fields) {
     auto tree = internal::ParsePairedTree(text);
     if (!tree.ok()) return tree.status();
@@ -450,7 +457,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   ParallelRecordWriter* const pw = w.parallel();
   summary.direct_io = pw && pw->direct_io();
 
-  RecordMaker maker(o, items, source->db.get(), source->root, source->fields);
+  RecordMaker maker(o, items, source.value());
   std::vector<std::bitset<256>> mask_values(source->fields.size());
   PixelMoments total;
   std::vector<int64_t> label_counts(classes.size(), 0);

@@ -34,6 +34,11 @@ struct SourceItem {
   int32_t label = -1;
   int64_t db_index = -1;  // database: the record's index
   std::vector<SourceField> fields;  // in slot order, every declared field
+  // Archives (tar shards, pickled LMDB): the image is `size` bytes at
+  // `offset` of DatasetSource::archives[archive].
+  int archive = -1;
+  uint64_t offset = 0;
+  uint64_t size = 0;
 };
 
 // A paired tree: `--field NAME[:KIND]=DIR` (KIND image or mask; a NAME
@@ -58,6 +63,13 @@ struct SourceOptions {
   std::string mask_classes;         // masks: a classes file, or N (classes "0".."N-1")
   int mask_ignore = 255;            // masks: the value outside any class (-1: none)
   std::string box_classes;          // boxes: a classes file (manifests; COCO names its own)
+  std::string scratch_dir;          // gzipped shards are inflated here (default: the temp folder)
+};
+
+// Scratch files (inflated shards), removed when the source is dropped.
+struct ScratchFiles {
+  std::vector<std::string> paths;
+  ~ScratchFiles();
 };
 
 struct DatasetSource {
@@ -70,6 +82,8 @@ struct DatasetSource {
   std::vector<std::string> ignored;      // non-images; images outside any class, with why
   std::vector<std::string> problems;     // listing problems (loops, unreadable folders)
   std::unique_ptr<RecordSource> db;      // a database source: where its items are read
+  std::vector<std::string> archives;     // files items with `archive` >= 0 are read from
+  std::shared_ptr<ScratchFiles> scratch;
 };
 
 // The ImageFolder rule: the first folder of `rel` names its class. Empty for
@@ -103,8 +117,31 @@ Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string&
 // The records of an existing database (labels and paths as stored).
 Result<DatasetSource> OpenDatabaseSource(const std::string& path);
 
-// A manifest or COCO file when given; else a regular file is a database,
-// anything else a tree.
+// WebDataset shards: SRC a .tar / .tar.gz / .tgz file, a brace pattern
+// ("train-{000000..000146}.tar") or a folder holding only shards. Members
+// are grouped into samples by webdataset's key rule (the name up to the
+// first dot of its last component); a sample's image is its .jpg (.jpeg,
+// .png, .webp, ...) member, its label a .cls (or .class, .label) member
+// holding an index or a class name, or the "label" of its .json member;
+// the .json's "path" names the record. Classes: --classes, else
+// classes.txt beside the shards, else sorted names or "0".."max".
+// Samples without an image or a label go to `errors` as SHARD:KEY.
+bool LooksLikeWebDataset(const std::string& src);
+Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceOptions& opts);
+
+// An LMDB written the folder2lmdb way: per key a pickled (image bytes,
+// label) tuple, `__keys__` (a pickled list of keys, the record order) and
+// `__len__`. Only pickles made of bytes, strings, integers, None, tuples
+// and lists are read (protocols 3-5); one that calls code is refused. The
+// record's path is its key. A file or a folder holding data.mdb.
+bool LooksLikePickledLmdb(const std::string& path);
+Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const SourceOptions& opts);
+
+// An archive item's bytes, with `headroom` free bytes in front.
+Result<std::vector<uint8_t>> ReadArchiveItem(const DatasetSource& s, const SourceItem& item, size_t headroom);
+
+// A manifest or COCO file when given; else WebDataset shards, a pickled
+// LMDB, or a regular file is a database, anything else a tree.
 Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts);
 
 // Reads a classes file: the first word of each non-empty line not starting

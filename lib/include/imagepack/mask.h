@@ -23,6 +23,10 @@ Result<Image> DecodeMask(const uint8_t* data, size_t size);
 // A 1-channel uint8 image as an 8-bit gray PNG.
 Result<std::vector<uint8_t>> EncodeMaskPng(const Image& mask);
 
+// A 1-channel (gray) or 3-channel (RGB) uint8 image as an 8-bit PNG:
+// lossless, for exported raw records and inspection pictures.
+Result<std::vector<uint8_t>> EncodePng(const Image& img);
+
 // Nearest neighbour from w x h to tw x th: output pixel (x, y) takes the
 // source pixel under its centre, floor((x + 0.5) * w / tw).
 Image ResizeMaskNearest(const uint8_t* src, int w, int h, int tw, int th);

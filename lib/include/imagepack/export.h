@@ -1,0 +1,65 @@
+// Writing a database out in the layouts other tools read: WebDataset tar
+// shards (webdataset, DALI, timm) and an ImageFolder tree (torchvision).
+// The library side of `export_db`; docs/USAGE.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "imagepack/progress.h"
+#include "imagepack/status.h"
+
+namespace imagepack {
+
+enum class ExportLayout { kWebDataset, kImageFolder };
+Result<ExportLayout> ParseExportLayout(const std::string& name);  // "webdataset" | "imagefolder"
+
+struct ExportOptions {
+  std::string db;   // an imagepack database
+  std::string dst;  // a folder (created)
+  ExportLayout layout = ExportLayout::kWebDataset;
+  // WebDataset: records per shard (0: as many as make ~shard_mb MB).
+  int64_t records_per_shard = 0;
+  int64_t shard_mb = 512;
+  bool gzip = false;                 // shards as .tar.gz
+  std::string prefix = "shard";      // shard names: PREFIX-000000.tar
+  // Only records [first, last) (last < 0: to the end).
+  int64_t first = 0;
+  int64_t last = -1;
+  int threads = 0;
+  CancelFlag* cancel = nullptr;
+  Progress* progress = nullptr;
+};
+
+struct ExportSummary {
+  int64_t records = 0;        // exported by this run
+  int64_t kept = 0;           // already there from an earlier run (resumed)
+  int64_t files = 0;          // shards or image files written by this run
+  int64_t bytes = 0;          // bytes written
+  double seconds = 0;
+  bool cancelled = false;
+};
+
+// Exports opts.db into opts.dst.
+//
+// WebDataset: shards PREFIX-NNNNNN.tar (or .tar.gz) of consecutive records;
+// per record KEY.jpg (the stored JPEG bytes, unchanged) or KEY.png (raw
+// pixels, lossless), KEY.cls (the class index) and KEY.json ({"path",
+// "label", "class"}, and the values of non-spatial fields); spatial fields
+// as KEY.NAME.png (masks) or KEY.NAME.jpg / .png (images). KEY is the
+// record's path without its extension, dots made '_' (webdataset splits
+// keys at the first dot), unique within the shard. classes.txt lists the
+// class names in index order.
+//
+// ImageFolder: DST/CLASS/FILE for every record, FILE being the record's
+// path below its class folder (or the whole path), with .jpg / .png added
+// when the name does not say its content; records without a class are an
+// error. classes.txt as above.
+//
+// Every file appears under its final name complete (written aside and
+// renamed); export.json records what was exported. Re-running the same
+// export keeps what is there and writes the rest; a DST holding another
+// export is refused.
+Result<ExportSummary> ExportDatabase(const ExportOptions& opts);
+
+}  // namespace imagepack

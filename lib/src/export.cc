@@ -1,0 +1,413 @@
+#include "imagepack/export.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "imagepack/files.h"
+#include "imagepack/mask.h"
+#include "imagepack/record.h"
+#include "imagepack/store.h"
+#include "threads.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace imagepack {
+
+Result<ExportLayout> ParseExportLayout(const std::string& name) {
+  if (name == "webdataset" || name == "wds") return ExportLayout::kWebDataset;
+  if (name == "imagefolder") return ExportLayout::kImageFolder;
+  return Status::InvalidArgument("unknown layout '" + name + "' (webdataset or imagefolder)");
+}
+
+namespace {
+
+// A tar file written member by member (ustar; a pax header for long names),
+// to a temporary name, gzipped or not; Finish renames it into place.
+class TarOut {
+ public:
+  TarOut(std::string path, bool gzip, uint64_t mtime) : path_(std::move(path)), tmp_(TempPathFor(path_)), mtime_(mtime) {
+    if (gzip) {
+      gz_ = gzopen(tmp_.c_str(), "wb6");
+      if (!gz_) status_ = Status::IOError("cannot create " + tmp_);
+    } else {
+      fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd_ < 0) status_ = Status::FromErrno("create " + tmp_, errno);
+    }
+  }
+  ~TarOut() {
+    if (gz_) gzclose(gz_);
+    if (fd_ >= 0) ::close(fd_);
+    if (!done_) ::unlink(tmp_.c_str());
+  }
+
+  void Add(const std::string& name, const uint8_t* data, size_t size) {
+    if (name.size() > 100) {  // pax extended header: "LEN path=NAME\n"
+      const std::string body = "path=" + name + "\n";
+      size_t len = body.size() + 2;
+      while (std::to_string(len).size() + 1 + body.size() != len) ++len;
+      const std::string rec = std::to_string(len) + " " + body;
+      Header("PaxHeader", rec.size(), 'x');
+      Write(rec.data(), rec.size());
+      Pad(rec.size());
+    }
+    Header(name.substr(0, 100), size, '0');
+    Write(data, size);
+    Pad(size);
+  }
+
+  Status Finish() {
+    static const char zeros[1024] = {};
+    Write(zeros, sizeof zeros);
+    if (gz_) {
+      if (gzclose(gz_) != Z_OK && status_.ok()) status_ = Status::IOError("write " + tmp_ + " (gzip) failed");
+      gz_ = nullptr;
+    } else if (fd_ >= 0) {
+      if (::close(fd_) != 0 && status_.ok()) status_ = Status::FromErrno("close " + tmp_, errno);
+      fd_ = -1;
+    }
+    if (status_.ok() && ::rename(tmp_.c_str(), path_.c_str()) != 0)
+      status_ = Status::FromErrno("rename " + tmp_ + " to " + path_, errno);
+    done_ = status_.ok();
+    return status_;
+  }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  void Header(const std::string& name, uint64_t size, char type) {
+    char h[512] = {};
+    std::memcpy(h, name.data(), std::min<size_t>(name.size(), 100));
+    std::snprintf(h + 100, 8, "%07o", 0644);
+    std::snprintf(h + 108, 8, "%07o", 0);
+    std::snprintf(h + 116, 8, "%07o", 0);
+    std::snprintf(h + 124, 12, "%011llo", static_cast<unsigned long long>(size));
+    std::snprintf(h + 136, 12, "%011llo", static_cast<unsigned long long>(mtime_));
+    std::memset(h + 148, ' ', 8);
+    h[156] = type;
+    std::memcpy(h + 257, "ustar\0" "00", 8);
+    unsigned sum = 0;
+    for (unsigned char c : h) sum += c;
+    std::snprintf(h + 148, 8, "%06o", sum);
+    h[155] = ' ';
+    Write(h, 512);
+  }
+  void Pad(uint64_t size) {
+    static const char zeros[512] = {};
+    if (size % 512) Write(zeros, 512 - size % 512);
+  }
+  void Write(const void* p, size_t n) {
+    if (!status_.ok() || n == 0) return;
+    if (gz_) {
+      if (gzwrite(gz_, p, static_cast<unsigned>(n)) != static_cast<int>(n)) status_ = Status::IOError("write " + tmp_ + " failed");
+    } else {
+      status_ = WriteAll(fd_, p, n, tmp_);
+    }
+    bytes_ += n;
+  }
+
+  std::string path_, tmp_;
+  uint64_t mtime_;
+  int fd_ = -1;
+  gzFile gz_ = nullptr;
+  Status status_;
+  uint64_t bytes_ = 0;
+  bool done_ = false;
+};
+
+std::string Lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The record's path without its extension, dots in the last component made
+// '_' (webdataset's key ends at the first dot), no leading '/'.
+std::string KeyOf(std::string_view path) {
+  std::string p(path);
+  while (!p.empty() && p[0] == '/') p.erase(0, 1);
+  const auto slash = p.rfind('/');
+  const auto dot = p.rfind('.');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) p.resize(dot);
+  for (size_t i = slash == std::string::npos ? 0 : slash + 1; i < p.size(); ++i)
+    if (p[i] == '.') p[i] = '_';
+  return p.empty() ? "record" : p;
+}
+
+// An encoded image member: the JPEG as stored, or raw pixels as PNG.
+Status ImageBytes(Encoding enc, int channels, uint32_t h, uint32_t w, const uint8_t* data, size_t size,
+                  std::vector<uint8_t>* out, const char** ext) {
+  if (enc == Encoding::kJpeg) {
+    out->assign(data, data + size);
+    *ext = "jpg";
+    return Status::Ok();
+  }
+  Image img;
+  img.width = static_cast<int>(w);
+  img.height = static_cast<int>(h);
+  img.channels = channels;
+  img.pixels.assign(data, data + size);
+  auto png = EncodePng(img);
+  if (!png.ok()) return png.status();
+  *out = std::move(png.value());
+  *ext = "png";
+  return Status::Ok();
+}
+
+std::string ClassName(const DatasetMeta& meta, int32_t label) {
+  return label >= 0 && label < static_cast<int32_t>(meta.classes.size()) ? meta.classes[size_t(label)] : "";
+}
+
+// The members of one record (after its key).
+struct Member {
+  std::string suffix;  // ".jpg", ".cls", ...
+  std::vector<uint8_t> bytes;
+};
+
+Status RecordMembers(const RecordView& r, const DatasetMeta& meta, std::vector<Member>* out) {
+  out->clear();
+  Member image;
+  const char* ext = "jpg";
+  IMAGEPACK_RETURN_IF_ERROR(ImageBytes(r.fields.encoding, r.fields.channels, r.fields.height, r.fields.width,
+                                       r.payload, r.payload_size, &image.bytes, &ext));
+  image.suffix = std::string(".") + ext;
+  out->push_back(std::move(image));
+  json j = {{"path", std::string(r.path)}, {"label", r.fields.label}};
+  if (r.fields.label >= 0) {
+    const std::string cls = std::to_string(r.fields.label);
+    out->push_back({".cls", std::vector<uint8_t>(cls.begin(), cls.end())});
+    j["class"] = ClassName(meta, r.fields.label);
+  }
+  for (const FieldView& f : RecordFieldViews(r)) {
+    const FieldSpec& spec = meta.fields.at(f.slot);
+    switch (f.kind) {
+      case FieldKind::kImage:
+      case FieldKind::kMask: {
+        Member m;
+        const char* fext = "png";
+        IMAGEPACK_RETURN_IF_ERROR(ImageBytes(f.encoding == 0 ? Encoding::kJpeg : Encoding::kRaw, f.channels, f.height,
+                                             f.width, f.data, f.size, &m.bytes, &fext));
+        m.suffix = "." + spec.name + "." + fext;
+        out->push_back(std::move(m));
+        break;
+      }
+      case FieldKind::kInts: {
+        std::vector<int32_t> v(f.count);
+        std::memcpy(v.data(), f.data, v.size() * 4);
+        j[spec.name] = v;
+        break;
+      }
+      case FieldKind::kFloats: {
+        std::vector<float> v(f.count);
+        std::memcpy(v.data(), f.data, v.size() * 4);
+        j[spec.name] = v;
+        break;
+      }
+      case FieldKind::kBoxes: {
+        json boxes = json::array();
+        for (const Box& b : ReadBoxes(f)) boxes.push_back({b.x0, b.y0, b.x1, b.y1, b.label});
+        j[spec.name] = boxes;
+        break;
+      }
+      case FieldKind::kText: j[spec.name] = std::string(reinterpret_cast<const char*>(f.data), f.size); break;
+    }
+  }
+  const std::string js = j.dump();
+  out->push_back({".json", std::vector<uint8_t>(js.begin(), js.end())});
+  return Status::Ok();
+}
+
+// ImageFolder: where record `r` goes below DST.
+Result<std::string> ImageFolderPath(const RecordView& r, const DatasetMeta& meta, const char* ext) {
+  const std::string cls = ClassName(meta, r.fields.label);
+  if (cls.empty())
+    return Status::InvalidArgument("record " + std::string(r.path) + " has no class (label " +
+                                   std::to_string(r.fields.label) + "): an ImageFolder tree needs one per image");
+  std::string rel(r.path);
+  while (!rel.empty() && rel[0] == '/') rel.erase(0, 1);
+  if (rel.rfind(cls + "/", 0) == 0) rel = rel.substr(cls.size() + 1);
+  for (const char* part : {"../", "/..", "./"})
+    if (rel.find(part) != std::string::npos || rel == "..") return Status::InvalidArgument("record path " + std::string(r.path) + " leaves its folder");
+  // The extension must say the content (torchvision picks files by it).
+  const std::string lower = Lower(rel);
+  const bool jpeg_name = lower.size() > 4 && (lower.rfind(".jpg") == lower.size() - 4 ||
+                                              lower.rfind(".jpeg") == lower.size() - 5 ||
+                                              lower.rfind(".jpe") == lower.size() - 4);
+  const bool png_name = lower.size() > 4 && lower.rfind(".png") == lower.size() - 4;
+  if ((std::strcmp(ext, "jpg") == 0 && !jpeg_name) || (std::strcmp(ext, "png") == 0 && !png_name))
+    rel += std::string(".") + ext;
+  std::string safe_cls = cls;
+  std::replace(safe_cls.begin(), safe_cls.end(), '/', '_');
+  return safe_cls + "/" + rel;
+}
+
+uint64_t FileMtime(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_mtime) : 0;
+}
+
+// export.json: what DST holds. A re-run must match it.
+Status CheckOrWriteManifest(const ExportOptions& o, const DatasetMeta& meta, int64_t first, int64_t last,
+                            int64_t per_shard) {
+  json m = {{"database", fs::absolute(o.db).string()},
+            {"records", meta.count},
+            {"created", meta.created},
+            {"layout", o.layout == ExportLayout::kWebDataset ? "webdataset" : "imagefolder"},
+            {"first", first},
+            {"last", last}};
+  if (o.layout == ExportLayout::kWebDataset) {
+    m["records_per_shard"] = per_shard;
+    m["gzip"] = o.gzip;
+    m["prefix"] = o.prefix;
+  }
+  const std::string path = (fs::path(o.dst) / "export.json").string();
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    auto old = ReadFile(path);
+    if (old.ok()) {
+      json j = json::parse(old->begin(), old->end(), nullptr, false);
+      if (j == m) return Status::Ok();
+    }
+    return Status::InvalidArgument(o.dst + " holds another export (" + path +
+                                   " differs): remove it or choose another folder");
+  }
+  if (fs::exists(o.dst, ec) && !fs::is_empty(o.dst, ec))
+    return Status::InvalidArgument(o.dst + " exists and is not empty (and is not an earlier run of this export)");
+  const std::string text = m.dump(2) + "\n";
+  return WriteFileAtomic(path, text.data(), text.size(), /*sync=*/true);
+}
+
+}  // namespace
+
+Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto db = OpenDatabase(o.db);
+  if (!db.ok()) return db.status();
+  const RecordSource& src = *db.value();
+  const DatasetMeta& meta = src.meta();
+  const int64_t n = src.size();
+  const int64_t first = std::clamp<int64_t>(o.first, 0, n);
+  const int64_t last = o.last < 0 ? n : std::clamp<int64_t>(o.last, first, n);
+  int64_t per_shard = o.records_per_shard;
+  if (per_shard <= 0) {
+    const double mean = n > 0 ? double(meta.payload_bytes) / double(n) + 1536 : 1;  // + headers, .cls, .json
+    per_shard = std::max<int64_t>(1, static_cast<int64_t>(double(o.shard_mb) * 1e6 / mean));
+  }
+  std::error_code ec;
+  fs::create_directories(o.dst, ec);
+  if (ec) return Status::IOError("cannot create " + o.dst + ": " + ec.message());
+  RemoveStaleTemps(o.dst);
+  IMAGEPACK_RETURN_IF_ERROR(CheckOrWriteManifest(o, meta, first, last, per_shard));
+  std::string classes;
+  for (const auto& c : meta.classes) classes += c + "\n";
+  if (!meta.classes.empty())
+    IMAGEPACK_RETURN_IF_ERROR(WriteFileAtomic((fs::path(o.dst) / "classes.txt").string(), classes.data(), classes.size()));
+
+  ExportSummary sum;
+  std::atomic<int64_t> records{0}, kept{0}, files{0}, bytes{0};
+  std::mutex mu;
+  Status first_error;
+  auto fail = [&](Status st) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (first_error.ok()) first_error = std::move(st);
+  };
+  auto failed = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return !first_error.ok();
+  };
+  auto cancelled = [&] { return o.cancel && o.cancel->load(); };
+  if (o.progress) o.progress->total = last - first;
+  const uint64_t mtime = FileMtime(o.db);
+  tbb::task_arena arena(std::max(internal::ResolveThreads(o.threads), 1));
+
+  if (o.layout == ExportLayout::kWebDataset) {
+    const int64_t shards = (last - first + per_shard - 1) / per_shard;
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<int64_t>(0, shards, 1), [&](const tbb::blocked_range<int64_t>& range) {
+        auto cur = src.NewCursor();
+        std::vector<Member> members;
+        for (int64_t s = range.begin(); s != range.end(); ++s) {
+          if (failed() || cancelled()) return;
+          const int64_t a = first + s * per_shard, b = std::min(last, a + per_shard);
+          char name[64];
+          std::snprintf(name, sizeof name, "-%06lld.tar%s", static_cast<long long>(s), o.gzip ? ".gz" : "");
+          const std::string path = (fs::path(o.dst) / (o.prefix + name)).string();
+          if (fs::exists(path)) {  // complete: shards appear only by rename
+            kept += b - a;
+            if (o.progress) o.progress->done += b - a;
+            continue;
+          }
+          TarOut tar(path, o.gzip, mtime);
+          std::set<std::string> keys;
+          for (int64_t i = a; i < b; ++i) {
+            if (cancelled()) return;
+            auto r = cur->Read(i);
+            if (!r.ok()) return fail(r.status().WithContext(o.db + " record " + RecordKey(i)));
+            std::string key = KeyOf(r->path);
+            if (!keys.insert(key).second) keys.insert(key += "_" + std::to_string(i));
+            Status st = RecordMembers(r.value(), meta, &members);
+            if (!st.ok()) return fail(st.WithContext(o.db + " record " + RecordKey(i)));
+            for (const Member& m : members) tar.Add(key + m.suffix, m.bytes.data(), m.bytes.size());
+            if (o.progress) ++o.progress->done;
+          }
+          Status st = tar.Finish();
+          if (!st.ok()) return fail(st);
+          records += b - a;
+          ++files;
+          bytes += static_cast<int64_t>(tar.bytes());
+        }
+      });
+    });
+  } else {
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<int64_t>(first, last, 256), [&](const tbb::blocked_range<int64_t>& range) {
+        auto cur = src.NewCursor();
+        std::vector<uint8_t> out;
+        for (int64_t i = range.begin(); i != range.end(); ++i) {
+          if (failed() || cancelled()) return;
+          auto r = cur->Read(i);
+          if (!r.ok()) return fail(r.status().WithContext(o.db + " record " + RecordKey(i)));
+          const char* ext = "jpg";
+          auto rel = ImageFolderPath(r.value(), meta, r->fields.encoding == Encoding::kJpeg ? "jpg" : "png");
+          if (!rel.ok()) return fail(rel.status());
+          const std::string path = (fs::path(o.dst) / rel.value()).string();
+          if (o.progress) ++o.progress->done;
+          if (fs::exists(path)) {
+            ++kept;
+            continue;
+          }
+          Status st = ImageBytes(r->fields.encoding, r->fields.channels, r->fields.height, r->fields.width, r->payload,
+                                 r->payload_size, &out, &ext);
+          if (st.ok()) st = WriteFileAtomic(path, out.data(), out.size());
+          if (!st.ok()) return fail(st.WithContext(o.db + " record " + RecordKey(i)));
+          ++records;
+          ++files;
+          bytes += static_cast<int64_t>(out.size());
+        }
+      });
+    });
+  }
+  if (!first_error.ok()) return first_error;
+  sum.records = records;
+  sum.kept = kept;
+  sum.files = files;
+  sum.bytes = bytes;
+  sum.cancelled = cancelled();
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return sum;
+}
+
+}  // namespace imagepack
