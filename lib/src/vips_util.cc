@@ -284,3 +284,30 @@ Result<Image> VipsDecode(const uint8_t* data, size_t size, const DecodeOptions& 
 }
 
 }  // namespace imagepack::internal
+
+namespace imagepack::internal {
+
+Result<Image> RenderText(const std::string& text, int height_px) {
+  InitVips();
+  if (text.empty()) return Image{};
+  // Pango markup is off: the text is shown as it is.
+  gchar* escaped = g_markup_escape_text(text.c_str(), -1);
+  VipsImage* out = nullptr;
+  const std::string font = "DejaVu Sans " + std::to_string(std::max(4, height_px * 3 / 4)) + "px";
+  const int rc = vips_text(&out, escaped, "font", font.c_str(), "dpi", 72, nullptr);
+  g_free(escaped);
+  if (rc != 0) return Status::IOError("text rendering: " + TakeVipsError());
+  Ref ref(out);
+  size_t size = 0;
+  void* mem = vips_image_write_to_memory(out, &size);
+  if (!mem) return Status::IOError("text rendering: " + TakeVipsError());
+  Image img;
+  img.width = vips_image_get_width(out);
+  img.height = vips_image_get_height(out);
+  img.channels = 1;
+  img.pixels.assign(static_cast<uint8_t*>(mem), static_cast<uint8_t*>(mem) + size);
+  g_free(mem);
+  return img;
+}
+
+}  // namespace imagepack::internal

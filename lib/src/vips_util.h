@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "imagepack/decode.h"
 
@@ -16,5 +17,9 @@ Result<ImageInfo> VipsProbe(const uint8_t* data, size_t size);
 // `opts.limit` (an integer box pre-shrink streams huge images in bounded
 // memory; our resampler does the rest).
 Result<Image> VipsDecode(const uint8_t* data, size_t size, const DecodeOptions& opts);
+
+// `text` as a 1-channel coverage image (255: ink), glyphs about
+// `height_px` tall, in DejaVu Sans through Pango (fonts-dejavu-core).
+Result<Image> RenderText(const std::string& text, int height_px);
 
 }  // namespace imagepack::internal

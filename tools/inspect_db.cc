@@ -1,0 +1,151 @@
+// inspect_db DB... --out DIR [--sheet] [--grid] [--summary] [--duplicates]
+// Pictures of what a database holds, and the duplicates within and between
+// databases; see docs/USAGE.md.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "cli.h"
+#include "imagepack/duplicates.h"
+#include "imagepack/inspect.h"
+
+using namespace imagepack;
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string CsvCell(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+int Duplicates(const DuplicateOptions& d, const std::string& out, int sheet_pairs, bool quiet) {
+  const std::string prog = cli::ProgramName();
+  Progress progress;
+  DuplicateOptions o = d;
+  o.progress = &progress;
+  o.cancel = cli::InstallCancelHandler();
+  cli::ProgressLine line(&progress, "signatures", quiet);
+  auto r = FindDuplicates(o);
+  line.Stop();
+  if (!r.ok()) {
+    std::cerr << prog << ": " << r.status().message() << "\n";
+    return cli::kExitFatal;
+  }
+  if (r->cancelled) {
+    std::printf("%s: interrupted; nothing written\n", prog.c_str());
+    return cli::kExitInterrupted;
+  }
+  const std::string csv = (fs::path(out) / "duplicates.csv").string();
+  std::string text = "kind,distance,similarity,detail,aligned,db_a,index_a,path_a,label_a,db_b,index_b,path_b,label_b\n";
+  std::map<std::pair<int, int>, std::pair<int64_t, int64_t>> per;  // (db_a, db_b) -> exact, near
+  for (const auto& p : r->pairs) {
+    char num[64];
+    std::snprintf(num, sizeof num, "%d,%.4f,%.4f,%s", p.distance, p.similarity, p.detail,
+                  p.windowed ? "window" : "whole");
+    text += std::string(p.exact ? "exact" : "near") + "," + num + "," + CsvCell(o.dbs[size_t(p.db_a)]) + "," +
+            std::to_string(p.a) + "," + CsvCell(p.path_a) + "," + std::to_string(p.label_a) + "," +
+            CsvCell(o.dbs[size_t(p.db_b)]) + "," + std::to_string(p.b) + "," + CsvCell(p.path_b) + "," +
+            std::to_string(p.label_b) + "\n";
+    auto& c = per[{p.db_a, p.db_b}];
+    (p.exact ? c.first : c.second) += 1;
+  }
+  Status st = WriteFileAtomic(csv, text.data(), text.size());
+  if (st.ok() && sheet_pairs > 0) st = WriteDuplicateSheet(o.dbs, r->pairs, sheet_pairs, (fs::path(out) / "duplicates.png").string());
+  if (!st.ok()) {
+    std::cerr << prog << ": " << st.message() << "\n";
+    return cli::kExitFatal;
+  }
+  int64_t total = 0;
+  for (int64_t n : r->records) total += n;
+  for (const auto& [k, c] : per) {
+    if (k.first == k.second)
+      std::printf("  within %s: %lld exact, %lld near\n", o.dbs[size_t(k.first)].c_str(), (long long)c.first,
+                  (long long)c.second);
+    else
+      std::printf("  between %s and %s: %lld exact, %lld near%s\n", o.dbs[size_t(k.first)].c_str(),
+                  o.dbs[size_t(k.second)].c_str(), (long long)c.first, (long long)c.second,
+                  c.first + c.second > 0 ? " (leak)" : "");
+  }
+  for (size_t i = 0; i < r->unreadable.size() && i < 20; ++i) std::printf("  unreadable: %s\n", r->unreadable[i].c_str());
+  std::printf("%s: %zu duplicate pairs among %lld records (%lld candidates within %d bits) -> %s; "
+              "signatures %.1f s (%.0f records/s), matching %.2f s\n",
+              prog.c_str(), r->pairs.size(), (long long)total, (long long)r->candidates, o.max_distance, csv.c_str(),
+              r->signature_seconds, r->signature_seconds > 0 ? total / r->signature_seconds : 0.0, r->match_seconds);
+  return r->unreadable.empty() ? cli::kExitOk : cli::kExitSomeSkipped;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> dbs;
+  std::string out;
+  InspectOptions io;
+  DuplicateOptions d;
+  int sheet_pairs = 48;
+  po::options_description opts("Options");
+  opts.add_options()
+      ("out", po::value(&out), "folder the pictures (and duplicates.csv) go to")
+      ("sheet", "contact sheet: N random records per class with labels (sheet.png)")
+      ("grid", "what the loader hands the model for --seed and --epoch, masks and boxes drawn (grid.png)")
+      ("summary", "one-page chart: class histogram, image sizes, bytes per record (summary.png)")
+      ("duplicates", "exact and near duplicates within and between the DBs (duplicates.csv, duplicates.png)")
+      ("per-class", po::value(&io.per_class)->default_value(8), "sheet: records per class")
+      ("max-classes", po::value(&io.max_classes)->default_value(20), "sheet: classes shown (the first N)")
+      ("tile", po::value(&io.tile)->default_value(96), "sheet, grid: tile size in pixels")
+      ("seed", po::value(&io.seed)->default_value(0), "sheet: which records; grid: the loader's seed")
+      ("epoch", po::value(&io.epoch)->default_value(0), "grid: the loader's epoch")
+      ("batch", po::value(&io.batch)->default_value(32), "grid: samples shown")
+      ("crop", po::value(&io.crop)->default_value(0), "grid: crop size (0: the tile size)")
+      ("augment", po::value(&io.augment)->default_value("train"), "grid: train (random crop + flip) or eval")
+      ("max-distance", po::value(&d.max_distance)->default_value(d.max_distance), "duplicates: hash bits (0..11)")
+      ("min-similarity", po::value(&d.min_similarity)->default_value(d.min_similarity),
+       "duplicates: thumbnail correlation")
+      ("min-detail", po::value(&d.min_detail)->default_value(d.min_detail), "duplicates: fine-detail correlation")
+      ("sheet-pairs", po::value(&sheet_pairs)->default_value(48), "duplicates: pairs shown in duplicates.png")
+      ("threads", po::value(&d.threads)->default_value(0), "worker threads (0: all cores)")
+      ("quiet,q", "no progress line")
+      ("help,h", "show this help and exit")
+      ("version", "show the version and exit");
+  po::options_description hidden;
+  hidden.add_options()("db", po::value(&dbs)->multitoken());
+  po::positional_options_description pos;
+  pos.add("db", -1);
+  auto vm = cli::ParseOrExit(argc, argv, "DB... --out DIR [--sheet] [--grid] [--summary] [--duplicates]", opts,
+                             hidden, pos);
+  if (dbs.empty() || out.empty()) return cli::UsageError("give a database and --out DIR");
+  const bool dup = vm.count("duplicates") > 0;
+  bool sheet = vm.count("sheet") > 0, grid = vm.count("grid") > 0, summary = vm.count("summary") > 0;
+  if (!dup && !sheet && !grid && !summary) sheet = grid = summary = true;
+  if ((sheet || grid || summary) && dbs.size() != 1)
+    return cli::UsageError("--sheet, --grid and --summary take one database (--duplicates takes several)");
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) return cli::UsageError("cannot create " + out + ": " + ec.message());
+  const std::string prog = cli::ProgramName();
+  int rc = cli::kExitOk;
+  io.db = dbs[0];
+  io.threads = d.threads;
+  auto picture = [&](const char* name, Result<std::string> (*fn)(const InspectOptions&, const std::string&)) {
+    auto r = fn(io, (fs::path(out) / name).string());
+    if (!r.ok()) {
+      std::cerr << prog << ": " << r.status().message() << "\n";
+      rc = cli::kExitFatal;
+      return;
+    }
+    std::printf("%s: %s\n", prog.c_str(), r->c_str());
+  };
+  if (sheet) picture("sheet.png", WriteContactSheet);
+  if (grid && rc == cli::kExitOk) picture("grid.png", WriteAugmentedGrid);
+  if (summary && rc == cli::kExitOk) picture("summary.png", WriteSummaryChart);
+  if (dup && rc == cli::kExitOk) {
+    d.dbs = dbs;
+    rc = Duplicates(d, out, sheet_pairs, vm.count("quiet") > 0);
+  }
+  return rc;
+}
