@@ -64,11 +64,12 @@ class Canvas {
     Fill(x, y, t, h, c);
     Fill(x + w - t, y, t, h, c);
   }
-  // Pixels of `im` (1 or 3 channels) with their top-left corner at (x, y).
-  void Blit(const Image& im, int x, int y) {
-    for (int yy = 0; yy < im.height; ++yy)
-      for (int xx = 0; xx < im.width; ++xx) {
-        const uint8_t* p = im.pixels.data() + (size_t(yy) * im.width + xx) * im.channels;
+  // Pixels of `im` (1 or 3 channels) with their top-left corner at (x, y),
+  // each drawn as a zoom x zoom block.
+  void Blit(const Image& im, int x, int y, int zoom = 1) {
+    for (int yy = 0; yy < im.height * zoom; ++yy)
+      for (int xx = 0; xx < im.width * zoom; ++xx) {
+        const uint8_t* p = im.pixels.data() + (size_t(yy / zoom) * im.width + xx / zoom) * im.channels;
         Put(x + xx, y + yy, im.channels == 1 ? Rgb{p[0], p[0], p[0]} : Rgb{p[0], p[1], p[2]});
       }
   }
@@ -225,8 +226,10 @@ Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::strin
   if (!batch.ok()) return batch.status();
   const BatchView& b = batch.value();
   const DatasetMeta& meta = l.meta();
-  const int s = lo.size, cols = std::min(8, std::max(1, b.count)), rows = (b.count + cols - 1) / cols;
-  const int pitch_x = s + 6, pitch_y = s + 22, top = 30;
+  // Small samples are shown enlarged (each pixel a zoom x zoom block).
+  const int s = lo.size, zoom = std::max(1, 64 / s), cols = std::min(8, std::max(1, b.count)),
+            rows = (b.count + cols - 1) / cols, z = s * zoom;
+  const int pitch_x = z + 6, pitch_y = z + 22, top = 30;
   Canvas c(std::max(pitch_x * cols + 6, 480), top + pitch_y * rows + 4);
   c.Text(o.db + ": epoch " + std::to_string(o.epoch) + ", seed " + std::to_string(o.seed) + ", " + o.augment + " " +
              std::to_string(s) + "x" + std::to_string(s),
@@ -258,12 +261,12 @@ Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::strin
     im.channels = 3;
     const uint8_t* src = b.images + size_t(i) * s * s * 3;
     im.pixels.assign(src, src + size_t(s) * s * 3);
-    c.Blit(im, x, y);
+    c.Blit(im, x, y, zoom);
     if (mask) {
       const uint8_t* m = mask->data + size_t(i) * s * s;
-      for (int yy = 0; yy < s; ++yy)
-        for (int xx = 0; xx < s; ++xx) {
-          const int v = m[size_t(yy) * s + xx];
+      for (int yy = 0; yy < z; ++yy)
+        for (int xx = 0; xx < z; ++xx) {
+          const int v = m[size_t(yy / zoom) * s + xx / zoom];
           if (v != mask_ignore && v != 0) c.Tint(x + xx, y + yy, ColourOf(v), 0.45f);
         }
     }
@@ -273,16 +276,16 @@ Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::strin
       for (int64_t k = 0; k < count; ++k) {
         const float* q = reinterpret_cast<const float*>(bf->data) + (size_t(i) * m + k) * 4;
         const int64_t cls = reinterpret_cast<const int64_t*>(rest.first->data)[size_t(i) * m + k];
-        const int x0 = int(std::floor(q[0])), y0 = int(std::floor(q[1]));
-        const int x1 = int(std::ceil(q[2])), y1 = int(std::ceil(q[3]));
+        const int x0 = int(std::floor(q[0] * zoom)), y0 = int(std::floor(q[1] * zoom));
+        const int x1 = int(std::ceil(q[2] * zoom)), y1 = int(std::ceil(q[3] * zoom));
         c.Outline(x + x0, y + y0, std::max(2, x1 - x0), std::max(2, y1 - y0), ColourOf(int(cls) + 1), 2);
       }
     }
-    c.Text(ClassName(meta, b.labels[i]), x, y + s + 2, 12, kInk, s);
+    c.Text(ClassName(meta, b.labels[i]), x, y + z + 2, 12, kInk, z);
     tiles.push_back({{"index", b.indices[i]}, {"label", b.labels[i]}, {"x", x}, {"y", y}});
   }
   IMAGEPACK_RETURN_IF_ERROR(c.Save(png));
-  IMAGEPACK_RETURN_IF_ERROR(WriteJson(png, {{"size", s}, {"seed", o.seed}, {"epoch", o.epoch}, {"augment", o.augment},
+  IMAGEPACK_RETURN_IF_ERROR(WriteJson(png, {{"size", s}, {"zoom", zoom}, {"seed", o.seed}, {"epoch", o.epoch}, {"augment", o.augment},
                                             {"tiles", tiles}}));
   return "loader's first batch of epoch " + std::to_string(o.epoch) + " (" + std::to_string(b.count) + " samples" +
          (mask ? ", masks" : "") + (boxes.empty() ? "" : ", boxes") + ") -> " + png;
@@ -389,7 +392,8 @@ Result<std::string> WriteSummaryChart(const InspectOptions& o, const std::string
       for (int64_t v : sizes) ++hist[size_t(std::min<int64_t>(39, v * 40 / hi))];
     }
     std::vector<std::string> ticks;
-    for (int k = 0; k <= 4; ++k) ticks.push_back(std::to_string(hi * k / 4 / 1000) + " KB");
+    for (int k = 0; k <= 4; ++k)
+      ticks.push_back(hi >= 10000 ? std::to_string(hi * k / 4 / 1000) + " KB" : std::to_string(hi * k / 4) + " B");
     bars(30 + 2 * panel_h, "bytes per record (" + std::to_string(sizes.size()) + " sampled; last bin: >= 99th percentile)",
          hist, "payload bytes", ticks);
   }
