@@ -123,6 +123,11 @@ step "verify_db against the trees"
 "$BIN/verify_db" "$OUT/train.lmdb" --against "$OUT/resized/train" -q
 "$BIN/verify_db" "$OUT/test.lmdb" --against "$OUT/resized/test" --stats -q | tail -3
 
+step "inspect_db: contact sheet, the loader's first batch, summary; test leaking into train?"
+"$BIN/inspect_db" "$OUT/train.lmdb" --out "$OUT/inspect" --tile 56 --crop 28 --augment padcrop
+"$BIN/inspect_db" "$OUT/train.lmdb" "$OUT/test.lmdb" --out "$OUT/inspect" --duplicates -q \
+  --min-similarity 0.97 --min-detail 0.9
+
 if [ ! -x "$TRAIN" ]; then
   echo "demo.sh: the trainer is not built (LibTorch missing?): stopping after verification" >&2
   exit 1

@@ -23,6 +23,7 @@ namespace {
 
 constexpr int kN = 32;   // the hash's gray image is kN x kN
 constexpr int kLow = 9;  // DCT coefficients (u, v) < kLow are computed
+constexpr double kWindowGate = 0.2;  // whole-image correlation below which no small crop explains a pair
 
 // cos((2x + 1) u pi / 2N) for u < kLow, x < kN.
 const std::array<std::array<float, kN>, kLow>& CosTable() {
@@ -118,14 +119,61 @@ void Normalise(std::array<float, m>& t) {
 
 using Thumb = std::array<float, 256>;
 Thumb Structure(const uint8_t* g, const Window& w) {
-  // 16x16 cell means of the 32x32 window: 2x2 samples per cell.
-  auto fine = Sample<32>(g, w);
-  Thumb t{};
-  for (int y = 0; y < 16; ++y)
-    for (int x = 0; x < 16; ++x)
-      t[size_t(y * 16 + x)] = fine[size_t(2 * y * 32 + 2 * x)] + fine[size_t(2 * y * 32 + 2 * x + 1)] +
-                              fine[size_t((2 * y + 1) * 32 + 2 * x)] + fine[size_t((2 * y + 1) * 32 + 2 * x + 1)];
+  Thumb t = Sample<16>(g, w);  // one bilinear sample per cell: cells are >= 1.5 px of the 32x32 image
   Normalise(t);
+  return t;
+}
+
+// The windows ComparePair tries: centre fraction k (0.9, 0.8), scale
+// (fraction -0.05, 0, +0.05), 3x3 positions; each as 256 bilinear taps.
+struct Taps {
+  Window win;
+  std::array<uint16_t, 256> at;  // top-left source pixel
+  std::array<float, 256> ax, ay;
+};
+const std::array<Taps, 54>& WindowTaps() {
+  static const auto table = [] {
+    std::array<Taps, 54> t{};
+    size_t i = 0;
+    for (double centre : {0.9, 0.8})
+      for (double f : {centre - 0.05, centre, centre + 0.05}) {
+        const double w = kN * f, m = kN - w;
+        for (int oy = 0; oy < 3; ++oy)
+          for (int ox = 0; ox < 3; ++ox, ++i) {
+            Taps& tap = t[i];
+            tap.win = {m * ox / 2, m * oy / 2, w};
+            const double step = w / 16;
+            for (int ty = 0; ty < 16; ++ty)
+              for (int tx = 0; tx < 16; ++tx) {
+                const double fy = std::clamp(tap.win.y + (ty + 0.5) * step - 0.5, 0.0, kN - 1.0);
+                const double fx = std::clamp(tap.win.x + (tx + 0.5) * step - 0.5, 0.0, kN - 1.0);
+                const int y0 = std::min(int(fy), kN - 2), x0 = std::min(int(fx), kN - 2);
+                tap.at[size_t(ty * 16 + tx)] = uint16_t(y0 * kN + x0);
+                tap.ax[size_t(ty * 16 + tx)] = float(fx - x0);
+                tap.ay[size_t(ty * 16 + tx)] = float(fy - y0);
+              }
+          }
+      }
+    return t;
+  }();
+  return table;
+}
+
+// Structure(g, taps.win), from the precomputed taps.
+Thumb Structure(const uint8_t* g, const Taps& tap) {
+  Thumb t;
+  float sum = 0;
+  for (size_t i = 0; i < 256; ++i) {
+    const uint8_t* p = g + tap.at[i];
+    const float ax = tap.ax[i], ay = tap.ay[i];
+    t[i] = (p[0] + (p[1] - p[0]) * ax) * (1 - ay) + (p[kN] + (p[kN + 1] - p[kN]) * ax) * ay;
+    sum += t[i];
+  }
+  const float mean = sum / 256;
+  float norm = 0;
+  for (auto& v : t) v -= mean, norm += v * v;
+  const float inv = norm > 1e-6f ? 1 / std::sqrt(norm) : 0.f;
+  for (auto& v : t) v *= inv;
   return t;
 }
 
@@ -273,10 +321,9 @@ PairSimilarity ComparePair(const ImageSignature& a, const ImageSignature& b, dou
   r.similarity = std::min(direct, colour);
   r.detail = DetailMatch<16>(BandPass<16>(sa), BandPass<16>(sb));
   // Windows only where they can decide: not when the whole images already
-  // agree enough, nor when they are far apart (a crop of a few percent
-  // keeps half the correlation); and only around a centre fraction whose
+  // agree enough, nor when they are far apart; and only around a centre fraction whose
   // hash matches the other's whole-image hash better than the whole does.
-  if ((r.similarity >= enough_similarity && r.detail >= enough_detail) || direct < 0.2) return r;
+  if ((r.similarity >= enough_similarity && r.detail >= enough_detail) || direct < kWindowGate) return r;
   double best = -1;
   int side = 0;  // 1: b lies in a window of a; 2: a in one of b
   Window at;
@@ -286,16 +333,11 @@ PairSimilarity ComparePair(const ImageSignature& a, const ImageSignature& b, dou
       const ImageSignature& big = s == 1 ? a : b;
       const ImageSignature& small = s == 1 ? b : a;
       if (HashDistance(big.phash[size_t(k)], small.phash[0]) >= d0) continue;
-      const double centre = k == 1 ? 0.9 : 0.8;
       const Thumb target = Structure(small.gray.data(), whole);
-      for (double f : {centre - 0.05, centre, centre + 0.05}) {
-        const double w = kN * f, m = kN - w;
-        for (int oy = 0; oy < 3; ++oy)
-          for (int ox = 0; ox < 3; ++ox) {
-            const Window win{m * ox / 2, m * oy / 2, w};
-            const double c = Dot(target, Structure(big.gray.data(), win));
-            if (c > best) best = c, side = s, at = win;
-          }
+      for (size_t i = size_t(k - 1) * 27; i < size_t(k) * 27; ++i) {
+        const Taps& tap = WindowTaps()[i];
+        const double c = Dot(target, Structure(big.gray.data(), tap));
+        if (c > best) best = c, side = s, at = tap.win;
       }
     }
   if (side == 0 || best <= direct) return r;

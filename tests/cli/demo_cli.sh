@@ -13,7 +13,8 @@ run demo "$SCRIPTS/demo.sh" --out "$WORK/demo" --limit-train 6000 --limit-test 1
 expect_rc 0 "demo at reduced size" demo
 acc=$(sed -n 's/^demo: test accuracy \([0-9.]*\)%.*/\1/p' "$WORK/demo.out")
 expect_true "[ -n '$acc' ] && awk 'BEGIN {exit !($acc > 65)}'" "demo accuracy $acc% well above chance (10%)"
-for f in train.lmdb test.lmdb curves.png run/checkpoint.pt run/model_best.pt run/metrics.jsonl; do
+for f in train.lmdb test.lmdb curves.png run/checkpoint.pt run/model_best.pt run/metrics.jsonl \
+    inspect/sheet.png inspect/grid.png inspect/summary.png inspect/duplicates.csv; do
   expect_true "[ -s $WORK/demo/$f ]" "demo artefact $f"
 done
 expect_true "[ \$(grep -c '\"type\": *\"eval\"' $WORK/demo/run/metrics.jsonl) -eq 2 ]" "one eval row per epoch"

@@ -64,9 +64,8 @@ struct PairSimilarity {
   double detail = 0;
   bool windowed = false;  // aligned through a window (a crop)
 };
-// Windows are searched only when the whole images correlate at least 0.5
-// (no small crop explains less) and are not already alike enough (both
-// `enough_` thresholds met).
+// Windows are searched only when the whole images correlate at least 0.2
+// and are not already alike enough (both `enough_` thresholds met).
 PairSimilarity ComparePair(const ImageSignature& a, const ImageSignature& b, double enough_similarity = 2,
                            double enough_detail = 2);
 int HashDistance(uint64_t a, uint64_t b);
