@@ -25,7 +25,10 @@ namespace fs = std::filesystem;
 
 namespace imagepack::internal {
 
+Status OpenArchives(DatasetSource* s);
+
 ScratchFiles::~ScratchFiles() {
+  for (int fd : fds) ::close(fd);
   for (const auto& p : paths) ::unlink(p.c_str());
 }
 
@@ -423,6 +426,7 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   }
   s.items = std::move(kept);
   std::sort(s.items.begin(), s.items.end(), [](const SourceItem& a, const SourceItem& b) { return a.rel < b.rel; });
+  IMAGEPACK_RETURN_IF_ERROR(OpenArchives(&s));
   return s;
 }
 
@@ -740,17 +744,25 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
     kept.push_back(std::move(s.items[i]));
   }
   s.items = std::move(kept);  // in __keys__ order: the order the user packed
+  IMAGEPACK_RETURN_IF_ERROR(OpenArchives(&s));
   return s;
 }
 
+Status OpenArchives(DatasetSource* s) {
+  if (!s->scratch) s->scratch = std::make_shared<ScratchFiles>();
+  for (const auto& file : s->archives) {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::FromErrno("open " + file, errno);
+    s->scratch->fds.push_back(fd);
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<uint8_t>> ReadArchiveItem(const DatasetSource& s, const SourceItem& item, size_t headroom) {
-  const std::string& file = s.archives.at(static_cast<size_t>(item.archive));
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::IOError("cannot open " + file + ": " + std::strerror(errno));
+  const size_t a = static_cast<size_t>(item.archive);
   std::vector<uint8_t> out(headroom + item.size);
-  Status st = ReadExact(fd, out.data() + headroom, item.size, item.offset, file);
-  ::close(fd);
-  if (!st.ok()) return st;
+  IMAGEPACK_RETURN_IF_ERROR(ReadExact(s.scratch->fds.at(a), out.data() + headroom, item.size, item.offset,
+                                      s.archives.at(a)));
   return out;
 }
 

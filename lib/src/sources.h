@@ -66,9 +66,11 @@ struct SourceOptions {
   std::string scratch_dir;          // gzipped shards are inflated here (default: the temp folder)
 };
 
-// Scratch files (inflated shards), removed when the source is dropped.
+// The archives' open descriptors (one pread per item, no open), and the
+// scratch files (inflated shards), removed when the source is dropped.
 struct ScratchFiles {
   std::vector<std::string> paths;
+  std::vector<int> fds;  // per DatasetSource::archives entry
   ~ScratchFiles();
 };
 
