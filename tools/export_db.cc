@@ -1,4 +1,4 @@
-// export_db DB DST [--to webdataset|imagefolder] [options]
+// export_db DB... DST [--to webdataset|imagefolder] [options]
 // Writes a database out as WebDataset tar shards or an ImageFolder tree;
 // see docs/USAGE.md.
 #include <cstdio>
@@ -28,11 +28,14 @@ int main(int argc, char** argv) {
       ("help,h", "show this help and exit")
       ("version", "show the version and exit");
   po::options_description hidden;
-  hidden.add_options()("db", po::value(&o.db))("dst", po::value(&o.dst));
+  std::vector<std::string> args;
+  hidden.add_options()("args", po::value(&args)->multitoken());
   po::positional_options_description pos;
-  pos.add("db", 1).add("dst", 1);
-  auto vm = cli::ParseOrExit(argc, argv, "DB DST [--to webdataset|imagefolder]", opts, hidden, pos);
-  if (o.db.empty() || o.dst.empty()) return cli::UsageError("DB and DST are required");
+  pos.add("args", -1);
+  auto vm = cli::ParseOrExit(argc, argv, "DB... DST [--to webdataset|imagefolder]", opts, hidden, pos);
+  if (args.size() < 2) return cli::UsageError("a database (or its shards) and DST are required");
+  o.dst = args.back();
+  o.dbs.assign(args.begin(), args.end() - 1);
   auto l = ParseExportLayout(layout);
   if (!l.ok()) return cli::UsageError(l.status().message());
   o.layout = l.value();

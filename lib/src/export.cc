@@ -265,7 +265,9 @@ uint64_t FileMtime(const std::string& path) {
 // export.json: what DST holds. A re-run must match it.
 Status CheckOrWriteManifest(const ExportOptions& o, const DatasetMeta& meta, int64_t first, int64_t last,
                             int64_t per_shard) {
-  json m = {{"database", fs::absolute(o.db).string()},
+  json dbs = json::array();
+  for (const auto& d : o.dbs) dbs.push_back(fs::absolute(d).string());
+  json m = {{"databases", dbs},
             {"records", meta.count},
             {"created", meta.created},
             {"layout", o.layout == ExportLayout::kWebDataset ? "webdataset" : "imagefolder"},
@@ -297,8 +299,10 @@ Status CheckOrWriteManifest(const ExportOptions& o, const DatasetMeta& meta, int
 
 Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto db = OpenDatabase(o.db);
+  if (o.dbs.empty()) return Status::InvalidArgument("no database to export");
+  auto db = OpenDatabases(o.dbs);
   if (!db.ok()) return db.status();
+  const std::string shown = o.dbs.size() == 1 ? o.dbs[0] : o.dbs[0] + " (and " + std::to_string(o.dbs.size() - 1) + " more shards)";
   const RecordSource& src = *db.value();
   const DatasetMeta& meta = src.meta();
   const int64_t n = src.size();
@@ -333,7 +337,7 @@ Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
   };
   auto cancelled = [&] { return o.cancel && o.cancel->load(); };
   if (o.progress) o.progress->total = last - first;
-  const uint64_t mtime = FileMtime(o.db);
+  const uint64_t mtime = FileMtime(o.dbs[0]);
   tbb::task_arena arena(std::max(internal::ResolveThreads(o.threads), 1));
 
   if (o.layout == ExportLayout::kWebDataset) {
@@ -358,11 +362,11 @@ Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
           for (int64_t i = a; i < b; ++i) {
             if (cancelled()) return;
             auto r = cur->Read(i);
-            if (!r.ok()) return fail(r.status().WithContext(o.db + " record " + RecordKey(i)));
+            if (!r.ok()) return fail(r.status().WithContext(shown + " record " + RecordKey(i)));
             std::string key = KeyOf(r->path);
             if (!keys.insert(key).second) keys.insert(key += "_" + std::to_string(i));
             Status st = RecordMembers(r.value(), meta, &members);
-            if (!st.ok()) return fail(st.WithContext(o.db + " record " + RecordKey(i)));
+            if (!st.ok()) return fail(st.WithContext(shown + " record " + RecordKey(i)));
             for (const Member& m : members) tar.Add(key + m.suffix, m.bytes.data(), m.bytes.size());
             if (o.progress) ++o.progress->done;
           }
@@ -382,7 +386,7 @@ Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
         for (int64_t i = range.begin(); i != range.end(); ++i) {
           if (failed() || cancelled()) return;
           auto r = cur->Read(i);
-          if (!r.ok()) return fail(r.status().WithContext(o.db + " record " + RecordKey(i)));
+          if (!r.ok()) return fail(r.status().WithContext(shown + " record " + RecordKey(i)));
           const char* ext = "jpg";
           auto rel = ImageFolderPath(r.value(), meta, r->fields.encoding == Encoding::kJpeg ? "jpg" : "png");
           if (!rel.ok()) return fail(rel.status());
@@ -395,7 +399,7 @@ Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
           Status st = ImageBytes(r->fields.encoding, r->fields.channels, r->fields.height, r->fields.width, r->payload,
                                  r->payload_size, &out, &ext);
           if (st.ok()) st = WriteFileAtomic(path, out.data(), out.size());
-          if (!st.ok()) return fail(st.WithContext(o.db + " record " + RecordKey(i)));
+          if (!st.ok()) return fail(st.WithContext(shown + " record " + RecordKey(i)));
           ++records;
           ++files;
           bytes += static_cast<int64_t>(out.size());

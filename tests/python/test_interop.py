@@ -302,3 +302,44 @@ def test_imagefolder_export_needs_classes(tmp_path, tree):
     run(tool("pack_lmdb"), tree, tmp_path / "n.lmdb", "-q", "--no-class")
     r = run(tool("export_db"), tmp_path / "n.lmdb", tmp_path / "f", "-q", "--to", "imagefolder", ok=False)
     assert r.returncode == 1 and "has no class" in r.stderr
+
+
+def test_fields_export_as_members(tmp_path):
+    """Masks as KEY.mask.png (the stored values), boxes and lists in the
+    .json, second images as KEY.NAME.jpg (the stored bytes)."""
+    from PIL import Image
+    root = tmp_path / "src"
+    os.makedirs(root / "img")
+    rows = []
+    rng = np.random.default_rng(0)
+    for i in range(6):
+        Image.fromarray(rng.integers(0, 255, (24, 32, 3), dtype=np.uint8)).save(root / "img" / ("%d.jpg" % i))
+        Image.fromarray(rng.integers(0, 3, (24, 32), dtype=np.uint8)).save(root / "img" / ("%d.mask.png" % i))
+        Image.fromarray(rng.integers(0, 255, (24, 32, 3), dtype=np.uint8)).save(root / "img" / ("%d.t.jpg" % i))
+        rows.append({"image": "img/%d.jpg" % i, "mask": "img/%d.mask.png" % i, "target": "img/%d.t.jpg" % i,
+                     "label": i % 2, "boxes": [[1, 2, 10, 12, 0]], "ids": [i, 7]})
+    (root / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run(tool("pack_lmdb"), "--manifest", root / "m.jsonl", tmp_path / "f.lmdb", "-q", "--mask-classes", "3")
+    run(tool("export_db"), tmp_path / "f.lmdb", tmp_path / "w", "-q")
+    db = read_db.open_db(str(tmp_path / "f.lmdb"))
+    with tarfile.open(tmp_path / "w" / "shard-000000.tar") as t:
+        members = {m.name: t.extractfile(m).read() for m in t.getmembers()}
+    assert len(members) == 6 * 5  # jpg, cls, json, mask.png, target.jpg
+    for i in range(6):
+        rec = read_db.read_record(db, i)
+        key = rec["path"].rsplit(".", 1)[0]
+        assert members[key + ".jpg"] == rec["payload"]
+        fields = {db.meta["fields"][f["slot"]]["name"]: f["value"] for f in rec["fields"]}
+        mask = np.asarray(Image.open(io.BytesIO(members[key + ".mask.png"])))
+        np.testing.assert_array_equal(mask, fields["mask"])
+        assert members[key + ".target.jpg"] == fields["target"]["payload"]
+        meta = json.loads(members[key + ".json"])
+        assert meta["ids"] == list(fields["ids"]) and meta["label"] == rec["label"]
+        assert meta["boxes"] == [[1.0, 2.0, 10.0, 12.0, 0]]
+
+
+def test_shards_of_one_dataset_export_as_one(tree, tmp_path):
+    for i in range(2):
+        run(tool("pack_lmdb"), tree, tmp_path / ("s%d.lmdb" % i), "-q", "--shard", "%d/2" % i)
+    run(tool("export_db"), tmp_path / "s0.lmdb", tmp_path / "s1.lmdb", tmp_path / "f", "-q", "--to", "imagefolder")
+    assert differences(originals(tree), tmp_path / "f") == []

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "imagepack/progress.h"
 #include "imagepack/status.h"
@@ -15,7 +16,7 @@ enum class ExportLayout { kWebDataset, kImageFolder };
 Result<ExportLayout> ParseExportLayout(const std::string& name);  // "webdataset" | "imagefolder"
 
 struct ExportOptions {
-  std::string db;   // an imagepack database
+  std::vector<std::string> dbs;  // an imagepack database, or the shards of one (read as one)
   std::string dst;  // a folder (created)
   ExportLayout layout = ExportLayout::kWebDataset;
   // WebDataset: records per shard (0: as many as make ~shard_mb MB).
@@ -40,7 +41,7 @@ struct ExportSummary {
   bool cancelled = false;
 };
 
-// Exports opts.db into opts.dst.
+// Exports opts.dbs (one dataset) into opts.dst.
 //
 // WebDataset: shards PREFIX-NNNNNN.tar (or .tar.gz) of consecutive records;
 // per record KEY.jpg (the stored JPEG bytes, unchanged) or KEY.png (raw
