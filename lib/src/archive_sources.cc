@@ -320,20 +320,14 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   DatasetSource s;
   s.root = src;
   s.scratch = std::make_shared<ScratchFiles>();
+  // Classes: the options', else classes.txt beside the shards (export_db writes it).
   std::vector<std::string> fixed;
-  if (opts.classes) {
-    fixed = *opts.classes;
-  } else {
-    std::string classes_file = opts.classes_file;
-    const fs::path beside = fs::path(shards->front()).parent_path() / "classes.txt";
-    std::error_code ec;
-    if (classes_file.empty() && fs::is_regular_file(beside, ec)) classes_file = beside.string();
-    if (!classes_file.empty()) {
-      auto c = ReadClassList(classes_file);
-      if (!c.ok()) return c.status();
-      fixed = std::move(c.value());
-    }
-  }
+  SourceOptions with_beside = opts;
+  const fs::path beside = fs::path(shards->front()).parent_path() / "classes.txt";
+  std::error_code ec;
+  if (!opts.classes && opts.classes_file.empty() && fs::is_regular_file(beside, ec))
+    with_beside.classes_file = beside.string();
+  IMAGEPACK_RETURN_IF_ERROR(FixedClasses(with_beside, &fixed));
   std::vector<RawLabel> raw;
   std::set<std::string> seen;
   const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
@@ -724,12 +718,7 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
     raw.push_back(label);
   }
   std::vector<std::string> fixed;
-  if (opts.classes) fixed = *opts.classes;
-  else if (!opts.classes_file.empty()) {
-    auto c = ReadClassList(opts.classes_file);
-    if (!c.ok()) return c.status();
-    fixed = std::move(c.value());
-  }
+  IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
   std::vector<int32_t> labels;
   std::vector<std::string> why;
   const bool none_labelled = std::none_of(raw.begin(), raw.end(), [](const RawLabel& l) { return l.present; });

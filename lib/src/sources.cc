@@ -179,18 +179,6 @@ Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, c
   return static_cast<int>(s.fields.size() - 1);
 }
 
-// The class list fixed by the options: a given list, or a classes file;
-// empty when neither (the source finds its own).
-Status FixedClasses(const SourceOptions& opts, std::vector<std::string>* classes) {
-  if (opts.classes) {
-    *classes = *opts.classes;
-  } else if (!opts.classes_file.empty()) {
-    auto c = ReadClassList(opts.classes_file);
-    if (!c.ok()) return c.status();
-    *classes = std::move(c.value());
-  }
-  return Status::Ok();
-}
 
 // --field NAME=DIR: each item's partner is the file of DIR with the item's
 // relative path and any extension. Items without one are skipped (errors).
@@ -226,6 +214,17 @@ Status AddPairedTrees(const SourceOptions& opts, DatasetSource& s) {
 }
 
 }  // namespace
+
+Status FixedClasses(const SourceOptions& opts, std::vector<std::string>* classes) {
+  if (opts.classes) {
+    *classes = *opts.classes;
+  } else if (!opts.classes_file.empty()) {
+    auto c = ReadClassList(opts.classes_file);
+    if (!c.ok()) return c.status();
+    *classes = std::move(c.value());
+  }
+  return Status::Ok();
+}
 
 std::string ClassFolderOf(const std::string& rel) {
   const auto slash = rel.find('/');

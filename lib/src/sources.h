@@ -146,6 +146,10 @@ Result<std::vector<uint8_t>> ReadArchiveItem(const DatasetSource& s, const Sourc
 // LMDB, or a regular file is a database, anything else a tree.
 Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts);
 
+// The class list fixed by the options: a given list, or a classes file;
+// empty when neither (the source finds its own).
+Status FixedClasses(const SourceOptions& opts, std::vector<std::string>* classes);
+
 // Reads a classes file: the first word of each non-empty line not starting
 // with '#'. Duplicates are an error naming the line.
 Result<std::vector<std::string>> ReadClassList(const std::string& path);
