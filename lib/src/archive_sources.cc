@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "imagepack/meta.h"
 #include "sources.h"
 #include "store_internal.h"
 
@@ -328,7 +329,24 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   if (!opts.classes && opts.classes_file.empty() && fs::is_regular_file(beside, ec))
     with_beside.classes_file = beside.string();
   IMAGEPACK_RETURN_IF_ERROR(FixedClasses(with_beside, &fixed));
+  DatasetMeta beside_meta;
+  if (const fs::path mp = fs::path(shards->front()).parent_path() / "meta.json"; fs::is_regular_file(mp, ec)) {
+    auto bytes = ReadFile(mp.string());
+    if (!bytes.ok()) return bytes.status();
+    auto m = ParseMeta(bytes->data(), bytes->size());
+    if (!m.ok()) return m.status().WithContext(mp.string());
+    beside_meta = std::move(m.value());
+  }
   std::vector<RawLabel> raw;
+  // Per item: its field members (NAME -> member of KEY.NAME.EXT) and the
+  // .json's other values, declared and filled once every shard is listed.
+  struct Extra {
+    std::string where;
+    int archive = -1;
+    std::map<std::string, std::pair<std::string, TarMember>> members;  // NAME -> (member name, member)
+    nlohmann::json values = nlohmann::json::object();
+  };
+  std::vector<Extra> extras;
   std::set<std::string> seen;
   const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
   for (const std::string& shard : *shards) {
@@ -375,6 +393,16 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
       item.offset = image->offset;
       item.size = image->size;
       item.rel = key + "." + image_ext;
+      Extra extra;
+      extra.where = where;
+      extra.archive = archive;
+      for (const auto& [ext, m] : parts) {  // KEY.NAME.EXT with an image EXT: field NAME
+        const auto dot = ext.rfind('.');
+        if (dot == std::string::npos || dot == 0) continue;
+        const std::string name = ext.substr(0, dot), e = ext.substr(dot + 1);
+        if (std::find(std::begin(kImageExtensions), std::end(kImageExtensions), e) != std::end(kImageExtensions))
+          extra.members[name] = {key + "." + ext, m};
+      }
       RawLabel label;
       Status st;
       for (const char* e : {"cls", "cls.txt", "class", "label", "label.txt"})
@@ -391,6 +419,8 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
             if (j["label"].is_number_integer()) label = {true, false, j["label"].get<int64_t>(), ""};
             else if (j["label"].is_string()) label = LabelFromText(j["label"].get<std::string>());
           }
+          for (auto& [k, v] : j.items())
+            if (k != "path" && k != "label" && k != "class" && !v.is_null()) extra.values[k] = v;
         }
       }
       if (!st.ok()) {
@@ -403,14 +433,64 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
       }
       s.items.push_back(std::move(item));
       raw.push_back(label);
+      extras.push_back(std::move(extra));
     }
     ::close(fd);
+  }
+  // Fields: those of meta.json beside the shards (export_db writes the
+  // database's metadata there: order, kinds, classes), then the others in
+  // the order they first appear: members (a mask when NAME starts with
+  // "mask", else an image), then the .json's other values (kinds as for
+  // a manifest).
+  std::map<std::string, int> slot_of;
+  for (const FieldSpec& f : beside_meta.fields) {
+    slot_of[f.name] = static_cast<int>(s.fields.size());
+    s.fields.push_back(f);
+  }
+  for (const Extra& x : extras) {
+    for (const auto& [name, m] : x.members)
+      if (!slot_of.count(name)) {
+        auto slot = Declare(s, name, name.rfind("mask", 0) == 0 ? FieldKind::kMask : FieldKind::kImage, opts);
+        if (!slot.ok()) return slot.status();
+        slot_of[name] = *slot;
+      }
+    for (auto& [k, v] : x.values.items())
+      if (!slot_of.count(k)) {
+        auto slot = Declare(s, k, KindOfValue(k, v), opts);
+        if (!slot.ok()) return slot.status();
+        slot_of[k] = *slot;
+      }
+  }
+  std::vector<std::string> field_error(s.items.size());
+  for (size_t i = 0; i < s.items.size() && !s.fields.empty(); ++i) {
+    const Extra& x = extras[i];
+    for (size_t slot = 0; slot < s.fields.size() && field_error[i].empty(); ++slot) {
+      const FieldSpec& spec = s.fields[slot];
+      SourceField f;
+      f.slot = static_cast<int>(slot);
+      if (auto it = x.members.find(spec.name); it != x.members.end() && InfoOf(spec.kind).spatial) {
+        f.file = s.archives[size_t(x.archive)] + ":" + it->second.first;
+        f.archive = x.archive;
+        f.offset = it->second.second.offset;
+        f.size = it->second.second.size;
+      } else if (x.values.contains(spec.name)) {
+        Status st = FillField(spec, x.values[spec.name], fs::path(shards->front()).parent_path(), &f);
+        if (!st.ok()) field_error[i] = st.message();
+      } else if (InfoOf(spec.kind).spatial && spec.kind != FieldKind::kBoxes) {
+        field_error[i] = "no " + spec.name + " member";
+      }
+      s.items[i].fields.push_back(std::move(f));
+    }
   }
   std::vector<int32_t> labels;
   std::vector<std::string> why;
   IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, fixed, opts.no_class, &s.classes, &labels, &why));
   std::vector<SourceItem> kept;
   for (size_t i = 0; i < s.items.size(); ++i) {
+    if (!field_error[i].empty()) {
+      s.errors.push_back({extras[i].where, field_error[i]});
+      continue;
+    }
     if (!why[i].empty()) {
       s.errors.push_back({s.items[i].rel, why[i] + (why[i] == "no label" ? " (.cls member or .json \"label\")" : "")});
       continue;
@@ -745,6 +825,14 @@ Status OpenArchives(DatasetSource* s) {
     s->scratch->fds.push_back(fd);
   }
   return Status::Ok();
+}
+
+Result<std::vector<uint8_t>> ReadFieldFile(const DatasetSource& s, const SourceField& f) {
+  if (f.archive < 0) return ReadFile(f.file);
+  const size_t a = static_cast<size_t>(f.archive);
+  std::vector<uint8_t> out(f.size);
+  IMAGEPACK_RETURN_IF_ERROR(ReadExact(s.scratch->fds.at(a), out.data(), f.size, f.offset, f.file));
+  return out;
 }
 
 Result<std::vector<uint8_t>> ReadArchiveItem(const DatasetSource& s, const SourceItem& item, size_t headroom) {

@@ -322,6 +322,10 @@ Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
   for (const auto& c : meta.classes) classes += c + "\n";
   if (!meta.classes.empty())
     IMAGEPACK_RETURN_IF_ERROR(WriteFileAtomic((fs::path(o.dst) / "classes.txt").string(), classes.data(), classes.size()));
+  if (o.layout == ExportLayout::kWebDataset) {  // the dataset's metadata: fields, their classes, for the way back
+    const std::string mj = meta.ToJson() + "\n";
+    IMAGEPACK_RETURN_IF_ERROR(WriteFileAtomic((fs::path(o.dst) / "meta.json").string(), mj.data(), mj.size()));
+  }
 
   ExportSummary sum;
   std::atomic<int64_t> records{0}, kept{0}, files{0}, bytes{0};

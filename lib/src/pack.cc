@@ -194,7 +194,7 @@ class RecordMaker {
       };
       switch (spec.kind) {
         case FieldKind::kImage: {
-          auto bytes = ReadFile(sf.file);
+          auto bytes = internal::ReadFieldFile(source_, sf);
           if (!bytes.ok()) return bytes.status();
           auto info = ProbeImage(bytes->data(), bytes->size());
           if (!info.ok()) return named(info.status());
@@ -213,7 +213,7 @@ class RecordMaker {
           break;
         }
         case FieldKind::kMask: {
-          auto bytes = ReadFile(sf.file);
+          auto bytes = internal::ReadFieldFile(source_, sf);
           if (!bytes.ok()) return bytes.status();
           auto mask = DecodeMask(bytes->data(), bytes->size());
           if (!mask.ok()) return named(mask.status());

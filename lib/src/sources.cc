@@ -155,6 +155,8 @@ Result<std::vector<std::string>> MaskClasses(const std::string& text) {
   return c;
 }
 
+}  // namespace
+
 // Declares a field (unique name) and returns its slot.
 Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, const SourceOptions& opts) {
   for (const auto& f : s.fields)
@@ -178,6 +180,9 @@ Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, c
   s.fields.push_back(std::move(f));
   return static_cast<int>(s.fields.size() - 1);
 }
+
+namespace {
+
 
 
 // --field NAME=DIR: each item's partner is the file of DIR with the item's
@@ -342,6 +347,8 @@ json CellValue(const std::string& cell) {
   return t;
 }
 
+}  // namespace
+
 // The kind a manifest key's first value says its field is.
 FieldKind KindOfValue(const std::string& key, const json& v) {
   if (key == "boxes") return FieldKind::kBoxes;
@@ -355,6 +362,11 @@ FieldKind KindOfValue(const std::string& key, const json& v) {
                                                                                                 : FieldKind::kFloats;
   return FieldKind::kText;
 }
+
+namespace {
+
+
+}  // namespace
 
 // One manifest value as the field of `spec`'s kind; an error says why not.
 Status FillField(const FieldSpec& spec, const json& v, const fs::path& base, SourceField* f) {
@@ -395,6 +407,9 @@ Status FillField(const FieldSpec& spec, const json& v, const fs::path& base, Sou
   }
   return Status::Ok();
 }
+
+namespace {
+
 
 // Rows (line number, object) of a JSON Lines or CSV manifest.
 Result<std::vector<std::pair<int, json>>> ReadManifestRows(const std::string& path) {

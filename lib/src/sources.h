@@ -7,9 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "imagepack/fields.h"
 #include "imagepack/files.h"
@@ -23,6 +26,11 @@ namespace imagepack::internal {
 struct SourceField {
   int slot = -1;
   std::string file;  // image, mask: a path (absolute, or relative to the working folder)
+  // ... or `size` bytes at `offset` of DatasetSource::archives[archive]
+  // (file then names it for messages).
+  int archive = -1;
+  uint64_t offset = 0;
+  uint64_t size = 0;
   std::vector<int32_t> ints;
   std::vector<float> floats;
   std::vector<Box> boxes;
@@ -139,12 +147,28 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
 bool LooksLikePickledLmdb(const std::string& path);
 Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const SourceOptions& opts);
 
-// An archive item's bytes, with `headroom` free bytes in front.
+// An archive item's bytes, with `headroom` free bytes in front; a field's
+// file, from its archive or the file system.
 Result<std::vector<uint8_t>> ReadArchiveItem(const DatasetSource& s, const SourceItem& item, size_t headroom);
+Result<std::vector<uint8_t>> ReadFieldFile(const DatasetSource& s, const SourceField& f);
 
 // A manifest or COCO file when given; else WebDataset shards, a pickled
 // LMDB, or a regular file is a database, anything else a tree.
 Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts);
+
+// Declares a field of `s` (a unique name; masks and boxes take their
+// classes from the options) and returns its slot.
+Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, const SourceOptions& opts);
+
+// The kind a manifest (or WebDataset .json) key's first value says its
+// field is: boxes for "boxes"; a path with an image extension an image (a
+// mask when the key starts with "mask"); a list of integers ints, of
+// numbers floats; text otherwise.
+FieldKind KindOfValue(const std::string& key, const nlohmann::json& v);
+
+// One value as the field of `spec`'s kind (paths relative to `base`); an
+// error says why not.
+Status FillField(const FieldSpec& spec, const nlohmann::json& v, const std::filesystem::path& base, SourceField* f);
 
 // The class list fixed by the options: a given list, or a classes file;
 // empty when neither (the source finds its own).

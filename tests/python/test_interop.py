@@ -306,7 +306,8 @@ def test_imagefolder_export_needs_classes(tmp_path, tree):
 
 def test_fields_export_as_members(tmp_path):
     """Masks as KEY.mask.png (the stored values), boxes and lists in the
-    .json, second images as KEY.NAME.jpg (the stored bytes)."""
+    .json, second images as KEY.NAME.jpg (the stored bytes); importing the
+    shards gives the same records, fields included."""
     from PIL import Image
     root = tmp_path / "src"
     os.makedirs(root / "img")
@@ -336,6 +337,22 @@ def test_fields_export_as_members(tmp_path):
         meta = json.loads(members[key + ".json"])
         assert meta["ids"] == list(fields["ids"]) and meta["label"] == rec["label"]
         assert meta["boxes"] == [[1.0, 2.0, 10.0, 12.0, 0]]
+    # and back in: the same records, fields included
+    run(tool("pack_lmdb"), tmp_path / "w", tmp_path / "back.lmdb", "-q")  # fields, classes: meta.json
+    back = read_db.open_db(str(tmp_path / "back.lmdb"))
+    assert [f["name"] for f in back.meta["fields"]] == [f["name"] for f in db.meta["fields"]]
+    assert [f["kind"] for f in back.meta["fields"]] == [f["kind"] for f in db.meta["fields"]]
+    for i in range(6):
+        a, b = read_db.read_record(db, i), read_db.read_record(back, i)
+        assert (a["path"], a["label"], a["payload"]) == (b["path"], b["label"], b["payload"])
+        for fa, fb in zip(a["fields"], b["fields"]):
+            va, vb = fa["value"], fb["value"]
+            if isinstance(va, dict):
+                assert va["payload"] == vb["payload"]
+            elif isinstance(va, tuple):
+                assert all(np.array_equal(x, y) for x, y in zip(va, vb))
+            else:
+                assert np.array_equal(va, vb), fa
 
 
 def test_shards_of_one_dataset_export_as_one(tree, tmp_path):

@@ -50,7 +50,8 @@ struct ExportSummary {
 // as KEY.NAME.png (masks) or KEY.NAME.jpg / .png (images). KEY is the
 // record's path without its extension, dots made '_' (webdataset splits
 // keys at the first dot), unique within the shard. classes.txt lists the
-// class names in index order.
+// class names in index order; meta.json is the database's metadata (the
+// fields and their classes, read back by pack_lmdb's import).
 //
 // ImageFolder: DST/CLASS/FILE for every record, FILE being the record's
 // path below its class folder (or the whole path), with .jpg / .png added
