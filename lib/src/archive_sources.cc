@@ -39,13 +39,8 @@ bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-bool IsGzipName(const std::string& p) { return EndsWith(Lower(p), ".tar.gz") || EndsWith(Lower(p), ".tgz"); }
-bool IsShardName(const std::string& p) { return EndsWith(Lower(p), ".tar") || IsGzipName(p); }
+bool IsGzipName(const std::string& p) { return EndsWith(LowerAscii(p), ".tar.gz") || EndsWith(LowerAscii(p), ".tgz"); }
+bool IsShardName(const std::string& p) { return EndsWith(LowerAscii(p), ".tar") || IsGzipName(p); }
 
 // "shard-{000..012}.tar" -> shard-000.tar .. shard-012.tar (the webdataset
 // brace pattern: one range, zero-padded to the width of its first bound).
@@ -210,7 +205,7 @@ std::pair<std::string, std::string> KeyAndExtension(const std::string& name) {
   const auto slash = name.rfind('/');
   const auto dot = name.find('.', slash == std::string::npos ? 0 : slash + 1);
   if (dot == std::string::npos) return {name, ""};
-  return {name.substr(0, dot), Lower(name.substr(dot + 1))};
+  return {name.substr(0, dot), LowerAscii(name.substr(dot + 1))};
 }
 
 const char* const kImageExtensions[] = {"jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp", "tif", "tiff", "gif"};
@@ -827,20 +822,25 @@ Status OpenArchives(DatasetSource* s) {
   return Status::Ok();
 }
 
-Result<std::vector<uint8_t>> ReadFieldFile(const DatasetSource& s, const SourceField& f) {
-  if (f.archive < 0) return ReadFile(f.file);
-  const size_t a = static_cast<size_t>(f.archive);
-  std::vector<uint8_t> out(f.size);
-  IMAGEPACK_RETURN_IF_ERROR(ReadExact(s.scratch->fds.at(a), out.data(), f.size, f.offset, f.file));
+namespace {
+
+// `size` bytes at `offset` of archive `archive`, after `headroom` free bytes.
+Result<std::vector<uint8_t>> ReadArchiveRange(const DatasetSource& s, int archive, uint64_t offset, uint64_t size,
+                                              size_t headroom, const std::string& shown) {
+  std::vector<uint8_t> out(headroom + size);
+  IMAGEPACK_RETURN_IF_ERROR(ReadExact(s.scratch->fds.at(size_t(archive)), out.data() + headroom, size, offset, shown));
   return out;
 }
 
+}  // namespace
+
+Result<std::vector<uint8_t>> ReadFieldFile(const DatasetSource& s, const SourceField& f) {
+  if (f.archive < 0) return ReadFile(f.file);
+  return ReadArchiveRange(s, f.archive, f.offset, f.size, 0, f.file);
+}
+
 Result<std::vector<uint8_t>> ReadArchiveItem(const DatasetSource& s, const SourceItem& item, size_t headroom) {
-  const size_t a = static_cast<size_t>(item.archive);
-  std::vector<uint8_t> out(headroom + item.size);
-  IMAGEPACK_RETURN_IF_ERROR(ReadExact(s.scratch->fds.at(a), out.data() + headroom, item.size, item.offset,
-                                      s.archives.at(a)));
-  return out;
+  return ReadArchiveRange(s, item.archive, item.offset, item.size, headroom, s.archives.at(size_t(item.archive)));
 }
 
 }  // namespace imagepack::internal

@@ -184,11 +184,6 @@ double Dot(const std::array<float, m>& a, const std::array<float, m>& b) {
   return acc;
 }
 
-template <size_t m>
-bool Flat(const std::array<float, m>& t) {
-  return std::all_of(t.begin(), t.end(), [](float v) { return v == 0; });
-}
-
 // Detail: an n x n map minus its 3x3 box blur, normalised.
 template <int n>
 std::array<float, n * n> BandPass(const std::array<float, n * n>& p) {

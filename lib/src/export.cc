@@ -132,11 +132,6 @@ class TarOut {
   bool done_ = false;
 };
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // The record's path without its extension, dots in the last component made
 // '_' (webdataset's key ends at the first dot), no leading '/'.
 std::string KeyOf(std::string_view path) {
@@ -245,7 +240,7 @@ Result<std::string> ImageFolderPath(const RecordView& r, const DatasetMeta& meta
   for (const char* part : {"../", "/..", "./"})
     if (rel.find(part) != std::string::npos || rel == "..") return Status::InvalidArgument("record path " + std::string(r.path) + " leaves its folder");
   // The extension must say the content (torchvision picks files by it).
-  const std::string lower = Lower(rel);
+  const std::string lower = LowerAscii(rel);
   const bool jpeg_name = lower.size() > 4 && (lower.rfind(".jpg") == lower.size() - 4 ||
                                               lower.rfind(".jpeg") == lower.size() - 5 ||
                                               lower.rfind(".jpe") == lower.size() - 4);

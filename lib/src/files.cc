@@ -20,11 +20,6 @@ namespace {
 
 constexpr const char* kTmpTag = ".ipk-tmp.";
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 const std::string& HostName() {
   static const std::string host = [] {
     char buf[256] = {0};
@@ -83,11 +78,16 @@ ssize_t PreadFull(int fd, void* data, size_t size, uint64_t offset) {
   return static_cast<ssize_t>(done);
 }
 
+std::string LowerAscii(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 bool HasImageExtension(const std::string& path) {
   static const std::set<std::string> kExt = {".jpg", ".jpeg", ".jpe", ".png", ".gif",
                                              ".bmp", ".tif",  ".tiff", ".webp", ".ppm",
                                              ".pgm", ".pbm",  ".pnm"};
-  return kExt.count(Lower(fs::path(path).extension().string())) > 0;
+  return kExt.count(LowerAscii(fs::path(path).extension().string())) > 0;
 }
 
 namespace {

@@ -299,11 +299,12 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
   if (!opts.manifest.empty()) return OpenManifestSource(opts.manifest, opts);
   if (!opts.coco.empty()) return OpenCocoSource(opts.coco, path, opts);
   std::error_code ec;
-  const bool archive = LooksLikeWebDataset(path) || LooksLikePickledLmdb(path);
-  if (archive || fs::is_regular_file(path, ec)) {
+  const bool shards = LooksLikeWebDataset(path);
+  const bool pickled = !shards && LooksLikePickledLmdb(path);  // opens an LMDB environment: once
+  if (shards || pickled || fs::is_regular_file(path, ec)) {
     if (!opts.paired.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
-    if (LooksLikeWebDataset(path)) return OpenWebDatasetSource(path, opts);
-    if (LooksLikePickledLmdb(path)) return OpenPickledLmdbSource(path, opts);
+    if (shards) return OpenWebDatasetSource(path, opts);
+    if (pickled) return OpenPickledLmdbSource(path, opts);
     return OpenDatabaseSource(path);
   }
   return OpenTreeSource(path, opts);

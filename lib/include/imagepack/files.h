@@ -24,6 +24,9 @@ struct FileError {
 // a file is decoded; the extension only decides what is considered at all.
 bool HasImageExtension(const std::string& path);
 
+// `s` with ASCII letters in lower case (file names, extensions).
+std::string LowerAscii(std::string s);
+
 struct TreeListing {
   std::vector<std::string> images;   // relative paths, '/'-separated, sorted
   std::vector<std::string> ignored;  // other regular files, sorted
