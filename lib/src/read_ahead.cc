@@ -10,6 +10,7 @@ namespace imagepack::internal {
 ReadAhead::ReadAhead(const RecordSource* src, int threads, uint64_t chunk_bytes)
     : src_(src), chunk_(std::max<uint64_t>(chunk_bytes, 4096)) {
   for (int t = 0; t < std::max(1, threads); ++t) threads_.emplace_back([this] { Work(); });
+  locator_ = std::thread([this] { Locate(); });
 }
 
 ReadAhead::~ReadAhead() {
@@ -17,30 +18,62 @@ ReadAhead::~ReadAhead() {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = true;
     queue_.clear();
+    to_locate_.clear();
   }
   work_cv_.notify_all();
+  locate_cv_.notify_all();
   for (auto& t : threads_) t.join();
+  locator_.join();
 }
 
 int64_t ReadAhead::Issue(std::vector<int64_t> records) {
   std::sort(records.begin(), records.end());
   records.erase(std::unique(records.begin(), records.end()), records.end());
-  std::vector<FileRange> ranges;
-  for (size_t i = 0; i < records.size();) {
-    size_t j = i + 1;
-    while (j < records.size() && records[j] == records[j - 1] + 1) ++j;
-    src_->FileRanges(records[i], records[j - 1], &ranges);
-    i = j;
-  }
   std::lock_guard<std::mutex> g(mu_);
   const int64_t id = next_unit_++;
-  int chunks = 0;
-  for (const FileRange& r : ranges)
-    for (uint64_t at = 0; at < r.size; at += chunk_, ++chunks)
-      queue_.push_back({id, {r.fd, r.offset + at, std::min(chunk_, r.size - at)}});
-  if (chunks > 0) outstanding_.emplace_back(id, chunks);
-  work_cv_.notify_all();
+  outstanding_.emplace_back(id, 1);  // its location
+  to_locate_.push_back({id, std::move(records)});
+  locate_cv_.notify_one();
   return id;
+}
+
+void ReadAhead::Settle(int64_t unit, int delta) {
+  auto it = std::find_if(outstanding_.begin(), outstanding_.end(), [&](const auto& u) { return u.first == unit; });
+  if (it == outstanding_.end()) return;  // dropped by Reset
+  it->second += delta;
+  if (it->second == 0) {
+    outstanding_.erase(it);
+    done_cv_.notify_all();
+  }
+}
+
+void ReadAhead::Locate() {
+  std::vector<FileRange> ranges;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    locate_cv_.wait(lock, [&] { return stop_ || !to_locate_.empty(); });
+    if (stop_) return;
+    Unit u = std::move(to_locate_.front());
+    to_locate_.pop_front();
+    const uint64_t generation = generation_;
+    lock.unlock();
+    ranges.clear();
+    const std::vector<int64_t>& r = u.records;
+    for (size_t i = 0; i < r.size();) {
+      size_t j = i + 1;
+      while (j < r.size() && r[j] == r[j - 1] + 1) ++j;
+      src_->FileRanges(r[i], r[j - 1], &ranges);
+      i = j;
+    }
+    lock.lock();
+    if (generation != generation_) continue;
+    int chunks = 0;
+    for (const FileRange& fr : ranges)
+      for (uint64_t at = 0; at < fr.size; at += chunk_, ++chunks)
+        queue_.push_back({u.id, {fr.fd, fr.offset + at, std::min(chunk_, fr.size - at)}});
+    Settle(u.id, chunks - 1);
+    if (chunks > 0) work_cv_.notify_all();
+  }
 }
 
 void ReadAhead::Wait(int64_t id) {
@@ -53,7 +86,9 @@ void ReadAhead::Wait(int64_t id) {
 void ReadAhead::Reset() {
   std::lock_guard<std::mutex> g(mu_);
   queue_.clear();
-  outstanding_.clear();  // in-progress reads find their unit gone
+  to_locate_.clear();
+  outstanding_.clear();  // in-progress reads and locations find their unit gone
+  ++generation_;
   done_cv_.notify_all();
 }
 
@@ -81,11 +116,7 @@ void ReadAhead::Work() {
     const ssize_t got = PreadFull(c.range.fd, buf.data(), c.range.size, c.range.offset);
     lock.lock();
     if (got > 0) bytes_ += got;
-    auto it = std::find_if(outstanding_.begin(), outstanding_.end(), [&](const auto& u) { return u.first == c.unit; });
-    if (it != outstanding_.end() && --it->second == 0) {
-      outstanding_.erase(it);
-      done_cv_.notify_all();
-    }
+    Settle(c.unit, -1);
   }
 }
 

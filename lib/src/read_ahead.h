@@ -1,7 +1,11 @@
 // Reads ahead of the loader's decode threads: record ranges of a database
 // file are read with large preads from a pool of threads sized to the
 // device (OpenOptions / LoaderOptions::io_threads), so that by the time a
-// worker reads a record it is in the page cache. Internal.
+// worker reads a record it is in the page cache. Where a unit's records lie
+// in the file is found by a thread of its own: that can touch index pages
+// that are not in memory yet (LMDB's B-tree), and the caller (the loader's
+// producer, which hands batches to the decode threads) must not wait
+// behind the device for them. Internal.
 #pragma once
 
 #include <condition_variable>
@@ -23,8 +27,9 @@ class ReadAhead {
   ~ReadAhead();
 
   // Queues the reads of `records` (any order; they are sorted and merged
-  // into runs) as one unit; returns its id. A source in RAM has nothing to
-  // read: the unit is complete at once.
+  // into runs) as one unit and returns its id at once: the records are
+  // located, then read, in the order units were issued. A source in RAM
+  // has nothing to read: the unit completes once located.
   int64_t Issue(std::vector<int64_t> records);
   // Blocks until every read of unit `id` is done (or dropped by Reset).
   void Wait(int64_t id);
@@ -40,19 +45,31 @@ class ReadAhead {
     int64_t unit;
     FileRange range;
   };
+  struct Unit {
+    int64_t id;
+    std::vector<int64_t> records;  // sorted, distinct
+  };
   void Work();
+  void Locate();
+  // Adds `delta` to unit's count of pending steps; at zero it is complete.
+  // Called with mu_ held.
+  void Settle(int64_t unit, int delta);
 
   const RecordSource* src_;
   const uint64_t chunk_;
   mutable std::mutex mu_;
-  std::condition_variable work_cv_, done_cv_;
+  std::condition_variable work_cv_, locate_cv_, done_cv_;
+  std::deque<Unit> to_locate_;
   std::deque<Chunk> queue_;
-  std::vector<std::pair<int64_t, int>> outstanding_;  // (unit, chunks not yet read), ascending
+  // (unit, steps pending: its location, then its chunks), ascending
+  std::vector<std::pair<int64_t, int>> outstanding_;
+  uint64_t generation_ = 0;  // Reset() count: a unit located across one is dropped
   int64_t next_unit_ = 0;
   int64_t bytes_ = 0;
   double wait_seconds_ = 0;
   bool stop_ = false;
   std::vector<std::thread> threads_;
+  std::thread locator_;
 };
 
 }  // namespace imagepack::internal

@@ -1,0 +1,157 @@
+// ReadAhead: units are located on a thread of their own, then read in
+// chunks by the I/O threads, in the order they were issued. The source here
+// is a real file of fixed-size records whose location step can be held
+// shut, as a cold index page on a slow device holds it.
+#include "read_ahead.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "testutil.h"
+
+namespace imagepack::internal {
+namespace {
+
+using testing::TempDir;
+
+constexpr int64_t kRecords = 64;
+constexpr uint64_t kRecordBytes = 3000;  // chunks of 4096 split runs unevenly
+
+class GatedSource : public RecordSource {
+ public:
+  explicit GatedSource(const std::string& path) {
+    std::ofstream(path, std::ios::binary) << std::string(kRecords * kRecordBytes, 'x');
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    meta_.count = kRecords;
+  }
+  ~GatedSource() override { ::close(fd_); }
+  const DatasetMeta& meta() const override { return meta_; }
+  std::unique_ptr<RecordCursor> NewCursor() const override { return nullptr; }
+  std::string Describe() const override { return "gated test source"; }
+  void FileRanges(int64_t first, int64_t last, std::vector<FileRange>* out) const override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++entered_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+    if (in_ram_) return;
+    out->push_back({fd_, static_cast<uint64_t>(first) * kRecordBytes,
+                    static_cast<uint64_t>(last - first + 1) * kRecordBytes});
+  }
+  void Close() {
+    std::lock_guard<std::mutex> g(mu_);
+    open_ = false;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> g(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // Blocks until FileRanges has been entered `n` times in all.
+  void AwaitEntered(int n) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return entered_ >= n; });
+  }
+  void SetInRam() { in_ram_ = true; }
+  int entered() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return entered_;
+  }
+
+ private:
+  int fd_ = -1;
+  DatasetMeta meta_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable int entered_ = 0;
+  bool open_ = true;
+  bool in_ram_ = false;
+};
+
+TEST(ReadAhead, ReadsEveryByteOfTheIssuedUnits) {
+  TempDir dir;
+  GatedSource src(dir / "data");
+  ReadAhead ra(&src, 3, 4096);
+  // Two runs (0..9, 20..22) in one unit, one run in the next.
+  const int64_t a = ra.Issue({22, 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 20, 21, 3});
+  const int64_t b = ra.Issue({40, 41});
+  EXPECT_LT(a, b);
+  ra.Wait(b);
+  EXPECT_EQ(ra.bytes_read(), static_cast<int64_t>((10 + 3 + 2) * kRecordBytes));
+}
+
+TEST(ReadAhead, IssueDoesNotWaitForTheLocation) {
+  TempDir dir;
+  GatedSource src(dir / "data");
+  src.Close();
+  ReadAhead ra(&src, 2, 4096);
+  const int64_t a = ra.Issue({0, 1, 2});
+  src.AwaitEntered(1);  // the locator is held inside FileRanges
+  // A second unit queues behind it; Issue must return while the first
+  // location is still held (it would block forever were it synchronous).
+  auto second = std::async(std::launch::async, [&] { return ra.Issue({10, 11}); });
+  const bool returned = second.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  const int64_t read_while_held = ra.bytes_read();
+  src.Open();  // before any assertion: a failed one must not leave the locator held
+  ASSERT_TRUE(returned);
+  EXPECT_EQ(read_while_held, 0);
+  const int64_t b = second.get();
+  ra.Wait(b);
+  EXPECT_GT(b, a);
+  EXPECT_EQ(ra.bytes_read(), static_cast<int64_t>(5 * kRecordBytes));
+}
+
+TEST(ReadAhead, ResetDropsAUnitBeingLocated) {
+  TempDir dir;
+  GatedSource src(dir / "data");
+  src.Close();
+  ReadAhead ra(&src, 2, 4096);
+  ra.Issue({0, 1, 2, 3});
+  src.AwaitEntered(1);
+  ra.Reset();  // a new epoch: the unit in the locator's hands is gone
+  const int64_t b = ra.Issue({30});
+  src.Open();
+  ra.Wait(b);
+  EXPECT_EQ(ra.bytes_read(), static_cast<int64_t>(kRecordBytes));  // unit b alone
+}
+
+TEST(ReadAhead, NothingToReadCompletesTheUnit) {
+  TempDir dir;
+  GatedSource src(dir / "data");
+  src.SetInRam();
+  ReadAhead ra(&src, 2, 4096);
+  const int64_t a = ra.Issue({0, 1, 2});
+  ra.Wait(a);
+  EXPECT_EQ(ra.bytes_read(), 0);
+}
+
+TEST(ReadAhead, DestroyedWhileLocationIsHeld) {
+  TempDir dir;
+  GatedSource src(dir / "data");
+  src.Close();
+  std::future<void> opener;
+  {
+    ReadAhead ra(&src, 2, 4096);
+    ra.Issue({0});
+    src.AwaitEntered(1);  // the locator holds unit 0
+    ra.Issue({1});
+    opener = std::async(std::launch::async, [&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      src.Open();
+    });
+  }  // joins the locator once the held location returns; unit 1 dropped
+  opener.get();
+  EXPECT_EQ(src.entered(), 1);  // the second unit was never located
+}
+
+}  // namespace
+}  // namespace imagepack::internal
