@@ -3,7 +3,8 @@
 # device. Root only (loop devices, a blkio cgroup, dmsetup); everything it
 # sets up is torn down on exit.
 #
-#   scripts/bench/bench_storage.sh [--files 20000] [--batches 12] [--long 78] [--devices "cache disk hdd delay ranks"]
+#   scripts/bench/bench_storage.sh [--files 20000] [--batches 12] [--long 78] [--rounds 1]
+#                                  [--devices "cache disk hdd delay ranks"]
 #
 # Data: FILES 256-px JPEGs cut from real photos (the 2000 that
 # bench_pack.sh resizes, copied round), in 100 classes, as an ImageFolder
@@ -23,7 +24,10 @@
 # (the copy's load time apart). Random-order rows read BATCHES batches
 # (they are slow on slow devices); blocks and in_ram LONG (an epoch), so that
 # the first window's read (a window must be in before its first batch)
-# does not dominate.
+# does not dominate. With --rounds R > 1, blocks and in_ram run R times,
+# interleaved (this host's rates move by 10-20% from one minute to the
+# next), and their rows give the median, the range, and blocks over in_ram
+# in each round.
 #   sweep  block order on the HDD-like and the latency device with
 #          io_threads 1 2 4 8 (4 MB blocks) and block_mb 1 4 16 (4 threads):
 #          the measurements the defaults come from
@@ -36,14 +40,15 @@
 # rows drop the caches before each run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-FILES=20000 BATCHES=12 LONG=78 DEVICES="cache disk hdd delay ranks"
+FILES=20000 BATCHES=12 LONG=78 ROUNDS=1 DEVICES="cache disk hdd delay ranks"
 while [ $# -gt 0 ]; do
   case $1 in
     --files) FILES=$2; shift 2;;
     --batches) BATCHES=$2; shift 2;;
     --long) LONG=$2; shift 2;;
+    --rounds) ROUNDS=$2; shift 2;;
     --devices) DEVICES=$2; shift 2;;
-    *) echo "usage: $0 [--files N] [--batches B] [--devices \"cache disk hdd delay\"]" >&2; exit 2;;
+    *) echo "usage: $0 [--files N] [--batches B] [--long L] [--rounds R] [--devices \"cache disk hdd delay\"]" >&2; exit 2;;
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (loop devices, cgroups, FUSE)" >&2; exit 2; }
@@ -142,22 +147,38 @@ table() {  # device name, directory holding the data, cold (1/0)
   [ "$cold" = 1 ] && drop "$dir/py.lmdb"
   r=$(run $PY scripts/bench/loader_peers.py lmdb "$dir/py.lmdb" --workers "$CORES" --batches "$BATCHES" | rate)
   line "DataLoader + LMDB Dataset, $CORES workers" "$r" "$SCORE_RANDOM"
-  for variant in "random 0 $BATCHES" "random 16 $BATCHES" "blocks -1 $LONG"; do
+  for variant in "random 0" "random 16"; do
     set -- $variant
     [ "$cold" = 1 ] && drop "$dir/jpeg.lmdb"
-    out=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --order "$1" --io-threads "$2" --batches "$3")
-    r=$(echo "$out" | rate)
-    line "imagepack, order $1$([ "$2" -gt 0 ] && echo ", $2 reads in flight")" "$r" \
-      "$([ "$1" = random ] && echo "$SCORE_RANDOM" || echo "$SCORE_BLOCKS")" \
-      "$(echo "$out" | sed -n 's/.*first batch after \([0-9.]*\) s, then \([0-9.]*\) images\/s.*/first batch after \1 s, then \2 images\/s/p')"
+    r=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --order "$1" --io-threads "$2" --batches "$BATCHES" | rate)
+    line "imagepack, order $1$([ "$2" -gt 0 ] && echo ", $2 reads in flight")" "$r" "$SCORE_RANDOM"
   done
-  [ "$cold" = 1 ] && drop "$dir/jpeg.lmdb"
-  out=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --in-ram --batches "$LONG")
-  r=$(echo "$out" | rate)
-  local load
-  load=$(echo "$out" | sed -n 's/.*open \([0-9.]*\) s.*/\1/p')
-  line "imagepack, in_ram (random)" "$r" "$SCORE_RANDOM" \
-    "$(awk -v t="$load" -v f="$(stat -c %s "$dir/jpeg.lmdb")" -v s="$seq" \
+  # Blocks and in_ram, ROUNDS times interleaved.
+  local blocks=() first=() after=() inram=() load=() i
+  for i in $(seq "$ROUNDS"); do
+    [ "$cold" = 1 ] && drop "$dir/jpeg.lmdb"
+    out=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --order blocks --batches "$LONG")
+    blocks+=("$(echo "$out" | rate)")
+    first+=("$(echo "$out" | sed -n 's/.*first batch after \([0-9.]*\) s.*/\1/p')")
+    after+=("$(echo "$out" | sed -n 's/.*first batch after [0-9.]* s, then \([0-9.]*\) images\/s.*/\1/p')")
+    [ "$cold" = 1 ] && drop "$dir/jpeg.lmdb"
+    out=$(run "$BIN/bench_loader" "$dir/jpeg.lmdb" --in-ram --batches "$LONG")
+    inram+=("$(echo "$out" | rate)")
+    load+=("$(echo "$out" | sed -n 's/.*open \([0-9.]*\) s.*/\1/p')")
+  done
+  median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
+  range() {
+    if [ $# -gt 1 ]; then printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "range %.0f-%.0f; ", lo, hi}'; fi
+  }
+  local ratios=() f
+  for i in $(seq 0 $((ROUNDS - 1))); do
+    ratios+=("$(awk -v a="${blocks[$i]}" -v b="${inram[$i]}" 'BEGIN {printf "%.0f%%", 100 * a / b}')")
+  done
+  line "imagepack, order blocks" "$(median "${blocks[@]}")" "$SCORE_BLOCKS" \
+    "$(range "${blocks[@]}")first batch after $(median "${first[@]}") s, then $(median "${after[@]}") images/s; of in_ram per round: ${ratios[*]}"
+  f=$(stat -c %s "$dir/jpeg.lmdb")
+  line "imagepack, in_ram (random)" "$(median "${inram[@]}")" "$SCORE_RANDOM" \
+    "$(range "${inram[@]}")$(awk -v t="$(median "${load[@]}")" -v f="$f" -v s="$seq" \
        'BEGIN {printf "load %.1f s, %.0f MB/s (%.0f%% of dev)", t, f / t / 1e6, 100 * f / t / 1e6 / s}')"
 }
 
@@ -192,7 +213,7 @@ for dev in $DEVICES; do
       wait;;
     hdd|sweep)
       if ! mountpoint -q "$MNT"; then
-        size=$(( $(du -sbL "$DATA/jpeg.lmdb" "$DATA/py.lmdb" "$TREE" | awk '{s += $1} END {print s}') * 13 / 10 / 1048576 + 64 ))
+        size=$(( $(du -sbL "$DATA/jpeg.lmdb" "$DATA/py.lmdb" "$TREE" | awk '{s += $1} END {printf "%.0f\n", s}') * 13 / 10 / 1048576 + 64 ))
         truncate -s "${size}M" "$IMG"
         mkfs.ext4 -q -F "$IMG"
         mkdir -p "$MNT"

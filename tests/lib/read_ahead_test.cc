@@ -77,10 +77,14 @@ class GatedSource : public RecordSource {
   bool in_ram_ = false;
 };
 
-TEST(ReadAhead, ReadsEveryByteOfTheIssuedUnits) {
-  TempDir dir;
-  GatedSource src(dir / "data");
-  ReadAhead ra(&src, 3, 4096);
+class ReadAheadTest : public ::testing::Test {
+ protected:
+  TempDir dir_;
+  GatedSource src_{dir_ / "data"};
+};
+
+TEST_F(ReadAheadTest, ReadsEveryByteOfTheIssuedUnits) {
+  ReadAhead ra(&src_, 3, 4096);
   // Two runs (0..9, 20..22) in one unit, one run in the next.
   const int64_t a = ra.Issue({22, 3, 0, 1, 2, 4, 5, 6, 7, 8, 9, 20, 21, 3});
   const int64_t b = ra.Issue({40, 41});
@@ -89,19 +93,17 @@ TEST(ReadAhead, ReadsEveryByteOfTheIssuedUnits) {
   EXPECT_EQ(ra.bytes_read(), static_cast<int64_t>((10 + 3 + 2) * kRecordBytes));
 }
 
-TEST(ReadAhead, IssueDoesNotWaitForTheLocation) {
-  TempDir dir;
-  GatedSource src(dir / "data");
-  src.Close();
-  ReadAhead ra(&src, 2, 4096);
+TEST_F(ReadAheadTest, IssueDoesNotWaitForTheLocation) {
+  src_.Close();
+  ReadAhead ra(&src_, 2, 4096);
   const int64_t a = ra.Issue({0, 1, 2});
-  src.AwaitEntered(1);  // the locator is held inside FileRanges
+  src_.AwaitEntered(1);  // the locator is held inside FileRanges
   // A second unit queues behind it; Issue must return while the first
   // location is still held (it would block forever were it synchronous).
   auto second = std::async(std::launch::async, [&] { return ra.Issue({10, 11}); });
   const bool returned = second.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
   const int64_t read_while_held = ra.bytes_read();
-  src.Open();  // before any assertion: a failed one must not leave the locator held
+  src_.Open();  // before any assertion: a failed one must not leave the locator held
   ASSERT_TRUE(returned);
   EXPECT_EQ(read_while_held, 0);
   const int64_t b = second.get();
@@ -110,47 +112,41 @@ TEST(ReadAhead, IssueDoesNotWaitForTheLocation) {
   EXPECT_EQ(ra.bytes_read(), static_cast<int64_t>(5 * kRecordBytes));
 }
 
-TEST(ReadAhead, ResetDropsAUnitBeingLocated) {
-  TempDir dir;
-  GatedSource src(dir / "data");
-  src.Close();
-  ReadAhead ra(&src, 2, 4096);
+TEST_F(ReadAheadTest, ResetDropsAUnitBeingLocated) {
+  src_.Close();
+  ReadAhead ra(&src_, 2, 4096);
   ra.Issue({0, 1, 2, 3});
-  src.AwaitEntered(1);
+  src_.AwaitEntered(1);
   ra.Reset();  // a new epoch: the unit in the locator's hands is gone
   const int64_t b = ra.Issue({30});
-  src.Open();
+  src_.Open();
   ra.Wait(b);
   EXPECT_EQ(ra.bytes_read(), static_cast<int64_t>(kRecordBytes));  // unit b alone
 }
 
-TEST(ReadAhead, NothingToReadCompletesTheUnit) {
-  TempDir dir;
-  GatedSource src(dir / "data");
-  src.SetInRam();
-  ReadAhead ra(&src, 2, 4096);
+TEST_F(ReadAheadTest, NothingToReadCompletesTheUnit) {
+  src_.SetInRam();
+  ReadAhead ra(&src_, 2, 4096);
   const int64_t a = ra.Issue({0, 1, 2});
   ra.Wait(a);
   EXPECT_EQ(ra.bytes_read(), 0);
 }
 
-TEST(ReadAhead, DestroyedWhileLocationIsHeld) {
-  TempDir dir;
-  GatedSource src(dir / "data");
-  src.Close();
+TEST_F(ReadAheadTest, DestroyedWhileLocationIsHeld) {
+  src_.Close();
   std::future<void> opener;
   {
-    ReadAhead ra(&src, 2, 4096);
+    ReadAhead ra(&src_, 2, 4096);
     ra.Issue({0});
-    src.AwaitEntered(1);  // the locator holds unit 0
+    src_.AwaitEntered(1);  // the locator holds unit 0
     ra.Issue({1});
     opener = std::async(std::launch::async, [&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      src.Open();
+      src_.Open();
     });
   }  // joins the locator once the held location returns; unit 1 dropped
   opener.get();
-  EXPECT_EQ(src.entered(), 1);  // the second unit was never located
+  EXPECT_EQ(src_.entered(), 1);  // the second unit was never located
 }
 
 }  // namespace
