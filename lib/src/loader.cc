@@ -330,7 +330,7 @@ class LoaderImpl : public Loader {
       // block), so the first batch waits for the first window only.
       const int64_t end = std::min(n, blocks ? NextWindowEnd(ahead_issued_) : ahead_issued_ + unit);
       std::vector<int64_t> recs(indices_.begin() + ahead_issued_, indices_.begin() + end);
-      ahead_units_.push_back({end, read_ahead_->Issue(std::move(recs))});
+      ahead_units_.push_back({end, read_ahead_->Issue(std::move(recs), blocks)});
       ahead_issued_ = end;
     }
     int64_t last = -1;

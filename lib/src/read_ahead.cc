@@ -1,5 +1,7 @@
 #include "read_ahead.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -26,13 +28,13 @@ ReadAhead::~ReadAhead() {
   locator_.join();
 }
 
-int64_t ReadAhead::Issue(std::vector<int64_t> records) {
+int64_t ReadAhead::Issue(std::vector<int64_t> records, bool runs) {
   std::sort(records.begin(), records.end());
   records.erase(std::unique(records.begin(), records.end()), records.end());
   std::lock_guard<std::mutex> g(mu_);
   const int64_t id = next_unit_++;
   outstanding_.emplace_back(id, 1);  // its location
-  to_locate_.push_back({id, std::move(records)});
+  to_locate_.push_back({id, std::move(records), runs});
   locate_cv_.notify_one();
   return id;
 }
@@ -65,6 +67,12 @@ void ReadAhead::Locate() {
       src_->FileRanges(r[i], r[j - 1], &ranges);
       i = j;
     }
+    for (const FileRange& fr : ranges)
+      if ((random_fds_.count(fr.fd) > 0) != u.runs) {
+        ::posix_fadvise(fr.fd, 0, 0, u.runs ? POSIX_FADV_RANDOM : POSIX_FADV_NORMAL);
+        if (u.runs) random_fds_.insert(fr.fd);
+        else random_fds_.erase(fr.fd);
+      }
     lock.lock();
     if (generation != generation_) continue;
     int chunks = 0;
