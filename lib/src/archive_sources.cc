@@ -39,7 +39,10 @@ bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-bool IsGzipName(const std::string& p) { return EndsWith(LowerAscii(p), ".tar.gz") || EndsWith(LowerAscii(p), ".tgz"); }
+bool IsGzipName(const std::string& p) {
+  const std::string l = LowerAscii(p);
+  return EndsWith(l, ".tar.gz") || EndsWith(l, ".tgz");
+}
 bool IsShardName(const std::string& p) { return EndsWith(LowerAscii(p), ".tar") || IsGzipName(p); }
 
 // "shard-{000..012}.tar" -> shard-000.tar .. shard-012.tar (the webdataset
@@ -319,13 +322,14 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   // Classes: the options', else classes.txt beside the shards (export_db writes it).
   std::vector<std::string> fixed;
   SourceOptions with_beside = opts;
-  const fs::path beside = fs::path(shards->front()).parent_path() / "classes.txt";
+  const fs::path shard_dir = fs::path(shards->front()).parent_path();
+  const fs::path beside = shard_dir / "classes.txt";
   std::error_code ec;
   if (!opts.classes && opts.classes_file.empty() && fs::is_regular_file(beside, ec))
     with_beside.classes_file = beside.string();
   IMAGEPACK_RETURN_IF_ERROR(FixedClasses(with_beside, &fixed));
   DatasetMeta beside_meta;
-  if (const fs::path mp = fs::path(shards->front()).parent_path() / "meta.json"; fs::is_regular_file(mp, ec)) {
+  if (const fs::path mp = shard_dir / "meta.json"; fs::is_regular_file(mp, ec)) {
     auto bytes = ReadFile(mp.string());
     if (!bytes.ok()) return bytes.status();
     auto m = ParseMeta(bytes->data(), bytes->size());
@@ -469,7 +473,7 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
         f.offset = it->second.second.offset;
         f.size = it->second.second.size;
       } else if (x.values.contains(spec.name)) {
-        Status st = FillField(spec, x.values[spec.name], fs::path(shards->front()).parent_path(), &f);
+        Status st = FillField(spec, x.values[spec.name], shard_dir, &f);
         if (!st.ok()) field_error[i] = st.message();
       } else if (InfoOf(spec.kind).spatial && spec.kind != FieldKind::kBoxes) {
         field_error[i] = "no " + spec.name + " member";

@@ -183,8 +183,6 @@ Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, c
 
 namespace {
 
-
-
 // --field NAME=DIR: each item's partner is the file of DIR with the item's
 // relative path and any extension. Items without one are skipped (errors).
 Status AddPairedTrees(const SourceOptions& opts, DatasetSource& s) {
@@ -364,11 +362,6 @@ FieldKind KindOfValue(const std::string& key, const json& v) {
   return FieldKind::kText;
 }
 
-namespace {
-
-
-}  // namespace
-
 // One manifest value as the field of `spec`'s kind; an error says why not.
 Status FillField(const FieldSpec& spec, const json& v, const fs::path& base, SourceField* f) {
   const std::string& name = spec.name;
@@ -410,7 +403,6 @@ Status FillField(const FieldSpec& spec, const json& v, const fs::path& base, Sou
 }
 
 namespace {
-
 
 // Rows (line number, object) of a JSON Lines or CSV manifest.
 Result<std::vector<std::pair<int, json>>> ReadManifestRows(const std::string& path) {
