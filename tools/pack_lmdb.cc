@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
       ("manifest", po::value(&o.manifest), "samples from a JSON Lines or CSV manifest (then only DST is given)")
       ("coco", po::value(&o.coco), "boxes from a COCO instances JSON; the images are in --images DIR")
       ("images", po::value(&images_dir), "with --coco: the folder its file_names are relative to")
+      ("keep-members", po::value(&o.keep_members)->composing(),
+       "WebDataset: keep members of extension EXT (e.g. txt) as text fields; repeatable")
+      ("allow-outside-paths", "manifest / COCO: allow paths outside the file's folder (absolute or ../)")
       ("no-class", "no class labels (label -1); for trees without class folders")
       ("mask-classes", po::value(&o.mask_classes), "masks: a classes file, or the class count N")
       ("ignore-value", po::value(&o.mask_ignore)->default_value(255), "masks: the value outside any class (-1: none)")
@@ -67,10 +70,18 @@ int main(int argc, char** argv) {
       ("help,h", "show this help and exit")
       ("version", "show the version and exit");
   po::options_description hidden;
-  hidden.add_options()("src", po::value(&o.src))("dst", po::value(&o.dst));
+  std::vector<std::string> positional;
+  hidden.add_options()("paths", po::value(&positional)->composing());
   po::positional_options_description pos;
-  pos.add("src", 1).add("dst", 1);
-  auto vm = cli::ParseOrExit(argc, argv, "SRC DST [options]", opts, hidden, pos);
+  pos.add("paths", -1);
+  auto vm = cli::ParseOrExit(argc, argv, "SRC [SRC...] DST [options]", opts, hidden, pos);
+  // Several SRCs: WebDataset shards or patterns, read as one list
+  // (webdataset's "::" joins them the same way).
+  if (!positional.empty()) {
+    o.dst = positional.back();
+    positional.pop_back();
+    for (const auto& p : positional) o.src += (o.src.empty() ? "" : "::") + p;
+  }
 
   if ((!o.manifest.empty() || !o.coco.empty()) && o.dst.empty()) std::swap(o.src, o.dst);
   if (!o.coco.empty()) {
@@ -89,6 +100,7 @@ int main(int argc, char** argv) {
     return cli::UsageError("--field pairs image trees; with --manifest or --coco, name the partner files there");
   if (o.mask_ignore < -1 || o.mask_ignore > 255) return cli::UsageError("--ignore-value must be in -1..255");
   o.no_class = vm.count("no-class") > 0;
+  o.allow_outside = vm.count("allow-outside-paths") > 0;
   if (max_size > 0 && max_edge > 0) return cli::UsageError("give at most one of --max-size and --max-edge");
   if (max_size < 0 || max_edge < 0) return cli::UsageError("--max-size and --max-edge must be positive");
   if (o.prepare.quality < 1 || o.prepare.quality > 100) return cli::UsageError("--quality must be in 1..100");
@@ -142,6 +154,11 @@ int main(int argc, char** argv) {
   }
   const PackSummary& s = result.value();
   cli::ReportSkipped(s.errors, s.ignored, s.problems, errors_path);
+  if (s.all_skipped) {
+    std::cerr << prog << ": every input was skipped; nothing written to " << o.dst << " (first: "
+              << s.errors.front().path << ": " << s.errors.front().reason << ")\n";
+    return cli::kExitFatal;
+  }
   if (s.cancelled) {
     std::printf("%s: interrupted after %lld of %lld inputs; nothing written to %s (re-run to pack)\n", prog.c_str(),
                 static_cast<long long>(progress.done.load()), static_cast<long long>(s.inputs), o.dst.c_str());

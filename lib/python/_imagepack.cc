@@ -235,8 +235,11 @@ class PyDataset {
         }
       }
       if (st.ok() && fields.encoding == Encoding::kJpeg) {
+        // The dataset's channels, not the JPEG's: a gray JPEG kept as it
+        // was in an RGB dataset (ImageNet holds such files) comes out RGB,
+        // so every sample of a dataset has one shape.
         DecodeOptions d;
-        d.channels = fields.channels;
+        d.channels = src_->meta().channels == 1 ? 1 : 3;
         d.apply_orientation = false;  // packed JPEGs are upright
         auto dec = DecodeImage(payload.data(), payload.size(), d);
         if (dec.ok()) img = std::move(dec.value());

@@ -18,6 +18,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/braces.h"
+#include "formats/labels.h"
+#include "formats/limits.h"
+#include "formats/pickle.h"
+#include "formats/tar.h"
+#include "formats/text.h"
+#include "imagepack/progress.h"
 #include "imagepack/meta.h"
 #include "sources.h"
 #include "store_internal.h"
@@ -45,40 +52,38 @@ bool IsGzipName(const std::string& p) {
 }
 bool IsShardName(const std::string& p) { return EndsWith(LowerAscii(p), ".tar") || IsGzipName(p); }
 
-// "shard-{000..012}.tar" -> shard-000.tar .. shard-012.tar (the webdataset
-// brace pattern: one range, zero-padded to the width of its first bound).
-Result<std::vector<std::string>> ExpandBraces(const std::string& pattern) {
-  const auto open = pattern.find('{'), close = pattern.find('}');
-  const auto dots = pattern.find("..", open == std::string::npos ? 0 : open);
-  if (open == std::string::npos || close == std::string::npos || dots == std::string::npos || dots > close)
-    return std::vector<std::string>{pattern};
-  const std::string a = pattern.substr(open + 1, dots - open - 1), b = pattern.substr(dots + 2, close - dots - 2);
-  if (a.empty() || b.empty() || !std::all_of(a.begin(), a.end(), ::isdigit) || !std::all_of(b.begin(), b.end(), ::isdigit))
-    return Status::InvalidArgument(pattern + ": expected {FIRST..LAST} with decimal bounds");
-  const long lo = std::stol(a), hi = std::stol(b);
-  if (hi < lo || hi - lo > 10000000) return Status::InvalidArgument(pattern + ": empty or huge range");
-  std::vector<std::string> out;
-  for (long i = lo; i <= hi; ++i) {
-    std::string n = std::to_string(i);
-    if (n.size() < a.size()) n.insert(0, a.size() - n.size(), '0');
-    out.push_back(pattern.substr(0, open) + n + pattern.substr(close + 1));
+// Inflates a gzipped shard into an unnamed scratch file in `dir`
+// (O_TMPFILE: nothing is left behind however the process ends), at most
+// limits::kInflatedShard bytes, checking `cancel` between chunks. Returns
+// the open descriptor.
+Result<int> Gunzip(const std::string& in, const std::string& dir, const CancelFlag* cancel) {
+  auto in_fd = OpenRegularFile(in);
+  if (!in_fd.ok()) return in_fd.status();
+  gzFile g = gzdopen(*in_fd, "rb");
+  if (!g) {
+    ::close(*in_fd);
+    return Status::IOError("cannot open " + in);
   }
-  return out;
-}
-
-// Inflates a gzipped file into `out` (a scratch file).
-Status Gunzip(const std::string& in, const std::string& out) {
-  gzFile g = gzopen(in.c_str(), "rb");
-  if (!g) return Status::IOError("cannot open " + in);
   gzbuffer(g, 1 << 20);
-  const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {  // file systems without O_TMPFILE: a private name, unlinked at once
+    std::string name = (fs::path(dir) / ".imagepack-gunzip-XXXXXX").string();
+    fd = ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd >= 0) ::unlink(name.c_str());
+  }
   if (fd < 0) {
+    const int e = errno;
     gzclose(g);
-    return Status::IOError("cannot create scratch file " + out + ": " + std::strerror(errno));
+    return Status::IOError("cannot create a scratch file in " + dir + " to inflate " + in + ": " + std::strerror(e));
   }
   std::vector<char> buf(1 << 20);
   Status st;
+  uint64_t total = 0;
   for (;;) {
+    if (cancel && cancel->load()) {
+      st = Status::Cancelled("interrupted while inflating " + in);
+      break;
+    }
     const int n = gzread(g, buf.data(), static_cast<unsigned>(buf.size()));
     if (n < 0) {
       int err = 0;
@@ -89,35 +94,22 @@ Status Gunzip(const std::string& in, const std::string& out) {
       if (!gzeof(g)) st = Status::Corruption(in + ": gzip stream ends early");
       break;
     }
-    st = WriteAll(fd, buf.data(), static_cast<size_t>(n), out);
+    total += static_cast<uint64_t>(n);
+    if (total > limits::kInflatedShard) {
+      st = Status::InvalidArgument(in + ": inflates past " + std::to_string(limits::kInflatedShard) +
+                                   " bytes (the gzip budget of one shard)");
+      break;
+    }
+    st = WriteAll(fd, buf.data(), static_cast<size_t>(n), in + " (inflated)");
     if (!st.ok()) break;
   }
   gzclose(g);
-  ::close(fd);
-  return st;
-}
-
-// One regular member of a tar file.
-struct TarMember {
-  std::string name;
-  uint64_t offset = 0;  // of its data in the file
-  uint64_t size = 0;
-};
-
-uint64_t Octal(const char* p, size_t n) {
-  if (n > 0 && (static_cast<unsigned char>(p[0]) & 0x80)) {  // GNU base-256 for large sizes
-    uint64_t v = static_cast<unsigned char>(p[0]) & 0x7f;
-    for (size_t i = 1; i < n; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-    return v;
+  if (!st.ok()) {
+    ::close(fd);
+    return st;
   }
-  uint64_t v = 0;
-  size_t i = 0;
-  while (i < n && (p[i] == ' ' || p[i] == '\0')) ++i;
-  for (; i < n && p[i] >= '0' && p[i] <= '7'; ++i) v = v * 8 + uint64_t(p[i] - '0');
-  return v;
+  return fd;
 }
-
-std::string CString(const char* p, size_t n) { return std::string(p, strnlen(p, n)); }
 
 Status ReadExact(int fd, void* buf, size_t n, uint64_t at, const std::string& path) {
   size_t done = 0;
@@ -131,77 +123,6 @@ Status ReadExact(int fd, void* buf, size_t n, uint64_t at, const std::string& pa
   return Status::Ok();
 }
 
-// The regular members of a (ustar, GNU or pax) tar file, in order. Long
-// names come from GNU 'L' records or pax "path" keys.
-Result<std::vector<TarMember>> ListTar(const std::string& path, const std::string& shown) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::NotFound("cannot open " + shown + ": " + std::strerror(errno));
-  struct stat st {};
-  ::fstat(fd, &st);
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
-  std::vector<TarMember> out;
-  std::string long_name;
-  uint64_t at = 0;
-  char h[512];
-  Status status;
-  bool ended = false;
-  while (at + 512 <= file_size) {
-    status = ReadExact(fd, h, 512, at, shown);
-    if (!status.ok()) break;
-    if (std::all_of(h, h + 512, [](char c) { return c == 0; })) {  // end of archive
-      ended = true;
-      break;
-    }
-    unsigned sum = 0;
-    for (int i = 0; i < 512; ++i) sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(h[i]);
-    if (sum != Octal(h + 148, 8)) {
-      status = Status::Corruption(shown + ": not a tar file, or damaged: bad header checksum at byte " +
-                                std::to_string(at));
-      break;
-    }
-    const uint64_t size = Octal(h + 124, 12);
-    const char type = h[156];
-    const uint64_t data = at + 512;
-    if (data + size > file_size) {
-      status = Status::Corruption(shown + ": member at byte " + std::to_string(at) + " runs past the end (" +
-                                std::to_string(file_size) + " bytes): the shard is truncated");
-      break;
-    }
-    std::string name = CString(h, 100);
-    if (std::memcmp(h + 257, "ustar", 5) == 0 && h[345] != '\0') name = CString(h + 345, 155) + "/" + name;
-    if (type == 'L' || type == 'x') {
-      std::string body(size, '\0');
-      status = ReadExact(fd, body.data(), size, data, shown);
-      if (!status.ok()) break;
-      if (type == 'L') {
-        long_name = CString(body.data(), body.size());
-      } else {  // pax records: "LEN key=value\n"
-        for (size_t p = 0; p < body.size();) {
-          const size_t sp = body.find(' ', p);
-          if (sp == std::string::npos) break;
-          const size_t len = std::stoul(body.substr(p, sp - p));
-          if (len == 0 || p + len > body.size()) break;
-          const std::string rec = body.substr(sp + 1, p + len - sp - 2);
-          if (rec.rfind("path=", 0) == 0) long_name = rec.substr(5);
-          p += len;
-        }
-      }
-    } else if (type == '0' || type == '\0' || type == '7') {
-      out.push_back({long_name.empty() ? name : long_name, data, size});
-      long_name.clear();
-    } else {
-      long_name.clear();  // directories, links, global pax headers: nothing to pack
-    }
-    at = data + (size + 511) / 512 * 512;
-  }
-  ::close(fd);
-  if (!status.ok()) return status;
-  if (!ended)
-    return Status::Corruption(shown + ": no end-of-archive block after byte " + std::to_string(at) +
-                              ": the shard is truncated");
-  return out;
-}
-
 // webdataset's rule: a member "dir/base.ext1.ext2" belongs to sample
 // "dir/base" as its "ext1.ext2".
 std::pair<std::string, std::string> KeyAndExtension(const std::string& name) {
@@ -213,70 +134,14 @@ std::pair<std::string, std::string> KeyAndExtension(const std::string& name) {
 
 const char* const kImageExtensions[] = {"jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp", "tif", "tiff", "gif"};
 
-std::string ReadSmall(int fd, const TarMember& m, const std::string& shown, Status* st) {
-  std::string s(std::min<uint64_t>(m.size, 1 << 20), '\0');
-  *st = ReadExact(fd, s.data(), s.size(), m.offset, shown);
+// A value member (.cls, .json, .txt) read whole, within its budget.
+Result<std::string> ReadValueMember(int fd, const TarMember& m, const std::string& shown) {
+  if (m.size > limits::kValueMember)
+    return Status::InvalidArgument(shown + ": member " + Shown(m.name) + " of " + std::to_string(m.size) +
+                                   " bytes is over the value budget of " + std::to_string(limits::kValueMember));
+  std::string s(m.size, '\0');
+  IMAGEPACK_RETURN_IF_ERROR(ReadExact(fd, s.data(), s.size(), m.offset, shown));
   return s;
-}
-
-std::string TrimText(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n"), e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-// A label as written in a sample: an index, or a class name.
-struct RawLabel {
-  bool present = false;
-  bool is_name = false;
-  int64_t index = -1;
-  std::string name;
-};
-
-RawLabel LabelFromText(const std::string& text) {
-  RawLabel l;
-  const std::string t = TrimText(text);
-  if (t.empty()) return l;
-  l.present = true;
-  if (std::all_of(t.begin(), t.end(), ::isdigit) && t.size() < 10) l.index = std::stoll(t);
-  else l.is_name = true, l.name = t;
-  return l;
-}
-
-// Class list and label indices for labels given as indices or names: a
-// fixed list when the options name one, else sorted names, else "0".."max".
-Status ResolveLabels(const std::vector<RawLabel>& raw, const std::vector<std::string>& fixed, bool no_class,
-                     std::vector<std::string>* classes, std::vector<int32_t>* labels, std::vector<std::string>* why) {
-  labels->assign(raw.size(), -1);
-  why->assign(raw.size(), "");
-  if (no_class) return Status::Ok();
-  *classes = fixed;
-  if (classes->empty()) {
-    std::set<std::string> names;
-    int64_t max_index = -1;
-    for (const auto& l : raw)
-      if (l.is_name) names.insert(l.name);
-      else if (l.present) max_index = std::max(max_index, l.index);
-    if (!names.empty()) classes->assign(names.begin(), names.end());
-    else
-      for (int64_t i = 0; i <= std::min<int64_t>(max_index, 1 << 24); ++i) classes->push_back(std::to_string(i));
-  }
-  std::map<std::string, int32_t> index_of;
-  for (size_t i = 0; i < classes->size(); ++i) index_of[(*classes)[i]] = static_cast<int32_t>(i);
-  for (size_t i = 0; i < raw.size(); ++i) {
-    const RawLabel& l = raw[i];
-    if (!l.present) {
-      (*why)[i] = "no label";
-    } else if (l.is_name) {
-      auto it = index_of.find(l.name);
-      if (it == index_of.end()) (*why)[i] = "class '" + l.name + "' is not in the class list";
-      else (*labels)[i] = it->second;
-    } else if (l.index < 0 || l.index >= static_cast<int64_t>(classes->size())) {
-      (*why)[i] = "label " + std::to_string(l.index) + " is not a class of the " + std::to_string(classes->size());
-    } else {
-      (*labels)[i] = static_cast<int32_t>(l.index);
-    }
-  }
-  return Status::Ok();
 }
 
 Result<std::vector<std::string>> ShardList(const std::string& src) {
@@ -289,10 +154,14 @@ Result<std::vector<std::string>> ShardList(const std::string& src) {
     if (out.empty()) return Status::NotFound(src + " holds no .tar, .tar.gz or .tgz shards");
     return out;
   }
-  auto list = ExpandBraces(src);
+  auto list = ExpandShardPattern(src);
   if (!list.ok()) return list.status();
-  for (const auto& p : *list)
-    if (!fs::is_regular_file(p, ec)) return Status::NotFound("shard " + p + " does not exist");
+  for (const auto& p : *list) {
+    if (!fs::exists(p, ec)) return Status::NotFound("shard " + p + " does not exist");
+    if (!fs::is_regular_file(p, ec) || !IsShardName(p))
+      return Status::InvalidArgument(p + " is not a .tar, .tar.gz or .tgz shard (several sources, or a pattern, "
+                                         "name WebDataset shards)");
+  }
   return list;
 }
 
@@ -300,7 +169,7 @@ Result<std::vector<std::string>> ShardList(const std::string& src) {
 
 bool LooksLikeWebDataset(const std::string& src) {
   std::error_code ec;
-  if (src.find('{') != std::string::npos && src.find("..") != std::string::npos) return true;
+  if (HasShardPattern(src)) return true;
   if (fs::is_regular_file(src, ec)) return IsShardName(src);
   if (!fs::is_directory(src, ec)) return false;
   bool shards = false;
@@ -319,24 +188,35 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   DatasetSource s;
   s.root = src;
   s.scratch = std::make_shared<ScratchFiles>();
-  // Classes: the options', else classes.txt beside the shards (export_db writes it).
+  // Classes: the options', else meta.json beside the shards (export_db
+  // writes the database's metadata there, its class list exact), else
+  // classes.txt beside them.
   std::vector<std::string> fixed;
-  SourceOptions with_beside = opts;
   const fs::path shard_dir = fs::path(shards->front()).parent_path();
-  const fs::path beside = shard_dir / "classes.txt";
   std::error_code ec;
-  if (!opts.classes && opts.classes_file.empty() && fs::is_regular_file(beside, ec))
-    with_beside.classes_file = beside.string();
-  IMAGEPACK_RETURN_IF_ERROR(FixedClasses(with_beside, &fixed));
   DatasetMeta beside_meta;
+  bool have_meta = false;
   if (const fs::path mp = shard_dir / "meta.json"; fs::is_regular_file(mp, ec)) {
     auto bytes = ReadFile(mp.string());
     if (!bytes.ok()) return bytes.status();
     auto m = ParseMeta(bytes->data(), bytes->size());
     if (!m.ok()) return m.status().WithContext(mp.string());
     beside_meta = std::move(m.value());
+    have_meta = true;
+  }
+  bool no_class = opts.no_class;
+  if (opts.classes || !opts.classes_file.empty()) {
+    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
+  } else if (have_meta) {
+    fixed = beside_meta.classes;
+    no_class = no_class || fixed.empty();  // a class-less database's export
+  } else if (const fs::path beside = shard_dir / "classes.txt"; fs::is_regular_file(beside, ec)) {
+    SourceOptions with_beside = opts;
+    with_beside.classes_file = beside.string();
+    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(with_beside, &fixed));
   }
   std::vector<RawLabel> raw;
+  std::vector<std::string> raw_where;
   // Per item: its field members (NAME -> member of KEY.NAME.EXT) and the
   // .json's other values, declared and filled once every shard is listed.
   struct Extra {
@@ -349,32 +229,46 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   std::set<std::string> seen;
   const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
   for (const std::string& shard : *shards) {
-    std::string file = shard;
+    int fd = -1;
     if (IsGzipName(shard)) {
-      file = (fs::path(scratch_dir) / (".imagepack-gunzip-" + std::to_string(::getpid()) + "-" +
-                                       std::to_string(s.scratch->paths.size()) + ".tar")).string();
-      s.scratch->paths.push_back(file);
-      IMAGEPACK_RETURN_IF_ERROR(Gunzip(shard, file));
+      auto inflated = Gunzip(shard, scratch_dir, opts.cancel);
+      if (!inflated.ok()) return inflated.status();
+      fd = *inflated;
+    } else {
+      auto opened = OpenRegularFile(shard);
+      if (!opened.ok()) return opened.status();
+      fd = *opened;
     }
-    auto members = ListTar(file, shard);
+    s.scratch->fds.push_back(fd);  // closed with the source
+    auto members = ListTarFile(fd, shard);
     if (!members.ok()) return members.status();
     const int archive = static_cast<int>(s.archives.size());
-    s.archives.push_back(file);
-    // Samples in the order their first member appears.
+    s.archives.push_back(shard);
+    // Samples in the order their first member appears. A key seen again
+    // with the same extension is an error for that sample (webdataset's
+    // own reader raises one).
     std::vector<std::string> order;
     std::map<std::string, std::map<std::string, TarMember>> samples;
+    std::map<std::string, std::string> sample_error;
     for (const auto& m : members.value()) {
       auto [key, ext] = KeyAndExtension(m.name);
       if (ext.empty()) continue;
       auto [it, fresh] = samples.try_emplace(key);
       if (fresh) order.push_back(key);
-      it->second[ext] = m;
+      if (!it->second.emplace(ext, m).second && !sample_error.count(key))
+        sample_error[key] = "member " + Shown(key + "." + ext) + " appears twice in the shard";
     }
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::IOError("cannot open " + shard);
     for (const std::string& key : order) {
       const auto& parts = samples[key];
-      const std::string where = shard + ":" + key;
+      const std::string where = shard + ":" + Shown(key);
+      if (auto e = sample_error.find(key); e != sample_error.end()) {
+        s.errors.push_back({where, e->second});
+        continue;
+      }
+      if (Status name_ok = CheckName(key, "sample key"); !name_ok.ok()) {
+        s.errors.push_back({where, name_ok.message()});
+        continue;
+      }
       const TarMember* image = nullptr;
       std::string image_ext;
       for (const char* e : kImageExtensions)
@@ -395,36 +289,69 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
       Extra extra;
       extra.where = where;
       extra.archive = archive;
-      for (const auto& [ext, m] : parts) {  // KEY.NAME.EXT with an image EXT: field NAME
-        const auto dot = ext.rfind('.');
-        if (dot == std::string::npos || dot == 0) continue;
-        const std::string name = ext.substr(0, dot), e = ext.substr(dot + 1);
-        if (std::find(std::begin(kImageExtensions), std::end(kImageExtensions), e) != std::end(kImageExtensions))
-          extra.members[name] = {key + "." + ext, m};
-      }
       RawLabel label;
-      Status st;
+      std::string bad;
+      for (const auto& [ext, m] : parts) {
+        if (ext == image_ext) continue;
+        // KEY.NAME.EXT with an image EXT: spatial field NAME.
+        const auto dot = ext.rfind('.');
+        if (dot != std::string::npos && dot != 0 &&
+            std::find(std::begin(kImageExtensions), std::end(kImageExtensions), ext.substr(dot + 1)) !=
+                std::end(kImageExtensions)) {
+          extra.members[ext.substr(0, dot)] = {key + "." + ext, m};
+          continue;
+        }
+        if (ext == "json" || ext == "cls" || ext == "cls.txt" || ext == "class" || ext == "label" || ext == "label.txt")
+          continue;
+        if (std::find(opts.keep_members.begin(), opts.keep_members.end(), ext) != opts.keep_members.end()) {
+          auto text = ReadValueMember(fd, m, shard);
+          if (!text.ok()) {
+            bad = text.status().message();
+            break;
+          }
+          if (!IsUtf8(*text)) {
+            bad = "member " + Shown(key + "." + ext) + " is not UTF-8 text";
+            break;
+          }
+          extra.values[ext] = std::move(text.value());
+          continue;
+        }
+        ++s.unpacked_members[ext];
+      }
       for (const char* e : {"cls", "cls.txt", "class", "label", "label.txt"})
-        if (auto it = parts.find(e); it != parts.end()) {
-          label = LabelFromText(ReadSmall(fd, it->second, shard, &st));
+        if (auto it = parts.find(e); it != parts.end() && bad.empty()) {
+          auto text = ReadValueMember(fd, it->second, shard);
+          if (!text.ok()) bad = text.status().message();
+          else label = LabelFromText(*text);
           break;
         }
-      if (auto it = parts.find("json"); it != parts.end() && st.ok()) {
-        auto j = nlohmann::json::parse(ReadSmall(fd, it->second, shard, &st), nullptr, false);
-        if (j.is_object()) {
+      if (auto it = parts.find("json"); it != parts.end() && bad.empty()) {
+        // The .json's values are data: a string is never opened as a file.
+        auto text = ReadValueMember(fd, it->second, shard);
+        Result<nlohmann::json> parsed = text.ok() ? ParseJsonBounded(*text, Shown(key) + ".json") : text.status();
+        if (!parsed.ok()) {
+          bad = parsed.status().message();
+        } else if (!parsed->is_object()) {
+          bad = Shown(key) + ".json is not a JSON object";
+        } else {
+          nlohmann::json& j = parsed.value();
           if (j.contains("path") && j["path"].is_string() && !j["path"].get<std::string>().empty())
             item.rel = j["path"].get<std::string>();
           if (!label.present && j.contains("label")) {
-            if (j["label"].is_number_integer()) label = {true, false, j["label"].get<int64_t>(), ""};
+            if (j["label"].is_number_integer()) label = LabelFromIndex(j["label"].get<int64_t>());
             else if (j["label"].is_string()) label = LabelFromText(j["label"].get<std::string>());
+            else if (!j["label"].is_null()) bad = Shown(key) + ".json: \"label\" is not an integer or a string";
           }
           for (auto& [k, v] : j.items())
             if (k != "path" && k != "label" && k != "class" && !v.is_null()) extra.values[k] = v;
         }
       }
-      if (!st.ok()) {
-        ::close(fd);
-        return st;
+      if (bad.empty()) {
+        if (Status name_ok = CheckName(item.rel, "record path"); !name_ok.ok()) bad = name_ok.message();
+      }
+      if (!bad.empty()) {
+        s.errors.push_back({where, bad});
+        continue;
       }
       if (!seen.insert(item.rel).second) {
         s.errors.push_back({where, item.rel + " is in the shards twice"});
@@ -432,9 +359,9 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
       }
       s.items.push_back(std::move(item));
       raw.push_back(label);
+      raw_where.push_back(where);
       extras.push_back(std::move(extra));
     }
-    ::close(fd);
   }
   // Fields: those of meta.json beside the shards (export_db writes the
   // database's metadata there: order, kinds, classes), then the others in
@@ -455,7 +382,7 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
       }
     for (auto& [k, v] : x.values.items())
       if (!slot_of.count(k)) {
-        auto slot = Declare(s, k, KindOfValue(k, v), opts);
+        auto slot = Declare(s, k, KindOfValue(k, v, /*paths=*/false), opts);
         if (!slot.ok()) return slot.status();
         slot_of[k] = *slot;
       }
@@ -472,18 +399,24 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
         f.archive = x.archive;
         f.offset = it->second.second.offset;
         f.size = it->second.second.size;
+      } else if (InfoOf(spec.kind).spatial && spec.kind != FieldKind::kBoxes) {
+        // An image or mask comes only from a member of the shard itself.
+        field_error[i] = "no " + spec.name + " member";
       } else if (x.values.contains(spec.name)) {
         Status st = FillField(spec, x.values[spec.name], shard_dir, &f);
         if (!st.ok()) field_error[i] = st.message();
-      } else if (InfoOf(spec.kind).spatial && spec.kind != FieldKind::kBoxes) {
-        field_error[i] = "no " + spec.name + " member";
       }
       s.items[i].fields.push_back(std::move(f));
     }
   }
   std::vector<int32_t> labels;
   std::vector<std::string> why;
-  IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, fixed, opts.no_class, &s.classes, &labels, &why));
+  if (no_class) {
+    labels.assign(raw.size(), -1);
+    why.assign(raw.size(), "");
+  } else {
+    IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, raw_where, fixed, &s.classes, &labels, &why));
+  }
   std::vector<SourceItem> kept;
   for (size_t i = 0; i < s.items.size(); ++i) {
     if (!field_error[i].empty()) {
@@ -499,166 +432,12 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   }
   s.items = std::move(kept);
   std::sort(s.items.begin(), s.items.end(), [](const SourceItem& a, const SourceItem& b) { return a.rel < b.rel; });
-  IMAGEPACK_RETURN_IF_ERROR(OpenArchives(&s));
   return s;
 }
 
 // ---- pickled LMDB (folder2lmdb) -------------------------------------------
 
 namespace {
-
-// A value of the pickle subset we accept. Bytes are a range of the input.
-struct PVal {
-  enum Kind { kBytes, kStr, kInt, kNone, kBool, kSeq, kMark } kind = kNone;
-  size_t off = 0, len = 0;  // kBytes
-  std::string str;
-  int64_t i = 0;
-  std::vector<PVal> items;
-};
-
-// Runs the opcodes that build bytes, strings, integers, tuples and lists
-// (protocols 3 to 5). Anything that names or calls code (GLOBAL, REDUCE,
-// BUILD, ...) is refused: no pickle is executed.
-Result<PVal> Unpickle(const uint8_t* p, size_t n) {
-  std::vector<PVal> stack;
-  std::map<uint64_t, PVal> memo;
-  size_t at = 0;
-  auto need = [&](size_t k) { return at + k <= n; };
-  auto le = [&](size_t k) {
-    uint64_t v = 0;
-    for (size_t b = 0; b < k; ++b) v |= uint64_t(p[at + b]) << (8 * b);
-    at += k;
-    return v;
-  };
-  auto bad = [&](const std::string& why) { return Status::InvalidArgument("pickle: " + why + " at byte " + std::to_string(at)); };
-  auto pop_to_mark = [&](std::vector<PVal>* out) -> bool {
-    for (size_t k = stack.size(); k-- > 0;)
-      if (stack[k].kind == PVal::kMark) {
-        out->assign(std::make_move_iterator(stack.begin() + k + 1), std::make_move_iterator(stack.end()));
-        stack.resize(k);
-        return true;
-      }
-    return false;
-  };
-  while (at < n) {
-    const uint8_t op = p[at++];
-    switch (op) {
-      case 0x80: if (!need(1)) return bad("truncated"); if (p[at] < 2) return bad("protocol below 2"); ++at; break;
-      case 0x95: if (!need(8)) return bad("truncated"); at += 8; break;  // FRAME
-      case 'C': case 'B': case 0x8e: case 0x96: {  // bytes, bytearray
-        const size_t w = op == 'C' ? 1 : op == 'B' ? 4 : 8;
-        if (!need(w)) return bad("truncated");
-        const uint64_t len = le(w);
-        if (len > n - at) return bad("bytes run past the end");
-        PVal v;
-        v.kind = PVal::kBytes;
-        v.off = at;
-        v.len = len;
-        at += len;
-        stack.push_back(std::move(v));
-        break;
-      }
-      case 'X': case 0x8c: case 0x8d: {
-        const size_t w = op == 0x8c ? 1 : op == 'X' ? 4 : 8;
-        if (!need(w)) return bad("truncated");
-        const uint64_t len = le(w);
-        if (len > n - at) return bad("string runs past the end");
-        PVal v;
-        v.kind = PVal::kStr;
-        v.str.assign(reinterpret_cast<const char*>(p + at), len);
-        at += len;
-        stack.push_back(std::move(v));
-        break;
-      }
-      case 'K': case 'M': case 'J': {
-        const size_t w = op == 'K' ? 1 : op == 'M' ? 2 : 4;
-        if (!need(w)) return bad("truncated");
-        PVal v;
-        v.kind = PVal::kInt;
-        const uint64_t u = le(w);
-        v.i = op == 'J' ? static_cast<int32_t>(u) : static_cast<int64_t>(u);
-        stack.push_back(std::move(v));
-        break;
-      }
-      case 0x8a: {  // LONG1
-        if (!need(1)) return bad("truncated");
-        const size_t w = p[at++];
-        if (w > 8 || !need(w)) return bad("integer wider than 64 bits");
-        uint64_t u = w ? le(w) : 0;
-        if (w > 0 && w < 8 && (u >> (8 * w - 1)) & 1) u |= ~uint64_t(0) << (8 * w);
-        PVal v;
-        v.kind = PVal::kInt;
-        v.i = static_cast<int64_t>(u);
-        stack.push_back(std::move(v));
-        break;
-      }
-      case 'N': stack.push_back(PVal{}); break;
-      case 0x88: case 0x89: { PVal v; v.kind = PVal::kBool; v.i = op == 0x88; stack.push_back(v); break; }
-      case 0x94: if (stack.empty()) return bad("memo of nothing"); memo[memo.size()] = stack.back(); break;
-      case 'q': case 'r': {
-        const size_t w = op == 'q' ? 1 : 4;
-        if (!need(w) || stack.empty()) return bad("truncated");
-        memo[le(w)] = stack.back();
-        break;
-      }
-      case 'h': case 'j': {
-        const size_t w = op == 'h' ? 1 : 4;
-        if (!need(w)) return bad("truncated");
-        auto it = memo.find(le(w));
-        if (it == memo.end()) return bad("memo entry not set");
-        stack.push_back(it->second);
-        break;
-      }
-      case ')': case ']': { PVal v; v.kind = PVal::kSeq; stack.push_back(v); break; }
-      case 0x85: case 0x86: case 0x87: {
-        const size_t k = op - 0x84;
-        if (stack.size() < k) return bad("tuple of missing values");
-        PVal v;
-        v.kind = PVal::kSeq;
-        v.items.assign(std::make_move_iterator(stack.end() - k), std::make_move_iterator(stack.end()));
-        stack.resize(stack.size() - k);
-        stack.push_back(std::move(v));
-        break;
-      }
-      case '(': { PVal v; v.kind = PVal::kMark; stack.push_back(v); break; }
-      case 't': case 'l': {
-        PVal v;
-        v.kind = PVal::kSeq;
-        if (!pop_to_mark(&v.items)) return bad("no mark");
-        stack.push_back(std::move(v));
-        break;
-      }
-      case 'a': {
-        if (stack.size() < 2 || stack[stack.size() - 2].kind != PVal::kSeq) return bad("append to a non-list");
-        PVal x = std::move(stack.back());
-        stack.pop_back();
-        stack.back().items.push_back(std::move(x));
-        break;
-      }
-      case 'e': {
-        std::vector<PVal> xs;
-        if (!pop_to_mark(&xs) || stack.empty() || stack.back().kind != PVal::kSeq) return bad("appends to a non-list");
-        for (auto& x : xs) stack.back().items.push_back(std::move(x));
-        break;
-      }
-      case '.':
-        if (stack.size() != 1) return bad("stop with " + std::to_string(stack.size()) + " values");
-        return std::move(stack.back());
-      case 'c': case 0x93: case 'R': case 'b': case 0x81: case 0x92: case 'i': case 'o':
-        return bad("refusing to call code (opcode 0x" + [](uint8_t o) {
-          char b[3];
-          std::snprintf(b, sizeof b, "%02x", o);
-          return std::string(b);
-        }(op) + "): only (image bytes, label) values are read; e.g. numpy labels must be plain ints");
-      default: {
-        char b[8];
-        std::snprintf(b, sizeof b, "0x%02x", op);
-        return bad(std::string("opcode ") + b + " is outside the accepted subset");
-      }
-    }
-  }
-  return bad("no STOP");
-}
 
 std::string KeyText(const MDB_val& k) {
   const auto* c = static_cast<const char*>(k.mv_data);
@@ -717,13 +496,14 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
   std::vector<std::string> keys;
   MDB_val v;
   if (value_of("__keys__", &v)) {
-    auto list = Unpickle(static_cast<const uint8_t*>(v.mv_data), v.mv_size);
+    auto list = Pickle::Parse(static_cast<const uint8_t*>(v.mv_data), v.mv_size);
     if (!list.ok()) return Status::InvalidArgument(path + ": __keys__: " + list.status().message());
-    if (list->kind != PVal::kSeq) return Status::InvalidArgument(path + ": __keys__ is not a list");
-    for (const auto& k : list->items) {
-      if (k.kind == PVal::kBytes) keys.emplace_back(reinterpret_cast<const char*>(v.mv_data) + k.off, k.len);
-      else if (k.kind == PVal::kStr) keys.push_back(k.str);
-      else return Status::InvalidArgument(path + ": __keys__ holds a value that is not bytes or str");
+    if (list->root().kind != PickleValue::kSeq) return Status::InvalidArgument(path + ": __keys__ is not a list");
+    for (uint32_t i : list->root().items) {
+      const PickleValue& k = list->at(i);
+      if (k.kind != PickleValue::kBytes && k.kind != PickleValue::kStr)
+        return Status::InvalidArgument(path + ": __keys__ holds a value that is not bytes or str");
+      keys.emplace_back(list->text(k));
     }
   } else {
     MDB_cursor* cur = nullptr;
@@ -736,26 +516,31 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
     mdb_cursor_close(cur);
   }
   if (value_of("__len__", &v)) {
-    auto len = Unpickle(static_cast<const uint8_t*>(v.mv_data), v.mv_size);
-    if (len.ok() && len->kind == PVal::kInt && len->i != static_cast<int64_t>(keys.size()))
-      return Status::InvalidArgument(path + ": __len__ says " + std::to_string(len->i) + " records, __keys__ lists " +
-                                     std::to_string(keys.size()));
+    auto len = Pickle::Parse(static_cast<const uint8_t*>(v.mv_data), v.mv_size);
+    if (len.ok() && len->root().kind == PickleValue::kInt && len->root().i != static_cast<int64_t>(keys.size()))
+      return Status::InvalidArgument(path + ": __len__ says " + std::to_string(len->root().i) +
+                                     " records, __keys__ lists " + std::to_string(keys.size()));
   }
   // liblmdb maps the whole file from offset 0 (found from any value's
   // address): a value's file offset is its address minus the map's.
   const uint8_t* map = nullptr;
-  if (!keys.empty()) {
-    MDB_val k{keys[0].size(), const_cast<char*>(keys[0].data())};
+  if (!keys.empty()) {  // any value will do: the first in the file's order
+    MDB_cursor* cur = nullptr;
+    MDB_val k;
     const void* begin = nullptr;
     size_t size = 0;
-    if (mdb_get(txn, dbi, &k, &v) == 0 && FindMapping(v.mv_data, &begin, &size))
-      map = static_cast<const uint8_t*>(begin);
+    if (mdb_cursor_open(txn, dbi, &cur) == 0) {
+      if (mdb_cursor_get(cur, &k, &v, MDB_FIRST) == 0 && FindMapping(v.mv_data, &begin, &size))
+        map = static_cast<const uint8_t*>(begin);
+      mdb_cursor_close(cur);
+    }
     if (!map) return Status::IOError(path + ": cannot find liblmdb's map of the file");
   }
   DatasetSource s;
   s.root = path;
   s.archives.push_back(file);
   std::vector<RawLabel> raw;
+  std::vector<std::string> raw_where;
   std::set<std::string> seen;
   for (const std::string& key : keys) {
     MDB_val k{key.size(), const_cast<char*>(key.data())};
@@ -769,21 +554,24 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
       continue;
     }
     const auto* data = static_cast<const uint8_t*>(v.mv_data);
-    auto val = Unpickle(data, v.mv_size);
+    auto val = Pickle::Parse(data, v.mv_size);
     if (!val.ok()) {
       s.errors.push_back({shown, val.status().message()});
       continue;
     }
-    if (val->kind != PVal::kSeq || val->items.empty() || val->items.size() > 2 || val->items[0].kind != PVal::kBytes) {
+    const PickleValue& root = val->root();
+    if (root.kind != PickleValue::kSeq || root.items.empty() || root.items.size() > 2 ||
+        val->at(root.items[0]).kind != PickleValue::kBytes) {
       s.errors.push_back({shown, "value is not a pickled (image bytes, label)"});
       continue;
     }
+    const PickleValue& image = val->at(root.items[0]);
     RawLabel label;
-    if (val->items.size() == 2) {
-      const PVal& l = val->items[1];
-      if (l.kind == PVal::kInt) label = {true, false, l.i, ""};
-      else if (l.kind == PVal::kStr) label = LabelFromText(l.str);
-      else if (l.kind != PVal::kNone) {
+    if (root.items.size() == 2) {
+      const PickleValue& l = val->at(root.items[1]);
+      if (l.kind == PickleValue::kInt) label = LabelFromIndex(l.i);
+      else if (l.kind == PickleValue::kStr) label = LabelFromText(std::string(val->text(l)));
+      else if (l.kind != PickleValue::kNone) {
         s.errors.push_back({shown, "label is not an int, a str or None"});
         continue;
       }
@@ -791,17 +579,23 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
     SourceItem item;
     item.rel = KeyText(k);
     item.archive = 0;
-    item.offset = static_cast<uint64_t>(data - map) + val->items[0].off;
-    item.size = val->items[0].len;
+    item.offset = static_cast<uint64_t>(data - map) + image.off;
+    item.size = image.len;
     s.items.push_back(std::move(item));
     raw.push_back(label);
+    raw_where.push_back(shown);
   }
   std::vector<std::string> fixed;
   IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
   std::vector<int32_t> labels;
   std::vector<std::string> why;
   const bool none_labelled = std::none_of(raw.begin(), raw.end(), [](const RawLabel& l) { return l.present; });
-  IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, fixed, opts.no_class || none_labelled, &s.classes, &labels, &why));
+  if (opts.no_class || none_labelled) {
+    labels.assign(raw.size(), -1);
+    why.assign(raw.size(), "");
+  } else {
+    IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, raw_where, fixed, &s.classes, &labels, &why));
+  }
   std::vector<SourceItem> kept;
   for (size_t i = 0; i < s.items.size(); ++i) {
     if (!why[i].empty()) {
@@ -819,9 +613,9 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
 Status OpenArchives(DatasetSource* s) {
   if (!s->scratch) s->scratch = std::make_shared<ScratchFiles>();
   for (const auto& file : s->archives) {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::FromErrno("open " + file, errno);
-    s->scratch->fds.push_back(fd);
+    auto fd = OpenRegularFile(file);
+    if (!fd.ok()) return fd.status();
+    s->scratch->fds.push_back(*fd);
   }
   return Status::Ok();
 }

@@ -133,16 +133,38 @@ class TarOut {
 };
 
 // The record's path without its extension, dots in the last component made
-// '_' (webdataset's key ends at the first dot), no leading '/'.
+// '_' (webdataset's key ends at the first dot); only its plain components
+// are kept ("", ".", ".." dropped), so a member never names a place outside
+// the shard's own tree.
 std::string KeyOf(std::string_view path) {
-  std::string p(path);
-  while (!p.empty() && p[0] == '/') p.erase(0, 1);
+  std::string p;
+  for (size_t at = 0; at <= path.size();) {
+    size_t end = path.find('/', at);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view part = path.substr(at, end - at);
+    if (!part.empty() && part != "." && part != "..") {
+      if (!p.empty()) p += '/';
+      p.append(part);
+    }
+    at = end + 1;
+  }
   const auto slash = p.rfind('/');
   const auto dot = p.rfind('.');
   if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) p.resize(dot);
   for (size_t i = slash == std::string::npos ? 0 : slash + 1; i < p.size(); ++i)
     if (p[i] == '.') p[i] = '_';
-  return p.empty() ? "record" : p;
+  if (p.empty() || p.back() == '/') p += "record";
+  return p;
+}
+
+// `name` made unique within `taken` (and added to it): NAME, else
+// NAME~INDEX, else NAME~INDEX~2, ... inserted before `ext` when given.
+std::string Unique(const std::string& name, const std::string& ext, int64_t index, std::set<std::string>* taken) {
+  if (taken->insert(name + ext).second) return name + ext;
+  std::string candidate = name + "~" + std::to_string(index);
+  for (int n = 2; !taken->insert(candidate + ext).second; ++n)
+    candidate = name + "~" + std::to_string(index) + "~" + std::to_string(n);
+  return candidate + ext;
 }
 
 // An encoded image member: the JPEG as stored, or raw pixels as PNG.
@@ -183,8 +205,9 @@ Status RecordMembers(const RecordView& r, const DatasetMeta& meta, std::vector<M
                                        r.payload, r.payload_size, &image.bytes, &ext));
   image.suffix = std::string(".") + ext;
   out->push_back(std::move(image));
-  json j = {{"path", std::string(r.path)}, {"label", r.fields.label}};
+  json j = {{"path", std::string(r.path)}};
   if (r.fields.label >= 0) {
+    j["label"] = r.fields.label;
     const std::string cls = std::to_string(r.fields.label);
     out->push_back({".cls", std::vector<uint8_t>(cls.begin(), cls.end())});
     j["class"] = ClassName(meta, r.fields.label);
@@ -234,11 +257,21 @@ Result<std::string> ImageFolderPath(const RecordView& r, const DatasetMeta& meta
   if (cls.empty())
     return Status::InvalidArgument("record " + std::string(r.path) + " has no class (label " +
                                    std::to_string(r.fields.label) + "): an ImageFolder tree needs one per image");
-  std::string rel(r.path);
-  while (!rel.empty() && rel[0] == '/') rel.erase(0, 1);
+  // Only the path's plain components: nothing lands outside DST/CLASS.
+  std::string rel;
+  const std::string_view path = r.path;
+  for (size_t at = 0; at <= path.size();) {
+    size_t end = path.find('/', at);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view part = path.substr(at, end - at);
+    if (!part.empty() && part != "." && part != "..") {
+      if (!rel.empty()) rel += '/';
+      rel.append(part);
+    }
+    at = end + 1;
+  }
   if (rel.rfind(cls + "/", 0) == 0) rel = rel.substr(cls.size() + 1);
-  for (const char* part : {"../", "/..", "./"})
-    if (rel.find(part) != std::string::npos || rel == "..") return Status::InvalidArgument("record path " + std::string(r.path) + " leaves its folder");
+  if (rel.empty()) rel = "record";
   // The extension must say the content (torchvision picks files by it).
   const std::string lower = LowerAscii(rel);
   const bool jpeg_name = lower.size() > 4 && (lower.rfind(".jpg") == lower.size() - 4 ||
@@ -249,6 +282,7 @@ Result<std::string> ImageFolderPath(const RecordView& r, const DatasetMeta& meta
     rel += std::string(".") + ext;
   std::string safe_cls = cls;
   std::replace(safe_cls.begin(), safe_cls.end(), '/', '_');
+  if (safe_cls == "." || safe_cls == "..") safe_cls = "_" + safe_cls;
   return safe_cls + "/" + rel;
 }
 
@@ -362,8 +396,7 @@ Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
             if (cancelled()) return;
             auto r = cur->Read(i);
             if (!r.ok()) return fail(r.status().WithContext(shown + " record " + RecordKey(i)));
-            std::string key = KeyOf(r->path);
-            if (!keys.insert(key).second) keys.insert(key += "_" + std::to_string(i));
+            const std::string key = Unique(KeyOf(r->path), "", i, &keys);
             Status st = RecordMembers(r.value(), meta, &members);
             if (!st.ok()) return fail(st.WithContext(shown + " record " + RecordKey(i)));
             for (const Member& m : members) tar.Add(key + m.suffix, m.bytes.data(), m.bytes.size());
@@ -378,6 +411,35 @@ Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
       });
     });
   } else {
+    // Each record's file, unique by construction: two records that map to
+    // one name (a path with and without its class folder, duplicates across
+    // shards) get NAME~INDEX.EXT, the later index the suffixed one. One pass
+    // over the records' headers first, so the names do not depend on the
+    // order threads finish in.
+    std::vector<std::string> names(static_cast<size_t>(last - first));
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<int64_t>(first, last, 1024), [&](const tbb::blocked_range<int64_t>& range) {
+        auto cur = src.NewCursor();
+        for (int64_t i = range.begin(); i != range.end(); ++i) {
+          if (failed() || cancelled()) return;
+          auto r = cur->Read(i, /*verify_checksum=*/false);
+          if (!r.ok()) return fail(r.status().WithContext(shown + " record " + RecordKey(i)));
+          auto rel = ImageFolderPath(r.value(), meta, r->fields.encoding == Encoding::kJpeg ? "jpg" : "png");
+          if (!rel.ok()) return fail(rel.status());
+          names[size_t(i - first)] = std::move(rel.value());
+        }
+      });
+    });
+    if (!first_error.ok()) return first_error;
+    {
+      std::set<std::string> taken;
+      for (size_t k = 0; k < names.size(); ++k) {
+        const std::string& nm = names[k];
+        const auto slash = nm.rfind('/'), dot = nm.rfind('.');
+        const size_t cut = dot != std::string::npos && dot > slash ? dot : nm.size();
+        names[k] = Unique(nm.substr(0, cut), nm.substr(cut), first + static_cast<int64_t>(k), &taken);
+      }
+    }
     arena.execute([&] {
       tbb::parallel_for(tbb::blocked_range<int64_t>(first, last, 256), [&](const tbb::blocked_range<int64_t>& range) {
         auto cur = src.NewCursor();
@@ -387,9 +449,7 @@ Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
           auto r = cur->Read(i);
           if (!r.ok()) return fail(r.status().WithContext(shown + " record " + RecordKey(i)));
           const char* ext = "jpg";
-          auto rel = ImageFolderPath(r.value(), meta, r->fields.encoding == Encoding::kJpeg ? "jpg" : "png");
-          if (!rel.ok()) return fail(rel.status());
-          const std::string path = (fs::path(o.dst) / rel.value()).string();
+          const std::string path = (fs::path(o.dst) / names[size_t(i - first)]).string();
           if (o.progress) ++o.progress->done;
           if (fs::exists(path)) {
             ++kept;

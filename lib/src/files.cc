@@ -140,18 +140,45 @@ Result<TreeListing> ListTree(const std::string& root) {
   return out;
 }
 
-Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+Result<int> OpenRegularFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return Status::FromErrno(path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return Status::FromErrno(path, e);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    return Status::InvalidArgument(path + ": is " + std::string(what) + ", not a regular file; refusing to read it");
+  }
+  // Reads block normally from here on (O_NONBLOCK means nothing for a
+  // regular file, but keep the descriptor plain for whoever takes it).
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom, uint64_t max_bytes) {
+  auto opened = OpenRegularFile(path);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
     return Status::FromErrno(path, e);
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);
-    return Status::InvalidArgument(path + ": is a directory");
+    return Status::InvalidArgument(path + ": " + std::to_string(st.st_size) + " bytes, over the budget of " +
+                                   std::to_string(max_bytes) + " for one file");
   }
   // Read until EOF rather than trusting st_size: the file may be changing.
   // One byte of room past st_size: a regular file read short of what was
@@ -173,6 +200,11 @@ Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom) 
     if (n == 0) break;
     if (dst == probe) buf.insert(buf.end(), probe, probe + n);
     used += static_cast<size_t>(n);
+    if (used - headroom > max_bytes) {  // grew while being read
+      ::close(fd);
+      return Status::InvalidArgument(path + ": grew past the budget of " + std::to_string(max_bytes) +
+                                     " bytes for one file while being read");
+    }
     if (S_ISREG(st.st_mode) && static_cast<size_t>(n) < room && used == headroom + static_cast<size_t>(st.st_size))
       break;
   }

@@ -759,6 +759,22 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   if (o.channels != 0 && o.channels != 1 && o.channels != 3) return Status::InvalidArgument("channels must be 1 or 3");
   if (o.block_mb <= 0 || o.window_blocks < 1 || o.read_chunk_mb <= 0)
     return Status::InvalidArgument("block size, window and read chunk must be positive");
+  // Bounds on what a caller (Python included) can ask for, so a typo is an
+  // error rather than an allocation or a thread count the machine cannot
+  // hold.
+  if (o.size > 16384 || o.eval_resize < 0 || o.eval_resize > 65536 || o.pad < 0 || o.pad > 16384)
+    return Status::InvalidArgument("output size must be at most 16384 (eval resize 65536, pad 16384)");
+  if (o.batch_size > 65536) return Status::InvalidArgument("batch size must be at most 65536");
+  if (o.threads < 0 || o.threads > 1024 || o.io_threads < -1 || o.io_threads > 256)
+    return Status::InvalidArgument("threads must be in 0..1024 and io_threads in -1..256");
+  if (o.prefetch < 1 || o.prefetch > 64) return Status::InvalidArgument("prefetch must be in 1..64");
+  if (o.block_mb > 1024 || o.read_chunk_mb > 1024 || o.window_blocks > 65536)
+    return Status::InvalidArgument("block and read chunk at most 1024 MB, window at most 65536 blocks");
+  if (const double batch_bytes = double(o.batch_size) * o.size * o.size * 3;
+      batch_bytes * (o.prefetch + 2) > double(uint64_t(64) << 30))
+    return Status::InvalidArgument("batches of " + std::to_string(o.batch_size) + " x " + std::to_string(o.size) +
+                                   "^2 pixels with prefetch " + std::to_string(o.prefetch) +
+                                   " would need over 64 GiB of batch buffers");
   // From storage, records are read with pread (each worker thread has its
   // own cursor, and a record is done with before that cursor reads the
   // next): no page faults, and resident memory does not grow with the file.

@@ -19,6 +19,7 @@ struct PngReadState {
   size_t at;
   std::string error;
   std::vector<uint8_t> wide;  // 16-bit rows; owned here, not in DecodePng's frame
+  std::vector<uint8_t*> rows; // row pointers: here too, so a longjmp leaks nothing
 };
 
 void ReadFromMemory(png_structp png, png_bytep out, png_size_t n) {
@@ -41,9 +42,7 @@ bool DecodePng(PngReadState* s, Image* out, bool* sixteen_big) {
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, s, OnError, OnWarning);
   if (!png) return false;
   png_infop info = png_create_info_struct(png);
-  uint8_t** rows = nullptr;
   if (!info || setjmp(png_jmpbuf(png))) {
-    delete[] rows;
     png_destroy_read_struct(&png, info ? &info : nullptr, nullptr);
     if (s->error.empty()) s->error = "PNG decode failed";
     return false;
@@ -75,12 +74,10 @@ bool DecodePng(PngReadState* s, Image* out, bool* sixteen_big) {
     px.resize(size_t(w) * h);
     base = px.data();
   }
-  rows = new uint8_t*[h];
-  for (png_uint_32 y = 0; y < h; ++y) rows[y] = base + y * rowbytes;
-  png_read_image(png, rows);
+  s->rows.resize(h);
+  for (png_uint_32 y = 0; y < h; ++y) s->rows[y] = base + y * rowbytes;
+  png_read_image(png, s->rows.data());
   png_read_end(png, nullptr);
-  delete[] rows;
-  rows = nullptr;
   png_destroy_read_struct(&png, &info, nullptr);
   if (depth == 16) {  // big-endian samples; values must fit a byte
     px.resize(size_t(w) * h);
@@ -117,7 +114,7 @@ Result<Image> DecodeMask(const uint8_t* data, size_t size) {
     return Status::InvalidArgument("mask is a JPEG: lossy compression changes label values; masks must be PNG");
   if (fmt != ImageFormat::kPng)
     return Status::NotSupported(std::string("mask is ") + ImageFormatName(fmt) + "; masks must be PNG (gray or palette)");
-  PngReadState s{data, size, 0, {}, {}};
+  PngReadState s{data, size, 0, {}, {}, {}};
   Image out;
   bool sixteen_big = false;
   if (!DecodePng(&s, &out, &sixteen_big)) {
@@ -136,7 +133,7 @@ Result<std::vector<uint8_t>> EncodePng(const Image& img) {
   if ((img.channels != 1 && img.channels != 3) || img.width < 1 || img.height < 1)
     return Status::InvalidArgument("a PNG is encoded from a non-empty 1- or 3-channel image");
   std::vector<uint8_t> out;
-  PngReadState s{nullptr, 0, 0, {}, {}};
+  PngReadState s{nullptr, 0, 0, {}, {}, {}};
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &s, OnError, OnWarning);
   if (!png) return Status::IOError("png_create_write_struct failed");
   png_infop info = png_create_info_struct(png);

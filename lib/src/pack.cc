@@ -16,6 +16,7 @@
 #include "imagepack/files.h"
 #include "imagepack/mask.h"
 #include "pixel_stats.h"
+#include "formats/text.h"
 #include "sources.h"
 #include "threads.h"
 #include "tsan_annotations.h"
@@ -225,6 +226,12 @@ class RecordMaker {
           }
           if (m.width != g.out_w || m.height != g.out_h) m = ResizeMaskNearest(m.pixels.data(), m.width, m.height, g.out_w, g.out_h);
           for (uint8_t v : m.pixels) p->mask_values[sf.slot].set(v);
+          if (!spec.classes.empty())  // verify's rule, applied before writing
+            for (int v = static_cast<int>(spec.classes.size()); v < 256; ++v)
+              if (p->mask_values[sf.slot][v] && v != spec.ignore)
+                return Status::InvalidArgument(spec.name + ": mask value " + std::to_string(v) +
+                                               " is outside the " + std::to_string(spec.classes.size()) +
+                                               " mask classes and is not the ignore value");
           data = std::move(m.pixels);
           f.encoding = 1;
           f.channels = 1;
@@ -233,14 +240,22 @@ class RecordMaker {
           break;
         }
         case FieldKind::kBoxes: {
-          // Given on the stored grid: checked there by verify's rule, then
-          // turned upright and scaled with the image.
-          WriteBoxes(sf.boxes, &data);
-          f.count = static_cast<uint32_t>(sf.boxes.size());
+          // Given on the stored grid: edges within a pixel outside the image
+          // clipped to it (rounding in other tools' exports), then checked
+          // there by verify's rule, turned upright and scaled with the image.
+          std::vector<Box> boxes = sf.boxes;
+          for (Box& b : boxes) {
+            const float w = float(g.stored_w), h = float(g.stored_h);
+            if (b.x0 < 0 && b.x0 >= -1) b.x0 = 0;
+            if (b.y0 < 0 && b.y0 >= -1) b.y0 = 0;
+            if (b.x1 > w && b.x1 <= w + 1) b.x1 = w;
+            if (b.y1 > h && b.y1 <= h + 1) b.y1 = h;
+          }
+          WriteBoxes(boxes, &data);
+          f.count = static_cast<uint32_t>(boxes.size());
           f.data = data.data();
           f.size = data.size();
           IMAGEPACK_RETURN_IF_ERROR(CheckFieldContent(f, spec, g.stored_w, g.stored_h).WithContext(spec.name));
-          std::vector<Box> boxes = sf.boxes;
           const float sx = float(g.out_w) / g.upright_w(), sy = float(g.out_h) / g.upright_h();
           for (Box& b : boxes) {
             auto [ax, ay] = Orient(b.x0, b.y0, g.orientation, g.stored_w, g.stored_h);
@@ -424,6 +439,9 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   so.mask_ignore = o.mask_ignore;
   so.box_classes = o.box_classes;
   so.scratch_dir = fs::absolute(o.dst).parent_path().string();
+  so.keep_members = o.keep_members;
+  so.allow_outside = o.allow_outside;
+  so.cancel = o.cancel;
   for (const auto& text : o.fields) {
     auto tree = internal::ParsePairedTree(text);
     if (!tree.ok()) return tree.status();
@@ -437,6 +455,27 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   summary.errors = std::move(source->errors);
   summary.ignored = std::move(source->ignored);
   summary.problems = std::move(source->problems);
+  for (const auto& [ext, n] : source->unpacked_members)
+    summary.ignored.push_back(std::to_string(n) + " ." + ext + " members (not packed; --keep-members " + ext +
+                              " keeps them as text)");
+  // A record the writer accepts is one the verifier accepts: path bytes and
+  // length checked before anything is written.
+  {
+    std::vector<SourceItem> kept;
+    for (auto& item : source->items) {
+      Status ok = internal::CheckName(item.rel, "record path");
+      if (ok.ok() && item.rel.size() > 65535)
+        ok = Status::InvalidArgument("record path of " + std::to_string(item.rel.size()) + " bytes (at most 65535)");
+      if (!ok.ok()) summary.errors.push_back({internal::Shown(item.rel.substr(0, 200)), ok.message()});
+      else kept.push_back(std::move(item));
+    }
+    source->items = std::move(kept);
+  }
+  if (source->items.empty() && !summary.errors.empty()) {
+    summary.all_skipped = true;  // nothing is created under dst
+    summary.seconds = SecondsSince(t0);
+    return summary;
+  }
   const std::vector<std::string>& classes = source->classes;
   const std::vector<SourceItem> items = ShardItems(std::move(source->items), o);
   summary.inputs = static_cast<int64_t>(items.size());
@@ -544,6 +583,11 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   if (write_failed) IMAGEPACK_RETURN_IF_ERROR(w.status());
   std::sort(summary.errors.begin(), summary.errors.end(),
             [](const FileError& a, const FileError& b) { return a.path < b.path; });
+  if (next >= items.size() && w.count() == 0 && !summary.errors.empty()) {
+    summary.all_skipped = true;  // the writer's destructor removes the temporary
+    summary.seconds = SecondsSince(t0);
+    return summary;
+  }
   if (next < items.size()) {
     summary.cancelled = true;  // the writer's destructor removes the temporary
     summary.seconds = SecondsSince(t0);

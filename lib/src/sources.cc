@@ -10,6 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/labels.h"
+#include "formats/limits.h"
+#include "formats/text.h"
 #include "imagepack/record.h"
 
 namespace fs = std::filesystem;
@@ -22,18 +25,27 @@ std::string Trim(const std::string& s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-// Calls `fn(line, line_number)` for each non-empty line of `path` that does
-// not start with '#', trimmed. Stops at the first non-Ok status fn returns.
+// Calls `fn(line, line_number)` for each non-empty line of `path`, trimmed
+// (lines starting with '#' too, unless `comments`). Lines are UTF-8 and at
+// most limits::kLineBytes. Stops at the first non-Ok status fn returns.
 Status ForEachDataLine(const std::string& path, const char* what,
-                       const std::function<Status(const std::string&, int)>& fn) {
-  std::ifstream f(path);
-  if (!f) return Status::NotFound(std::string("cannot read ") + what + " file " + path);
-  std::string line;
+                       const std::function<Status(const std::string&, int)>& fn, bool comments = true) {
+  auto bytes = ReadFile(path);
+  if (!bytes.ok()) return bytes.status().WithContext(std::string("cannot read ") + what + " file");
+  const std::string text(bytes->begin(), bytes->end());
   int n = 0;
-  while (std::getline(f, line)) {
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
     ++n;
+    std::string line = text.substr(at, end - at);
+    at = end + 1;
+    if (line.size() > limits::kLineBytes)
+      return Status::InvalidArgument(path + ":" + std::to_string(n) + ": a line of " + std::to_string(line.size()) +
+                                     " bytes (budget " + std::to_string(limits::kLineBytes) + ")");
+    if (!IsUtf8(line)) return Status::InvalidArgument(path + ":" + std::to_string(n) + ": not UTF-8: " + Shown(line));
     line = Trim(line);
-    if (line.empty() || line[0] == '#') continue;
+    if (line.empty() || (comments && line[0] == '#')) continue;
     IMAGEPACK_RETURN_IF_ERROR(fn(line, n));
   }
   return Status::Ok();
@@ -62,35 +74,20 @@ Result<std::map<std::string, int32_t>> ReadLabelsFile(const std::string& path, s
     pairs.emplace_back(file, label);
     return Status::Ok();
   }));
-  const bool all_index = std::all_of(pairs.begin(), pairs.end(), [](auto& p) { return IsIndex(p.second); });
-  if (classes.empty()) {
-    std::set<std::string> names;
-    int max_index = -1;
-    for (auto& p : pairs) {
-      if (all_index) max_index = std::max(max_index, std::stoi(p.second));
-      else names.insert(p.second);
-    }
-    if (all_index)
-      for (int i = 0; i <= max_index; ++i) classes.push_back(std::to_string(i));
-    else
-      classes.assign(names.begin(), names.end());
-  }
-  const auto index_of = IndexOf(classes);
-  std::map<std::string, int32_t> label_of;
+  std::vector<RawLabel> raw;
+  std::vector<std::string> where;
   for (auto& [file, label] : pairs) {
-    int32_t l;
-    if (all_index) {
-      l = std::stoi(label);
-      if (l >= static_cast<int32_t>(classes.size()))
-        return Status::InvalidArgument(path + ": label " + label + " of " + file + " out of range [0," +
-                                       std::to_string(classes.size()) + ")");
-    } else {
-      auto it = index_of.find(label);
-      if (it == index_of.end())
-        return Status::InvalidArgument(path + ": class '" + label + "' of " + file + " is not in the class list");
-      l = it->second;
-    }
-    label_of[file] = l;
+    raw.push_back(LabelFromText(label));
+    where.push_back(path + ": " + file);
+  }
+  std::vector<int32_t> labels;
+  std::vector<std::string> why;
+  const std::vector<std::string> fixed = classes;
+  IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, where, fixed, &classes, &labels, &why));
+  std::map<std::string, int32_t> label_of;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (!why[i].empty()) return Status::InvalidArgument(where[i] + ": " + why[i]);
+    label_of[pairs[i].first] = labels[i];
   }
   return label_of;
 }
@@ -238,12 +235,21 @@ Result<std::vector<std::string>> ReadClassList(const std::string& path) {
   std::vector<std::string> out;
   std::set<std::string> seen;
   IMAGEPACK_RETURN_IF_ERROR(ForEachDataLine(path, "classes", [&](const std::string& line, int n) {
-    std::string name = line.substr(0, line.find_first_of(" \t"));
+    // The whole line is the name ("Ankle boot", "#hashtag"), except in
+    // ImageNet's synset mapping ("n01440764 tench, Tinca tinca"), whose
+    // first word, a WordNet id, names the class folder.
+    std::string name = line;
+    const size_t space = line.find_first_of(" \t");
+    if (space == 9 && line[0] == 'n' && std::all_of(line.begin() + 1, line.begin() + 9, ::isdigit))
+      name = line.substr(0, 9);
+    if (out.size() >= limits::kClasses)
+      return Status::InvalidArgument(path + ":" + std::to_string(n) + ": more than " + std::to_string(limits::kClasses) +
+                                     " classes");
     if (!seen.insert(name).second)
       return Status::InvalidArgument(path + ":" + std::to_string(n) + ": class '" + name + "' listed twice");
     out.push_back(name);
     return Status::Ok();
-  }));
+  }, /*comments=*/false));
   if (out.empty()) return Status::InvalidArgument(path + " lists no classes");
   return out;
 }
@@ -255,6 +261,14 @@ Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOption
   s.root = root;
   s.ignored = std::move(listing->ignored);
   s.problems = std::move(listing->problems);
+  // Names are bytes until proven UTF-8: refused here, by name, rather than
+  // where the metadata's JSON meets them at the end of a long pack.
+  std::vector<std::string> named;
+  for (auto& rel : listing->images) {
+    if (Status ok = CheckName(rel, "file name"); !ok.ok()) s.errors.push_back({Shown(rel), ok.message()});
+    else named.push_back(std::move(rel));
+  }
+  listing->images = std::move(named);
   if (opts.no_class) {
     for (auto& rel : listing->images) s.items.push_back({rel, -1, -1, {}});
   } else {
@@ -349,9 +363,10 @@ json CellValue(const std::string& cell) {
 }  // namespace
 
 // The kind a manifest key's first value says its field is.
-FieldKind KindOfValue(const std::string& key, const json& v) {
+FieldKind KindOfValue(const std::string& key, const json& v, bool paths) {
   if (key == "boxes") return FieldKind::kBoxes;
   if (v.is_string()) {
+    if (!paths) return FieldKind::kText;
     const std::string s = v.get<std::string>();
     if (HasImageExtension(s)) return key.rfind("mask", 0) == 0 ? FieldKind::kMask : FieldKind::kImage;
     return FieldKind::kText;
@@ -404,43 +419,74 @@ Status FillField(const FieldSpec& spec, const json& v, const fs::path& base, Sou
 
 namespace {
 
-// Rows (line number, object) of a JSON Lines or CSV manifest.
+// Rows (line number, object) of a JSON Lines or CSV manifest. Lines are
+// at most limits::kLineBytes, rows' JSON at most limits::kJsonDepth deep,
+// CSV cells UTF-8.
 Result<std::vector<std::pair<int, json>>> ReadManifestRows(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read manifest " + path);
+  auto bytes = ReadFile(path);
+  if (!bytes.ok()) return bytes.status().WithContext("manifest");
   std::vector<std::pair<int, json>> rows;
-  std::string line;
+  const std::string text(bytes->begin(), bytes->end());
+  bytes->clear();
+  const std::string ext = LowerAscii(fs::path(path).extension().string());
+  const bool csv = ext == ".csv";
+  std::vector<std::string> header;
   int n = 0;
-  const std::string ext = fs::path(path).extension().string();
-  if (ext == ".csv" || ext == ".CSV") {
-    std::vector<std::string> header;
-    while (std::getline(in, line)) {
-      ++n;
-      if (Trim(line).empty()) continue;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    ++n;
+    const std::string where = path + ":" + std::to_string(n);
+    if (end - at > limits::kLineBytes)
+      return Status::InvalidArgument(where + ": a line of " + std::to_string(end - at) + " bytes (budget " +
+                                     std::to_string(limits::kLineBytes) + ")");
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    if (Trim(line).empty()) continue;
+    if (csv) {
+      if (!IsUtf8(line)) return Status::InvalidArgument(where + ": not UTF-8");
       auto cells = SplitCsv(line);
       if (header.empty()) {
         for (auto& c : cells) header.push_back(Trim(c));
         continue;
       }
       if (cells.size() != header.size())
-        return Status::InvalidArgument(path + ":" + std::to_string(n) + ": " + std::to_string(cells.size()) +
-                                       " cells, the header has " + std::to_string(header.size()));
+        return Status::InvalidArgument(where + ": " + std::to_string(cells.size()) + " cells, the header has " +
+                                       std::to_string(header.size()));
       json row = json::object();
-      for (size_t i = 0; i < cells.size(); ++i)
-        if (auto v = CellValue(cells[i]); !v.is_null()) row[header[i]] = v;
+      for (size_t i = 0; i < cells.size(); ++i) {
+        const std::string t = Trim(cells[i]);
+        if (t.empty()) continue;
+        if (JsonDepth(t) > limits::kJsonDepth)
+          return Status::InvalidArgument(where + ": a cell nested deeper than " + std::to_string(limits::kJsonDepth));
+        if (auto v = CellValue(t); !v.is_null()) row[header[i]] = v;
+      }
       rows.emplace_back(n, std::move(row));
+      continue;
     }
-    return rows;
-  }
-  while (std::getline(in, line)) {
-    ++n;
-    if (Trim(line).empty()) continue;
-    json row = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (row.is_discarded() || !row.is_object())
-      return Status::InvalidArgument(path + ":" + std::to_string(n) + ": not a JSON object");
-    rows.emplace_back(n, std::move(row));
+    auto row = ParseJsonBounded(line, where);
+    if (!row.ok()) return row.status();
+    if (!row->is_object()) return Status::InvalidArgument(where + ": not a JSON object");
+    rows.emplace_back(n, std::move(row.value()));
   }
   return rows;
+}
+
+// A manifest's path: relative paths stay inside the manifest's folder
+// unless the user allows otherwise (a shared manifest must not pull in a
+// reader's own files).
+Status CheckInside(const std::string& p, const SourceOptions& opts) {
+  if (opts.allow_outside) return Status::Ok();
+  const fs::path path(p);
+  bool up = path.is_absolute();
+  int depth = 0;
+  for (const auto& part : path.relative_path()) {
+    if (part == "..") up = up || --depth < 0;
+    else if (part != "." && !part.empty()) ++depth;
+  }
+  if (up)
+    return Status::InvalidArgument("path " + p + " leaves the manifest's folder (--allow-outside-paths allows it)");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -470,28 +516,25 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
   DatasetSource s;
   const fs::path base = fs::path(manifest).parent_path();
   s.root = base.empty() ? "." : base.string();
-  // Class labels: indices, or names (sorted unless a classes file orders them).
-  bool names = false;
-  int64_t max_index = -1;
-  for (auto& [n, row] : rows.value()) {
+  // Class labels: one rule for every source (formats/labels.h).
+  std::vector<RawLabel> raw(rows->size());
+  std::vector<std::string> raw_where(rows->size());
+  for (size_t r = 0; r < rows->size(); ++r) {
+    auto& [n, row] = (*rows)[r];
+    raw_where[r] = manifest + ":" + std::to_string(n);
     if (!row.contains("label")) continue;
-    if (row["label"].is_string()) names = true;
-    else if (row["label"].is_number_integer()) max_index = std::max<int64_t>(max_index, row["label"].get<int64_t>());
+    const json& l = row["label"];
+    if (l.is_number_integer()) raw[r] = LabelFromIndex(l.get<int64_t>());
+    else if (l.is_string()) raw[r] = LabelFromText(l.get<std::string>()), raw[r].present = true;
+    else raw[r] = RawLabel{true, true, -1, l.dump()};
   }
+  std::vector<int32_t> labels;
+  std::vector<std::string> why;
   if (!opts.no_class) {
-    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &s.classes));
-    if (!s.classes.empty() || opts.classes) {
-      // fixed by the options
-    } else if (names) {
-      std::set<std::string> seen;
-      for (auto& [n, row] : rows.value())
-        if (row.contains("label") && row["label"].is_string()) seen.insert(row["label"].get<std::string>());
-      s.classes.assign(seen.begin(), seen.end());
-    } else {
-      for (int64_t i = 0; i <= std::min<int64_t>(max_index, 1 << 24); ++i) s.classes.push_back(std::to_string(i));
-    }
+    std::vector<std::string> fixed;
+    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
+    IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, raw_where, fixed, &s.classes, &labels, &why));
   }
-  const auto index_of = IndexOf(s.classes);
   // Fields in the order their keys first appear.
   std::map<std::string, int> slot_of;
   for (auto& [n, row] : rows.value())
@@ -502,7 +545,8 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
         slot_of[key] = *slot;
       }
   std::set<std::string> seen_images;
-  for (auto& [n, row] : rows.value()) {
+  for (size_t r = 0; r < rows->size(); ++r) {
+    auto& [n, row] = (*rows)[r];
     const std::string where = manifest + ":" + std::to_string(n);
     auto skip = [&](const std::string& why) { s.errors.push_back({where, why}); };
     if (!row.contains("image") || !row["image"].is_string() || row["image"].get<std::string>().empty()) {
@@ -511,20 +555,20 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
     }
     SourceItem item;
     item.rel = row["image"].get<std::string>();
+    if (Status inside = CheckInside(item.rel, opts); !inside.ok()) {
+      skip(inside.message());
+      continue;
+    }
     if (!seen_images.insert(item.rel).second) {
       skip(item.rel + " is listed twice");
       continue;
     }
-    if (!opts.no_class && row.contains("label")) {
-      const json& l = row["label"];
-      if (l.is_string() && index_of.count(l.get<std::string>())) {
-        item.label = index_of.at(l.get<std::string>());
-      } else if (l.is_number_integer() && l.get<int64_t>() >= 0 && l.get<int64_t>() < int64_t(s.classes.size())) {
-        item.label = static_cast<int32_t>(l.get<int64_t>());
-      } else {
-        skip("label " + l.dump() + " is not a class of the " + std::to_string(s.classes.size()));
+    if (!opts.no_class && raw[r].present) {
+      if (!why[r].empty()) {
+        skip(why[r]);
         continue;
       }
+      item.label = labels[r];
     }
     Status bad;
     for (size_t slot = 0; slot < s.fields.size() && bad.ok(); ++slot) {
@@ -536,6 +580,7 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
           bad = Status::InvalidArgument("no " + spec.name + " for " + item.rel);
       } else {
         bad = FillField(spec, row[spec.name], base, &f);
+        if (bad.ok() && !f.file.empty()) bad = CheckInside(row[spec.name].get<std::string>(), opts);
       }
       item.fields.push_back(std::move(f));
     }
@@ -551,18 +596,25 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
 
 Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string& images_root,
                                      const SourceOptions& opts) {
-  std::ifstream in(coco);
-  if (!in) return Status::NotFound("cannot read COCO file " + coco);
-  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("images") || !j["images"].is_array() ||
-      !j.contains("categories") || !j["categories"].is_array())
+  auto bytes = ReadFile(coco);
+  if (!bytes.ok()) return bytes.status().WithContext("COCO file");
+  auto parsed = ParseJsonBounded(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()), coco);
+  bytes->clear();
+  if (!parsed.ok()) return parsed.status();
+  const json& j = parsed.value();
+  if (!j.is_object() || !j.contains("images") || !j["images"].is_array() || !j.contains("categories") ||
+      !j["categories"].is_array())
     return Status::InvalidArgument(coco + " is not a COCO instances file (no \"images\" and \"categories\")");
   DatasetSource s;
   s.root = images_root;
   std::vector<std::pair<int64_t, std::string>> cats;
+  std::set<int64_t> cat_ids;
   for (const auto& c : j["categories"]) {
-    if (!c.contains("id") || !c["id"].is_number_integer() || !c.contains("name") || !c["name"].is_string())
+    if (!c.is_object() || !c.contains("id") || !c["id"].is_number_integer() || !c.contains("name") ||
+        !c["name"].is_string())
       return Status::InvalidArgument(coco + ": a category lacks an integer id or a name: " + c.dump());
+    if (!cat_ids.insert(c["id"].get<int64_t>()).second)
+      return Status::InvalidArgument(coco + ": category id " + c["id"].dump() + " is listed twice");
     cats.emplace_back(c["id"].get<int64_t>(), c["name"].get<std::string>());
   }
   std::sort(cats.begin(), cats.end());
@@ -575,10 +627,11 @@ Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string&
     boxes.classes.push_back(name);
   }
   s.fields.push_back(boxes);
-  (void)opts;
   std::map<int64_t, size_t> item_of;  // image id -> item
+  std::set<std::string> names;
+  std::vector<bool> dropped;
   for (const auto& im : j["images"]) {
-    if (!im.contains("id") || !im["id"].is_number_integer() || !im.contains("file_name") ||
+    if (!im.is_object() || !im.contains("id") || !im["id"].is_number_integer() || !im.contains("file_name") ||
         !im["file_name"].is_string())
       return Status::InvalidArgument(coco + ": an image lacks an integer id or a file_name: " + im.dump());
     SourceItem item;
@@ -587,25 +640,57 @@ Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string&
     item.fields[0].slot = 0;
     if (!item_of.emplace(im["id"].get<int64_t>(), s.items.size()).second)
       return Status::InvalidArgument(coco + ": image id " + im["id"].dump() + " listed twice");
+    std::string why;
+    if (Status inside = CheckInside(item.rel, opts); !inside.ok()) why = inside.message();
+    else if (!names.insert(item.rel).second) why = "file_name listed twice (image id " + im["id"].dump() + ")";
+    if (!why.empty()) s.errors.push_back({coco + ": " + item.rel, why});
+    dropped.push_back(!why.empty());
     s.items.push_back(std::move(item));
   }
+  int64_t crowd = 0;
   if (j.contains("annotations") && j["annotations"].is_array()) {
     for (const auto& a : j["annotations"]) {
-      if (!a.contains("image_id") || !a.contains("bbox") || !a.contains("category_id")) continue;
-      if (a.value("iscrowd", 0) == 1) continue;  // crowd regions are not instances
-      auto it = item_of.find(a["image_id"].is_number_integer() ? a["image_id"].get<int64_t>() : -1);
-      const json& b = a["bbox"];
+      const std::string id = a.is_object() && a.contains("id") ? a["id"].dump() : "?";
+      auto report = [&](const std::string& why) { s.errors.push_back({coco + ": annotation " + id, why}); };
+      if (!a.is_object() || !a.contains("image_id") || !a.contains("category_id")) {
+        report("has no image_id or category_id");
+        continue;
+      }
+      // iscrowd: 0/1 as COCO writes it; null, false or absent is 0.
+      const json crowd_v = a.value("iscrowd", json(0));
+      if (!(crowd_v.is_null() || crowd_v.is_boolean() || crowd_v.is_number_integer())) {
+        report("iscrowd is " + crowd_v.dump() + ", not 0 or 1");
+        continue;
+      }
+      if ((crowd_v.is_boolean() && crowd_v.get<bool>()) || (crowd_v.is_number_integer() && crowd_v.get<int64_t>() != 0)) {
+        ++crowd;  // crowd regions are not instances (counted in the summary)
+        continue;
+      }
+      auto it = item_of.find(a["image_id"].is_number_integer() ? a["image_id"].get<int64_t>() : INT64_MIN);
       auto cls = class_of.find(a["category_id"].is_number_integer() ? a["category_id"].get<int64_t>() : INT64_MIN);
-      if (it == item_of.end() || cls == class_of.end() || !b.is_array() || b.size() != 4 ||
-          !std::all_of(b.begin(), b.end(), [](const json& e) { return e.is_number(); })) {
-        s.errors.push_back({coco, "annotation " + a.value("id", json()).dump() + " names no known image or category, "
-                                  "or its bbox is not [x, y, w, h]"});
+      if (it == item_of.end() || cls == class_of.end()) {
+        report("names no known image or category");
+        continue;
+      }
+      if (!a.contains("bbox")) {
+        report("has no bbox (keypoint- or segmentation-only annotations carry no box here)");
+        continue;
+      }
+      const json& b = a["bbox"];
+      if (!b.is_array() || b.size() != 4 || !std::all_of(b.begin(), b.end(), [](const json& e) { return e.is_number(); })) {
+        report("bbox " + b.dump() + " is not [x, y, w, h]");
         continue;
       }
       const float x = b[0].get<float>(), y = b[1].get<float>();
       s.items[it->second].fields[0].boxes.push_back({x, y, x + b[2].get<float>(), y + b[3].get<float>(), cls->second});
     }
   }
+  if (crowd > 0)
+    s.ignored.push_back(std::to_string(crowd) + " crowd annotations (iscrowd 1) of " + coco + " not packed as boxes");
+  std::vector<SourceItem> kept;
+  for (size_t i = 0; i < s.items.size(); ++i)
+    if (!dropped[i]) kept.push_back(std::move(s.items[i]));
+  s.items = std::move(kept);
   std::sort(s.items.begin(), s.items.end(), [](const SourceItem& a, const SourceItem& b) { return a.rel < b.rel; });
   return s;
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 
 #include "imagepack/fields.h"
 #include "imagepack/files.h"
+#include "imagepack/progress.h"
 #include "imagepack/status.h"
 #include "imagepack/store.h"
 
@@ -72,6 +74,13 @@ struct SourceOptions {
   int mask_ignore = 255;            // masks: the value outside any class (-1: none)
   std::string box_classes;          // boxes: a classes file (manifests; COCO names its own)
   std::string scratch_dir;          // gzipped shards are inflated here (default: the temp folder)
+  // WebDataset members kept as text fields named by their extension
+  // (e.g. "txt" for img2dataset's captions); others are counted.
+  std::vector<std::string> keep_members;
+  // Manifests: image paths that leave the manifest's folder (absolute, or
+  // through "..") are refused unless this is set.
+  bool allow_outside = false;
+  const CancelFlag* cancel = nullptr;  // checked while inflating shards
 };
 
 // The archives' open descriptors (one pread per item, no open), and the
@@ -91,6 +100,7 @@ struct DatasetSource {
   std::vector<FileError> errors;         // labels-file misses; unreadable database records
   std::vector<std::string> ignored;      // non-images; images outside any class, with why
   std::vector<std::string> problems;     // listing problems (loops, unreadable folders)
+  std::map<std::string, int64_t> unpacked_members;  // WebDataset: member extension -> count not packed
   std::unique_ptr<RecordSource> db;      // a database source: where its items are read
   std::vector<std::string> archives;     // files items with `archive` >= 0 are read from
   std::shared_ptr<ScratchFiles> scratch;
@@ -164,7 +174,9 @@ Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, c
 // field is: boxes for "boxes"; a path with an image extension an image (a
 // mask when the key starts with "mask"); a list of integers ints, of
 // numbers floats; text otherwise.
-FieldKind KindOfValue(const std::string& key, const nlohmann::json& v);
+// With `paths` false (a shard's .json, whose values are data), a string is
+// always text.
+FieldKind KindOfValue(const std::string& key, const nlohmann::json& v, bool paths = true);
 
 // One value as the field of `spec`'s kind (paths relative to `base`); an
 // error says why not.
@@ -174,8 +186,10 @@ Status FillField(const FieldSpec& spec, const nlohmann::json& v, const std::file
 // empty when neither (the source finds its own).
 Status FixedClasses(const SourceOptions& opts, std::vector<std::string>* classes);
 
-// Reads a classes file: the first word of each non-empty line not starting
-// with '#'. Duplicates are an error naming the line.
+// Reads a classes file: each non-empty line (trimmed) is one class name,
+// whole ('#' is not special), except that a line of ImageNet's synset
+// mapping ("n01440764 tench, Tinca tinca") names its WordNet id. Lines are
+// UTF-8; duplicates are an error naming the line.
 Result<std::vector<std::string>> ReadClassList(const std::string& path);
 
 }  // namespace imagepack::internal

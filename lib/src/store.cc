@@ -284,6 +284,11 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
 }
 
 Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
+  // A FIFO, device or socket is refused before anything reads (or blocks
+  // on) it.
+  auto regular = OpenRegularFile(path);
+  if (!regular.ok()) return regular.status();
+  ::close(*regular);
   if (opts.in_ram) {
     auto copy = internal::SharedCopy::Acquire(path, opts.shm_dir);
     if (!copy.ok()) return copy.status();
@@ -299,8 +304,9 @@ Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, cons
     return std::unique_ptr<RecordSource>(
         new SharedSource(std::move(src.value()), std::move(copy.value()), path));
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(path, errno);
+  auto opened = OpenRegularFile(path);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   char magic[8] = {0};
   ssize_t n = ::pread(fd, magic, sizeof magic, 0);
   ::close(fd);

@@ -93,7 +93,7 @@ TEST(Sources, LabelsFileByPathThenNameIndicesOrNames) {
   EXPECT_EQ(n->classes, (std::vector<std::string>{"ant", "zebra"}));
   EXPECT_EQ(Rels(n.value()), (std::vector<std::string>{"v2.jpg=0", "v3.jpg=1", "x/v1.jpg=1"}));
 
-  Text(meta / "classes.txt", "zebra\nant first word only\n");
+  Text(meta / "classes.txt", "zebra\nant\n");
   auto ordered = OpenTreeSource(d.path(), {meta / "classes.txt", meta / "names.txt", nullptr});
   ASSERT_OK(ordered);
   EXPECT_EQ(ordered->classes, (std::vector<std::string>{"zebra", "ant"}));
@@ -112,12 +112,32 @@ TEST(Sources, BadLabelsAndClassFilesAreErrorsNamingTheLine) {
   Text(meta / "range.txt", "v1.jpg 5\n");
   auto b = OpenTreeSource(d.path(), {meta / "classes.txt", meta / "range.txt", nullptr});
   ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("label 5 of v1.jpg out of range [0,2)"), std::string::npos);
+  EXPECT_NE(b.status().message().find("range.txt: v1.jpg: label 5 is not a class of the 2"), std::string::npos)
+      << b.status().message();
 
   Text(meta / "dup.txt", "a\n\nb\na\n");
   auto c = ReadClassList(meta / "dup.txt");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find(":4: class 'a' listed twice"), std::string::npos);
+}
+
+// A class list names classes whole: spaces and '#' are part of a name (what
+// export_db writes for Fashion-MNIST's "Ankle boot"); ImageNet's synset
+// mapping names its WordNet ids.
+TEST(Sources, ClassListLinesAreWholeNamesExceptSynsetMappings) {
+  TempDir meta;
+  Text(meta / "fmnist.txt", "T-shirt/top\nAnkle boot\n#hashtag\n  padded  \r\n");
+  auto f = ReadClassList(meta / "fmnist.txt");
+  ASSERT_OK(f);
+  EXPECT_EQ(f.value(), (std::vector<std::string>{"T-shirt/top", "Ankle boot", "#hashtag", "padded"}));
+  Text(meta / "synsets.txt", "n01440764 tench, Tinca tinca\nn01443537 goldfish, Carassius auratus\n");
+  auto s = ReadClassList(meta / "synsets.txt");
+  ASSERT_OK(s);
+  EXPECT_EQ(s.value(), (std::vector<std::string>{"n01440764", "n01443537"}));
+  Text(meta / "latin1.txt", "caf\xe9\n");
+  auto l = ReadClassList(meta / "latin1.txt");
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("latin1.txt:1: not UTF-8"), std::string::npos) << l.status().message();
 }
 
 // A regular file is a database: its records, in order, with stored labels.

@@ -470,9 +470,11 @@ def test_bad_samples_are_skipped_and_named_nothing_else_lost(tmp_path, seg_tree)
     assert len(imagepack.open(str(tmp_path / "p.lmdb"))) == 19
 
 
-def test_verify_names_record_path_and_field_of_a_bad_mask_value(tmp_path):
-    """A mask value outside the declared classes (packed with too few
-    classes declared) is named by record, path and field."""
+def test_pack_refuses_a_mask_value_verify_would_reject(tmp_path):
+    """A mask value outside the declared classes (too few classes declared)
+    is refused by pack, named by path, field and value: pack applies
+    verify's rule before it writes (verify's own check of such a record is
+    tested in tests/lib/fields_test.cc)."""
     rng = np.random.default_rng(1)
     os.makedirs(tmp_path / "img" / "a")
     os.makedirs(tmp_path / "mask" / "a")
@@ -480,11 +482,11 @@ def test_verify_names_record_path_and_field_of_a_bad_mask_value(tmp_path):
     m = np.zeros((20, 20), np.uint8)
     m[3, 4] = 7
     Image.fromarray(m).save(tmp_path / "mask" / "a" / "x.png")
-    run_pack(tmp_path / "img", tmp_path / "v.lmdb", "--field", "mask=%s" % (tmp_path / "mask"), "--mask-classes", "3")
-    r = subprocess.run([tool("verify_db"), str(tmp_path / "v.lmdb")], capture_output=True, text=True)
-    assert r.returncode != 0
-    out = r.stdout + r.stderr
-    assert "record 0000000000" in out and "a/x.png" in out and "mask: value 7 at (4, 3)" in out
+    r = subprocess.run([tool("pack_lmdb"), str(tmp_path / "img"), str(tmp_path / "v.lmdb"), "-q", "--field",
+                        "mask=%s" % (tmp_path / "mask"), "--mask-classes", "3"], capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert "a/x.png" in r.stderr and "mask: mask value 7 is outside the 3 mask classes" in r.stderr, r.stderr
+    assert not os.path.exists(tmp_path / "v.lmdb")
 
 
 def test_resize_imagenet_mask_tree_keeps_each_mask_on_its_images_geometry(tmp_path, seg_tree):

@@ -38,10 +38,18 @@ struct TreeListing {
 // Temporary files this project writes (".*.ipk-tmp.*") are not listed.
 Result<TreeListing> ListTree(const std::string& root);
 
-// Reads a whole file. With `headroom`, the bytes start at that offset of the
+// Opens `path` read-only if it is a regular file; a FIFO, device, socket
+// or directory is refused by name before any byte is read (opened with
+// O_NONBLOCK, so a FIFO cannot block the open itself). The caller closes
+// the descriptor.
+Result<int> OpenRegularFile(const std::string& path);
+
+// Reads a whole file (a regular file only: see OpenRegularFile), at most
+// `max_bytes` of it (an error past that, naming the file). With `headroom`, the bytes start at that offset of the
 // returned buffer (the first `headroom` bytes are left for the caller, e.g.
 // a record header, saving a copy).
-Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom = 0);
+Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom = 0,
+                                      uint64_t max_bytes = uint64_t(2) << 30);
 
 // Writes `data` to a temporary file beside `path`, then renames it over
 // `path`: readers see the old file or the complete new one, never a part.

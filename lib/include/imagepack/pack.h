@@ -39,6 +39,10 @@ struct PackOptions {
   std::string mask_classes;   // a classes file or a count N; empty: 0 .. the largest value found
   int mask_ignore = 255;      // the mask value outside any class (-1: none)
   std::string box_classes;    // a classes file for manifest boxes
+  // WebDataset members kept as text fields named by their extension
+  // ("txt": img2dataset captions); other members are counted in `ignored`.
+  std::vector<std::string> keep_members;
+  bool allow_outside = false;  // manifest / COCO paths may leave their folder
   int64_t shuffle_seed = -1; // < 0: sorted path order
   Shard shard;
   int threads = 0;
@@ -67,6 +71,9 @@ struct PackSummary {
   int64_t file_bytes = 0;       // size of the container on disk
   double seconds = 0;
   bool cancelled = false;
+  // Every input was skipped (errors lists why): no database was written,
+  // not even an empty one.
+  bool all_skipped = false;
   bool direct_io = false;       // the blob went to the device with O_DIRECT
   DatasetMeta meta;
 };

@@ -1,0 +1,46 @@
+// The budgets of every parser of outside input, in one place
+// (docs/RELIABILITY.md, "Hostile input", lists them with what exceeding
+// each one says). A budget exceeded is an error naming the file and the
+// byte or line, never an abort, a hang or an allocation the input sized.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace imagepack::internal::limits {
+
+// tar: a GNU long-name ('L') or pax ('x') header body; a member name.
+inline constexpr uint64_t kTarHeaderBody = 1 << 20;
+inline constexpr size_t kNameBytes = 4096;
+// tar: members of one shard.
+inline constexpr size_t kTarMembers = 10'000'000;
+// A small member read whole: .cls, .json, .txt and other value members.
+inline constexpr uint64_t kValueMember = 16 << 20;
+
+// Shard names one pattern ("{000000..999999}", "::" lists) expands to.
+inline constexpr size_t kBraceExpansions = 1'000'000;
+
+// gzip: bytes one shard may inflate to (a bomb fills no disk beyond it).
+inline constexpr uint64_t kInflatedShard = uint64_t(64) << 30;
+
+// pickle: values built (each opcode makes at most one), stack depth.
+inline constexpr size_t kPickleValues = 50'000'000;
+
+// JSON (manifest rows, shard .json, COCO, meta.json): nesting depth.
+inline constexpr int kJsonDepth = 64;
+// JSON Lines / CSV / labels / classes: one line.
+inline constexpr size_t kLineBytes = 16 << 20;
+
+// Classes inferred from label indices ("0".."max"): the largest index may
+// be at most max(kSparseClassFloor, kSparseClassFactor * distinct labels
+// seen); beyond that it is a typo or an attack, and --classes must say so.
+inline constexpr int64_t kSparseClassFloor = 1024;
+inline constexpr int64_t kSparseClassFactor = 16;
+// Classes of any list.
+inline constexpr size_t kClasses = 1 << 24;
+
+// A whole file read into memory (an image, a mask, a field file, a COCO
+// or meta.json file).
+inline constexpr uint64_t kWholeFile = uint64_t(2) << 30;
+
+}  // namespace imagepack::internal::limits

@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""Writes the seed corpora of the parsers of other tools' formats to
+tests/data/fuzz/<target>/seed-*, each shaped the way the real producer
+writes it: Python's tarfile (what webdataset's TarWriter and ShardWriter
+use) in its three formats, pickle at protocols 2-5 (folder2lmdb), JSON
+Lines and CSV manifests, a COCO instances file with crowd and keypoint-only
+annotations, img2dataset's LAION layout, and Pascal VOC palette masks.
+
+    make_format_seeds.py
+
+Regression inputs found by fuzzing live beside the seeds as regress-* and
+are kept by this script.
+"""
+import gzip
+import io
+import json
+import os
+import pickle
+import tarfile
+
+from PIL import Image
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "data", "fuzz")
+TARGETS = ("fuzz_tar", "fuzz_pickle", "fuzz_json", "fuzz_labels", "fuzz_sources", "fuzz_mask", "fuzz_braces")
+
+
+def put(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+def tiny_jpeg():
+    b = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(b, "JPEG", quality=50)
+    return b.getvalue()
+
+
+def png(img):
+    b = io.BytesIO()
+    img.save(b, "PNG")
+    return b.getvalue()
+
+
+def shard(members, fmt):
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w", format=fmt) as t:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 0
+            t.addfile(info, io.BytesIO(data))
+    return b.getvalue()
+
+
+def main():
+    for t in TARGETS:
+        d = os.path.join(OUT, t)
+        if os.path.isdir(d):
+            for f in os.listdir(d):
+                if f.startswith("seed-"):
+                    os.remove(os.path.join(d, f))
+    jpg = tiny_jpeg()
+    voc = Image.new("P", (8, 8), 0)
+    voc.putpalette([0, 0, 0, 128, 0, 0] + [0] * 762)
+    voc.putpixel((1, 1), 1)
+    voc.putpixel((2, 2), 255)  # VOC's "ignore" border value
+    mask = png(voc)
+    laion = [("000000000.jpg", jpg), ("000000000.txt", b"a red square"),
+             ("000000000.json", json.dumps({"url": "https://example.org/0000.jpg", "caption": "a red square",
+                                            "key": "000000000", "status": "success", "width": 8,
+                                            "height": 8, "original_width": 640}).encode())]
+    classic = [("n01440764/a.jpg", jpg), ("n01440764/a.cls", b"3"),
+               ("b.seg.png", mask), ("b.jpg", jpg), ("b.json", b'{"label": "tench", "path": "x/b.jpg"}'),
+               ("dir." + "n" * 120 + ".jpg", jpg)]
+    for i, members in enumerate((laion, classic)):
+        for fmt, name in ((tarfile.USTAR_FORMAT, "ustar"), (tarfile.GNU_FORMAT, "gnu"), (tarfile.PAX_FORMAT, "pax")):
+            try:
+                data = shard(members, fmt)
+            except ValueError:  # a name too long for ustar
+                continue
+            put("fuzz_tar", f"{name}-{i}", data)
+            put("fuzz_sources", f"tar-{name}-{i}", b"\x00" + data)
+            put("fuzz_sources", f"gz-{name}-{i}", b"\x01" + data)
+    for proto in (2, 3, 4, 5):
+        put("fuzz_pickle", f"record-p{proto}", pickle.dumps((jpg[:64], 7), protocol=proto))
+        put("fuzz_pickle", f"keys-p{proto}", pickle.dumps([b"a0", "b0", b"c0"], protocol=proto))
+        put("fuzz_pickle", f"str-label-p{proto}", pickle.dumps((b"\xff\xd8", "tench", None, True), protocol=proto))
+        f2l = pickle.dumps([b"a0", b"b0"], protocol=proto) + b"\n--\n" + \
+            pickle.dumps((jpg, 1), protocol=proto) + b"\n--\n" + pickle.dumps((jpg, 0), protocol=proto)
+        put("fuzz_sources", f"folder2lmdb-p{proto}", b"\x05" + f2l)
+    shared = [b"x" * 8]
+    shared = [shared, shared]
+    put("fuzz_pickle", "shared-memo", pickle.dumps([shared, shared, shared], protocol=4))
+    rows = [{"image": "a.jpg", "label": 3, "mask": "m/a.png", "boxes": [[1, 2, 5, 6, 0]]},
+            {"image": "b.jpg", "label": "cat", "caption": "two\nlines", "score": [0.5, 1.0], "tags": [1, 2]}]
+    jsonl = "\n".join(json.dumps(r) for r in rows).encode()
+    put("fuzz_json", "row", json.dumps(rows[0]).encode())
+    put("fuzz_json", "laion", laion[2][1])
+    put("fuzz_sources", "jsonl", b"\x02" + jsonl)
+    put("fuzz_sources", "csv", b"\x03" + b'image,label,boxes\na.jpg,3,"[[1,2,5,6,0]]"\n"b,c.jpg",cat,\n')
+    coco = {"images": [{"id": 1, "file_name": "a.jpg", "width": 8, "height": 8},
+                       {"id": 2, "file_name": "sub/b.jpg", "width": 8, "height": 8}],
+            "categories": [{"id": 1, "name": "person", "supercategory": "person",
+                            "keypoints": ["nose"], "skeleton": []}, {"id": 3, "name": "car"}],
+            "annotations": [{"id": 10, "image_id": 1, "category_id": 1, "bbox": [0.5, 1, 6, 7.2], "area": 40,
+                             "iscrowd": 0, "segmentation": [[0, 0, 1, 1, 2, 2]]},
+                            {"id": 11, "image_id": 1, "category_id": 3, "bbox": [0, 0, 8, 8], "iscrowd": 1,
+                             "segmentation": {"counts": [0, 64], "size": [8, 8]}},
+                            {"id": 12, "image_id": 2, "category_id": 1, "keypoints": [1, 1, 2], "num_keypoints": 1}]}
+    put("fuzz_json", "coco", json.dumps(coco).encode())
+    put("fuzz_sources", "coco", b"\x04" + json.dumps(coco).encode())
+    put("fuzz_labels", "indices", b"0\n3\n1\n\n2")
+    put("fuzz_labels", "names", b"Ankle boot\ncat\n7\n")
+    put("fuzz_labels", "fixed", b"@n01440764,n01443537\nn01443537\n1\n5\n")
+    put("fuzz_braces", "range", b"train-{000000..000146}.tar")
+    put("fuzz_braces", "list", b"{train,val}-{0..9}.tar.gz::extra.tar")
+    put("fuzz_braces", "laion", b"laion/{00000..00010}.tar")
+    put("fuzz_mask", "voc-palette", mask)
+    put("fuzz_mask", "gray8", png(Image.new("L", (5, 3), 2)))
+    put("fuzz_mask", "gray16", png(Image.new("I;16", (4, 4), 300)))
+    put("fuzz_mask", "bits1", png(Image.new("1", (9, 2), 1)))
+
+
+if __name__ == "__main__":
+    main()
