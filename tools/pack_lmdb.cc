@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
       ("images", po::value(&images_dir), "with --coco: the folder its file_names are relative to")
       ("keep-members", po::value(&o.keep_members)->composing(),
        "WebDataset: keep members of extension EXT (e.g. txt) as text fields; repeatable")
+      ("mask-member", po::value(&o.mask_members)->composing(),
+       "WebDataset: KEY.NAME.png members are masks for this NAME (besides mask*); repeatable")
       ("allow-outside-paths", "manifest / COCO: allow paths outside the file's folder (absolute or ../)")
       ("no-class", "no class labels (label -1); for trees without class folders")
       ("mask-classes", po::value(&o.mask_classes), "masks: a classes file, or the class count N")

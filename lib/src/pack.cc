@@ -440,6 +440,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   so.box_classes = o.box_classes;
   so.scratch_dir = fs::absolute(o.dst).parent_path().string();
   so.keep_members = o.keep_members;
+  so.mask_members = o.mask_members;
   so.allow_outside = o.allow_outside;
   so.cancel = o.cancel;
   for (const auto& text : o.fields) {

@@ -77,6 +77,9 @@ struct SourceOptions {
   // WebDataset members kept as text fields named by their extension
   // (e.g. "txt" for img2dataset's captions); others are counted.
   std::vector<std::string> keep_members;
+  // WebDataset members KEY.NAME.png that are label maps (masks) for these
+  // NAMEs, besides NAMEs starting with "mask" (e.g. "seg").
+  std::vector<std::string> mask_members;
   // Manifests: image paths that leave the manifest's folder (absolute, or
   // through "..") are refused unless this is set.
   bool allow_outside = false;
@@ -157,6 +160,12 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
 bool LooksLikePickledLmdb(const std::string& path);
 Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const SourceOptions& opts);
 
+// Reads exactly `n` bytes at `at` of `fd` (pread); errors name `path`.
+Status ReadExact(int fd, void* buf, size_t n, uint64_t at, const std::string& path);
+
+// Opens every DatasetSource::archives file into s->scratch->fds.
+Status OpenArchives(DatasetSource* s);
+
 // An archive item's bytes, with `headroom` free bytes in front; a field's
 // file, from its archive or the file system.
 Result<std::vector<uint8_t>> ReadArchiveItem(const DatasetSource& s, const SourceItem& item, size_t headroom);
@@ -181,6 +190,10 @@ FieldKind KindOfValue(const std::string& key, const nlohmann::json& v, bool path
 // One value as the field of `spec`'s kind (paths relative to `base`); an
 // error says why not.
 Status FillField(const FieldSpec& spec, const nlohmann::json& v, const std::filesystem::path& base, SourceField* f);
+
+// Paths in a manifest or COCO file stay inside its folder (no absolute
+// path, no ".." above it) unless opts.allow_outside.
+Status CheckInsideFolder(const std::string& path, const SourceOptions& opts);
 
 // The class list fixed by the options: a given list, or a classes file;
 // empty when neither (the source finds its own).

@@ -5,6 +5,7 @@
 //   2: a JSON Lines manifest       3: a CSV manifest
 //   4: a COCO instances file       5: a folder2lmdb LMDB (values split at
 //      "\n--\n": __keys__ first, then the values of keys "a", "b", ...)
+//   6: the bytes as a .tar.gz file itself (damaged gzip streams)
 // Whatever opens lists items whose archive ranges lie inside their files,
 // and no read reaches outside the scratch folder.
 #include <lmdb.h>
@@ -59,7 +60,7 @@ void WriteLmdb(const std::string& path, const uint8_t* p, size_t n) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const int format = data[0] % 6;
+  const int format = data[0] % 7;
   ++data, --size;
   const std::string dir = fuzz::ScratchDir();
   SourceOptions opts;
@@ -90,6 +91,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       file = dir + "/coco.json";
       Write(file, data, size);
       s = OpenCocoSource(file, dir, opts);
+      break;
+    case 6:
+      file = dir + "/raw.tar.gz";
+      Write(file, data, size);
+      s = OpenWebDatasetSource(file, opts);
       break;
     case 5:
       file = dir + "/f2l.lmdb";

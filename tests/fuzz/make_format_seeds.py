@@ -84,6 +84,7 @@ def main():
             put("fuzz_tar", f"{name}-{i}", data)
             put("fuzz_sources", f"tar-{name}-{i}", b"\x00" + data)
             put("fuzz_sources", f"gz-{name}-{i}", b"\x01" + data)
+            put("fuzz_sources", f"gzfile-{name}-{i}", b"\x06" + gzip.compress(data))
     for proto in (2, 3, 4, 5):
         put("fuzz_pickle", f"record-p{proto}", pickle.dumps((jpg[:64], 7), protocol=proto))
         put("fuzz_pickle", f"keys-p{proto}", pickle.dumps([b"a0", "b0", b"c0"], protocol=proto))

@@ -197,6 +197,46 @@ def test_errors_are_python_exceptions_naming_what(jpeg_db, tmp_path):
         imagepack.open(str(garbage))
 
 
+def test_requests_a_machine_cannot_hold_are_errors_not_crashes(jpeg_db, tmp_path):
+    """Loader(size=1e6) used to abort on bad_alloc and threads=100000 to
+    segfault at exit; a FIFO as the database used to block forever."""
+    with pytest.raises(ValueError, match="output size"):
+        imagepack.Loader(jpeg_db, batch_size=4, size=int(1e6))
+    with pytest.raises(ValueError, match="threads"):
+        imagepack.Loader(jpeg_db, batch_size=4, size=8, threads=100000)
+    with pytest.raises(ValueError, match="64 GiB"):
+        imagepack.Loader(jpeg_db, batch_size=65536, size=4096)
+    with pytest.raises(ValueError, match="prefetch"):
+        imagepack.Loader(jpeg_db, batch_size=4, size=8, prefetch=10**6)
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(ValueError, match="FIFO"):
+        imagepack.open(str(tmp_path / "fifo"))
+
+
+def test_open_gives_the_datasets_channels_for_a_gray_jpeg(tmp_path):
+    """ImageNet holds gray JPEGs; packed as they are in an RGB dataset, they
+    come out of Dataset[i] with 3 channels, so default_collate stacks them."""
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    os.makedirs(tmp_path / "t" / "c")
+    Image.fromarray(rng.integers(0, 255, (20, 30, 3), dtype=np.uint8)).save(tmp_path / "t" / "c" / "a.jpg")
+    gray = rng.integers(0, 255, (20, 30), dtype=np.uint8)
+    Image.fromarray(gray).save(tmp_path / "t" / "c" / "b.jpg")
+    subprocess.run([tool("pack_lmdb"), str(tmp_path / "t"), str(tmp_path / "d.lmdb"), "-q"], check=True)
+    ds = imagepack.open(str(tmp_path / "d.lmdb"))
+    shapes = [ds[i][0].shape for i in range(len(ds))]
+    assert shapes == [(20, 30, 3), (20, 30, 3)], shapes
+    # Pillow's own conversion of the same gray JPEG: three equal channels,
+    # within the fast IDCT's rounding of Pillow's (docs/PYTHON.md).
+    want = np.array(Image.open(tmp_path / "t" / "c" / "b.jpg").convert("RGB")).astype(int)
+    got = [ds[i][0] for i in range(len(ds)) if ds.record(i)[2] == "c/b.jpg"][0].astype(int)
+    assert (got[..., 0] == got[..., 1]).all() and (got[..., 1] == got[..., 2]).all()
+    assert np.abs(got - want).max() <= 8 and np.abs(got - want).mean() < 1.5
+    import torch.utils.data
+    batch = torch.utils.data.default_collate([ds[0], ds[1]])
+    assert tuple(batch[0].shape) == (2, 20, 30, 3)
+
+
 def test_a_corrupt_record_names_its_key_and_path(jpeg_db, tree, tmp_path):
     db = tmp_path / "bad.blob"
     subprocess.run([tool("pack_lmdb"), str(tree), str(db), "-q", "--format", "blob"], check=True)

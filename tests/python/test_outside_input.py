@@ -511,3 +511,18 @@ def test_voc_palette_masks_keep_every_value(tmp_path):
     # The stored label map is the palette indices Pillow reads, 255 kept.
     for r in recs:
         np.testing.assert_array_equal(field(r, meta, "mask"), want[r["path"]])
+
+
+def test_seg_member_is_a_mask_when_the_user_says_so(tmp_path):
+    """KEY.seg.png: a second RGB JPEG image by default (any NAME), a
+    lossless mask with --mask-member seg: every label value kept."""
+    m = np.arange(16 * 24, dtype=np.uint8).reshape(16, 24) % 21
+    b = io.BytesIO()
+    Image.fromarray(m, "L").save(b, "PNG")
+    write_shard(tmp_path / "s.tar", [("a.jpg", jpeg(1)), ("a.seg.png", b.getvalue())])
+    rc, _, err, _ = budgeted(tool("pack_lmdb"), tmp_path / "s.tar", tmp_path / "o.lmdb", "-q", "--no-class",
+                             "--mask-member", "seg")
+    assert rc == 0, err
+    meta, recs = records(tmp_path / "o.lmdb")
+    assert meta["fields"][0]["name"] == "seg" and meta["fields"][0]["kind"] == "mask"
+    np.testing.assert_array_equal(field(recs[0], meta, "seg"), m)

@@ -42,6 +42,9 @@ struct PackOptions {
   // WebDataset members kept as text fields named by their extension
   // ("txt": img2dataset captions); other members are counted in `ignored`.
   std::vector<std::string> keep_members;
+  // WebDataset: KEY.NAME.png members that are masks, besides NAMEs
+  // starting with "mask" (a lossless label map, not a second image).
+  std::vector<std::string> mask_members;
   bool allow_outside = false;  // manifest / COCO paths may leave their folder
   int64_t shuffle_seed = -1; // < 0: sorted path order
   Shard shard;

@@ -12,9 +12,8 @@ namespace imagepack::internal {
 
 RawLabel LabelFromText(const std::string& text) {
   RawLabel l;
-  const size_t b = text.find_first_not_of(" \t\r\n"), e = text.find_last_not_of(" \t\r\n");
-  if (b == std::string::npos) return l;
-  const std::string t = text.substr(b, e - b + 1);
+  const std::string t = TrimSpace(text);
+  if (t.empty()) return l;
   l.present = true;
   int64_t v = 0;
   const auto r = std::from_chars(t.data(), t.data() + t.size(), v);

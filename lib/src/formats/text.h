@@ -11,6 +11,9 @@
 
 namespace imagepack::internal {
 
+// `s` without leading and trailing spaces, tabs, CRs and LFs.
+std::string TrimSpace(std::string_view s);
+
 // True when `s` is well-formed UTF-8 (no overlong forms, no surrogates).
 bool IsUtf8(std::string_view s);
 

@@ -1,0 +1,195 @@
+// folder2lmdb-style LMDBs as a source (sources.h, OpenPickledLmdbSource):
+// per key a pickled (image bytes, label), read by the safe pickle subset
+// (formats/pickle.h); every item a byte range of the LMDB file.
+#include <lmdb.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <set>
+
+#include "formats/labels.h"
+#include "formats/pickle.h"
+#include "imagepack/meta.h"
+#include "sources.h"
+#include "store_internal.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack::internal {
+
+namespace {
+
+std::string KeyText(const MDB_val& k) {
+  const auto* c = static_cast<const char*>(k.mv_data);
+  std::string s(c, k.mv_size);
+  if (std::all_of(s.begin(), s.end(), [](char ch) { return ch >= 0x21 && ch < 0x7f && ch != '/'; }) && !s.empty())
+    return s;
+  static const char* hex = "0123456789abcdef";
+  std::string h = "key-";
+  for (unsigned char ch : s) h += hex[ch >> 4], h += hex[ch & 15];
+  return h;
+}
+
+}  // namespace
+
+bool LooksLikePickledLmdb(const std::string& path) {
+  std::error_code ec;
+  std::string file = path;
+  if (fs::is_directory(path, ec)) file = (fs::path(path) / "data.mdb").string();
+  if (!fs::is_regular_file(file, ec)) return false;
+  MDB_env* env = nullptr;
+  if (mdb_env_create(&env) != 0) return false;
+  bool yes = false;
+  mdb_env_set_maxreaders(env, 4);
+  if (mdb_env_open(env, file.c_str(), MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK, 0644) == 0) {
+    MDB_txn* txn = nullptr;
+    MDB_dbi dbi;
+    if (mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) == 0 && mdb_dbi_open(txn, nullptr, 0, &dbi) == 0) {
+      MDB_val k{std::strlen(kMetaKey), const_cast<char*>(kMetaKey)}, v;
+      yes = mdb_get(txn, dbi, &k, &v) == MDB_NOTFOUND;  // an LMDB that is not ours
+    }
+    if (txn) mdb_txn_abort(txn);
+  }
+  mdb_env_close(env);
+  return yes;
+}
+
+Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const SourceOptions& opts) {
+  std::error_code ec;
+  const std::string file = fs::is_directory(path, ec) ? (fs::path(path) / "data.mdb").string() : path;
+  MDB_env* env = nullptr;
+  if (mdb_env_create(&env) != 0) return Status::IOError("mdb_env_create failed");
+  std::unique_ptr<MDB_env, void (*)(MDB_env*)> env_guard(env, mdb_env_close);
+  int rc = mdb_env_open(env, file.c_str(), MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK, 0644);
+  if (rc != 0) return Status::IOError("cannot open LMDB " + path + ": " + mdb_strerror(rc));
+  MDB_txn* txn = nullptr;
+  MDB_dbi dbi;
+  if ((rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn)) != 0 || (rc = mdb_dbi_open(txn, nullptr, 0, &dbi)) != 0)
+    return Status::IOError("cannot read LMDB " + path + ": " + mdb_strerror(rc));
+  std::unique_ptr<MDB_txn, void (*)(MDB_txn*)> txn_guard(txn, mdb_txn_abort);
+  auto value_of = [&](const std::string& key, MDB_val* v) {
+    MDB_val k{key.size(), const_cast<char*>(key.data())};
+    return mdb_get(txn, dbi, &k, v) == 0;
+  };
+  // The record keys: __keys__ (a pickled list) in its order, else every key
+  // but the bookkeeping ones in LMDB's (byte) order.
+  std::vector<std::string> keys;
+  MDB_val v;
+  if (value_of("__keys__", &v)) {
+    auto list = Pickle::Parse(static_cast<const uint8_t*>(v.mv_data), v.mv_size);
+    if (!list.ok()) return Status::InvalidArgument(path + ": __keys__: " + list.status().message());
+    if (list->root().kind != PickleValue::kSeq) return Status::InvalidArgument(path + ": __keys__ is not a list");
+    for (uint32_t i : list->root().items) {
+      const PickleValue& k = list->at(i);
+      if (k.kind != PickleValue::kBytes && k.kind != PickleValue::kStr)
+        return Status::InvalidArgument(path + ": __keys__ holds a value that is not bytes or str");
+      keys.emplace_back(list->text(k));
+    }
+  } else {
+    MDB_cursor* cur = nullptr;
+    mdb_cursor_open(txn, dbi, &cur);
+    MDB_val k;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+      std::string key(static_cast<const char*>(k.mv_data), k.mv_size);
+      if (key != "__keys__" && key != "__len__") keys.push_back(std::move(key));
+    }
+    mdb_cursor_close(cur);
+  }
+  if (value_of("__len__", &v)) {
+    auto len = Pickle::Parse(static_cast<const uint8_t*>(v.mv_data), v.mv_size);
+    if (len.ok() && len->root().kind == PickleValue::kInt && len->root().i != static_cast<int64_t>(keys.size()))
+      return Status::InvalidArgument(path + ": __len__ says " + std::to_string(len->root().i) +
+                                     " records, __keys__ lists " + std::to_string(keys.size()));
+  }
+  // liblmdb maps the whole file from offset 0 (found from any value's
+  // address): a value's file offset is its address minus the map's.
+  const uint8_t* map = nullptr;
+  if (!keys.empty()) {  // any value will do: the first in the file's order
+    MDB_cursor* cur = nullptr;
+    MDB_val k;
+    const void* begin = nullptr;
+    size_t size = 0;
+    if (mdb_cursor_open(txn, dbi, &cur) == 0) {
+      if (mdb_cursor_get(cur, &k, &v, MDB_FIRST) == 0 && FindMapping(v.mv_data, &begin, &size))
+        map = static_cast<const uint8_t*>(begin);
+      mdb_cursor_close(cur);
+    }
+    if (!map) return Status::IOError(path + ": cannot find liblmdb's map of the file");
+  }
+  DatasetSource s;
+  s.root = path;
+  s.archives.push_back(file);
+  std::vector<RawLabel> raw;
+  std::vector<std::string> raw_where;
+  std::set<std::string> seen;
+  for (const std::string& key : keys) {
+    MDB_val k{key.size(), const_cast<char*>(key.data())};
+    const std::string shown = path + ":" + KeyText(k);
+    if (!seen.insert(key).second) {
+      s.errors.push_back({shown, "listed twice in __keys__"});
+      continue;
+    }
+    if (mdb_get(txn, dbi, &k, &v) != 0) {
+      s.errors.push_back({shown, "listed in __keys__ but not in the database"});
+      continue;
+    }
+    const auto* data = static_cast<const uint8_t*>(v.mv_data);
+    auto val = Pickle::Parse(data, v.mv_size);
+    if (!val.ok()) {
+      s.errors.push_back({shown, val.status().message()});
+      continue;
+    }
+    const PickleValue& root = val->root();
+    if (root.kind != PickleValue::kSeq || root.items.empty() || root.items.size() > 2 ||
+        val->at(root.items[0]).kind != PickleValue::kBytes) {
+      s.errors.push_back({shown, "value is not a pickled (image bytes, label)"});
+      continue;
+    }
+    const PickleValue& image = val->at(root.items[0]);
+    RawLabel label;
+    if (root.items.size() == 2) {
+      const PickleValue& l = val->at(root.items[1]);
+      if (l.kind == PickleValue::kInt) label = LabelFromIndex(l.i);
+      else if (l.kind == PickleValue::kStr) label = LabelFromText(std::string(val->text(l)));
+      else if (l.kind != PickleValue::kNone) {
+        s.errors.push_back({shown, "label is not an int, a str or None"});
+        continue;
+      }
+    }
+    SourceItem item;
+    item.rel = KeyText(k);
+    item.archive = 0;
+    item.offset = static_cast<uint64_t>(data - map) + image.off;
+    item.size = image.len;
+    s.items.push_back(std::move(item));
+    raw.push_back(label);
+    raw_where.push_back(shown);
+  }
+  std::vector<std::string> fixed;
+  IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
+  std::vector<int32_t> labels;
+  std::vector<std::string> why;
+  const bool none_labelled = std::none_of(raw.begin(), raw.end(), [](const RawLabel& l) { return l.present; });
+  if (opts.no_class || none_labelled) {
+    labels.assign(raw.size(), -1);
+    why.assign(raw.size(), "");
+  } else {
+    IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, raw_where, fixed, &s.classes, &labels, &why));
+  }
+  std::vector<SourceItem> kept;
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    if (!why[i].empty()) {
+      s.errors.push_back({path + ":" + s.items[i].rel, why[i]});
+      continue;
+    }
+    s.items[i].label = labels[i];
+    kept.push_back(std::move(s.items[i]));
+  }
+  s.items = std::move(kept);  // in __keys__ order: the order the user packed
+  IMAGEPACK_RETURN_IF_ERROR(OpenArchives(&s));
+  return s;
+}
+
+}  // namespace imagepack::internal

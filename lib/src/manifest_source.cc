@@ -1,0 +1,266 @@
+// JSON Lines and CSV manifests: one sample per row (sources.h,
+// OpenManifestSource), and the value rules a WebDataset .json shares.
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/labels.h"
+#include "formats/limits.h"
+#include "formats/text.h"
+#include "sources.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack::internal {
+namespace {
+
+using nlohmann::json;
+
+// Splits one CSV line (RFC 4180 quoting, no newlines inside fields).
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
+      else if (c == '"') quoted = false;
+      else out.back() += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else if (c != '\r') {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+// A CSV cell as the JSON value it spells (numbers, lists, objects), else a
+// string.
+json CellValue(const std::string& cell) {
+  const std::string t = TrimSpace(cell);
+  if (t.empty()) return json();
+  json v = json::parse(t, nullptr, /*allow_exceptions=*/false);
+  if (!v.is_discarded() && (v.is_number() || v.is_array() || v.is_object())) return v;
+  return t;
+}
+
+}  // namespace
+
+// The kind a manifest key's first value says its field is.
+FieldKind KindOfValue(const std::string& key, const json& v, bool paths) {
+  if (key == "boxes") return FieldKind::kBoxes;
+  if (v.is_string()) {
+    if (!paths) return FieldKind::kText;
+    const std::string s = v.get<std::string>();
+    if (HasImageExtension(s)) return key.rfind("mask", 0) == 0 ? FieldKind::kMask : FieldKind::kImage;
+    return FieldKind::kText;
+  }
+  if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number(); }))
+    return std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_integer(); }) ? FieldKind::kInts
+                                                                                                : FieldKind::kFloats;
+  return FieldKind::kText;
+}
+
+// One manifest value as the field of `spec`'s kind; an error says why not.
+Status FillField(const FieldSpec& spec, const json& v, const fs::path& base, SourceField* f) {
+  const std::string& name = spec.name;
+  switch (spec.kind) {
+    case FieldKind::kImage:
+    case FieldKind::kMask:
+      if (!v.is_string() || v.get<std::string>().empty()) return Status::InvalidArgument(name + " is not a path");
+      f->file = (base / v.get<std::string>()).string();
+      return Status::Ok();
+    case FieldKind::kBoxes:
+      if (!v.is_array()) return Status::InvalidArgument("boxes is not a list of [x0, y0, x1, y1, class]");
+      for (const auto& b : v) {
+        if (!b.is_array() || b.size() != 5 || !std::all_of(b.begin(), b.end(), [](const json& e) { return e.is_number(); }))
+          return Status::InvalidArgument("box " + b.dump() + " is not [x0, y0, x1, y1, class]");
+        if (!b[4].is_number_integer() || b[4].get<int64_t>() < 0 || b[4].get<int64_t>() > INT32_MAX)
+          return Status::InvalidArgument("box " + b.dump() + " has a class that is not an index");
+        f->boxes.push_back({b[0].get<float>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>(),
+                            static_cast<int32_t>(b[4].get<int64_t>())});
+      }
+      return Status::Ok();
+    case FieldKind::kInts:
+      if (!v.is_array()) return Status::InvalidArgument(name + " is not a list of integers");
+      for (const auto& e : v) {
+        if (!e.is_number_integer() || e.get<int64_t>() < INT32_MIN || e.get<int64_t>() > INT32_MAX)
+          return Status::InvalidArgument(name + " holds " + e.dump() + ", not a 32-bit integer");
+        f->ints.push_back(static_cast<int32_t>(e.get<int64_t>()));
+      }
+      return Status::Ok();
+    case FieldKind::kFloats:
+      if (!v.is_array()) return Status::InvalidArgument(name + " is not a list of numbers");
+      for (const auto& e : v) {
+        if (!e.is_number()) return Status::InvalidArgument(name + " holds " + e.dump() + ", not a number");
+        f->floats.push_back(e.get<float>());
+      }
+      return Status::Ok();
+    case FieldKind::kText: f->text = v.is_string() ? v.get<std::string>() : v.dump(); return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Rows (line number, object) of a JSON Lines or CSV manifest. Lines are
+// at most limits::kLineBytes, rows' JSON at most limits::kJsonDepth deep,
+// CSV cells UTF-8.
+Result<std::vector<std::pair<int, json>>> ReadManifestRows(const std::string& path) {
+  auto bytes = ReadFile(path);
+  if (!bytes.ok()) return bytes.status().WithContext("manifest");
+  std::vector<std::pair<int, json>> rows;
+  const std::string text(bytes->begin(), bytes->end());
+  bytes->clear();
+  const std::string ext = LowerAscii(fs::path(path).extension().string());
+  const bool csv = ext == ".csv";
+  std::vector<std::string> header;
+  int n = 0;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    ++n;
+    const std::string where = path + ":" + std::to_string(n);
+    if (end - at > limits::kLineBytes)
+      return Status::InvalidArgument(where + ": a line of " + std::to_string(end - at) + " bytes (budget " +
+                                     std::to_string(limits::kLineBytes) + ")");
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    if (TrimSpace(line).empty()) continue;
+    if (csv) {
+      if (!IsUtf8(line)) return Status::InvalidArgument(where + ": not UTF-8");
+      auto cells = SplitCsv(line);
+      if (header.empty()) {
+        for (auto& c : cells) header.push_back(TrimSpace(c));
+        continue;
+      }
+      if (cells.size() != header.size())
+        return Status::InvalidArgument(where + ": " + std::to_string(cells.size()) + " cells, the header has " +
+                                       std::to_string(header.size()));
+      json row = json::object();
+      for (size_t i = 0; i < cells.size(); ++i) {
+        const std::string t = TrimSpace(cells[i]);
+        if (t.empty()) continue;
+        if (JsonDepth(t) > limits::kJsonDepth)
+          return Status::InvalidArgument(where + ": a cell nested deeper than " + std::to_string(limits::kJsonDepth));
+        if (auto v = CellValue(t); !v.is_null()) row[header[i]] = v;
+      }
+      rows.emplace_back(n, std::move(row));
+      continue;
+    }
+    auto row = ParseJsonBounded(line, where);
+    if (!row.ok()) return row.status();
+    if (!row->is_object()) return Status::InvalidArgument(where + ": not a JSON object");
+    rows.emplace_back(n, std::move(row.value()));
+  }
+  return rows;
+}
+
+}  // namespace
+
+Result<DatasetSource> OpenManifestSource(const std::string& manifest, const SourceOptions& opts) {
+  auto rows = ReadManifestRows(manifest);
+  if (!rows.ok()) return rows.status();
+  DatasetSource s;
+  const fs::path base = fs::path(manifest).parent_path();
+  s.root = base.empty() ? "." : base.string();
+  // Class labels: one rule for every source (formats/labels.h).
+  std::vector<RawLabel> raw(rows->size());
+  std::vector<std::string> raw_where(rows->size());
+  for (size_t r = 0; r < rows->size(); ++r) {
+    auto& [n, row] = (*rows)[r];
+    raw_where[r] = manifest + ":" + std::to_string(n);
+    if (!row.contains("label")) continue;
+    const json& l = row["label"];
+    if (l.is_number_integer()) raw[r] = LabelFromIndex(l.get<int64_t>());
+    else if (l.is_string()) raw[r] = LabelFromText(l.get<std::string>()), raw[r].present = true;
+    else raw[r] = RawLabel{true, true, -1, l.dump()};
+  }
+  std::vector<int32_t> labels;
+  std::vector<std::string> why;
+  if (!opts.no_class) {
+    std::vector<std::string> fixed;
+    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
+    IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, raw_where, fixed, &s.classes, &labels, &why));
+  }
+  // Fields in the order their keys first appear.
+  std::map<std::string, int> slot_of;
+  for (auto& [n, row] : rows.value())
+    for (auto& [key, v] : row.items())
+      if (key != "image" && key != "label" && !slot_of.count(key)) {
+        auto slot = Declare(s, key, KindOfValue(key, v), opts);
+        if (!slot.ok()) return slot.status();
+        slot_of[key] = *slot;
+      }
+  std::set<std::string> seen_images;
+  for (size_t r = 0; r < rows->size(); ++r) {
+    auto& [n, row] = (*rows)[r];
+    const std::string where = manifest + ":" + std::to_string(n);
+    auto skip = [&](const std::string& why) { s.errors.push_back({where, why}); };
+    if (!row.contains("image") || !row["image"].is_string() || row["image"].get<std::string>().empty()) {
+      skip("no \"image\" path");
+      continue;
+    }
+    SourceItem item;
+    item.rel = row["image"].get<std::string>();
+    if (Status inside = CheckInsideFolder(item.rel, opts); !inside.ok()) {
+      skip(inside.message());
+      continue;
+    }
+    if (!seen_images.insert(item.rel).second) {
+      skip(item.rel + " is listed twice");
+      continue;
+    }
+    if (!opts.no_class && raw[r].present) {
+      if (!why[r].empty()) {
+        skip(why[r]);
+        continue;
+      }
+      item.label = labels[r];
+    }
+    Status bad;
+    for (size_t slot = 0; slot < s.fields.size() && bad.ok(); ++slot) {
+      const FieldSpec& spec = s.fields[slot];
+      SourceField f;
+      f.slot = static_cast<int>(slot);
+      if (!row.contains(spec.name)) {
+        if (InfoOf(spec.kind).spatial && spec.kind != FieldKind::kBoxes)
+          bad = Status::InvalidArgument("no " + spec.name + " for " + item.rel);
+      } else {
+        bad = FillField(spec, row[spec.name], base, &f);
+        if (bad.ok() && !f.file.empty()) bad = CheckInsideFolder(row[spec.name].get<std::string>(), opts);
+      }
+      item.fields.push_back(std::move(f));
+    }
+    if (!bad.ok()) {
+      skip(item.rel + ": " + bad.message());
+      continue;
+    }
+    s.items.push_back(std::move(item));
+  }
+  std::sort(s.items.begin(), s.items.end(), [](const SourceItem& a, const SourceItem& b) { return a.rel < b.rel; });
+  return s;
+}
+
+Status CheckInsideFolder(const std::string& p, const SourceOptions& opts) {
+  if (opts.allow_outside) return Status::Ok();
+  const fs::path path(p);
+  bool up = path.is_absolute();
+  int depth = 0;
+  for (const auto& part : path.relative_path()) {
+    if (part == "..") up = up || --depth < 0;
+    else if (part != "." && !part.empty()) ++depth;
+  }
+  if (up)
+    return Status::InvalidArgument("path " + p + " leaves the manifest's folder (--allow-outside-paths allows it)");
+  return Status::Ok();
+}
+
+}  // namespace imagepack::internal

@@ -1,0 +1,354 @@
+// WebDataset shards (plain or gzipped) as a source (sources.h,
+// OpenWebDatasetSource): members grouped into samples by webdataset's key
+// rule, labels and fields from their members, every item a byte range of
+// its shard read with pread while packing.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/braces.h"
+#include "formats/gzip.h"
+#include "formats/labels.h"
+#include "formats/limits.h"
+#include "formats/tar.h"
+#include "formats/text.h"
+#include "imagepack/meta.h"
+#include "sources.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack::internal {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+bool IsGzipName(const std::string& p) {
+  const std::string l = LowerAscii(p);
+  return EndsWith(l, ".tar.gz") || EndsWith(l, ".tgz");
+}
+bool IsShardName(const std::string& p) { return EndsWith(LowerAscii(p), ".tar") || IsGzipName(p); }
+
+// webdataset's rule: a member "dir/base.ext1.ext2" belongs to sample
+// "dir/base" as its "ext1.ext2".
+std::pair<std::string, std::string> KeyAndExtension(const std::string& name) {
+  const auto slash = name.rfind('/');
+  const auto dot = name.find('.', slash == std::string::npos ? 0 : slash + 1);
+  if (dot == std::string::npos) return {name, ""};
+  return {name.substr(0, dot), LowerAscii(name.substr(dot + 1))};
+}
+
+const char* const kImageExtensions[] = {"jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp", "tif", "tiff", "gif"};
+
+// A value member (.cls, .json, .txt) read whole, within its budget.
+Result<std::string> ReadValueMember(int fd, const TarMember& m, const std::string& shown) {
+  if (m.size > limits::kValueMember)
+    return Status::InvalidArgument(shown + ": member " + Shown(m.name) + " of " + std::to_string(m.size) +
+                                   " bytes is over the value budget of " + std::to_string(limits::kValueMember));
+  std::string s(m.size, '\0');
+  IMAGEPACK_RETURN_IF_ERROR(ReadExact(fd, s.data(), s.size(), m.offset, shown));
+  return s;
+}
+
+Result<std::vector<std::string>> ShardList(const std::string& src) {
+  std::error_code ec;
+  if (fs::is_directory(src, ec)) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(src, ec))
+      if (e.is_regular_file() && IsShardName(e.path().filename().string())) out.push_back(e.path().string());
+    std::sort(out.begin(), out.end());
+    if (out.empty()) return Status::NotFound(src + " holds no .tar, .tar.gz or .tgz shards");
+    return out;
+  }
+  auto list = ExpandShardPattern(src);
+  if (!list.ok()) return list.status();
+  for (const auto& p : *list) {
+    if (!fs::exists(p, ec)) return Status::NotFound("shard " + p + " does not exist");
+    if (!fs::is_regular_file(p, ec) || !IsShardName(p))
+      return Status::InvalidArgument(p + " is not a .tar, .tar.gz or .tgz shard (several sources, or a pattern, "
+                                         "name WebDataset shards)");
+  }
+  return list;
+}
+
+}  // namespace
+
+bool LooksLikeWebDataset(const std::string& src) {
+  std::error_code ec;
+  if (HasShardPattern(src)) return true;
+  if (fs::is_regular_file(src, ec)) return IsShardName(src);
+  if (!fs::is_directory(src, ec)) return false;
+  bool shards = false;
+  for (const auto& e : fs::directory_iterator(src, ec)) {
+    if (e.is_directory()) return false;
+    const std::string n = e.path().filename().string();
+    if (HasImageExtension(n)) return false;
+    shards = shards || IsShardName(n);
+  }
+  return shards;
+}
+
+Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceOptions& opts) {
+  auto shards = ShardList(src);
+  if (!shards.ok()) return shards.status();
+  DatasetSource s;
+  s.root = src;
+  s.scratch = std::make_shared<ScratchFiles>();
+  // Classes: the options', else meta.json beside the shards (export_db
+  // writes the database's metadata there, its class list exact), else
+  // classes.txt beside them.
+  std::vector<std::string> fixed;
+  const fs::path shard_dir = fs::path(shards->front()).parent_path();
+  std::error_code ec;
+  DatasetMeta beside_meta;
+  bool have_meta = false;
+  if (const fs::path mp = shard_dir / "meta.json"; fs::is_regular_file(mp, ec)) {
+    auto bytes = ReadFile(mp.string());
+    if (!bytes.ok()) return bytes.status();
+    auto m = ParseMeta(bytes->data(), bytes->size());
+    if (!m.ok()) return m.status().WithContext(mp.string());
+    beside_meta = std::move(m.value());
+    have_meta = true;
+  }
+  bool no_class = opts.no_class;
+  if (opts.classes || !opts.classes_file.empty()) {
+    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
+  } else if (have_meta) {
+    fixed = beside_meta.classes;
+    no_class = no_class || fixed.empty();  // a class-less database's export
+  } else if (const fs::path beside = shard_dir / "classes.txt"; fs::is_regular_file(beside, ec)) {
+    SourceOptions with_beside = opts;
+    with_beside.classes_file = beside.string();
+    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(with_beside, &fixed));
+  }
+  std::vector<RawLabel> raw;
+  std::vector<std::string> raw_where;
+  // Per item: its field members (NAME -> member of KEY.NAME.EXT) and the
+  // .json's other values, declared and filled once every shard is listed.
+  struct Extra {
+    std::string where;
+    int archive = -1;
+    std::map<std::string, std::pair<std::string, TarMember>> members;  // NAME -> (member name, member)
+    nlohmann::json values = nlohmann::json::object();
+  };
+  std::vector<Extra> extras;
+  std::set<std::string> seen;
+  const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
+  for (const std::string& shard : *shards) {
+    int fd = -1;
+    if (IsGzipName(shard)) {
+      auto inflated = InflateToScratch(shard, scratch_dir, opts.cancel);
+      if (!inflated.ok()) return inflated.status();
+      fd = *inflated;
+    } else {
+      auto opened = OpenRegularFile(shard);
+      if (!opened.ok()) return opened.status();
+      fd = *opened;
+    }
+    s.scratch->fds.push_back(fd);  // closed with the source
+    auto members = ListTarFile(fd, shard);
+    if (!members.ok()) return members.status();
+    const int archive = static_cast<int>(s.archives.size());
+    s.archives.push_back(shard);
+    // Samples in the order their first member appears. A key seen again
+    // with the same extension is an error for that sample (webdataset's
+    // own reader raises one).
+    std::vector<std::string> order;
+    std::map<std::string, std::map<std::string, TarMember>> samples;
+    std::map<std::string, std::string> sample_error;
+    for (const auto& m : members.value()) {
+      auto [key, ext] = KeyAndExtension(m.name);
+      if (ext.empty()) continue;
+      auto [it, fresh] = samples.try_emplace(key);
+      if (fresh) order.push_back(key);
+      if (!it->second.emplace(ext, m).second && !sample_error.count(key))
+        sample_error[key] = "member " + Shown(key + "." + ext) + " appears twice in the shard";
+    }
+    for (const std::string& key : order) {
+      const auto& parts = samples[key];
+      const std::string where = shard + ":" + Shown(key);
+      if (auto e = sample_error.find(key); e != sample_error.end()) {
+        s.errors.push_back({where, e->second});
+        continue;
+      }
+      if (Status name_ok = CheckName(key, "sample key"); !name_ok.ok()) {
+        s.errors.push_back({where, name_ok.message()});
+        continue;
+      }
+      const TarMember* image = nullptr;
+      std::string image_ext;
+      for (const char* e : kImageExtensions)
+        if (auto it = parts.find(e); it != parts.end()) {
+          image = &it->second;
+          image_ext = e;
+          break;
+        }
+      if (!image) {
+        s.errors.push_back({where, "no image member (.jpg, .jpeg, .png, .webp, ...)"});
+        continue;
+      }
+      SourceItem item;
+      item.archive = archive;
+      item.offset = image->offset;
+      item.size = image->size;
+      item.rel = key + "." + image_ext;
+      Extra extra;
+      extra.where = where;
+      extra.archive = archive;
+      RawLabel label;
+      std::string bad;
+      for (const auto& [ext, m] : parts) {
+        if (ext == image_ext) continue;
+        // KEY.NAME.EXT with an image EXT: spatial field NAME.
+        const auto dot = ext.rfind('.');
+        if (dot != std::string::npos && dot != 0 &&
+            std::find(std::begin(kImageExtensions), std::end(kImageExtensions), ext.substr(dot + 1)) !=
+                std::end(kImageExtensions)) {
+          extra.members[ext.substr(0, dot)] = {key + "." + ext, m};
+          continue;
+        }
+        if (ext == "json" || ext == "cls" || ext == "cls.txt" || ext == "class" || ext == "label" || ext == "label.txt")
+          continue;
+        if (std::find(opts.keep_members.begin(), opts.keep_members.end(), ext) != opts.keep_members.end()) {
+          auto text = ReadValueMember(fd, m, shard);
+          if (!text.ok()) {
+            bad = text.status().message();
+            break;
+          }
+          if (!IsUtf8(*text)) {
+            bad = "member " + Shown(key + "." + ext) + " is not UTF-8 text";
+            break;
+          }
+          extra.values[ext] = std::move(text.value());
+          continue;
+        }
+        ++s.unpacked_members[ext];
+      }
+      for (const char* e : {"cls", "cls.txt", "class", "label", "label.txt"})
+        if (auto it = parts.find(e); it != parts.end() && bad.empty()) {
+          auto text = ReadValueMember(fd, it->second, shard);
+          if (!text.ok()) bad = text.status().message();
+          else label = LabelFromText(*text);
+          break;
+        }
+      if (auto it = parts.find("json"); it != parts.end() && bad.empty()) {
+        // The .json's values are data: a string is never opened as a file.
+        auto text = ReadValueMember(fd, it->second, shard);
+        Result<nlohmann::json> parsed = text.ok() ? ParseJsonBounded(*text, Shown(key) + ".json") : text.status();
+        if (!parsed.ok()) {
+          bad = parsed.status().message();
+        } else if (!parsed->is_object()) {
+          bad = Shown(key) + ".json is not a JSON object";
+        } else {
+          nlohmann::json& j = parsed.value();
+          if (j.contains("path") && j["path"].is_string() && !j["path"].get<std::string>().empty())
+            item.rel = j["path"].get<std::string>();
+          if (!label.present && j.contains("label")) {
+            if (j["label"].is_number_integer()) label = LabelFromIndex(j["label"].get<int64_t>());
+            else if (j["label"].is_string()) label = LabelFromText(j["label"].get<std::string>());
+            else if (!j["label"].is_null()) bad = Shown(key) + ".json: \"label\" is not an integer or a string";
+          }
+          for (auto& [k, v] : j.items())
+            if (k != "path" && k != "label" && k != "class" && !v.is_null()) extra.values[k] = v;
+        }
+      }
+      if (bad.empty()) {
+        if (Status name_ok = CheckName(item.rel, "record path"); !name_ok.ok()) bad = name_ok.message();
+      }
+      if (!bad.empty()) {
+        s.errors.push_back({where, bad});
+        continue;
+      }
+      if (!seen.insert(item.rel).second) {
+        s.errors.push_back({where, item.rel + " is in the shards twice"});
+        continue;
+      }
+      s.items.push_back(std::move(item));
+      raw.push_back(label);
+      raw_where.push_back(where);
+      extras.push_back(std::move(extra));
+    }
+  }
+  // Fields: those of meta.json beside the shards (export_db writes the
+  // database's metadata there: order, kinds, classes), then the others in
+  // the order they first appear: members (a mask when NAME starts with
+  // "mask", else an image), then the .json's other values (kinds as for
+  // a manifest).
+  std::map<std::string, int> slot_of;
+  for (const FieldSpec& f : beside_meta.fields) {
+    slot_of[f.name] = static_cast<int>(s.fields.size());
+    s.fields.push_back(f);
+  }
+  for (const Extra& x : extras) {
+    for (const auto& [name, m] : x.members)
+      if (!slot_of.count(name)) {
+        const bool mask = name.rfind("mask", 0) == 0 ||
+                          std::find(opts.mask_members.begin(), opts.mask_members.end(), name) != opts.mask_members.end();
+        auto slot = Declare(s, name, mask ? FieldKind::kMask : FieldKind::kImage, opts);
+        if (!slot.ok()) return slot.status();
+        slot_of[name] = *slot;
+      }
+    for (auto& [k, v] : x.values.items())
+      if (!slot_of.count(k)) {
+        auto slot = Declare(s, k, KindOfValue(k, v, /*paths=*/false), opts);
+        if (!slot.ok()) return slot.status();
+        slot_of[k] = *slot;
+      }
+  }
+  std::vector<std::string> field_error(s.items.size());
+  for (size_t i = 0; i < s.items.size() && !s.fields.empty(); ++i) {
+    const Extra& x = extras[i];
+    for (size_t slot = 0; slot < s.fields.size() && field_error[i].empty(); ++slot) {
+      const FieldSpec& spec = s.fields[slot];
+      SourceField f;
+      f.slot = static_cast<int>(slot);
+      if (auto it = x.members.find(spec.name); it != x.members.end() && InfoOf(spec.kind).spatial) {
+        f.file = s.archives[size_t(x.archive)] + ":" + it->second.first;
+        f.archive = x.archive;
+        f.offset = it->second.second.offset;
+        f.size = it->second.second.size;
+      } else if (InfoOf(spec.kind).spatial && spec.kind != FieldKind::kBoxes) {
+        // An image or mask comes only from a member of the shard itself.
+        field_error[i] = "no " + spec.name + " member";
+      } else if (x.values.contains(spec.name)) {
+        Status st = FillField(spec, x.values[spec.name], shard_dir, &f);
+        if (!st.ok()) field_error[i] = st.message();
+      }
+      s.items[i].fields.push_back(std::move(f));
+    }
+  }
+  std::vector<int32_t> labels;
+  std::vector<std::string> why;
+  if (no_class) {
+    labels.assign(raw.size(), -1);
+    why.assign(raw.size(), "");
+  } else {
+    IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, raw_where, fixed, &s.classes, &labels, &why));
+  }
+  std::vector<SourceItem> kept;
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    if (!field_error[i].empty()) {
+      s.errors.push_back({extras[i].where, field_error[i]});
+      continue;
+    }
+    if (!why[i].empty()) {
+      s.errors.push_back({s.items[i].rel, why[i] + (why[i] == "no label" ? " (.cls member or .json \"label\")" : "")});
+      continue;
+    }
+    s.items[i].label = labels[i];
+    kept.push_back(std::move(s.items[i]));
+  }
+  s.items = std::move(kept);
+  std::sort(s.items.begin(), s.items.end(), [](const SourceItem& a, const SourceItem& b) { return a.rel < b.rel; });
+  return s;
+}
+
+}  // namespace imagepack::internal
