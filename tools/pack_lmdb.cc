@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   if (!o.manifest.empty()) oj["manifest"] = o.manifest;
   if (!o.coco.empty()) oj["coco"] = o.coco;
   if (o.no_class) oj["no_class"] = true;
-  o.options_json = oj.dump();
+  o.options_json = oj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // paths are bytes
   o.cancel = cli::InstallCancelHandler();
   Progress progress;
   o.progress = &progress;

@@ -60,8 +60,9 @@ Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string&
       return Status::InvalidArgument(coco + ": an image lacks an integer id or a file_name: " + im.dump());
     SourceItem item;
     item.rel = im["file_name"].get<std::string>();
-    item.fields.resize(1);
+    item.fields.resize(2);  // boxes, crowd_boxes (dropped below when no annotation is a crowd)
     item.fields[0].slot = 0;
+    item.fields[1].slot = 1;
     if (!item_of.emplace(im["id"].get<int64_t>(), s.items.size()).second)
       return Status::InvalidArgument(coco + ": image id " + im["id"].dump() + " listed twice");
     std::string why;
@@ -86,10 +87,8 @@ Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string&
         report("iscrowd is " + crowd_v.dump() + ", not 0 or 1");
         continue;
       }
-      if ((crowd_v.is_boolean() && crowd_v.get<bool>()) || (crowd_v.is_number_integer() && crowd_v.get<int64_t>() != 0)) {
-        ++crowd;  // crowd regions are not instances (counted in the summary)
-        continue;
-      }
+      const bool is_crowd =
+          (crowd_v.is_boolean() && crowd_v.get<bool>()) || (crowd_v.is_number_integer() && crowd_v.get<int64_t>() != 0);
       auto it = item_of.find(a["image_id"].is_number_integer() ? a["image_id"].get<int64_t>() : INT64_MIN);
       auto cls = class_of.find(a["category_id"].is_number_integer() ? a["category_id"].get<int64_t>() : INT64_MIN);
       if (it == item_of.end() || cls == class_of.end()) {
@@ -106,11 +105,20 @@ Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string&
         continue;
       }
       const float x = b[0].get<float>(), y = b[1].get<float>();
-      s.items[it->second].fields[0].boxes.push_back({x, y, x + b[2].get<float>(), y + b[3].get<float>(), cls->second});
+      // Crowd regions are not instances: detectron2 and torchvision keep
+      // them as regions to ignore, so they go to their own boxes field.
+      s.items[it->second].fields[is_crowd ? 1 : 0].boxes.push_back(
+          {x, y, x + b[2].get<float>(), y + b[3].get<float>(), cls->second});
+      crowd += is_crowd;
     }
   }
-  if (crowd > 0)
-    s.ignored.push_back(std::to_string(crowd) + " crowd annotations (iscrowd 1) of " + coco + " not packed as boxes");
+  if (crowd > 0) {
+    FieldSpec crowd_boxes = s.fields[0];
+    crowd_boxes.name = "crowd_boxes";
+    s.fields.push_back(std::move(crowd_boxes));
+  } else {
+    for (auto& item : s.items) item.fields.resize(1);
+  }
   std::vector<SourceItem> kept;
   for (size_t i = 0; i < s.items.size(); ++i)
     if (!dropped[i]) kept.push_back(std::move(s.items[i]));

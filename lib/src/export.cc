@@ -246,7 +246,7 @@ Status RecordMembers(const RecordView& r, const DatasetMeta& meta, std::vector<M
       case FieldKind::kText: j[spec.name] = std::string(reinterpret_cast<const char*>(f.data), f.size); break;
     }
   }
-  const std::string js = j.dump();
+  const std::string js = j.dump(-1, ' ', false, json::error_handler_t::replace);  // an old record's path may not be UTF-8
   out->push_back({".json", std::vector<uint8_t>(js.begin(), js.end())});
   return Status::Ok();
 }
@@ -320,7 +320,7 @@ Status CheckOrWriteManifest(const ExportOptions& o, const DatasetMeta& meta, int
   }
   if (fs::exists(o.dst, ec) && !fs::is_empty(o.dst, ec))
     return Status::InvalidArgument(o.dst + " exists and is not empty (and is not an earlier run of this export)");
-  const std::string text = m.dump(2) + "\n";
+  const std::string text = m.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   return WriteFileAtomic(path, text.data(), text.size(), /*sync=*/true);
 }
 

@@ -156,7 +156,7 @@ Status WriteJson(const std::string& png, const json& j) {
   std::string path = png;
   const auto dot = path.rfind('.');
   path = (dot == std::string::npos ? path : path.substr(0, dot)) + ".json";
-  const std::string text = j.dump(1) + "\n";
+  const std::string text = j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
   return WriteFileAtomic(path, text.data(), text.size());
 }
 

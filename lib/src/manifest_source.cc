@@ -196,7 +196,7 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
     for (auto& [key, v] : row.items())
       if (key != "image" && key != "label" && !slot_of.count(key)) {
         auto slot = Declare(s, key, KindOfValue(key, v), opts);
-        if (!slot.ok()) return slot.status();
+        if (!slot.ok()) return slot.status().WithContext(manifest + ":" + std::to_string(n));
         slot_of[key] = *slot;
       }
   std::set<std::string> seen_images;

@@ -43,7 +43,9 @@ std::string DatasetMeta::ToJson() const {
   if (j["options"].is_discarded()) j["options"] = json::object();
   j["source"] = source;
   j["created"] = created;
-  return j.dump(1);
+  // Names are checked where they enter; paths from the command line are
+  // bytes: never an abort here, at the end of a long pack.
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 namespace {

@@ -153,6 +153,8 @@ Result<std::vector<std::string>> MaskClasses(const std::string& text) {
 
 // Declares a field (unique name) and returns its slot.
 Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, const SourceOptions& opts) {
+  if (name.empty() || name.size() > 255) return Status::InvalidArgument("a field name must have 1 to 255 bytes");
+  IMAGEPACK_RETURN_IF_ERROR(CheckName(name, "field name"));
   for (const auto& f : s.fields)
     if (f.name == name) return Status::InvalidArgument("field '" + name + "' given twice");
   if (name == "image" || name == "label")

@@ -133,7 +133,9 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
 
 // A COCO instances file: every image of "images" (below `images_root`),
 // its non-crowd "annotations" as boxes ([x, y, w, h] -> x0, y0, x1, y1),
-// classes in category id order; no image class (label -1).
+// its crowd ones as a second boxes field "crowd_boxes" when there are any;
+// classes in category id order; no image class (label -1). Annotations
+// without a usable bbox or iscrowd, and images listed twice, go to errors.
 Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string& images_root,
                                      const SourceOptions& opts);
 

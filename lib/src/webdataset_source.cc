@@ -293,13 +293,13 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
         const bool mask = name.rfind("mask", 0) == 0 ||
                           std::find(opts.mask_members.begin(), opts.mask_members.end(), name) != opts.mask_members.end();
         auto slot = Declare(s, name, mask ? FieldKind::kMask : FieldKind::kImage, opts);
-        if (!slot.ok()) return slot.status();
+        if (!slot.ok()) return slot.status().WithContext(x.where);
         slot_of[name] = *slot;
       }
     for (auto& [k, v] : x.values.items())
       if (!slot_of.count(k)) {
         auto slot = Declare(s, k, KindOfValue(k, v, /*paths=*/false), opts);
-        if (!slot.ok()) return slot.status();
+        if (!slot.ok()) return slot.status().WithContext(x.where);
         slot_of[k] = *slot;
       }
   }

@@ -359,11 +359,13 @@ def test_csv_manifest_and_coco_instances(tmp_path, manifest_dir):
         json.dump(coco, f)
     run_pack("--coco", tmp_path / "instances.json", "--images", root, tmp_path / "coco.lmdb")
     ds = imagepack.open(str(tmp_path / "coco.lmdb"))
-    assert ds.fields == [{"name": "boxes", "kind": "boxes", "classes": ["bicycle", "person"]}]
+    assert ds.fields == [{"name": "boxes", "kind": "boxes", "classes": ["bicycle", "person"]},
+                         {"name": "crowd_boxes", "kind": "boxes", "classes": ["bicycle", "person"]}]
     s = ds.sample([ds.sample(i)["path"] for i in range(len(ds))].index(rows[0]["image"]))
     assert s["boxes"].tolist() == [[1, 2, 11, 22], [5, 5, 9, 9]] and s["box_labels"].tolist() == [1, 0]
     crowd_only = ds.sample([ds.sample(i)["path"] for i in range(len(ds))].index(rows[2]["image"]))
     assert crowd_only["boxes"].shape == (0, 4)
+    assert crowd_only["crowd_boxes"].tolist() == [[0, 0, 3, 3]] and crowd_only["crowd_boxes_labels"].tolist() == [0]
 
 
 def assert_nearest_like_pillow(ours, src):

@@ -466,14 +466,16 @@ def test_coco_keypoints_crowd_null_iscrowd_and_rounding(tmp_path):
     tsv = (tmp_path / "e.tsv").read_text()
     assert rc == 3, err
     assert "annotation 3\thas no bbox" in tsv and "iscrowd is \"no\"" in tsv and "listed twice" in tsv, tsv
-    assert "crowd" in tsv, tsv
     meta, recs = records(tmp_path / "o.lmdb")
     by_path = {r["path"]: r for r in recs}
     assert sorted(by_path) == ["a.jpg", "b.jpg"]
     xy, cls = field(by_path["a.jpg"], meta, "boxes")
     # The box a fraction of a pixel outside the image is clipped to it; the
-    # crowd box is not an instance.
+    # crowd box is not an instance: it is kept apart, as a region to ignore.
     assert cls.tolist() == [0] and np.allclose(xy, [[0, 0, 39.9, 30]]), (xy, cls)
+    assert [f["name"] for f in meta["fields"]] == ["boxes", "crowd_boxes"]
+    cxy, ccls = field(by_path["a.jpg"], meta, "crowd_boxes")
+    assert ccls.tolist() == [1] and np.allclose(cxy, [[5, 5, 15, 15]]), (cxy, ccls)
     assert len(field(by_path["b.jpg"], meta, "boxes")[1]) == 0
 
 
@@ -526,3 +528,34 @@ def test_seg_member_is_a_mask_when_the_user_says_so(tmp_path):
     meta, recs = records(tmp_path / "o.lmdb")
     assert meta["fields"][0]["name"] == "seg" and meta["fields"][0]["kind"] == "mask"
     np.testing.assert_array_equal(field(recs[0], meta, "seg"), m)
+
+
+def test_pack_refuses_what_verify_would_reject(tmp_path):
+    """A path holding a NUL or over 65,535 bytes and a field named "" used
+    to pack (exit 0) into a database verify_db rejects."""
+    write_shard(tmp_path / "s.tar", [
+        ("a.jpg", jpeg(1)), ("a.cls", b"0"), ("a.json", json.dumps({"path": "x\u0000y.jpg"}).encode()),
+        ("b.jpg", jpeg(2)), ("b.cls", b"0"), ("b.json", json.dumps({"path": "p" * 70000 + ".jpg"}).encode()),
+        ("c.jpg", jpeg(3)), ("c.cls", b"0")])
+    rc, _, err, _ = budgeted(tool("pack_lmdb"), tmp_path / "s.tar", tmp_path / "o.lmdb", "-q",
+                             "--errors", tmp_path / "e.tsv")
+    tsv = (tmp_path / "e.tsv").read_text()
+    assert rc == 3 and "NUL" in tsv and "70004 bytes (at most 65535)" in tsv, tsv
+    assert [r["path"] for r in records(tmp_path / "o.lmdb")[1]] == ["c.jpg"]
+    rc, out, err, _ = budgeted(tool("verify_db"), tmp_path / "o.lmdb", "--decode", "-q")
+    assert rc == 0, out + err
+    (tmp_path / "a.jpg").write_bytes(jpeg(4))
+    (tmp_path / "m.jsonl").write_text('{"image": "a.jpg", "": "x"}\n')
+    rc, _, err, _ = budgeted(tool("pack_lmdb"), "--manifest", tmp_path / "m.jsonl", tmp_path / "m.lmdb", "-q")
+    assert rc == 1 and "m.jsonl:1" in err and "field name" in err, err
+
+
+def test_folder2lmdb_missing_first_key_skips_only_that_record(tmp_path):
+    """`__keys__` naming a key that is not in the database (first in the
+    list) used to fail the whole import."""
+    items = [(b"1", pickle.dumps((jpeg(1), 0))), (b"2", pickle.dumps((jpeg(2), 1)))]
+    db = pickled_lmdb(tmp_path / "f.lmdb", items, keys=pickle.dumps([b"0", b"1", b"2"]))
+    rc, _, err, _ = budgeted(tool("pack_lmdb"), db, tmp_path / "o.lmdb", "-q", "--errors", tmp_path / "e.tsv")
+    assert rc == 3, err
+    assert "f.lmdb:0\tlisted in __keys__ but not in the database" in (tmp_path / "e.tsv").read_text()
+    assert [r["path"] for r in records(tmp_path / "o.lmdb")[1]] == ["1", "2"]
