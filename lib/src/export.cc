@@ -136,7 +136,9 @@ class TarOut {
 // '_' (webdataset's key ends at the first dot); only its plain components
 // are kept ("", ".", ".." dropped), so a member never names a place outside
 // the shard's own tree.
-std::string KeyOf(std::string_view path) {
+// `path` with only its plain components: no leading '/', no "", "." or
+// ".." (what is written from it stays below DST).
+std::string PlainComponents(std::string_view path) {
   std::string p;
   for (size_t at = 0; at <= path.size();) {
     size_t end = path.find('/', at);
@@ -148,6 +150,11 @@ std::string KeyOf(std::string_view path) {
     }
     at = end + 1;
   }
+  return p;
+}
+
+std::string KeyOf(std::string_view path) {
+  std::string p = PlainComponents(path);
   const auto slash = p.rfind('/');
   const auto dot = p.rfind('.');
   if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) p.resize(dot);
@@ -258,18 +265,7 @@ Result<std::string> ImageFolderPath(const RecordView& r, const DatasetMeta& meta
     return Status::InvalidArgument("record " + std::string(r.path) + " has no class (label " +
                                    std::to_string(r.fields.label) + "): an ImageFolder tree needs one per image");
   // Only the path's plain components: nothing lands outside DST/CLASS.
-  std::string rel;
-  const std::string_view path = r.path;
-  for (size_t at = 0; at <= path.size();) {
-    size_t end = path.find('/', at);
-    if (end == std::string_view::npos) end = path.size();
-    const std::string_view part = path.substr(at, end - at);
-    if (!part.empty() && part != "." && part != "..") {
-      if (!rel.empty()) rel += '/';
-      rel.append(part);
-    }
-    at = end + 1;
-  }
+  std::string rel = PlainComponents(r.path);
   if (rel.rfind(cls + "/", 0) == 0) rel = rel.substr(cls.size() + 1);
   if (rel.empty()) rel = "record";
   // The extension must say the content (torchvision picks files by it).

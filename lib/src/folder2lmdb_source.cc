@@ -172,12 +172,8 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
   std::vector<int32_t> labels;
   std::vector<std::string> why;
   const bool none_labelled = std::none_of(raw.begin(), raw.end(), [](const RawLabel& l) { return l.present; });
-  if (opts.no_class || none_labelled) {
-    labels.assign(raw.size(), -1);
-    why.assign(raw.size(), "");
-  } else {
-    IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, raw_where, fixed, &s.classes, &labels, &why));
-  }
+  IMAGEPACK_RETURN_IF_ERROR(
+      ResolveLabelsUnless(opts.no_class || none_labelled, raw, raw_where, fixed, &s.classes, &labels, &why));
   std::vector<SourceItem> kept;
   for (size_t i = 0; i < s.items.size(); ++i) {
     if (!why[i].empty()) {

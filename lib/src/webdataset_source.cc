@@ -327,12 +327,7 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   }
   std::vector<int32_t> labels;
   std::vector<std::string> why;
-  if (no_class) {
-    labels.assign(raw.size(), -1);
-    why.assign(raw.size(), "");
-  } else {
-    IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, raw_where, fixed, &s.classes, &labels, &why));
-  }
+  IMAGEPACK_RETURN_IF_ERROR(ResolveLabelsUnless(no_class, raw, raw_where, fixed, &s.classes, &labels, &why));
   std::vector<SourceItem> kept;
   for (size_t i = 0; i < s.items.size(); ++i) {
     if (!field_error[i].empty()) {
@@ -340,7 +335,7 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
       continue;
     }
     if (!why[i].empty()) {
-      s.errors.push_back({s.items[i].rel, why[i] + (why[i] == "no label" ? " (.cls member or .json \"label\")" : "")});
+      s.errors.push_back({extras[i].where, why[i] + (why[i] == "no label" ? " (.cls member or .json \"label\")" : "")});
       continue;
     }
     s.items[i].label = labels[i];

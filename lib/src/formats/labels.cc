@@ -85,4 +85,14 @@ Status ResolveLabels(const std::vector<RawLabel>& raw, const std::vector<std::st
   return Status::Ok();
 }
 
+Status ResolveLabelsUnless(bool none, const std::vector<RawLabel>& raw, const std::vector<std::string>& where,
+                           const std::vector<std::string>& fixed, std::vector<std::string>* classes,
+                           std::vector<int32_t>* labels, std::vector<std::string>* why) {
+  if (!none) return ResolveLabels(raw, where, fixed, classes, labels, why);
+  classes->clear();
+  labels->assign(raw.size(), -1);
+  why->assign(raw.size(), "");
+  return Status::Ok();
+}
+
 }  // namespace imagepack::internal

@@ -43,4 +43,10 @@ Status ResolveLabels(const std::vector<RawLabel>& raw, const std::vector<std::st
                      const std::vector<std::string>& fixed, std::vector<std::string>* classes,
                      std::vector<int32_t>* labels, std::vector<std::string>* why);
 
+// ResolveLabels, or with `none` (a class-less dataset) no class list and
+// every label -1.
+Status ResolveLabelsUnless(bool none, const std::vector<RawLabel>& raw, const std::vector<std::string>& where,
+                           const std::vector<std::string>& fixed, std::vector<std::string>* classes,
+                           std::vector<int32_t>* labels, std::vector<std::string>* why);
+
 }  // namespace imagepack::internal
