@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
-# Import speed of two builds side by side, in interleaved rounds on the same
+# Import speed of two builds side by side (bench_ab.sh's method for the
+# importers), in interleaved rounds on the same
 # inputs (bench_interop.sh's tree of resized photos, made when missing):
 # a folder2lmdb pickled LMDB, plain WebDataset shards and gzipped shards,
 # each imported by build A's pack_lmdb and build B's, A and B alternating,
 # page cache warm, outputs on tmpfs. Prints the median seconds of each and
 # B's speed relative to A's.
 #
-#   scripts/bench/bench_import_ab.sh A_TOOLS_DIR B_TOOLS_DIR [--files 20000] [--rounds 5]
+#   scripts/bench/bench_import_ab.sh BUILD_A BUILD_B [--files 20000] [--rounds 5]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-[ $# -ge 2 ] || { echo "usage: $0 A_TOOLS_DIR B_TOOLS_DIR [--files N] [--rounds R]" >&2; exit 2; }
-A=$1 B=$2
+[ $# -ge 2 ] || { echo "usage: $0 BUILD_A BUILD_B [--files N] [--rounds R]" >&2; exit 2; }
+A=$1/tools B=$2/tools
 shift 2
 FILES=20000 ROUNDS=5
 while [ $# -gt 0 ]; do
   case $1 in
     --files) FILES=$2; shift 2;;
     --rounds) ROUNDS=$2; shift 2;;
-    *) echo "usage: $0 A_TOOLS_DIR B_TOOLS_DIR [--files N] [--rounds R]" >&2; exit 2;;
+    *) echo "usage: $0 BUILD_A BUILD_B [--files N] [--rounds R]" >&2; exit 2;;
   esac
 done
 WORK=${BENCH_DIR:-/tmp/imagepack-bench}

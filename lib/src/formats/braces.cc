@@ -16,7 +16,7 @@ bool HasShardPattern(const std::string& text) {
 namespace {
 
 // The alternatives of one group's body: "A..B" or "a,b,c".
-Result<std::vector<std::string>> GroupItems(const std::string& body, const std::string& pattern) {
+Result<std::vector<std::string>> GroupItems(const std::string& body, const std::string& pattern, size_t budget) {
   std::vector<std::string> out;
   const auto dots = body.find("..");
   if (dots != std::string::npos && body.find(',') == std::string::npos) {
@@ -30,9 +30,9 @@ Result<std::vector<std::string>> GroupItems(const std::string& body, const std::
     std::from_chars(a.data(), a.data() + a.size(), lo);
     std::from_chars(b.data(), b.data() + b.size(), hi);
     if (hi < lo) return Status::InvalidArgument(pattern + ": {" + body + "} runs backwards");
-    if (hi - lo >= static_cast<int64_t>(limits::kBraceExpansions))
-      return Status::InvalidArgument(pattern + ": {" + body + "} names more than " +
-                                     std::to_string(limits::kBraceExpansions) + " shards");
+    if (hi - lo >= static_cast<int64_t>(budget))
+      return Status::InvalidArgument(pattern + ": {" + body + "} names more than " + std::to_string(budget) +
+                                     " shards");
     for (int64_t i = lo; i <= hi; ++i) {
       std::string n = std::to_string(i);
       if (n.size() < a.size()) n.insert(0, a.size() - n.size(), '0');
@@ -49,7 +49,7 @@ Result<std::vector<std::string>> GroupItems(const std::string& body, const std::
   return out;
 }
 
-Result<std::vector<std::string>> ExpandOne(const std::string& pattern) {
+Result<std::vector<std::string>> ExpandOne(const std::string& pattern, size_t budget) {
   std::vector<std::string> names{""};
   size_t at = 0;
   while (at < pattern.size()) {
@@ -62,11 +62,10 @@ Result<std::vector<std::string>> ExpandOne(const std::string& pattern) {
     if (close == std::string::npos) return Status::InvalidArgument(pattern + ": '{' at " + std::to_string(open) + " is never closed");
     if (pattern.find('{', open + 1) < close)
       return Status::InvalidArgument(pattern + ": nested braces are not supported");
-    auto items = GroupItems(pattern.substr(open + 1, close - open - 1), pattern);
+    auto items = GroupItems(pattern.substr(open + 1, close - open - 1), pattern, budget);
     if (!items.ok()) return items.status();
-    if (names.size() * items->size() > limits::kBraceExpansions)
-      return Status::InvalidArgument(pattern + ": names more than " + std::to_string(limits::kBraceExpansions) +
-                                     " shards");
+    if (names.size() * items->size() > budget)
+      return Status::InvalidArgument(pattern + ": names more than " + std::to_string(budget) + " shards");
     std::vector<std::string> next;
     next.reserve(names.size() * items->size());
     const std::string literal = pattern.substr(at, open - at);
@@ -80,7 +79,7 @@ Result<std::vector<std::string>> ExpandOne(const std::string& pattern) {
 
 }  // namespace
 
-Result<std::vector<std::string>> ExpandShardPattern(const std::string& text) {
+Result<std::vector<std::string>> ExpandShardPattern(const std::string& text, size_t budget) {
   std::vector<std::string> out;
   for (size_t at = 0; at <= text.size();) {
     size_t sep = text.find("::", at);
@@ -88,10 +87,10 @@ Result<std::vector<std::string>> ExpandShardPattern(const std::string& text) {
     const std::string part = text.substr(at, sep - at);
     at = sep + 2;
     if (part.empty()) continue;
-    auto names = ExpandOne(part);
+    auto names = ExpandOne(part, budget);
     if (!names.ok()) return names.status();
-    if (out.size() + names->size() > limits::kBraceExpansions)
-      return Status::InvalidArgument(text + ": names more than " + std::to_string(limits::kBraceExpansions) + " shards");
+    if (out.size() + names->size() > budget)
+      return Status::InvalidArgument(text + ": names more than " + std::to_string(budget) + " shards");
     out.insert(out.end(), names->begin(), names->end());
   }
   if (out.empty()) return Status::InvalidArgument("'" + text + "' names no shard");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/limits.h"
 #include "imagepack/status.h"
 
 namespace imagepack::internal {
@@ -16,8 +17,9 @@ namespace imagepack::internal {
 bool HasShardPattern(const std::string& text);
 
 // The names `text` expands to, in order; an unclosed brace, a range with
-// non-decimal or reversed bounds, or too many names is an error quoting
-// the pattern.
-Result<std::vector<std::string>> ExpandShardPattern(const std::string& text);
+// non-decimal or reversed bounds, or more than `budget` names is an error
+// quoting the pattern.
+Result<std::vector<std::string>> ExpandShardPattern(const std::string& text,
+                                                    size_t budget = limits::kBraceExpansions);
 
 }  // namespace imagepack::internal

@@ -31,5 +31,14 @@ TEST(Braces, BadPatternsAreErrorsQuotingThem) {
   }
 }
 
+TEST(Braces, TheToolsBudgetIsAMillionNames) {
+  auto ok = ExpandShardPattern("s-{000000..999999}.tar");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->size(), 1000000u);
+  EXPECT_EQ(ok->back(), "s-999999.tar");
+  EXPECT_FALSE(ExpandShardPattern("s-{0..1000000}.tar").ok());
+  EXPECT_FALSE(ExpandShardPattern("{0..1}-{000000..999999}").ok());
+}
+
 }  // namespace
 }  // namespace imagepack::internal
