@@ -14,7 +14,27 @@ Result<Pickle> Pickle::Parse(const uint8_t* p, size_t n) {
   std::vector<PickleValue>& values = out.values_;
   constexpr uint32_t kMark = UINT32_MAX;
   std::vector<uint32_t> stack;  // indices into values; kMark for a MARK
-  std::unordered_map<uint64_t, uint32_t> memo;
+  // Memo ids are small and dense as Python writes them (MEMOIZE counts up):
+  // a vector for those, a map for any other id a file may name.
+  std::vector<uint32_t> memo_small;
+  std::unordered_map<uint64_t, uint32_t> memo_other;
+  constexpr uint32_t kUnset = UINT32_MAX - 1;
+  size_t memo_count = 0;
+  auto memo_put = [&](uint64_t id, uint32_t v) {
+    if (id < 4096 + n) {
+      if (id >= memo_small.size()) memo_small.resize(id + 1, kUnset);
+      memo_count += memo_small[id] == kUnset;
+      memo_small[id] = v;
+    } else {
+      memo_count += memo_other.insert_or_assign(id, v).second;
+    }
+  };
+  auto memo_get = [&](uint64_t id) -> uint32_t {
+    if (id < memo_small.size()) return memo_small[id];
+    auto it = memo_other.find(id);
+    return it == memo_other.end() ? kUnset : it->second;
+  };
+  values.reserve(8);
   size_t at = 0;
   auto need = [&](size_t k) { return k <= n - at; };
   auto le = [&](size_t k) {
@@ -106,21 +126,21 @@ Result<Pickle> Pickle::Parse(const uint8_t* p, size_t n) {
       }
       case 0x94:  // MEMOIZE
         if (stack.empty() || stack.back() == kMark) return bad("memo of nothing");
-        memo[memo.size()] = stack.back();
+        memo_put(memo_count, stack.back());
         break;
       case 'q': case 'r': {  // BINPUT, LONG_BINPUT
         const size_t w = op == 'q' ? 1 : 4;
         if (!need(w)) return bad("truncated");
         if (stack.empty() || stack.back() == kMark) return bad("memo of nothing");
-        memo[le(w)] = stack.back();
+        memo_put(le(w), stack.back());
         break;
       }
       case 'h': case 'j': {  // BINGET, LONG_BINGET: the same value, shared
         const size_t w = op == 'h' ? 1 : 4;
         if (!need(w)) return bad("truncated");
-        auto it = memo.find(le(w));
-        if (it == memo.end()) return bad("memo entry not set");
-        stack.push_back(it->second);
+        const uint32_t v = memo_get(le(w));
+        if (v == kUnset) return bad("memo entry not set");
+        stack.push_back(v);
         break;
       }
       case ')': case ']': {  // EMPTY_TUPLE, EMPTY_LIST
