@@ -438,7 +438,13 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   so.mask_classes = o.mask_classes;
   so.mask_ignore = o.mask_ignore;
   so.box_classes = o.box_classes;
-  so.scratch_dir = fs::absolute(o.dst).parent_path().string();
+  // Gzipped shards inflate beside DST (its disk, not /tmp's), or in the
+  // temporary folder while DST's folder does not exist yet.
+  {
+    std::error_code dir_ec;
+    const fs::path parent = fs::absolute(o.dst).parent_path();
+    so.scratch_dir = fs::is_directory(parent, dir_ec) ? parent.string() : fs::temp_directory_path(dir_ec).string();
+  }
   so.keep_members = o.keep_members;
   so.mask_members = o.mask_members;
   so.allow_outside = o.allow_outside;
@@ -456,9 +462,9 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   summary.errors = std::move(source->errors);
   summary.ignored = std::move(source->ignored);
   summary.problems = std::move(source->problems);
-  for (const auto& [ext, n] : source->unpacked_members)
-    summary.ignored.push_back(std::to_string(n) + " ." + ext + " members (not packed; --keep-members " + ext +
-                              " keeps them as text)");
+  for (const auto& [ext, n] : source->unpacked_members)  // a warning line each, on stderr
+    summary.problems.push_back(std::to_string(n) + " ." + ext + " members not packed (--keep-members " + ext +
+                               " keeps them as text fields)");
   // A record the writer accepts is one the verifier accepts: path bytes and
   // length checked before anything is written.
   {

@@ -329,6 +329,7 @@ def test_laion_shards_from_img2dataset_pack_every_sample(tmp_path):
     write_shard(tmp_path / "00000.tar", members)
     rc, out, err, _ = budgeted(tool("pack_lmdb"), tmp_path / "00000.tar", tmp_path / "o.lmdb", "-q", "--no-class")
     assert rc == 0, err
+    assert "4 .txt members not packed (--keep-members txt" in err, err
     meta, recs = records(tmp_path / "o.lmdb")
     assert len(recs) == 4
     names = [f["name"] for f in meta["fields"]]
