@@ -13,7 +13,6 @@ namespace imagepack::internal {
 
 ScratchFiles::~ScratchFiles() {
   for (int fd : fds) ::close(fd);
-  for (const auto& p : paths) ::unlink(p.c_str());
 }
 
 Status ReadExact(int fd, void* buf, size_t n, uint64_t at, const std::string& path) {

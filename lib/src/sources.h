@@ -86,10 +86,10 @@ struct SourceOptions {
   const CancelFlag* cancel = nullptr;  // checked while inflating shards
 };
 
-// The archives' open descriptors (one pread per item, no open), and the
-// scratch files (inflated shards), removed when the source is dropped.
+// The archives' open descriptors (one pread per item, no open; an
+// inflated shard's unnamed scratch file among them), closed when the
+// source is dropped.
 struct ScratchFiles {
-  std::vector<std::string> paths;
   std::vector<int> fds;  // per DatasetSource::archives entry
   ~ScratchFiles();
 };
