@@ -36,7 +36,7 @@ void Put(uint8_t* p, T v) {
 
 class BlobWriter : public RecordWriter, public ParallelRecordWriter {
  public:
-  BlobWriter(std::string path, std::string tmp) : path_(std::move(path)), tmp_(std::move(tmp)) {}
+  BlobWriter(std::string path, TempFile tmp) : path_(std::move(path)), tmp_(std::move(tmp.path)), fd_(tmp.fd) {}
   ~BlobWriter() override {
     staged_.reset();  // stops its threads before the file goes
     if (fd_ >= 0) ::close(fd_);
@@ -44,8 +44,6 @@ class BlobWriter : public RecordWriter, public ParallelRecordWriter {
   }
 
   Status Open(DirectIo direct_io) {
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) return Status::FromErrno("create " + tmp_, errno);
     if (direct_io == DirectIo::kOn || (direct_io == DirectIo::kAuto && DirectIoPays(fd_))) {
       auto staged = StagedFile::Open(tmp_, fd_);
       if (staged.ok()) staged_ = std::move(staged.value());
@@ -204,9 +202,8 @@ struct Mapping {
 
 }  // namespace
 
-Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, const std::string& tmp,
-                                                    DirectIo direct_io) {
-  auto w = std::make_unique<BlobWriter>(path, tmp);
+Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, TempFile tmp, DirectIo direct_io) {
+  auto w = std::make_unique<BlobWriter>(path, std::move(tmp));
   IMAGEPACK_RETURN_IF_ERROR(w->Open(direct_io));
   return std::unique_ptr<RecordWriter>(std::move(w));
 }

@@ -41,14 +41,22 @@ namespace {
 // to a temporary name, gzipped or not; Finish renames it into place.
 class TarOut {
  public:
-  TarOut(std::string path, bool gzip, uint64_t mtime) : path_(std::move(path)), tmp_(TempPathFor(path_)), mtime_(mtime) {
+  TarOut(std::string path, bool gzip, uint64_t mtime) : path_(std::move(path)), mtime_(mtime) {
+    auto created = CreateTempFor(path_);
+    if (!created.ok()) {
+      status_ = created.status();
+      done_ = true;  // nothing of ours to remove
+      return;
+    }
+    tmp_ = created->path;
+    fd_ = created->fd;
     if (gzip) {
-      gz_ = gzopen(tmp_.c_str(), "wb1");  // JPEG bytes hardly shrink: level 1 is 5x faster than 6 for the same size
+      gz_ = gzdopen(fd_, "wb1");  // JPEG bytes hardly shrink: level 1 is 5x faster than 6 for the same size
       if (!gz_) status_ = Status::IOError("cannot create " + tmp_);
-      else gzbuffer(gz_, 1 << 20);
-    } else {
-      fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd_ < 0) status_ = Status::FromErrno("create " + tmp_, errno);
+      else {
+        fd_ = -1;  // gzclose closes it
+        gzbuffer(gz_, 1 << 20);
+      }
     }
   }
   ~TarOut() {

@@ -1,6 +1,7 @@
 #include "imagepack/files.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -220,6 +221,31 @@ std::string TempPathFor(const std::string& path) {
       .string();
 }
 
+Result<TempFile> CreateTempFor(const std::string& path, mode_t mode) {
+  const std::string base = TempPathFor(path);
+  for (int n = 0; n < 100; ++n) {
+    TempFile t;
+    t.path = n == 0 ? base : base + "." + std::to_string(n);
+    t.fd = ::open(t.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (t.fd >= 0) return t;
+    if (errno != EEXIST) return Status::FromErrno("create " + t.path, errno);
+  }
+  return Status::IOError("cannot create a temporary for " + path + ": " + base +
+                         " and 99 variants exist (planted by another user?)");
+}
+
+namespace {
+
+// "user NAME (uid N)" for messages.
+std::string UserName(uid_t uid) {
+  struct passwd pw, *found = nullptr;
+  char buf[1024];
+  std::string name = getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found ? found->pw_name : "?";
+  return "user " + name + " (uid " + std::to_string(uid) + ")";
+}
+
+}  // namespace
+
 Status WriteFileAtomic(const std::string& path, const void* data, size_t size, bool sync) {
   std::error_code ec;
   fs::path parent = fs::path(path).parent_path();
@@ -227,9 +253,10 @@ Status WriteFileAtomic(const std::string& path, const void* data, size_t size, b
     fs::create_directories(parent, ec);
     if (ec) return Status::IOError("cannot create directory " + parent.string() + ": " + ec.message());
   }
-  const std::string tmp = TempPathFor(path);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno("create " + tmp, errno);
+  auto created = CreateTempFor(path);
+  if (!created.ok()) return created.status();
+  const int fd = created->fd;
+  const std::string tmp = created->path;
   Status st = WriteAll(fd, data, size, tmp);
   if (st.ok() && sync && ::fsync(fd) != 0) st = Status::FromErrno("fsync " + tmp, errno);
   if (::close(fd) != 0 && st.ok()) st = Status::FromErrno("close " + tmp, errno);
@@ -295,13 +322,29 @@ Result<std::unique_ptr<PathLock>> PathLock::Acquire(const std::string& path) {
   const fs::path p(path);
   const std::string lock_path =
       (p.parent_path() / ("." + p.filename().string() + ".ipk-lock")).string();
-  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno("cannot create lock file " + lock_path, errno);
+  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // Another user's lock file left unheld: a read-only fd locks it as well.
+  if (fd < 0 && errno == EACCES) fd = ::open(lock_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    struct stat st;
+    std::string who;
+    if (::lstat(lock_path.c_str(), &st) == 0)
+      who = std::string(S_ISLNK(st.st_mode) ? ": it is a link" : ": it is not ours") + ", made by " + UserName(st.st_uid) +
+            " (remove it, or write elsewhere)";
+    return Status::FromErrno("cannot open lock file " + lock_path + who, e);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::IOError("lock file " + lock_path + " is not a regular file");
+  }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int e = errno;
     ::close(fd);
     if (e == EWOULDBLOCK)
-      return Status::IOError("another process is writing " + path + " (lock " + lock_path + " is held)");
+      return Status::IOError("another process is writing " + path + " (lock " + lock_path + " is held; the file is " +
+                             UserName(st.st_uid) + "'s)");
     return Status::FromErrno("cannot lock " + lock_path, e);
   }
   return std::unique_ptr<PathLock>(new PathLock(fd, lock_path));

@@ -53,11 +53,12 @@ uint64_t Load64(const uint8_t* p) {
 
 class LmdbWriter : public RecordWriter {
  public:
-  LmdbWriter(std::string path, std::string tmp, int per_value)
-      : path_(std::move(path)), tmp_(std::move(tmp)), per_value_(static_cast<size_t>(per_value)) {}
+  LmdbWriter(std::string path, TempFile tmp, int per_value)
+      : path_(std::move(path)), tmp_(std::move(tmp.path)), tmp_fd_(tmp.fd), per_value_(static_cast<size_t>(per_value)) {}
   ~LmdbWriter() override {
     if (inflight_.valid()) inflight_.wait();  // the flush thread uses env_
     if (env_) mdb_env_close(env_);
+    if (tmp_fd_ >= 0) ::close(tmp_fd_);
     if (!finished_) ::unlink(tmp_.c_str());
   }
 
@@ -67,8 +68,10 @@ class LmdbWriter : public RecordWriter {
     mdb_env_set_mapsize(env_, map_size_);
     // We are the only user of the temporary file: no lock file, no syncs
     // until Finish() syncs once.
-    rc = mdb_env_open(env_, tmp_.c_str(),
-                      MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC | MDB_NOMETASYNC, 0644);
+    // Through our own fd of the file we created (CreateTempFor), never by
+    // its name: a name in a shared folder may be swapped for a link.
+    const std::string by_fd = "/proc/self/fd/" + std::to_string(tmp_fd_);
+    rc = mdb_env_open(env_, by_fd.c_str(), MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC | MDB_NOMETASYNC, 0644);
     if (rc) return LmdbError("cannot create LMDB file " + tmp_, rc);
     return Status::Ok();
   }
@@ -226,6 +229,7 @@ class LmdbWriter : public RecordWriter {
   }
 
   std::string path_, tmp_;
+  int tmp_fd_ = -1;  // the temporary as created; LMDB opens it through /proc/self/fd
   const size_t per_value_;
   MDB_env* env_ = nullptr;
   MDB_dbi dbi_ = 0;
@@ -494,13 +498,11 @@ class LmdbSource : public RecordSource {
 
 }  // namespace
 
-Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, const std::string& tmp,
-                                                    int records_per_value) {
+Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, TempFile tmp, int records_per_value) {
+  auto w = std::make_unique<LmdbWriter>(path, std::move(tmp), records_per_value);  // removes tmp on failure
   if (records_per_value < 1 || records_per_value > kMaxRecordsPerValue)
     return Status::InvalidArgument("records per LMDB value must be in [1, " + std::to_string(kMaxRecordsPerValue) +
                                    "], not " + std::to_string(records_per_value));
-  ::unlink(tmp.c_str());
-  auto w = std::make_unique<LmdbWriter>(path, tmp, records_per_value);
   IMAGEPACK_RETURN_IF_ERROR(w->Open());
   return std::unique_ptr<RecordWriter>(std::move(w));
 }

@@ -5,16 +5,70 @@
 #include <type_traits>
 #include <utility>
 
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 namespace imagepack {
 
 using nlohmann::json;
 
+namespace {
+
+// How the checksum entry is written, and found again in the text.
+constexpr std::string_view kChecksumKey = "\"meta_checksum\": \"";
+constexpr size_t kChecksumDigits = 16;
+
+// Where the 16 digits of the one checksum entry start, or npos.
+size_t FindChecksumDigits(std::string_view text) {
+  const size_t at = text.find(kChecksumKey);
+  if (at == std::string_view::npos || text.find(kChecksumKey, at + 1) != std::string_view::npos)
+    return std::string_view::npos;
+  const size_t digits = at + kChecksumKey.size();
+  if (text.size() < digits + kChecksumDigits + 1 || text[digits + kChecksumDigits] != '"')
+    return std::string_view::npos;
+  return digits;
+}
+
+}  // namespace
+
+bool MetaChecksum(const uint8_t* data, size_t size, uint64_t* checksum, uint64_t* stored) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' || text.back() == '\t'))
+    text.remove_suffix(1);
+  const size_t digits = FindChecksumDigits(text);
+  if (digits == std::string_view::npos) return false;
+  uint64_t value = 0;
+  for (size_t i = 0; i < kChecksumDigits; ++i) {
+    const char c = text[digits + i];
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return false;
+    value = value << 4 | static_cast<uint64_t>(d);
+  }
+  *stored = value;
+  // The text with the digits read as zeros, hashed in three parts.
+  static const char kZeros[kChecksumDigits + 1] = "0000000000000000";
+  XXH3_state_t* state = XXH3_createState();
+  if (state == nullptr) return false;
+  XXH3_64bits_reset(state);
+  XXH3_64bits_update(state, text.data(), digits);
+  XXH3_64bits_update(state, kZeros, kChecksumDigits);
+  XXH3_64bits_update(state, text.data() + digits + kChecksumDigits, text.size() - digits - kChecksumDigits);
+  *checksum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return true;
+}
+
 std::string DatasetMeta::ToJson() const {
   json j;
   j["format"] = "imagepack";
-  j["format_version"] = fields.empty() ? format_version : kFormatVersionFields;
+  const bool checked = format_version >= kFormatVersionChecked;
+  j["format_version"] = checked ? kFormatVersionChecked : fields.empty() ? format_version : kFormatVersionFields;
+  if (checked) j["meta_checksum"] = std::string(kChecksumDigits, '0');
   j["count"] = count;
   j["classes"] = classes;
   j["encoding"] = EncodingName(encoding);
@@ -45,7 +99,18 @@ std::string DatasetMeta::ToJson() const {
   j["created"] = created;
   // Names are checked where they enter; paths from the command line are
   // bytes: never an abort here, at the end of a long pack.
-  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string text = j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (!checked) return text;
+  // Strings are escaped in JSON, so the key's unescaped quotes occur once.
+  const size_t digits = FindChecksumDigits(text);
+  uint64_t sum = 0, zeros = 0;
+  if (digits == std::string::npos ||
+      !MetaChecksum(reinterpret_cast<const uint8_t*>(text.data()), text.size(), &sum, &zeros))
+    return text;  // unreachable: the entry was written above
+  char hex[kChecksumDigits + 1];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sum));
+  std::memcpy(&text[digits], hex, kChecksumDigits);
+  return text;
 }
 
 namespace {
@@ -72,6 +137,20 @@ Result<int64_t> IntIn(const json& v, const std::string& what, int64_t lo, int64_
 Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
   json j = json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Status::Corruption("metadata is not a JSON object");
+  // The checksum first: damaged metadata is named as such, not as whatever
+  // its damage happens to look like. Whatever the version says (a damaged
+  // version number is damage like any other).
+  if (j.contains("meta_checksum")) {
+    uint64_t sum = 0, stored = 0;
+    if (!MetaChecksum(data, size, &sum, &stored))
+      return Status::Corruption("metadata checksum entry is malformed (\"meta_checksum\": 16 hex digits, once)");
+    if (sum != stored) {
+      char msg[160];
+      std::snprintf(msg, sizeof msg, "metadata checksum mismatch (stored %016llx, computed %016llx)",
+                    static_cast<unsigned long long>(stored), static_cast<unsigned long long>(sum));
+      return Status::Corruption(std::string(msg) + ": the metadata was changed or damaged after packing");
+    }
+  }
   auto need = [&](const char* key, json::value_t t1, json::value_t t2 = json::value_t::discarded) -> Status {
     if (!j.contains(key)) return Status::Corruption(std::string("metadata lacks '") + key + "'");
     auto t = j[key].type();
@@ -91,10 +170,14 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
   auto version = IntIn(j["format_version"], "format_version", 0, 1 << 30);
   if (!version.ok()) return version.status();
   m.format_version = static_cast<int>(*version);
-  if (m.format_version < 1 || m.format_version > kFormatVersionFields)
+  if (m.format_version < 1 || m.format_version > kFormatVersionChecked)
     return Status::NotSupported("format version " + std::to_string(m.format_version) +
-                                " (this build reads 1 to " + std::to_string(kFormatVersionFields) + ")");
-  if (m.format_version >= kFormatVersionFields) {
+                                " (this build reads 1 to " + std::to_string(kFormatVersionChecked) + ")");
+  if (m.format_version >= kFormatVersionChecked && !j.contains("meta_checksum"))
+    return Status::Corruption("metadata of format " + std::to_string(m.format_version) +
+                              " lacks its meta_checksum (damaged)");
+  if (m.format_version == kFormatVersionFields) IMAGEPACK_RETURN_IF_ERROR(need("fields", V::array));
+  if (m.format_version >= kFormatVersionFields && j.contains("fields")) {
     IMAGEPACK_RETURN_IF_ERROR(need("fields", V::array));
     for (const auto& e : j["fields"]) {
       if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("kind") ||
@@ -122,11 +205,12 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
       }
       m.fields.push_back(std::move(f));
     }
-    if (m.fields.empty() || m.fields.size() > 255)
+    if ((m.format_version == kFormatVersionFields && m.fields.empty()) || m.fields.size() > 255)
       return Status::Corruption("metadata format 3 declares " + std::to_string(m.fields.size()) +
                                 " fields (1 to 255)");
-    m.format_version = kFormatVersion;  // the container layout is format 2's
   }
+  // Format 3's container layout is format 2's.
+  if (m.format_version == kFormatVersionFields) m.format_version = kFormatVersion;
   if (m.format_version >= 2 && j.contains("records_per_value")) {
     auto per_value = IntIn(j["records_per_value"], "records_per_value", 1, kMaxRecordsPerValue);
     if (!per_value.ok()) return per_value.status();

@@ -1,5 +1,6 @@
 #include "shared_copy.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -7,7 +8,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -91,22 +94,95 @@ Status ParallelCopy(int src_fd, int dst_fd, uint64_t size, const std::string& sr
 // Removes copies no process holds (left by a crash, or of a file that has
 // changed since), so shared memory does not fill with orphans. Under the
 // folder's lock: nobody is between opening a copy and taking its flock.
-void RemoveOrphans(const fs::path& dir, const std::string& keep) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind(kPrefix, 0) != 0 || e.path().string() == keep) continue;
+void RemoveOrphans(int dir_fd, const std::string& keep) {
+  DIR* d = ::fdopendir(::dup(dir_fd));
+  if (d == nullptr) return;
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+  ::closedir(d);
+  for (const std::string& name : names) {
+    if (name.rfind(kPrefix, 0) != 0 || name == keep) continue;
     // Copies are made under the lock: a temporary seen now is a dead one's.
     if (name.find(".db.tmp") != std::string::npos) {
-      ::unlink(e.path().c_str());
+      ::unlinkat(dir_fd, name.c_str(), 0);
       continue;
     }
-    if (e.path().extension() != ".db") continue;
-    Fd df(::open(e.path().c_str(), O_RDONLY | O_CLOEXEC));
-    if (df.fd >= 0 && ::flock(df.fd, LOCK_EX | LOCK_NB) == 0) ::unlink(e.path().c_str());
+    if (name.size() < 3 || name.compare(name.size() - 3, 3, ".db") != 0) continue;
+    Fd df(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (df.fd >= 0 && ::flock(df.fd, LOCK_EX | LOCK_NB) == 0) ::unlinkat(dir_fd, name.c_str(), 0);
   }
 }
 
+void Warn(const std::string& what) { std::fprintf(stderr, "imagepack: warning: %s\n", what.c_str()); }
+
+// Whether `fd` is a folder only this user can enter: ours, mode 0700 or
+// narrower. Else says why in `why`.
+bool IsPrivateDir(int fd, std::string* why) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *why = "not a folder";
+    return false;
+  }
+  if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "owner uid %u, mode %04o", static_cast<unsigned>(st.st_uid),
+                  static_cast<unsigned>(st.st_mode & 07777));
+    *why = buf;
+    return false;
+  }
+  return true;
+}
+
+// Opens `path` as this user's private folder, making it (mode 0700) if
+// it is not there: an fd, or -1 with the reason in `why`.
+int OpenPrivateDir(const std::string& path, bool make, std::string* why) {
+  if (make && ::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    *why = std::strerror(errno);
+    return -1;
+  }
+  Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.fd < 0) {
+    *why = errno == ENOTDIR || errno == ELOOP ? "not a folder (a file or a link)" : std::strerror(errno);
+    return -1;
+  }
+  return IsPrivateDir(fd.fd, why) ? fd.release() : -1;
+}
+
+}  // namespace
+
+Result<PrivateDir> OpenPrivateShmDir(const std::string& root) {
+  const std::string base = (fs::path(root) / ("imagepack-" + std::to_string(::geteuid()))).string();
+  std::string why;
+  int fd = OpenPrivateDir(base, /*make=*/true, &why);
+  if (fd >= 0) return PrivateDir{fd, base};
+  // Someone else holds the usual name (or it is not private): another
+  // folder of ours beside it, found again by every process of this user,
+  // or a new one. The user's run goes on; the warning names the culprit.
+  const std::string bad = base + " (" + why + ")";
+  std::error_code ec;
+  std::vector<std::string> ours;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string p = e.path().string();
+    if (p.rfind(base + "-", 0) == 0) ours.push_back(p);
+  }
+  std::sort(ours.begin(), ours.end());
+  for (const std::string& p : ours) {
+    std::string ignored;
+    if ((fd = OpenPrivateDir(p, /*make=*/false, &ignored)) >= 0) {
+      Warn("in_ram: " + bad + " is not this user's private folder: not used; copies live in " + p);
+      return PrivateDir{fd, p};
+    }
+  }
+  std::string templ = base + "-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr)
+    return Status::FromErrno("in_ram: " + bad + " is not this user's private folder, and no other can be made", errno);
+  if ((fd = OpenPrivateDir(templ, /*make=*/false, &why)) < 0)
+    return Status::IOError("in_ram: cannot use " + templ + ": " + why);
+  Warn("in_ram: " + bad + " is not this user's private folder: not used; copies live in " + templ);
+  return PrivateDir{fd, templ};
+}
+
+namespace {
 }  // namespace
 
 Status SharedCopy::Lock() {
@@ -135,63 +211,86 @@ SharedCopy::~SharedCopy() {
 }
 
 Result<std::unique_ptr<SharedCopy>> SharedCopy::Acquire(const std::string& source, const std::string& dir_in) {
-  std::string dir = dir_in;
-  if (dir.empty()) {
+  std::string root = dir_in;
+  if (root.empty()) {
     const char* env = std::getenv("IMAGEPACK_SHM_DIR");
-    dir = env && *env ? env : "/dev/shm";
+    root = env && *env ? env : "/dev/shm";
   }
+  auto private_dir = OpenPrivateShmDir(root);
+  if (!private_dir.ok()) return private_dir.status();
+  Fd dir(private_dir->fd);
+  const std::string& dir_path = private_dir->path;
   Fd src(::open(source.c_str(), O_RDONLY | O_CLOEXEC));
   if (src.fd < 0) return Status::FromErrno(source, errno);
   struct stat st;
   if (::fstat(src.fd, &st) != 0) return Status::FromErrno(source, errno);
-  char name[160];
-  std::snprintf(name, sizeof name, "%s%llx-%llx-%llx-%lld.%09ld.db", kPrefix,
+  // The change time too: a file written in place and given back its old
+  // modification time (touch -r) still gets a new ctime, which no user
+  // can set.
+  char name[200];
+  std::snprintf(name, sizeof name, "%s%llx-%llx-%llx-%lld.%09ld-%lld.%09ld.db", kPrefix,
                 static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino),
                 static_cast<unsigned long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
-                st.st_mtim.tv_nsec);
+                st.st_mtim.tv_nsec, static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec);
   std::unique_ptr<SharedCopy> copy(new SharedCopy);
-  copy->path_ = (fs::path(dir) / name).string();
+  copy->path_ = (fs::path(dir_path) / name).string();
   // One lock for the folder, held while a copy is found or made and while
   // one is let go (copies are made one at a time: they share the device).
-  copy->lock_path_ = (fs::path(dir) / (std::string(kPrefix) + "folder.lock")).string();
+  // In this user's own folder: no other user can hold it.
+  copy->lock_path_ = (fs::path(dir_path) / (std::string(kPrefix) + "folder.lock")).string();
   copy->size_ = static_cast<uint64_t>(st.st_size);
-  Fd lf(::open(copy->lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+  Fd lf(::openat(dir.fd, (std::string(kPrefix) + "folder.lock").c_str(),
+                 O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (lf.fd < 0) return Status::FromErrno("in_ram: cannot create " + copy->lock_path_, errno);
   if (::flock(lf.fd, LOCK_EX) != 0) return Status::FromErrno("lock " + copy->lock_path_, errno);
 
-  Fd db(::open(copy->path_.c_str(), O_RDONLY | O_CLOEXEC));
+  Fd db(::openat(dir.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (db.fd >= 0) {
+    struct stat cst;
+    if (::fstat(db.fd, &cst) != 0 || !S_ISREG(cst.st_mode) || cst.st_uid != ::geteuid() ||
+        static_cast<uint64_t>(cst.st_size) != copy->size_) {
+      Warn("in_ram: " + copy->path_ + " is not a copy of " + source + " (owner, type or size differ): made again");
+      ::unlinkat(dir.fd, name, 0);
+      ::close(db.release());
+    }
+  }
   if (db.fd < 0) {
-    RemoveOrphans(dir, copy->path_);
+    RemoveOrphans(dir.fd, name);
     struct statvfs vfs;
-    if (::statvfs(dir.c_str(), &vfs) != 0) return Status::FromErrno("in_ram: " + dir, errno);
+    if (::fstatvfs(dir.fd, &vfs) != 0) return Status::FromErrno("in_ram: " + dir_path, errno);
     const double room = double(vfs.f_bavail) * double(vfs.f_frsize);
     const int64_t avail = MemAvailableBytes();
     const double need = double(copy->size_);
     if (need > room || (avail >= 0 && need > double(avail)))
       return Status::InvalidArgument(
           "in_ram: " + source + " is " + Gb(need) + ", more than this machine can hold in RAM (" + Gb(room) +
-          " free in " + dir + ", " + (avail >= 0 ? Gb(double(avail)) : std::string("?")) +
+          " free in " + root + ", " + (avail >= 0 ? Gb(double(avail)) : std::string("?")) +
           " available): read it from its file instead (without in_ram; set IMAGEPACK_SHM_DIR for a larger "
           "shared-memory folder)");
-    const std::string tmp = copy->path_ + ".tmp" + std::to_string(::getpid());
-    Fd out(::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    const std::string tmp_name = std::string(name) + ".tmp" + std::to_string(::getpid());
+    const std::string tmp = (fs::path(dir_path) / tmp_name).string();
+    Fd out(::openat(dir.fd, tmp_name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (out.fd < 0) return Status::FromErrno("in_ram: cannot create " + tmp, errno);
     Status s = ParallelCopy(src.fd, out.fd, copy->size_, source, tmp);
-    if (s.ok() && ::rename(tmp.c_str(), copy->path_.c_str()) != 0) s = Status::FromErrno("rename " + tmp, errno);
+    if (s.ok() && ::renameat(dir.fd, tmp_name.c_str(), dir.fd, name) != 0)
+      s = Status::FromErrno("rename " + tmp, errno);
     if (!s.ok()) {
-      ::unlink(tmp.c_str());
+      ::unlinkat(dir.fd, tmp_name.c_str(), 0);
       return s;
     }
-    db.fd = ::open(copy->path_.c_str(), O_RDONLY | O_CLOEXEC);
+    db.fd = ::openat(dir.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (db.fd < 0) return Status::FromErrno(copy->path_, errno);
   }
-  struct stat cst;
-  if (::fstat(db.fd, &cst) != 0 || static_cast<uint64_t>(cst.st_size) != copy->size_)
-    return Status::Corruption("in_ram: shared copy " + copy->path_ + " is not the size of " + source +
-                              "; remove it and retry");
   if (::flock(db.fd, LOCK_SH) != 0) return Status::FromErrno("lock " + copy->path_, errno);
   copy->fd_ = db.release();
   return copy;
+}
+
+void SharedCopy::Discard(const std::string& why) {
+  Warn("in_ram: " + path_ + " not used: " + why + "; made again");
+  Fd lf(::open(lock_path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (lf.fd >= 0) ::flock(lf.fd, LOCK_EX);
+  ::unlink(path_.c_str());  // holders keep their mappings; the next open copies again
 }
 
 }  // namespace imagepack::internal

@@ -190,7 +190,10 @@ Result<std::unique_ptr<StagedFile>> StagedFile::Open(const std::string& path, in
   impl->path = path;
   impl->buffered_fd = buffered_fd;
   impl->opts = opts;
-  impl->direct_fd = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  // A second fd of the same open file, through /proc (not by name: the
+  // name may have been swapped for a link since it was created).
+  const std::string by_fd = "/proc/self/fd/" + std::to_string(buffered_fd);
+  impl->direct_fd = ::open(by_fd.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
   if (impl->direct_fd < 0) {
     const int e = errno;
     if (e == EINVAL) return Status::NotSupported(path + ": the file system does not support O_DIRECT");

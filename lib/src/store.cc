@@ -275,9 +275,11 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
   if (!opts.overwrite && fs::exists(path, ec))
     return Status::InvalidArgument(path + " already exists (use --overwrite to replace it)");
   RemoveStaleTempsFor(path);
-  const std::string tmp = TempPathFor(path);
-  auto inner = format == ContainerFormat::kBlob ? internal::NewBlobWriter(path, tmp, opts.direct_io)
-                                                : internal::NewLmdbWriter(path, tmp, opts.lmdb_records_per_value);
+  auto tmp = CreateTempFor(path);
+  if (!tmp.ok()) return tmp.status();
+  auto inner = format == ContainerFormat::kBlob
+                   ? internal::NewBlobWriter(path, std::move(tmp.value()), opts.direct_io)
+                   : internal::NewLmdbWriter(path, std::move(tmp.value()), opts.lmdb_records_per_value);
   if (!inner.ok()) return inner.status();
   inner.value()->lock_ = std::move(lock.value());
   return inner;
@@ -290,19 +292,42 @@ Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, cons
   if (!regular.ok()) return regular.status();
   ::close(*regular);
   if (opts.in_ram) {
-    auto copy = internal::SharedCopy::Acquire(path, opts.shm_dir);
-    if (!copy.ok()) return copy.status();
-    if (opts.lock_in_ram) IMAGEPACK_RETURN_IF_ERROR(copy.value()->Lock());
-    OpenOptions inner;  // through the copy's mapping: no copy per process
-    auto src = OpenDatabase(copy.value()->path(), inner);
-    if (!src.ok()) {  // named by the user's path, not the copy's
-      std::string msg = src.status().message();
-      for (size_t at; (at = msg.find(copy.value()->path())) != std::string::npos;)
-        msg.replace(at, copy.value()->path().size(), path);
-      return src.status().WithMessage(msg);
+    // The file's own metadata (checksummed, format 4): a copy holding any
+    // other is not this file's and is never served.
+    std::string want;
+    {
+      auto direct = OpenDatabase(path, OpenOptions{});
+      if (!direct.ok()) return direct.status();
+      want = direct.value()->meta().ToJson();
     }
-    return std::unique_ptr<RecordSource>(
-        new SharedSource(std::move(src.value()), std::move(copy.value()), path));
+    for (int attempt = 0;; ++attempt) {
+      auto copy = internal::SharedCopy::Acquire(path, opts.shm_dir);
+      if (!copy.ok()) return copy.status();
+      OpenOptions inner;  // through the copy's mapping: no copy per process
+      auto src = OpenDatabase(copy.value()->path(), inner);
+      // The file opened and the copy does not, or holds other metadata:
+      // not this file's copy (or the file changed while being copied).
+      std::string wrong;
+      if (!src.ok()) {  // named by the user's path, not the copy's
+        std::string msg = src.status().message();
+        for (size_t at; (at = msg.find(copy.value()->path())) != std::string::npos;)
+          msg.replace(at, copy.value()->path().size(), path);
+        if (attempt > 0) return src.status().WithMessage(msg);
+        wrong = "it does not open (" + msg + ")";
+      } else if (src.value()->meta().ToJson() != want) {
+        if (attempt > 0)
+          return Status::Corruption(path + " changed while being copied into RAM (its metadata differs from the copy's)");
+        src.value().reset();
+        wrong = "its metadata differs from " + path + "'s";
+      }
+      if (!wrong.empty()) {
+        copy.value()->Discard(wrong);
+        continue;
+      }
+      if (opts.lock_in_ram) IMAGEPACK_RETURN_IF_ERROR(copy.value()->Lock());
+      return std::unique_ptr<RecordSource>(
+          new SharedSource(std::move(src.value()), std::move(copy.value()), path));
+    }
   }
   auto opened = OpenRegularFile(path);
   if (!opened.ok()) return opened.status();

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "imagepack/files.h"
 #include "imagepack/store.h"
 
 namespace imagepack::internal {
@@ -12,11 +13,11 @@ namespace imagepack::internal {
 // A blob file's first 8 bytes (docs/FORMAT.md).
 constexpr char kBlobMagic[8] = {'I', 'P', 'K', 'B', 'L', 'O', 'B', '1'};
 
-// Writers of each container, writing to `tmp_path` (renamed by Finish).
-Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, const std::string& tmp_path,
-                                                    int records_per_value);
-Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, const std::string& tmp_path,
-                                                    DirectIo direct_io);
+// Writers of each container, writing to the temporary `tmp` (created by
+// CreateTempFor; the writer owns its fd, and renames it onto `path` in
+// Finish or removes it).
+Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, TempFile tmp, int records_per_value);
+Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, TempFile tmp, DirectIo direct_io);
 
 Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const OpenOptions& opts);
 Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const OpenOptions& opts);

@@ -64,14 +64,33 @@ TEST(Files, FailedAtomicWriteKeepsTheOldFile) {
   TempDir d;
   std::vector<uint8_t> old = {9, 9};
   ASSERT_OK(WriteFileAtomic(d / "f", old.data(), old.size()));
-  // A directory squatting on the temporary name makes the write fail even
+  // Directories squatting on every temporary name make the write fail even
   // for root; the file under the final name must be untouched.
   fs::create_directory(TempPathFor(d / "f"));
+  for (int n = 1; n < 100; ++n) fs::create_directory(TempPathFor(d / "f") + "." + std::to_string(n));
   std::vector<uint8_t> data = {1};
   Status st = WriteFileAtomic(d / "f", data.data(), data.size());
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find(TempPathFor(d / "f")), std::string::npos) << st.ToString();
   EXPECT_EQ(Slurp(d / "f"), old);
+}
+
+// A link planted at the temporary's name (by another user of a shared
+// folder) is neither followed nor removed: the write goes elsewhere.
+TEST(Files, TemporariesNeverFollowAPlantedLink) {
+  TempDir d;
+  std::vector<uint8_t> precious = {7, 7, 7};
+  Spit(d / "precious", precious);
+  fs::create_symlink(d / "precious", TempPathFor(d / "f"));
+  std::vector<uint8_t> data = {1, 2};
+  ASSERT_OK(WriteFileAtomic(d / "f", data.data(), data.size()));
+  EXPECT_EQ(Slurp(d / "f"), data);
+  EXPECT_EQ(Slurp(d / "precious"), precious);
+  EXPECT_TRUE(fs::is_symlink(TempPathFor(d / "f")));
+  auto t = CreateTempFor(d / "g");
+  ASSERT_OK(t);
+  EXPECT_EQ(t->path, TempPathFor(d / "g"));
+  ::close(t->fd);
 }
 
 TEST(Files, ReadFileNamesThePathInErrors) {

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -601,35 +602,92 @@ TEST(SharedCopy, OneCopyPerMachineRemovedByTheLastHolder) {
     OpenOptions oo;
     oo.in_ram = true;
     oo.shm_dir = shm.path();
+    const std::string mine = shm / ("imagepack-" + std::to_string(::geteuid()));  // this user's folder
     auto a = OpenDatabase(d / "db", oo);
     ASSERT_OK(a);
-    EXPECT_EQ(CountFiles(shm.path(), ".db"), 1);
+    EXPECT_EQ(CountFiles(mine, ".db"), 1);
+    EXPECT_EQ(fs::status(mine).permissions(), fs::perms::owner_all);  // 0700: nobody else enters
     EXPECT_EQ(a.value()->resident_bytes(), int64_t(fs::file_size(d / "db")));
     EXPECT_NE(a.value()->Describe().find(shm.path()), std::string::npos) << a.value()->Describe();
     {
       auto b = OpenDatabase(d / "db", oo);  // maps the same copy
       ASSERT_OK(b);
-      EXPECT_EQ(CountFiles(shm.path(), ".db"), 1);
+      EXPECT_EQ(CountFiles(mine, ".db"), 1);
       auto cur = b.value()->NewCursor();
       auto r = cur->Read(29);
       ASSERT_OK(r);
       EXPECT_EQ(std::vector<uint8_t>(r->payload, r->payload + r->payload_size), Payload(29));
     }
-    EXPECT_EQ(CountFiles(shm.path(), ".db"), 1);  // a still holds it
+    EXPECT_EQ(CountFiles(mine, ".db"), 1);  // a still holds it
     auto cur = a.value()->NewCursor();
     ASSERT_OK(cur->Read(3));
     cur.reset();
     a.value().reset();
-    EXPECT_EQ(CountFiles(shm.path(), ".db"), 0);
-    EXPECT_EQ(CountFiles(shm.path(), ".lock"), 1);  // the folder's, whatever the number of copies
+    EXPECT_EQ(CountFiles(mine, ".db"), 0);
+    EXPECT_EQ(CountFiles(mine, ".lock"), 1);  // the folder's, whatever the number of copies
     // A changed file is another copy; one nobody holds is removed as an
     // orphan when the next copy is made.
-    Spit(shm / "imagepack-copy-1-2-3-4.000000000.db", std::vector<uint8_t>(100, 1));  // left by a crash
+    Spit(mine + "/imagepack-copy-1-2-3-4.000000000.db", std::vector<uint8_t>(100, 1));  // left by a crash
     auto c = OpenDatabase(d / "db", oo);
     ASSERT_OK(c);
-    EXPECT_FALSE(fs::exists(shm / "imagepack-copy-1-2-3-4.000000000.db"));
-    EXPECT_EQ(CountFiles(shm.path(), ".db"), 1);
+    EXPECT_FALSE(fs::exists(mine + "/imagepack-copy-1-2-3-4.000000000.db"));
+    EXPECT_EQ(CountFiles(mine, ".db"), 1);
   }
+}
+
+// A copy under the expected name that is not the file's (planted, or
+// damaged) is never served: it is made again, with a warning.
+TEST(SharedCopy, ACopyThatIsNotTheFilesIsMadeAgain) {
+  for (ContainerFormat f : {ContainerFormat::kLmdb, ContainerFormat::kBlob}) {
+    TempDir d, shm;
+    Write(f, d / "db", 12, 3);
+    OpenOptions oo;
+    oo.in_ram = true;
+    oo.shm_dir = shm.path();
+    const std::string mine = shm / ("imagepack-" + std::to_string(::geteuid()));
+    std::string name;
+    {
+      auto a = OpenDatabase(d / "db", oo);
+      ASSERT_OK(a);
+      for (auto& e : fs::directory_iterator(mine))
+        if (e.path().extension() == ".db") name = e.path();
+    }
+    ASSERT_FALSE(name.empty());
+    ASSERT_FALSE(fs::exists(name));  // the last holder removed it
+    // The file's bytes with one class name changed: same size, same
+    // identity, other metadata (its checksum no longer matches).
+    std::vector<uint8_t> planted = Slurp(d / "db");
+    const std::string cls = "\"dog\"";
+    auto at = std::search(planted.begin(), planted.end(), cls.begin(), cls.end());
+    ASSERT_NE(at, planted.end());
+    at[3] = 'x';
+    Spit(name, planted);
+    auto b = OpenDatabase(d / "db", oo);
+    ASSERT_OK(b);
+    EXPECT_EQ(b.value()->meta().classes[1], "dog");
+    EXPECT_EQ(Slurp(name), Slurp(d / "db"));  // made again from the file
+  }
+}
+
+// A folder at this user's name that is not private (another user's, or
+// opened to others) is not used: copies go to another folder of ours.
+TEST(SharedCopy, AFolderThatIsNotPrivateIsNotUsed) {
+  TempDir d, shm;
+  Write(ContainerFormat::kBlob, d / "db", 12, 3);
+  const std::string usual = shm / ("imagepack-" + std::to_string(::geteuid()));
+  fs::create_directory(usual);
+  fs::permissions(usual, fs::perms::all);  // 0777: anyone could plant a copy in it
+  OpenOptions oo;
+  oo.in_ram = true;
+  oo.shm_dir = shm.path();
+  auto a = OpenDatabase(d / "db", oo);
+  ASSERT_OK(a);
+  EXPECT_EQ(CountFiles(usual, ".db"), 0);
+  EXPECT_EQ(a.value()->Describe().find(usual + "/"), std::string::npos) << a.value()->Describe();
+  EXPECT_NE(a.value()->Describe().find(usual + "-"), std::string::npos) << a.value()->Describe();
+  auto b = OpenDatabase(d / "db", oo);  // the same other folder, the same copy
+  ASSERT_OK(b);
+  EXPECT_EQ(a.value()->Describe(), b.value()->Describe());
 }
 
 // A damaged file held in RAM is reported under its own name, not the

@@ -61,6 +61,17 @@ Status WriteFileAtomic(const std::string& path, const void* data, size_t size, b
 // "<dir>/.<name>.ipk-tmp.<host>.<pid>".
 std::string TempPathFor(const std::string& path);
 
+// A new temporary file for `path`, opened O_RDWR: TempPathFor's name, or
+// that name with ".1", ".2", ... while a file of that name exists (planted
+// by someone else, or a dead run's that is not ours to remove). Created
+// with O_CREAT | O_EXCL | O_NOFOLLOW, so it never opens, truncates or
+// follows a file or link another user put there first.
+struct TempFile {
+  int fd = -1;
+  std::string path;
+};
+Result<TempFile> CreateTempFor(const std::string& path, mode_t mode = 0644);
+
 // Deletes temporary files below `root` left by dead processes of this host.
 // Returns how many were removed.
 int64_t RemoveStaleTemps(const std::string& root);
@@ -71,6 +82,10 @@ int64_t RemoveStaleTempsFor(const std::string& path);
 
 // An exclusive advisory lock (flock) on ".NAME.ipk-lock" beside `path`,
 // held for the object's lifetime, so two writers never share a destination.
+// Never waits: a held lock is an error naming the lock file and its owner
+// (a lock another user planted in a shared folder fails the run at once,
+// naming them, instead of blocking it). The lock file is opened without
+// following links.
 class PathLock {
  public:
   static Result<std::unique_ptr<PathLock>> Acquire(const std::string& path);

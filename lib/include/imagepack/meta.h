@@ -14,14 +14,18 @@ namespace imagepack {
 
 // Format 2 groups LMDB records into values (records_per_value); format 1
 // (one bare record per LMDB value) is still read. Format 3 is format 2 with
-// declared fields (masks, boxes, ...: `fields`); a dataset without them is
-// still written as format 2, so readers of format 2 keep reading it.
+// declared fields (masks, boxes, ...: `fields`). Format 4, what pack
+// writes, is format 3 (fields optional) whose metadata carries its own
+// checksum, `meta_checksum` (docs/FORMAT.md); every open checks it.
 constexpr int kFormatVersion = 2;
 constexpr int kFormatVersionFields = 3;
+constexpr int kFormatVersionChecked = 4;
 constexpr int kMaxRecordsPerValue = 65536;
 
 struct DatasetMeta {
-  int format_version = kFormatVersion;
+  // What ToJson writes: 4 (checksummed), or an older version as parsed
+  // (formats 2 and 3 parse as 2; ToJson writes 3 when there are fields).
+  int format_version = kFormatVersionChecked;
   int64_t count = 0;
   std::vector<std::string> classes;
   Encoding encoding = Encoding::kJpeg;
@@ -43,8 +47,15 @@ struct DatasetMeta {
   std::string source;
   std::string created;  // UTC, ISO 8601
 
+  // The metadata JSON; format 4 with its `meta_checksum`.
   std::string ToJson() const;
 };
+
+// The XXH3-64 of metadata JSON `data` as `meta_checksum` defines it (the
+// text without trailing whitespace, with the 16 hex digits of its
+// `"meta_checksum": "..."` value read as zeros). False when the text holds
+// no such entry, or more than one.
+bool MetaChecksum(const uint8_t* data, size_t size, uint64_t* checksum, uint64_t* stored);
 
 // Whether the records were stored in a random order (pack_lmdb --shuffle:
 // options.shuffle is a seed >= 0), so that runs of consecutive records
@@ -55,7 +66,9 @@ bool StoredShuffled(const DatasetMeta& meta);
 // types, count >= 0, channels 1 or 3, label_counts (if present) sized like
 // classes, each >= 0, summing to at most count (unlabelled records, label
 // -1, are not counted), fields (format 3) with names, known kinds and
-// unique names. Never throws.
+// unique names. Format 4 (and any metadata holding `meta_checksum`): the
+// checksum matches, or Corruption saying the metadata was changed.
+// Never throws.
 Result<DatasetMeta> ParseMeta(const uint8_t* data, size_t size);
 
 // Current UTC time as "2026-11-21T22:51:16Z".
