@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "imagepack/duplicates.h"
+#include "imagepack/files.h"
 #include "imagepack/inspect.h"
 
 using namespace imagepack;
@@ -128,6 +129,10 @@ int main(int argc, char** argv) {
   fs::create_directories(out, ec);
   if (ec) return cli::UsageError("cannot create " + out + ": " + ec.message());
   const std::string prog = cli::ProgramName();
+  // Temporaries of the pictures a killed run was writing, as every tool
+  // removes its own (only this host's dead processes', only ours).
+  for (const char* name : {"sheet.png", "grid.png", "summary.png", "duplicates.csv", "duplicates.png"})
+    RemoveStaleTempsFor((fs::path(out) / name).string());
   int rc = cli::kExitOk;
   io.db = dbs[0];
   io.threads = d.threads;

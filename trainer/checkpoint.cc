@@ -50,6 +50,7 @@ Status SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::
     WriteInt(a, "order_world", s.order_world);
     WriteInt(a, "order_block_records", s.order_block_records);
     WriteInt(a, "order_window_blocks", s.order_window_blocks);
+    WriteInt(a, "dataset", s.dataset);
     a.write("rng", at::detail::getDefaultCPUGenerator().get_state());
     a.save_to(bytes);
   } catch (const std::exception& e) {
@@ -88,6 +89,7 @@ TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, tor
   if (auto t = Read(a, "order_world", false); t.defined()) s.order_world = t.item<int64_t>();
   if (auto t = Read(a, "order_block_records", false); t.defined()) s.order_block_records = t.item<int64_t>();
   if (auto t = Read(a, "order_window_blocks", false); t.defined()) s.order_window_blocks = t.item<int64_t>();
+  if (auto t = Read(a, "dataset", false); t.defined()) s.dataset = t.item<int64_t>();
   if (auto t = Read(a, "rng", false); t.defined()) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());

@@ -27,6 +27,9 @@ struct TrainState {
   int64_t order = -1;
   int64_t order_world = 0;
   int64_t order_block_records = 0, order_window_blocks = 0;  // kBlocks: the epoch's geometry
+  // DatasetIdentity of the training data (its bits); 0: saved before
+  // identities were kept.
+  int64_t dataset = 0;
 };
 
 // Serialises everything in memory, then writes it with the library's

@@ -204,6 +204,13 @@ void Trainer::Resume() {
   if (!resume.empty()) {
     // --evaluate needs the weights only.
     state_ = LoadCheckpoint(resume, *module_, o_.evaluate ? nullptr : optimizer_.get());
+    // A position in an epoch is a position in one dataset's order.
+    if (train_loader_ && state_.position > 0 && state_.dataset != 0 &&
+        static_cast<uint64_t>(state_.dataset) != DatasetIdentity(train_loader_->meta()))
+      throw std::runtime_error("checkpoint " + resume + " stopped in the middle of an epoch of another dataset (epoch " +
+                               std::to_string(state_.epoch) + ", position " + std::to_string(state_.position) +
+                               "); --data is not the dataset it was trained on: resume with that dataset, or start "
+                               "the new one from the weights in a fresh --output");
     scaler_->Load(state_.scaler_scale, static_cast<int>(state_.scaler_tracker));
     module_->to(device_);
     // --order auto resolves by what is cached now; the run keeps the order
@@ -522,6 +529,7 @@ void Trainer::Checkpoint(int64_t epoch, int64_t position) {
   state_.scaler_tracker = scaler_->growth_tracker();
   state_.world_size = dist_->world_size();
   state_.batch_size = o_.batch;
+  state_.dataset = static_cast<int64_t>(DatasetIdentity(train_loader_->meta()));
   if (main_rank_) {
     const std::string path = o_.output + "/checkpoint.pt";
     const auto t0 = Clock::now();

@@ -321,7 +321,7 @@ class PyDataset {
             cls.mutable_data()[k] = boxes[k].label;
           }
           out[py::str(name)] = xy;
-          out[py::str(name == "boxes" ? std::string("box_labels") : name + "_labels")] = cls;
+          out[py::str(FieldLabelsName(name))] = cls;
           break;
         }
         case FieldKind::kInts: {
@@ -392,7 +392,12 @@ PYBIND11_MODULE(_imagepack, m) {
       .def_property_readonly("samples_per_epoch", [](PyLoader& l) { return l.loader().samples_per_epoch(); })
       .def_property_readonly("dataset_size", [](PyLoader& l) { return l.loader().dataset_size(); })
       .def_property_readonly("channels", [](PyLoader& l) { return l.loader().channels(); })
-      .def_property_readonly("meta_json", [](PyLoader& l) { return l.loader().meta().ToJson(); });
+      .def_property_readonly("meta_json", [](PyLoader& l) { return l.loader().meta().ToJson(); })
+      .def_property_readonly("identity", [](PyLoader& l) {
+        char hex[17];
+        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(DatasetIdentity(l.loader().meta())));
+        return std::string(hex);
+      });
 
   py::class_<PyDataset>(m, "Dataset")
       .def(py::init<std::vector<std::string>, bool>(), py::arg("paths"), py::arg("in_ram") = false)

@@ -1,5 +1,7 @@
 #include "imagepack/fields.h"
 
+#include <map>
+
 #include <cmath>
 #include <cstring>
 
@@ -168,6 +170,36 @@ Status CheckFieldContent(const FieldView& f, const FieldSpec& spec, uint32_t W, 
       return Status::Ok();
     case FieldKind::kInts: return Status::Ok();
   }
+  return Status::Ok();
+}
+
+std::string FieldLabelsName(const std::string& field) { return field == "boxes" ? "box_labels" : field + "_labels"; }
+std::string FieldCountName(const std::string& field) { return field == "boxes" ? "num_boxes" : "num_" + field; }
+
+std::vector<std::string> BatchKeysOf(const FieldSpec& f) {
+  switch (f.kind) {
+    case FieldKind::kImage:
+    case FieldKind::kMask: return {f.name};
+    case FieldKind::kBoxes: return {f.name, FieldLabelsName(f.name), FieldCountName(f.name)};
+    case FieldKind::kInts:
+    case FieldKind::kFloats: return {f.name, FieldCountName(f.name)};
+    case FieldKind::kText: return {f.name, f.name + "_offsets"};
+  }
+  return {f.name};
+}
+
+Status CheckBatchKeys(const std::vector<FieldSpec>& fields) {
+  std::map<std::string, std::string> owner = {
+      {"image", ""}, {"label", ""}, {"index", ""}, {"crop_box", ""}};
+  for (const FieldSpec& f : fields)
+    for (const std::string& key : BatchKeysOf(f)) {
+      auto [it, fresh] = owner.emplace(key, f.name);
+      if (fresh) continue;
+      const std::string by = it->second.empty() ? "the loader's own '" + key + "'"
+                                                : "'" + key + "' of field '" + it->second + "'";
+      return Status::InvalidArgument("field '" + f.name + "' (" + InfoOf(f.kind).name + ") gives a batch array '" +
+                                     key + "', the name of " + by + ": rename the field");
+    }
   return Status::Ok();
 }
 

@@ -279,9 +279,13 @@ Status WriteFileAtomic(const std::string& path, const void* data, size_t size, b
 
 namespace {
 
-// True for a temporary of this host whose writer process is gone.
-bool IsStaleTemp(const std::string& name) {
+// True for a temporary of this host whose writer process is gone, made
+// by this user (another user's file is theirs to remove).
+bool IsStaleTemp(const fs::path& path) {
+  const std::string name = path.filename().string();
   if (!IsTempName(name)) return false;
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || st.st_uid != ::geteuid()) return false;
   const std::string mine = std::string(kTmpTag) + HostName() + ".";
   auto at = name.rfind(mine);
   if (at == std::string::npos) return false;  // another host's: it may be alive
@@ -296,7 +300,7 @@ int64_t RemoveStaleTemps(const std::string& root) {
   int64_t removed = 0;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!IsStaleTemp(it->path().filename().string())) continue;
+    if (!IsStaleTemp(it->path())) continue;
     std::error_code rec;
     if (fs::remove(it->path(), rec)) ++removed;
   }
@@ -311,7 +315,7 @@ int64_t RemoveStaleTempsFor(const std::string& path) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
-    if (name.compare(0, prefix.size(), prefix) != 0 || !IsStaleTemp(name)) continue;
+    if (name.compare(0, prefix.size(), prefix) != 0 || !IsStaleTemp(it->path())) continue;
     std::error_code rec;
     if (fs::remove(it->path(), rec)) ++removed;
   }

@@ -242,8 +242,8 @@ Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::strin
       if (spec.name != f.name) continue;
       if (spec.kind == FieldKind::kMask && !mask) mask = &f, mask_ignore = spec.ignore;
       if (spec.kind == FieldKind::kBoxes) {
-        const std::string lab = f.name == "boxes" ? "box_labels" : f.name + "_labels";
-        const std::string num = f.name == "boxes" ? "num_boxes" : "num_" + f.name;
+        const std::string lab = FieldLabelsName(f.name);
+        const std::string num = FieldCountName(f.name);
         const BatchField *fl = nullptr, *fn = nullptr;
         for (const auto& g : b.fields) {
           if (g.name == lab) fl = &g;

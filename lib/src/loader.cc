@@ -90,8 +90,8 @@ void FlipRows(uint8_t* data, int planes, int rows, size_t row_bytes) {
 }
 
 // Names of the arrays a list field adds (docs: LoaderOptions/BatchField).
-std::string LabelsName(const std::string& f) { return f == "boxes" ? "box_labels" : f + "_labels"; }
-std::string CountName(const std::string& f) { return f == "boxes" ? "num_boxes" : "num_" + f; }
+std::string LabelsName(const std::string& f) { return FieldLabelsName(f); }
+std::string CountName(const std::string& f) { return FieldCountName(f); }
 
 // Spare batch buffers, shared with the OwnedBatch handles given out, which
 // may outlive the loader.
@@ -786,6 +786,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   if (!src.ok()) return src.status();
   const RecordSource& s = *src.value();
   if (s.size() == 0) return Status::InvalidArgument("dataset " + s.Describe() + " is empty");
+  if (Status keys = CheckBatchKeys(s.meta().fields); !keys.ok()) return keys.WithContext(s.Describe());
   // Blocks are of the files' bytes: what the device reads.
   int64_t file_bytes = 0;
   for (const auto& p : o.paths) {

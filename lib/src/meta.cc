@@ -295,6 +295,11 @@ Result<DatasetMeta> ParseMeta(const uint8_t* data, size_t size) {
   }
 }
 
+uint64_t DatasetIdentity(const DatasetMeta& meta) {
+  const std::string text = meta.ToJson();
+  return XXH3_64bits(text.data(), text.size());
+}
+
 std::string UtcNow() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};

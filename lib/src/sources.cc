@@ -163,6 +163,11 @@ Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, c
   FieldSpec f;
   f.name = name;
   f.kind = kind;
+  {
+    std::vector<FieldSpec> all = s.fields;
+    all.push_back(f);
+    IMAGEPACK_RETURN_IF_ERROR(CheckBatchKeys(all));
+  }
   if (kind == FieldKind::kMask) {
     auto c = MaskClasses(opts.mask_classes);
     if (!c.ok()) return c.status();

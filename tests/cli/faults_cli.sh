@@ -36,7 +36,7 @@ import read_db
 db = read_db.open_db(sys.argv[1])
 h = hashlib.sha256()
 meta = dict(db.meta)
-for k in ("created", "source"):
+for k in ("created", "source", "meta_checksum"):
     meta.pop(k, None)
 h.update(json.dumps(meta, sort_keys=True).encode())
 for i in range(db.meta["count"]):

@@ -76,7 +76,7 @@ def seg_db(seg_tree, tmp_path_factory):
 
 def test_metadata_declares_the_fields_and_verify_passes(seg_db):
     ds = imagepack.open(seg_db)
-    assert ds.meta["format_version"] == 3
+    assert ds.meta["format_version"] == 4
     assert ds.fields == [{"name": "mask", "kind": "mask", "classes": ["0", "1", "2"], "ignore": 255},
                          {"name": "target", "kind": "image"}]
     assert ds.classes == ["c0", "c1"]

@@ -100,4 +100,18 @@ struct Box {
 std::vector<Box> ReadBoxes(const FieldView& f);
 void WriteBoxes(const std::vector<Box>& boxes, std::vector<uint8_t>* out);
 
+// The names of the arrays a field adds to a batch: its own, and for boxes
+// their classes ("box_labels" for a field named "boxes", else NAME_labels)
+// and counts ("num_boxes" / num_NAME), for ints and floats their counts,
+// for text NAME_offsets.
+std::string FieldLabelsName(const std::string& field);
+std::string FieldCountName(const std::string& field);
+std::vector<std::string> BatchKeysOf(const FieldSpec& f);
+
+// The batch keys the loader itself gives: image, label, index, crop_box.
+// A field (or an array it adds) named like one of them, or like an array
+// another field adds, would replace it in a dict batch: refused at pack
+// time (naming the field) and at open.
+Status CheckBatchKeys(const std::vector<FieldSpec>& fields);
+
 }  // namespace imagepack

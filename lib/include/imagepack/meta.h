@@ -71,6 +71,12 @@ bool StoredShuffled(const DatasetMeta& meta);
 // Never throws.
 Result<DatasetMeta> ParseMeta(const uint8_t* data, size_t size);
 
+// The dataset's identity: XXH3-64 of its metadata JSON (ToJson), which
+// names its classes, counts, statistics, fields and when it was packed.
+// Saved with a loader's position (state_dict, checkpoints) so that a
+// position is never applied to another dataset.
+uint64_t DatasetIdentity(const DatasetMeta& meta);
+
 // Current UTC time as "2026-11-21T22:51:16Z".
 std::string UtcNow();
 

@@ -120,8 +120,9 @@ class Loader:
         self._options = dict(batch_size=int(batch_size), size=int(size), transform=transform, seed=int(seed),
                              rank=int(rank), world_size=int(world_size), shuffle=self._shuffle,
                              vflip=bool(vflip))
+        self._paths = _paths(paths)
         self._loader = _imagepack.Loader(
-            _paths(paths), int(batch_size), int(size), transform, bool(in_ram), int(eval_resize), int(pad),
+            self._paths, int(batch_size), int(size), transform, bool(in_ram), int(eval_resize), int(pad),
             float(scale[0]), float(scale[1]), float(ratio[0]), float(ratio[1]), int(channels), layout,
             self._shuffle, int(seed), int(rank), int(world_size), training, bool(drop_last), int(threads),
             int(prefetch), on_corrupt, bool(dct_scaling), bool(vflip), float(min_box_visible), str(order),
@@ -190,9 +191,16 @@ class Loader:
         else:
             epoch, position, order, world, block, window = self._epoch, 0, self.order, 0, 0, 0
         return {"epoch": int(epoch), "position": int(position), "order": order, "order_world": int(world),
-                "order_block_records": int(block), "order_window_blocks": int(window), **self._options}
+                "order_block_records": int(block), "order_window_blocks": int(window),
+                "dataset": self._loader.identity, "dataset_size": int(self.dataset_size), **self._options}
 
     def load_state_dict(self, state):
+        # A position is a position in one dataset's order (states saved
+        # before identities were kept carry none).
+        if "dataset" in state and state["dataset"] != self._loader.identity:
+            raise ValueError("state was saved for another dataset (identity %s, %s records), this loader reads "
+                             "%s (identity %s, %d records)" % (state["dataset"], state.get("dataset_size", "?"),
+                                                              ", ".join(self._paths), self._loader.identity, self.dataset_size))
         for key in ("seed", "size", "transform", "shuffle"):
             if key in state and state[key] != self._options[key]:
                 raise ValueError("state was saved with %s=%r, this loader has %r: the rest of the epoch would "
