@@ -78,12 +78,29 @@ def parse_record(buf, verify=True):
                 width=width, channels=channels, path=path, payload=payload, fields=fields)
 
 
+def load_meta(raw):
+    """Metadata JSON bytes -> dict, its meta_checksum checked where it has
+    one (format 4; docs/FORMAT.md, "Metadata checksum")."""
+    meta = json.loads(raw)
+    if "meta_checksum" in meta:
+        import xxhash
+        text = bytes(raw).rstrip(b" \n\r\t")
+        key = b'"meta_checksum": "'
+        at = text.index(key) + len(key)
+        stored = int(text[at:at + 16], 16)
+        if xxhash.xxh3_64_intdigest(text[:at] + b"0" * 16 + text[at + 16:]) != stored:
+            raise ValueError("metadata checksum mismatch: the metadata was changed or damaged")
+    elif meta.get("format_version", 0) >= 4:
+        raise ValueError("format %d metadata lacks its meta_checksum" % meta["format_version"])
+    return meta
+
+
 class LmdbDB:
     def __init__(self, path):
         import lmdb
         self.env = lmdb.open(path, subdir=False, readonly=True, lock=False, readahead=False)
         with self.env.begin() as txn:
-            self.meta = json.loads(txn.get(b"__meta__"))
+            self.meta = load_meta(txn.get(b"__meta__"))
         # Format 2: values hold records_per_value records each; format 1: one.
         self.per_value = self.meta.get("records_per_value", 0)
 
@@ -109,7 +126,7 @@ class BlobDB:
         if magic != b"IPKBLOB1":
             raise ValueError("not an imagepack blob")
         self.index = np.frombuffer(self.buf, np.uint64, count * 2, index_off).reshape(count, 2)
-        self.meta = json.loads(bytes(self.buf[meta_off:meta_off + meta_len]))
+        self.meta = load_meta(bytes(self.buf[meta_off:meta_off + meta_len]))
 
     def raw(self, i):
         off, length = (int(x) for x in self.index[i])
