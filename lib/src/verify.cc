@@ -273,7 +273,10 @@ Result<VerifyReport> VerifyDatabases(const VerifyOptions& o) {
     oo.pread_records = true;
     auto db = OpenDatabase(p, oo);
     if (!db.ok()) {
-      problems.Add(p, "", db.status().message());
+      // Open errors name the file already: "DB: reason" is shown once.
+      std::string reason = db.status().message();
+      if (reason.rfind(p + ": ", 0) == 0) reason.erase(0, p.size() + 2);
+      problems.Add(p, "", reason);
       continue;
     }
     if (!dbs.empty() && db.value()->meta().classes != dbs[0]->meta().classes)

@@ -157,6 +157,7 @@ std::string MakeDb(const TempDir& d, bool mirrored = false, int n = 64) {
   m.channels = 1;
   m.mean = {0.5};
   m.std = {0.3};
+  m.source = path;  // as pack_lmdb records it: two such databases are two datasets
   EXPECT_OK(w.value()->Finish(m));
   return path;
 }
@@ -403,6 +404,13 @@ TEST(Interruption, ResumingOnAnotherWorldSizeCoversTheEpochOnce) {
                                    " --log-samples " + log + "." + std::to_string(c.before) + "p");
     ASSERT_EQ(rc, 0) << out;
     EXPECT_NE(out.find("position " + std::to_string(5 * 8 * c.before)), std::string::npos) << out;
+    if (c.before == 2) {  // the position is one of this dataset's order: another of the same size is refused
+      const std::string other = MakeDb(d, /*mirrored=*/true, n);
+      const auto [rc3, out3] = Capture("( (" + kLaunch + " --nproc 1 -- " + kTrain + Small(other) +
+                                       " --epochs 1 --resume auto --output " + (d / name) + ") 2>&1 )");
+      EXPECT_NE(rc3, 0) << out3;
+      EXPECT_NE(out3.find("another dataset"), std::string::npos) << out3;
+    }
     const auto [rc2, out2] = Capture(launch(c.after) + " --epochs 1 --resume auto --output " + (d / name) +
                                      " --log-samples " + log + "." + std::to_string(c.after) + "p");
     ASSERT_EQ(rc2, 0) << out2;
