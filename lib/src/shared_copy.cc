@@ -151,6 +151,9 @@ int OpenPrivateDir(const std::string& path, bool make, std::string* why) {
 }  // namespace
 
 Result<PrivateDir> OpenPrivateShmDir(const std::string& root) {
+  struct stat rst;
+  if (::stat(root.c_str(), &rst) != 0) return Status::FromErrno("in_ram: shared-memory folder " + root, errno);
+  if (!S_ISDIR(rst.st_mode)) return Status::InvalidArgument("in_ram: " + root + " is not a folder");
   const std::string base = (fs::path(root) / ("imagepack-" + std::to_string(::geteuid()))).string();
   std::string why;
   int fd = OpenPrivateDir(base, /*make=*/true, &why);

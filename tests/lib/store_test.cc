@@ -688,6 +688,11 @@ TEST(SharedCopy, AFolderThatIsNotPrivateIsNotUsed) {
   auto b = OpenDatabase(d / "db", oo);  // the same other folder, the same copy
   ASSERT_OK(b);
   EXPECT_EQ(a.value()->Describe(), b.value()->Describe());
+  oo.shm_dir = d / "missing";  // no such root: an error naming it
+  auto c = OpenDatabase(d / "db", oo);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("shared-memory folder " + d / "missing"), std::string::npos)
+      << c.status().ToString();
 }
 
 // A damaged file held in RAM is reported under its own name, not the
