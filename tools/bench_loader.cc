@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   LoaderOptions o;
   int epochs = 1;
   int64_t max_batches = 0;
-  std::string transform = "train", layout = "nchw", order;
+  std::string transform = "train", layout = "nchw", order, dct;
   po::options_description opts("Options");
   opts.add_options()
       ("batch", po::value(&o.batch_size)->default_value(256), "batch size")
@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
       ("rank", po::value(&o.rank)->default_value(0), "this process's rank (several processes, one node)")
       ("world", po::value(&o.world_size)->default_value(1), "ranks")
       ("no-dct-scaling", "always decode JPEGs at full scale")
+      ("dct", po::value(&dct)->default_value("fast"), "JPEG IDCT: fast, or accurate (Pillow's pixels)")
       ("copy", "take batches with Next() (a copy into our buffer) instead of NextView()")
       ("epochs", po::value(&epochs)->default_value(1), "passes over the data")
       ("batches", po::value(&max_batches)->default_value(0), "stop after N batches per epoch (0: all)")
@@ -75,6 +76,8 @@ int main(int argc, char** argv) {
   if (!parsed.ok()) return cli::UsageError(parsed.status().message());
   o.order = parsed.value();
   o.dct_scaling = vm.count("no-dct-scaling") == 0;
+  if (dct != "fast" && dct != "accurate") return cli::UsageError("--dct must be fast or accurate");
+  o.fast_dct = dct == "fast";
   const bool copy = vm.count("copy") > 0;
   const bool digest = vm.count("digest") > 0;
   const auto t_open = std::chrono::steady_clock::now();

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   int max_size = 0, max_edge = 0;
   int64_t shuffle = -1;
   std::string format = "lmdb", encoding = "jpeg", shard_text = "0/1", filter_name = "triangle", errors_path;
-  std::string direct_io = "auto", images_dir;
+  std::string direct_io = "auto", images_dir, dct = "accurate";
   po::options_description opts("Options");
   opts.add_options()
       ("format", po::value(&format)->default_value("lmdb"), "lmdb or blob (one file to read into RAM or mmap)")
@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
       ("max-edge", po::value(&max_edge), "resize while packing: cap the longer edge at N")
       ("quality", po::value(&o.prepare.quality)->default_value(90), "JPEG quality of re-encoded images")
       ("filter", po::value(&filter_name)->default_value("triangle"), "box, triangle, catrom, lanczos3")
+      ("dct", po::value(&dct)->default_value("accurate"),
+       "JPEG IDCT of what is decoded and stored (raw, resized): accurate (Pillow's pixels) or fast")
       ("reencode", "re-encode every JPEG (no byte-for-byte pass-through)")
       ("max-pixels", po::value(&o.prepare.decode.max_pixels)->default_value(200000000), "refuse larger sources")
       ("classes", po::value(&o.classes_file), "class order: one name per line (e.g. ImageNet's synset list)")
@@ -128,6 +130,8 @@ int main(int argc, char** argv) {
   o.shard = shard.value();
   o.prepare.decode.filter = filter.value();
   o.prepare.reencode = vm.count("reencode") > 0;
+  if (dct != "accurate" && dct != "fast") return cli::UsageError("--dct must be accurate or fast");
+  o.prepare.decode.fast_dct = dct == "fast";
   if (max_size > 0) o.prepare.decode.limit = {SizeLimit::Mode::kShorterEdge, max_size};
   if (max_edge > 0) o.prepare.decode.limit = {SizeLimit::Mode::kLongerEdge, max_edge};
   o.shuffle_seed = shuffle;
@@ -135,7 +139,7 @@ int main(int argc, char** argv) {
   o.tool = cli::ProgramName() + " " + IMAGEPACK_VERSION;
   nlohmann::json oj = {{"format", format}, {"encoding", encoding}, {"channels", o.prepare.decode.channels},
                        {"max_size", max_size}, {"max_edge", max_edge}, {"quality", o.prepare.quality},
-                       {"filter", filter_name}, {"reencode", o.prepare.reencode}, {"shuffle", shuffle},
+                       {"filter", filter_name}, {"dct", dct}, {"reencode", o.prepare.reencode}, {"shuffle", shuffle},
                        {"shard", shard_text}, {"records_per_value", o.lmdb_records_per_value}};
   if (!o.fields.empty()) oj["fields"] = o.fields;
   if (!o.manifest.empty()) oj["manifest"] = o.manifest;

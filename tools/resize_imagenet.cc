@@ -13,7 +13,7 @@ namespace po = boost::program_options;
 int main(int argc, char** argv) {
   int max_size = 0, max_edge = 0, quality = 90, threads = 0, channels = 3;
   int64_t max_pixels = 200000000;
-  std::string src, dst, shard_text = "0/1", filter_name = "triangle", errors_path;
+  std::string src, dst, shard_text = "0/1", filter_name = "triangle", errors_path, dct = "accurate";
   po::options_description opts("Options");
   opts.add_options()
       ("max-size", po::value(&max_size), "cap the shorter edge at N pixels (never upscales)")
@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
       ("filter", po::value(&filter_name)->default_value("triangle"),
        "resampling filter: box, triangle, catrom, lanczos3")
       ("channels", po::value(&channels)->default_value(3), "3 (RGB) or 1 (gray)")
+      ("dct", po::value(&dct)->default_value("accurate"),
+       "JPEG IDCT at full scale: accurate (Pillow's pixels) or fast")
       ("reencode", "re-encode every image (no byte-for-byte pass-through)")
       ("mask", "SRC is a tree of label maps (PNG): nearest neighbour, PNG out, never a new value")
       ("max-pixels", po::value(&max_pixels)->default_value(200000000),
@@ -61,6 +63,8 @@ int main(int argc, char** argv) {
   o.prepare.decode.channels = channels;
   o.prepare.decode.filter = filter.value();
   o.prepare.decode.max_pixels = max_pixels;
+  if (dct != "accurate" && dct != "fast") return cli::UsageError("--dct must be accurate or fast");
+  o.prepare.decode.fast_dct = dct == "fast";
   o.prepare.decode.limit.mode =
       max_size > 0 ? SizeLimit::Mode::kShorterEdge : SizeLimit::Mode::kLongerEdge;
   o.prepare.decode.limit.n = max_size > 0 ? max_size : max_edge;

@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
       ("window-blocks", po::value(&a.window_blocks)->default_value(16), "--order blocks: blocks shuffled together")
       ("io-threads", po::value(&a.io_threads)->default_value(-1),
        "reads in flight ahead of decoding (-1: 4 with blocks, none otherwise)")
+      ("dct", po::value(&a.dct)->default_value("fast"),
+       "JPEG IDCT of the training and validation loaders: fast, or accurate (Pillow's pixels)")
       ("print-freq", po::value(&a.print_freq)->default_value(10), "log every N steps")
       ("seed", po::value(&a.seed)->default_value(0), "seed for init, shuffling and augmentation")
       ("threads", po::value(&a.threads)->default_value(0), "torch threads (0: cores / local ranks)")

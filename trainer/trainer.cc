@@ -120,6 +120,8 @@ void Trainer::SetUpLoaders() {
   lo_.in_ram = o_.in_ram;
   lo_.lock_in_ram = o_.lock_in_ram;
   lo_.order = Check(ParseOrder(o_.order));
+  if (o_.dct != "fast" && o_.dct != "accurate") throw std::invalid_argument("--dct must be fast or accurate");
+  lo_.fast_dct = o_.dct == "fast";
   lo_.block_mb = o_.block_mb;
   lo_.window_blocks = o_.window_blocks;
   lo_.io_threads = o_.io_threads;

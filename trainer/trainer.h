@@ -28,6 +28,7 @@ struct TrainOptions {
   std::string data, val, arch, output, resume, device = "cpu", schedule = "step";
   std::string task = "classification";  // classification | segmentation | restoration (task.h)
   std::string order = "auto";           // the training data's order (LoaderOptions::order)
+  std::string dct = "fast";             // fast | accurate (LoaderOptions::fast_dct), both loaders
   double block_mb = 4;
   int window_blocks = 16, io_threads = -1;
   int epochs = 90, batch = 256, print_freq = 10, threads = 0, loader_threads = 0, size = 0, step_size = 30;

@@ -86,7 +86,7 @@ class PyLoader {
            int channels, const std::string& layout, bool shuffle, uint64_t seed, int rank, int world_size,
            bool even_partition, bool drop_last, int threads, int prefetch, const std::string& on_corrupt,
            bool dct_scaling, bool vflip, double min_box_visible, const std::string& order, double block_mb,
-           int window_blocks, int io_threads, bool lock_in_ram) {
+           int window_blocks, int io_threads, bool lock_in_ram, const std::string& dct) {
     LoaderOptions o;
     o.paths = std::move(paths);
     o.batch_size = batch_size;
@@ -113,6 +113,8 @@ class PyLoader {
     if (on_corrupt != "fail" && on_corrupt != "skip") Raise(Status::InvalidArgument("on_corrupt must be fail or skip"));
     o.on_corrupt = on_corrupt == "fail" ? CorruptPolicy::kFail : CorruptPolicy::kSkip;
     o.dct_scaling = dct_scaling;
+    if (dct != "fast" && dct != "accurate") Raise(Status::InvalidArgument("dct must be fast or accurate"));
+    o.fast_dct = dct == "fast";
     o.vflip = vflip;
     o.min_box_visible = min_box_visible;
     o.order = Take(ParseOrder(order));
@@ -368,7 +370,8 @@ PYBIND11_MODULE(_imagepack, m) {
   py::class_<PyLoader>(m, "Loader")
       .def(py::init<std::vector<std::string>, int, int, const std::string&, bool, int, int, double, double, double,
                     double, int, const std::string&, bool, uint64_t, int, int, bool, bool, int, int,
-                    const std::string&, bool, bool, double, const std::string&, double, int, int, bool>(),
+                    const std::string&, bool, bool, double, const std::string&, double, int, int, bool,
+                    const std::string&>(),
            py::arg("paths"), py::arg("batch_size"), py::arg("size"), py::arg("transform"), py::arg("in_ram"),
            py::arg("eval_resize"), py::arg("pad"), py::arg("scale_min"), py::arg("scale_max"), py::arg("ratio_min"),
            py::arg("ratio_max"), py::arg("channels"), py::arg("layout"), py::arg("shuffle"), py::arg("seed"),
@@ -376,7 +379,7 @@ PYBIND11_MODULE(_imagepack, m) {
            py::arg("threads"), py::arg("prefetch"), py::arg("on_corrupt"), py::arg("dct_scaling"),
            py::arg("vflip") = false, py::arg("min_box_visible") = 0.0, py::arg("order") = "auto",
            py::arg("block_mb") = 4.0, py::arg("window_blocks") = 16, py::arg("io_threads") = -1,
-           py::arg("lock_in_ram") = false)
+           py::arg("lock_in_ram") = false, py::arg("dct") = "fast")
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"))
       .def("restore", &PyLoader::Restore, py::arg("epoch"), py::arg("position"), py::arg("order") = "auto",
            py::arg("world") = 0, py::arg("block_records") = 0, py::arg("window_blocks") = 0)

@@ -398,6 +398,7 @@ class LoaderImpl : public Loader {
     ro.channels = channels_;
     ro.flip = flip;
     ro.dct_scaling = o_.dct_scaling;
+    ro.fast_dct = o_.fast_dct;
     ro.finish = false;  // channels are converted below, in the copy
     // NCHW RGB, the usual training layout: the resampler writes the planes
     // straight into the batch.

@@ -117,6 +117,7 @@ Status RenderJpeg(const uint8_t* data, size_t size, const CropBox& box, const Re
   if (info->format != ImageFormat::kJpeg || info->components == 4 || !inside) {
     DecodeOptions d;
     d.channels = o.channels;
+    d.fast_dct = o.fast_dct;
     d.apply_orientation = false;  // packed JPEGs are upright; boxes are in stored pixels
     auto img = DecodeImage(data, size, d);
     if (!img.ok()) return img.status();
@@ -136,16 +137,23 @@ Status RenderJpeg(const uint8_t* data, size_t size, const CropBox& box, const Re
   const int sx1 = std::max(sx0 + 1, static_cast<int>(std::ceil(double(box.x + box.w) * num / 8.0)));
   const int sy1 = std::max(sy0 + 1, static_cast<int>(std::ceil(double(box.y + box.h) * num / 8.0)));
   const bool gray_out = o.channels == 1 || info->components == 1;
+  // Accurate mode promises the reference decoder's pixels: libjpeg's
+  // chroma upsampler treats the edges of a cropped region as the image's
+  // (it replicates the last chroma sample there), so a margin is decoded
+  // around the box and left unused: a column and a row before it, an iMCU
+  // (16 pixels at most) after it. (The decoder clamps to the image.)
+  const int mx0 = o.fast_dct ? 0 : 1, mx1 = o.fast_dct ? 0 : 16;
+  const int dx0 = std::max(0, sx0 - mx0), dy0 = std::max(0, sy0 - mx0);
   thread_local std::vector<uint8_t> buf;  // keeps its capacity between images
   int got_x0 = 0, got_w = 0, c = 0;
-  IMAGEPACK_RETURN_IF_ERROR(internal::DecodeJpegRegion(data, size, num, gray_out, sx0, sx1 - sx0, sy0, sy1 - sy0,
-                                                       &buf, &got_x0, &got_w, &c));
+  IMAGEPACK_RETURN_IF_ERROR(internal::DecodeJpegRegion(data, size, num, gray_out, dx0, sx1 + mx1 - dx0, dy0,
+                                                       sy1 + mx1 - dy0, o.fast_dct, &buf, &got_x0, &got_w, &c));
   const int rows = static_cast<int>(buf.size() / (size_t(got_w) * c));
   if (rows <= 0 || got_w <= 0) return Status::Corruption("JPEG region decode came back empty");
   // The exact box in the decoded buffer's coordinates (DCT scaling maps each
   // 8x8 block to num x num pixels, so the mapping is proportional).
   const double f = num / 8.0;
-  const double rx = std::max(0.0, box.x * f - got_x0), ry = std::max(0.0, box.y * f - sy0);
+  const double rx = std::max(0.0, box.x * f - got_x0), ry = std::max(0.0, box.y * f - dy0);
   const double rw = std::min(box.w * f, got_w - rx), rh = std::min(box.h * f, rows - ry);
   return Finish(buf.data(), got_w, rows, size_t(got_w) * c, c, rx, ry, rw, rh, o, out);
 }

@@ -33,7 +33,14 @@ struct DecodeOptions {
   int64_t max_pixels = 200000000;  // refuse larger sources (decompression bombs)
   ResampleFilter filter = ResampleFilter::kTriangle;
   bool apply_orientation = true;
-  bool fast_dct = true;        // libjpeg-turbo's fast integer IDCT
+  // libjpeg-turbo's fast integer IDCT (TJFLAG_FASTDCT / JDCT_IFAST) at
+  // full scale. false (the default): the accurate integer IDCT every other
+  // libjpeg client uses (Pillow, torchvision, OpenCV), so that pixels that
+  // are stored (raw packs, re-encoded JPEGs) or checked are theirs, byte
+  // for byte. The loader, which decodes every epoch, chooses for itself
+  // (LoaderOptions::fast_dct). Below full scale libjpeg's scaled IDCTs are
+  // used whatever this says.
+  bool fast_dct = false;
 };
 
 // Decodes any supported format to upright 8-bit pixels resized to the limit.

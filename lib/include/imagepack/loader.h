@@ -68,6 +68,11 @@ struct LoaderOptions {
   int prefetch = 2;                // batches prepared ahead
   CorruptPolicy on_corrupt = CorruptPolicy::kFail;
   bool dct_scaling = true;
+  // JPEG records at full DCT scale: libjpeg's fast integer IDCT (the
+  // default: decoded every epoch, the augmentation dwarfs its error) or,
+  // false, the accurate one that Pillow, torchvision and OpenCV use (their
+  // pixels exactly; cost in docs/LOADER.md). Python: dct="fast"|"accurate".
+  bool fast_dct = true;
   // Training transforms: also flip vertically, with probability 1/2, drawn
   // from the sample's own RNG after everything else (so turning it on
   // leaves the crops and horizontal flips as they were).

@@ -38,6 +38,9 @@ struct RenderOptions {
   int channels = 3;      // 1 or 3
   bool flip = false;     // horizontal (folded into the resampling weights)
   bool dct_scaling = true;  // JPEG: decode at a reduced DCT scale when the crop allows
+  // JPEG at full scale: libjpeg's fast integer IDCT (the loader's default:
+  // it decodes every epoch) instead of the accurate one (Pillow's pixels).
+  bool fast_dct = true;
   ResampleFilter filter = ResampleFilter::kTriangle;
   // false: skip the channel conversion and hand back the resampled (and
   // flipped) pixels as decoded (1, 3, or 4 = RGBX channels), for a caller

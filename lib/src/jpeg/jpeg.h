@@ -58,8 +58,10 @@ Status DecodeJpegFull(const uint8_t* data, size_t size, int width, int height, i
 // covering [x0, x0 + cols), decoded into `buf` (gray, or RGBX: 4 bytes a
 // pixel). On return *got_x0 / *got_w say which columns the buffer holds
 // (whole iMCUs, as libjpeg crops) and *channels_out its bytes per pixel.
+// `fast_dct`: JDCT_IFAST instead of the accurate JDCT_ISLOW (full scale).
 Status DecodeJpegRegion(const uint8_t* data, size_t size, int num, bool gray_out, int x0, int cols, int y0,
-                        int rows, std::vector<uint8_t>* buf, int* got_x0, int* got_w, int* channels_out);
+                        int rows, bool fast_dct, std::vector<uint8_t>* buf, int* got_x0, int* got_w,
+                        int* channels_out);
 
 // The fast path for YCbCr and gray JPEGs: decode to Y/Cb/Cr planes at the
 // best DCT scale, resample each plane, apply the orientation, and encode

@@ -38,7 +38,8 @@ extern "C" void OnJpegMessage(j_common_ptr cinfo, int level) {
 // Damage is judged by JpegDamage, the rule of every decode path. Only POD
 // state lives across setjmp.
 Status DecodeJpegRegion(const uint8_t* data, size_t size, int num, bool gray_out, int x0, int cols, int y0,
-                        int rows, std::vector<uint8_t>* buf, int* got_x0, int* got_w, int* channels_out) {
+                        int rows, bool fast_dct, std::vector<uint8_t>* buf, int* got_x0, int* got_w,
+                        int* channels_out) {
   jpeg_decompress_struct cinfo;
   ErrorMgr err;
   err.premature_end = false;
@@ -56,7 +57,7 @@ Status DecodeJpegRegion(const uint8_t* data, size_t size, int num, bool gray_out
   jpeg_read_header(&cinfo, TRUE);
   cinfo.scale_num = static_cast<unsigned>(num);
   cinfo.scale_denom = 8;
-  cinfo.dct_method = JDCT_IFAST;
+  cinfo.dct_method = fast_dct ? JDCT_IFAST : JDCT_ISLOW;
   // RGBX: as cheap for libjpeg-turbo as RGB, and the resampler's 4-channel
   // SIMD kernel applies.
   cinfo.out_color_space = gray_out ? JCS_GRAYSCALE : JCS_EXT_RGBX;
