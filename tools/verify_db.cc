@@ -12,11 +12,13 @@ namespace po = boost::program_options;
 int main(int argc, char** argv) {
   VerifyOptions o;
   int max_print = 50;
+  std::string dct;
   po::options_description opts("Options");
   opts.add_options()
       ("decode", "decode every JPEG completely and check its size")
       ("against", po::value(&o.against), "SRC tree or manifest: every image present exactly once with its label")
       ("stats", "print the class histogram, sizes and pixel mean/std")
+      ("dct", po::value(&dct)->default_value("accurate"), "--decode/--stats: JPEG IDCT, accurate (Pillow's) or fast")
       ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
       ("max-print", po::value(&max_print)->default_value(50), "problems printed (all are counted)")
       ("quiet,q", "no progress line")
@@ -30,6 +32,8 @@ int main(int argc, char** argv) {
   if (o.paths.empty()) return cli::UsageError("give at least one database");
   o.decode = vm.count("decode") > 0;
   o.stats = vm.count("stats") > 0;
+  if (dct != "accurate" && dct != "fast") return cli::UsageError("--dct must be accurate or fast");
+  o.fast_dct = dct == "fast";
   o.cancel = cli::InstallCancelHandler();
   Progress progress;
   o.progress = &progress;

@@ -96,6 +96,7 @@ void CheckFields(const VerifyOptions& o, const DatasetMeta& meta, const std::str
       DecodeOptions dopt;
       dopt.channels = meta.channels;
       dopt.apply_orientation = false;
+      dopt.fast_dct = o.fast_dct;
       auto img = DecodeImage(f.data, f.size, dopt);
       if (!img.ok()) st = img.status();
       else if (uint32_t(img->width) != f.width || uint32_t(img->height) != f.height)
@@ -163,6 +164,7 @@ void CheckRecord(const VerifyOptions& o, const DatasetMeta& meta, const std::str
   DecodeOptions dopt;
   dopt.channels = meta.channels;
   dopt.apply_orientation = false;
+  dopt.fast_dct = o.fast_dct;
   auto img = DecodeImage(v.payload, v.payload_size, dopt);
   if (!img.ok()) {
     problems.Add(where, path, img.status().message());

@@ -16,6 +16,7 @@ struct VerifyOptions {
   bool decode = false;             // decode every JPEG fully, check its size
   std::string against;             // a source tree (or a manifest file) that must match exactly
   bool stats = false;              // class histogram, sizes, pixel mean/std
+  bool fast_dct = false;           // --decode/--stats: the fast IDCT instead of the accurate (Pillow's)
   int threads = 0;
   Progress* progress = nullptr;
   CancelFlag* cancel = nullptr;
