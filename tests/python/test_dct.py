@@ -97,6 +97,16 @@ def test_raw_records_are_pillows_pixels(jpeg_tree, tmp_path):
     assert not differing, differing
 
 
+def test_cmyk_records_are_pillows_rgb(tmp_path):
+    """An Adobe CMYK JPEG (inverted samples): the same RGB as Pillow's
+    convert("RGB")."""
+    os.makedirs(tmp_path / "t" / "a")
+    shutil.copy(os.path.join(os.path.dirname(__file__), "..", "data", "cmyk_adobe.jpg"), tmp_path / "t" / "a")
+    _, records = raw_pack(tmp_path / "t", tmp_path / "c.blob")
+    want = pillow(tmp_path / "t" / "a" / "cmyk_adobe.jpg", "RGB")
+    np.testing.assert_array_equal(records["a/cmyk_adobe.jpg"], want)
+
+
 def test_gray_records_of_gray_jpegs_are_pillows_L(jpeg_tree, tmp_path):
     gray = tmp_path / "gray"
     os.makedirs(gray / "g")
