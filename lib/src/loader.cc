@@ -89,10 +89,6 @@ void FlipRows(uint8_t* data, int planes, int rows, size_t row_bytes) {
   }
 }
 
-// Names of the arrays a list field adds (docs: LoaderOptions/BatchField).
-std::string LabelsName(const std::string& f) { return FieldLabelsName(f); }
-std::string CountName(const std::string& f) { return FieldCountName(f); }
-
 // Spare batch buffers, shared with the OwnedBatch handles given out, which
 // may outlive the loader.
 struct BatchPool {
@@ -506,13 +502,13 @@ class LoaderImpl : public Loader {
           case FieldKind::kMask: outs.push_back({f.name, DType::kUint8, {B, S, S}, {}}); break;
           case FieldKind::kBoxes:
             outs.push_back({f.name, DType::kFloat32, {B, 0, 4}, {}});
-            outs.push_back({LabelsName(f.name), DType::kInt64, {B, 0}, {}});
-            outs.push_back({CountName(f.name), DType::kInt64, {B}, {}});
+            outs.push_back({FieldLabelsName(f.name), DType::kInt64, {B, 0}, {}});
+            outs.push_back({FieldCountName(f.name), DType::kInt64, {B}, {}});
             break;
           case FieldKind::kInts:
           case FieldKind::kFloats:
             outs.push_back({f.name, f.kind == FieldKind::kInts ? DType::kInt64 : DType::kFloat32, {B, 0}, {}});
-            outs.push_back({CountName(f.name), DType::kInt64, {B}, {}});
+            outs.push_back({FieldCountName(f.name), DType::kInt64, {B}, {}});
             break;
           case FieldKind::kText:
             outs.push_back({f.name, DType::kUint8, {0}, {}});
