@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "imagepack/pack.h"
+#include "imagepack/byte_source.h"
 
 using namespace imagepack;
 namespace po = boost::program_options;
@@ -112,6 +113,8 @@ int main(int argc, char** argv) {
     return cli::UsageError("--channels must be 1 or 3");
   if (o.lmdb_records_per_value < 0 || o.lmdb_records_per_value > kMaxRecordsPerValue)
     return cli::UsageError("--records-per-value must be in 0.." + std::to_string(kMaxRecordsPerValue));
+  // Object storage holds blobs only: the default follows the destination.
+  if (vm["format"].defaulted() && IsObjectUrl(o.dst)) format = "blob";
   auto fmt = ParseContainerFormat(format);
   if (!fmt.ok()) return cli::UsageError(fmt.status().message());
   auto enc = ParseEncoding(encoding);

@@ -173,6 +173,7 @@ class PyLoader {
     d["wait_seconds"] = s.wait_seconds;
     d["skipped"] = s.skipped;
     d["read_ahead_bytes"] = s.read_ahead_bytes;
+    d["remote_requests"] = s.remote_requests;
     d["read_ahead_wait_seconds"] = s.read_ahead_wait_seconds;
     return d;
   }

@@ -208,6 +208,59 @@ Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, Tem
   return std::unique_ptr<RecordWriter>(std::move(w));
 }
 
+Status ParseBlob(const std::string& path, uint64_t file_size,
+                 const std::function<Status(uint64_t, uint64_t, const uint8_t**)>& read, BlobLayout* out) {
+  if (file_size < kHeaderSize)
+    return Status::Corruption(path + ": blob is " + std::to_string(file_size) +
+                              " bytes, shorter than its header (truncated)");
+  const uint8_t* base = nullptr;
+  IMAGEPACK_RETURN_IF_ERROR(read(0, kHeaderSize, &base));
+  if (std::memcmp(base, kBlobMagic, 8) != 0) return Status::Corruption(path + ": not an imagepack blob (bad magic)");
+  if (Get<uint64_t>(base + 56) != XXH3_64bits(base, 56))
+    return Status::Corruption(path + ": blob header checksum mismatch (header damaged, or the file was not finished)");
+  const uint32_t version = Get<uint32_t>(base + 8);
+  if (version != kBlobLayoutVersion)
+    return Status::NotSupported(path + ": blob format version " + std::to_string(version));
+  const uint64_t count = Get<uint64_t>(base + 16);
+  const uint64_t index_offset = Get<uint64_t>(base + 24);
+  const uint64_t meta_offset = Get<uint64_t>(base + 32);
+  const uint64_t meta_len = Get<uint64_t>(base + 40);
+  const uint64_t index_sum = Get<uint64_t>(base + 48);
+  // Every offset and length is checked against the file before use.
+  if (count > file_size / 16 || index_offset < kHeaderSize || index_offset > file_size ||
+      count * 16 > file_size - index_offset)
+    return Status::Corruption(path + ": blob index lies outside the file (" + std::to_string(file_size) +
+                              " bytes): truncated or damaged");
+  if (meta_offset > file_size || meta_len > file_size - meta_offset)
+    return Status::Corruption(path + ": blob metadata lies outside the file (" + std::to_string(file_size) +
+                              " bytes): truncated or damaged");
+  const uint8_t* index = nullptr;
+  IMAGEPACK_RETURN_IF_ERROR(read(index_offset, count * 16, &index));
+  if (index_sum != XXH3_64bits(index, count * 16))
+    return Status::Corruption(path + ": blob index checksum mismatch at offset " + std::to_string(index_offset));
+  std::vector<uint64_t> offsets(count), lengths(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    offsets[i] = Get<uint64_t>(index + i * 16);
+    lengths[i] = Get<uint64_t>(index + i * 16 + 8);
+    if (offsets[i] < kHeaderSize || offsets[i] > index_offset || lengths[i] > index_offset - offsets[i])
+      return Status::Corruption(path + ": record " + RecordKey(static_cast<int64_t>(i)) + " at offset " +
+                                std::to_string(offsets[i]) + " + " + std::to_string(lengths[i]) +
+                                " lies outside the record area");
+  }
+  const uint8_t* meta_bytes = nullptr;
+  IMAGEPACK_RETURN_IF_ERROR(read(meta_offset, meta_len, &meta_bytes));
+  auto meta = ParseMeta(meta_bytes, meta_len);
+  if (!meta.ok()) return meta.status().WithContext(path);
+  if (static_cast<uint64_t>(meta->count) != count)
+    return Status::Corruption(path + ": blob header says " + std::to_string(count) + " records, metadata says " +
+                              std::to_string(meta->count));
+  out->meta = std::move(meta.value());
+  out->offsets = std::move(offsets);
+  out->lengths = std::move(lengths);
+  out->records_end = index_offset;
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const OpenOptions& opts) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(path, errno);
@@ -235,44 +288,15 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const Op
   map->fd = fd;  // for pread_records and FileRanges; the mapping's owner closes it
   const uint8_t* base = static_cast<const uint8_t*>(map->addr);
   std::shared_ptr<void> keep = map;
-
-  if (std::memcmp(base, kBlobMagic, 8) != 0) return Status::Corruption(path + ": not an imagepack blob (bad magic)");
-  if (Get<uint64_t>(base + 56) != XXH3_64bits(base, 56))
-    return Status::Corruption(path + ": blob header checksum mismatch (header damaged, or the file was not finished)");
-  const uint32_t version = Get<uint32_t>(base + 8);
-  if (version != kBlobLayoutVersion)
-    return Status::NotSupported(path + ": blob format version " + std::to_string(version));
-  const uint64_t count = Get<uint64_t>(base + 16);
-  const uint64_t index_offset = Get<uint64_t>(base + 24);
-  const uint64_t meta_offset = Get<uint64_t>(base + 32);
-  const uint64_t meta_len = Get<uint64_t>(base + 40);
-  // Every offset and length is checked against the file before use.
-  if (count > file_size / 16 || index_offset < kHeaderSize || index_offset > file_size ||
-      count * 16 > file_size - index_offset)
-    return Status::Corruption(path + ": blob index lies outside the file (" + std::to_string(file_size) +
-                              " bytes): truncated or damaged");
-  if (meta_offset > file_size || meta_len > file_size - meta_offset)
-    return Status::Corruption(path + ": blob metadata lies outside the file (" + std::to_string(file_size) +
-                              " bytes): truncated or damaged");
-  const uint8_t* index = base + index_offset;
-  if (Get<uint64_t>(base + 48) != XXH3_64bits(index, count * 16))
-    return Status::Corruption(path + ": blob index checksum mismatch at offset " + std::to_string(index_offset));
-  auto meta = ParseMeta(base + meta_offset, meta_len);
-  if (!meta.ok()) return meta.status().WithContext(path);
-  if (static_cast<uint64_t>(meta->count) != count)
-    return Status::Corruption(path + ": blob header says " + std::to_string(count) + " records, metadata says " +
-                              std::to_string(meta->count));
-  std::vector<uint64_t> offsets(count), lengths(count);
-  for (uint64_t i = 0; i < count; ++i) {
-    offsets[i] = Get<uint64_t>(index + i * 16);
-    lengths[i] = Get<uint64_t>(index + i * 16 + 8);
-    if (offsets[i] < kHeaderSize || offsets[i] > index_offset || lengths[i] > index_offset - offsets[i])
-      return Status::Corruption(path + ": record " + RecordKey(static_cast<int64_t>(i)) + " at offset " +
-                                std::to_string(offsets[i]) + " + " + std::to_string(lengths[i]) +
-                                " lies outside the record area");
-  }
-  return NewMemorySource(std::move(meta.value()), path + " (blob)", base, file_size, std::move(offsets),
-                         std::move(lengths), std::move(keep), fd, opts.pread_records);
+  BlobLayout layout;
+  IMAGEPACK_RETURN_IF_ERROR(ParseBlob(path, file_size,
+                                      [&](uint64_t at, uint64_t, const uint8_t** p) {
+                                        *p = base + at;
+                                        return Status::Ok();
+                                      },
+                                      &layout));
+  return NewMemorySource(std::move(layout.meta), path + " (blob)", base, file_size, std::move(layout.offsets),
+                         std::move(layout.lengths), std::move(keep), fd, opts.pread_records);
 }
 
 }  // namespace imagepack::internal

@@ -120,8 +120,11 @@ class LoaderImpl : public Loader {
     scratch_.resize(cursors_.size());
     if (o_.eval_resize <= 0) o_.eval_resize = static_cast<int>(std::lround(o_.size / 0.875));
     fields_ = src_->meta().fields;
-    const int io = o_.io_threads >= 0 ? o_.io_threads : (spec_.kind == Order::kBlocks && !o_.in_ram ? 4 : 0);
-    if (io > 0 && !o_.in_ram)
+    // Object storage: always (a unit's GETs are in flight together).
+    const bool remote = src_->remote();
+    const int io = o_.io_threads >= 0 ? o_.io_threads
+                                      : (remote || (spec_.kind == Order::kBlocks && !o_.in_ram) ? 4 : 0);
+    if (io > 0 && (!o_.in_ram || remote))
       read_ahead_ = std::make_unique<internal::ReadAhead>(src_.get(), io,
                                                           static_cast<uint64_t>(o_.read_chunk_mb * (1 << 20)));
     releaser_ = std::thread([this] { ReleaseLoop(); });
@@ -226,6 +229,7 @@ class LoaderImpl : public Loader {
     s.skipped = skipped_.load();
     if (read_ahead_) {
       s.read_ahead_bytes = read_ahead_->bytes_read();
+      s.remote_requests = src_->remote_requests();
       s.read_ahead_wait_seconds = read_ahead_->wait_seconds();
     }
     return s;
@@ -723,8 +727,11 @@ class LoaderImpl : public Loader {
 // not stored shuffled: blocks of a pack in class order hold one class
 // each); blocks otherwise.
 // `file_bytes`: the files' total size.
-Order AutoOrder(const LoaderOptions& o, const DatasetMeta& meta, int64_t file_bytes) {
-  if (o.in_ram || !StoredShuffled(meta) || file_bytes < (int64_t(256) << 20)) return Order::kRandom;
+Order AutoOrder(const LoaderOptions& o, const RecordSource& src, int64_t file_bytes) {
+  const DatasetMeta& meta = src.meta();
+  if (o.in_ram || !StoredShuffled(meta)) return Order::kRandom;
+  if (src.remote()) return Order::kBlocks;  // object storage: every read is a request
+  if (file_bytes < (int64_t(256) << 20)) return Order::kRandom;
   int64_t cached = 0;
   const int64_t page = ::sysconf(_SC_PAGESIZE);
   for (const auto& path : o.paths) {
@@ -786,16 +793,17 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   if (Status keys = CheckBatchKeys(s.meta().fields); !keys.ok()) return keys.WithContext(s.Describe());
   // Blocks are of the files' bytes: what the device reads.
   int64_t file_bytes = 0;
+  if (s.remote()) file_bytes = s.stored_bytes();
   for (const auto& p : o.paths) {
     struct stat st;
-    if (::stat(p.c_str(), &st) == 0) file_bytes += st.st_size;
+    if (!s.remote() && ::stat(p.c_str(), &st) == 0) file_bytes += st.st_size;
   }
   OrderSpec spec;
   spec.seed = o.seed;
   spec.world = o.world_size;
   spec.kind = !o.shuffle                  ? Order::kSequential
               : o.order != Order::kAuto ? o.order
-                                        : AutoOrder(o, s.meta(), file_bytes);
+                                        : AutoOrder(o, s, file_bytes);
   spec.window_blocks = o.window_blocks;
   spec.block_records = BlockRecords(s.size(), file_bytes, static_cast<int64_t>(o.block_mb * (1 << 20)),
                                     s.meta().records_per_value);

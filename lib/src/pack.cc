@@ -1,4 +1,5 @@
 #include "imagepack/pack.h"
+#include "imagepack/byte_source.h"
 
 #include <tbb/concurrent_queue.h>
 #include <tbb/enumerable_thread_specific.h>
@@ -629,7 +630,12 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   total.MeanStd(meta.channels, &meta.mean, &meta.std);
   IMAGEPACK_RETURN_IF_ERROR(w.Finish(meta));
   summary.written = meta.count;
-  summary.file_bytes = static_cast<int64_t>(fs::file_size(o.dst, ec));
+  if (IsObjectUrl(o.dst)) {
+    auto obj = OpenByteSource(o.dst);
+    summary.file_bytes = obj.ok() ? static_cast<int64_t>(obj.value()->size()) : 0;
+  } else {
+    summary.file_bytes = static_cast<int64_t>(fs::file_size(o.dst, ec));
+  }
   summary.seconds = SecondsSince(t0);
   return summary;
 }

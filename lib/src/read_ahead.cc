@@ -61,6 +61,20 @@ void ReadAhead::Locate() {
     lock.unlock();
     ranges.clear();
     const std::vector<int64_t>& r = u.records;
+    if (src_->remote()) {
+      Chunk c{u.id, {}, {}};
+      for (size_t i = 0; i < r.size();) {
+        size_t j = i + 1;
+        while (j < r.size() && r[j] == r[j - 1] + 1) ++j;
+        c.runs.emplace_back(r[i], r[j - 1]);
+        i = j;
+      }
+      lock.lock();
+      if (generation != generation_) continue;
+      queue_.push_back(std::move(c));
+      work_cv_.notify_all();
+      continue;
+    }
     for (size_t i = 0; i < r.size();) {
       size_t j = i + 1;
       while (j < r.size() && r[j] == r[j - 1] + 1) ++j;
@@ -78,7 +92,7 @@ void ReadAhead::Locate() {
     int chunks = 0;
     for (const FileRange& fr : ranges)
       for (uint64_t at = 0; at < fr.size; at += chunk_, ++chunks)
-        queue_.push_back({u.id, {fr.fd, fr.offset + at, std::min(chunk_, fr.size - at)}});
+        queue_.push_back({u.id, {fr.fd, fr.offset + at, std::min(chunk_, fr.size - at)}, {}});
     Settle(u.id, chunks - 1);
     if (chunks > 0) work_cv_.notify_all();
   }
@@ -116,12 +130,14 @@ void ReadAhead::Work() {
   while (true) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (stop_) return;
-    const Chunk c = queue_.front();
+    const Chunk c = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    // Into a scratch buffer: the point is the page cache. A failed read is
-    // not reported here; the worker's own read of the record reports it.
-    const ssize_t got = PreadFull(c.range.fd, buf.data(), c.range.size, c.range.offset);
+    // Into a scratch buffer: the point is the page cache (object storage:
+    // the source's block cache). A failed read is not reported here; the
+    // worker's own read of the record reports it.
+    const ssize_t got = c.runs.empty() ? PreadFull(c.range.fd, buf.data(), c.range.size, c.range.offset)
+                                       : static_cast<ssize_t>(src_->Fetch(c.runs));
     lock.lock();
     if (got > 0) bytes_ += got;
     Settle(c.unit, -1);

@@ -50,6 +50,9 @@ class ReadAhead {
   struct Chunk {
     int64_t unit;
     FileRange range;
+    // Object storage: the unit's runs of records, fetched by one worker
+    // with the GETs in flight together (range unused).
+    std::vector<std::pair<int64_t, int64_t>> runs;
   };
   struct Unit {
     int64_t id;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "imagepack/byte_source.h"
 #include "imagepack/files.h"
 #include "imagepack/store.h"
 #include "pixel_stats.h"
@@ -182,6 +183,31 @@ class MultiSource : public RecordSource {
       if (lo <= hi) parts_[i]->FileRanges(lo - starts_[i], hi - starts_[i], out);
     }
   }
+  bool remote() const override {
+    return std::any_of(parts_.begin(), parts_.end(), [](const auto& p) { return p->remote(); });
+  }
+  int64_t Fetch(const std::vector<std::pair<int64_t, int64_t>>& runs) const override {
+    int64_t bytes = 0;
+    for (size_t i = 0; i + 1 < starts_.size(); ++i) {
+      std::vector<std::pair<int64_t, int64_t>> mine;
+      for (const auto& [first, last] : runs) {
+        const int64_t lo = std::max(first, starts_[i]), hi = std::min(last, starts_[i + 1] - 1);
+        if (lo <= hi) mine.emplace_back(lo - starts_[i], hi - starts_[i]);
+      }
+      if (!mine.empty()) bytes += parts_[i]->Fetch(mine);
+    }
+    return bytes;
+  }
+  int64_t stored_bytes() const override {
+    int64_t b = 0;
+    for (const auto& p : parts_) b += p->stored_bytes();
+    return b;
+  }
+  int64_t remote_requests() const override {
+    int64_t r = 0;
+    for (const auto& p : parts_) r += p->remote_requests();
+    return r;
+  }
 
  private:
   std::vector<std::unique_ptr<RecordSource>> parts_;
@@ -263,6 +289,7 @@ void ReleasePages(const void* addr, size_t size) {
 
 Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const std::string& path,
                                                    const WriterOptions& opts) {
+  if (IsObjectUrl(path)) return internal::NewUploadingWriter(format, path, opts);
   std::error_code ec;
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) {
@@ -286,6 +313,12 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
 }
 
 Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
+  if (IsObjectUrl(path)) {
+    // in_ram: every block is kept in this process's RAM once fetched.
+    OpenOptions o = opts;
+    if (o.in_ram) o.ram_cache_mb = 1 << 30;
+    return internal::OpenRemoteBlob(path, o);
+  }
   // A FIFO, device or socket is refused before anything reads (or blocks
   // on) it.
   auto regular = OpenRegularFile(path);

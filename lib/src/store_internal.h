@@ -1,6 +1,7 @@
 // Shared pieces of the container implementations. Internal.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,24 @@ Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, Tem
 
 Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const OpenOptions& opts);
 Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const OpenOptions& opts);
+
+// A blob's layout, checked (docs/FORMAT.md): every offset against the file,
+// the header's and the index's checksums, the metadata's own.
+struct BlobLayout {
+  DatasetMeta meta;
+  std::vector<uint64_t> offsets, lengths;
+  uint64_t records_end = 0;  // where the index begins
+};
+// `read(offset, size, &p)` makes p point at those bytes of the file (valid
+// until the next call).
+Status ParseBlob(const std::string& path, uint64_t file_size,
+                 const std::function<Status(uint64_t, uint64_t, const uint8_t**)>& read, BlobLayout* out);
+
+// A blob in object storage (docs/OBJECT_STORAGE.md): records fetched in
+// blocks, kept in RAM (opts.remote) and in the node-local cache.
+Result<std::unique_ptr<RecordWriter>> NewUploadingWriter(ContainerFormat format, const std::string& url,
+                                                         const WriterOptions& opts);
+Result<std::unique_ptr<RecordSource>> OpenRemoteBlob(const std::string& url, const OpenOptions& opts);
 
 // Records in a read-only file mapping of base_size bytes at `base` (a
 // blob), located by an (offset, length) index. `keep_alive` owns the

@@ -110,6 +110,7 @@ struct LoaderStats {
   int64_t skipped = 0;         // corrupt records replaced (kSkip)
   int64_t read_ahead_bytes = 0;  // read by the read-ahead threads
   double read_ahead_wait_seconds = 0;  // batches held back waiting for them
+  int64_t remote_requests = 0;  // object storage: requests made to the server (HEADs and GETs)
 };
 
 // A batch inside the loader's own memory (Loader::NextView).

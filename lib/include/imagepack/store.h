@@ -144,6 +144,20 @@ class RecordSource {
   virtual void FileRanges(int64_t first, int64_t last, std::vector<FileRange>* out) const {
     (void)first, (void)last, (void)out;
   }
+  // Object storage: true, and Fetch() brings runs of records (first, last
+  // inclusive) into the source's caches with ranged GETs in flight
+  // together, returning the bytes fetched from the network (failures are
+  // left for the cursor's own read to report). Files: false and no-op.
+  virtual bool remote() const { return false; }
+  virtual int64_t Fetch(const std::vector<std::pair<int64_t, int64_t>>& runs) const {
+    (void)runs;
+    return 0;
+  }
+  // Bytes of the stored container(s): files' or objects' sizes.
+  virtual int64_t stored_bytes() const { return 0; }
+  // Object storage: requests made to the server so far (GETs and HEADs);
+  // blocks served from the caches cost none.
+  virtual int64_t remote_requests() const { return 0; }
 };
 
 struct OpenOptions {
@@ -168,6 +182,17 @@ struct OpenOptions {
   // cursor's next read. No page faults, and resident memory is one record
   // (value) per cursor, whatever the size of the file.
   bool pread_records = false;
+  // Object storage (s3:// paths; docs/OBJECT_STORAGE.md). Records are
+  // fetched in blocks of fetch_block_mb (adjacent missing blocks in one
+  // ranged GET), up to ram_cache_mb of them kept in RAM, and, where a
+  // cache folder is given, kept on local disk under cache_limit_mb (least
+  // recently used dropped first), shared by every process of this user on
+  // the machine and kept across runs. cache_dir empty: $IMAGEPACK_CACHE_DIR,
+  // else none. cache_limit_mb 0: $IMAGEPACK_CACHE_LIMIT_MB, else 20480.
+  std::string cache_dir;
+  double cache_limit_mb = 0;
+  double fetch_block_mb = 1;
+  double ram_cache_mb = 512;
 };
 
 // Opens one container; LMDB or blob is detected from the file's first bytes.

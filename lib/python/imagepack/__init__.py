@@ -39,7 +39,7 @@ def _paths(paths):
     if not paths:
         raise ValueError("no database given")
     for p in paths:
-        if not os.path.exists(p):
+        if not p.startswith("s3://") and not os.path.exists(p):
             raise FileNotFoundError(2, "no such database", p)
     return paths
 
