@@ -14,6 +14,8 @@ PACKAGES=(
   python3-torch python3-torchvision python3-matplotlib python3-venv python3-pip
   libvips-tools libjpeg-turbo-progs imagemagick time fonts-dejavu-core
   dataset-fashion-mnist plasma-workspace-wallpapers mate-backgrounds
+  libcurl4-openssl-dev curl python3-boto3 s3fs iproute2 uuid-runtime
+  ceph-mon ceph-osd radosgw ceph-common
 )
 
 missing=()

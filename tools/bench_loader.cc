@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
       ("order", po::value(&order)->default_value("auto"), "random, blocks, sequential or auto")
       ("block-mb", po::value(&o.block_mb)->default_value(4), "--order blocks: block size")
       ("window-blocks", po::value(&o.window_blocks)->default_value(16), "--order blocks: blocks per window")
+      ("cache-dir", po::value(&o.cache_dir), "s3:// datasets: keep fetched blocks in this local folder")
+      ("cache-limit", po::value(&o.cache_limit_mb)->default_value(0), "MB kept in --cache-dir (0: 20480)")
       ("io-threads", po::value(&o.io_threads)->default_value(-1), "read-ahead threads (-1: 4 with blocks)")
       ("read-chunk-mb", po::value(&o.read_chunk_mb)->default_value(4), "size of each read-ahead read")
       ("rank", po::value(&o.rank)->default_value(0), "this process's rank (several processes, one node)")
@@ -147,6 +149,9 @@ int main(int argc, char** argv) {
   if (s.read_ahead_bytes > 0)
     std::printf("  read ahead %.1f MB; batches waited %.2f s for it\n", s.read_ahead_bytes / 1e6,
                 s.read_ahead_wait_seconds);
+  if (s.remote_requests > 0)
+    std::printf("  object storage: %lld requests, from the network %.3f MB (%.1f MB/s)\n",
+                static_cast<long long>(s.remote_requests), s.remote_bytes / 1e6, s.remote_bytes / secs / 1e6);
   // Memory at the end: private (anonymous), shared memory mapped, and the
   // proportional share (Pss) of everything mapped.
   std::printf("  memory: RssAnon %ld MiB, RssShmem %ld MiB, Pss %ld MiB\n",

@@ -119,6 +119,8 @@ void Trainer::SetUpLoaders() {
   lo_.paths = train_paths;
   lo_.in_ram = o_.in_ram;
   lo_.lock_in_ram = o_.lock_in_ram;
+  lo_.cache_dir = o_.cache_dir;
+  lo_.cache_limit_mb = o_.cache_limit_mb;
   lo_.order = Check(ParseOrder(o_.order));
   if (o_.dct != "fast" && o_.dct != "accurate") throw std::invalid_argument("--dct must be fast or accurate");
   lo_.fast_dct = o_.dct == "fast";

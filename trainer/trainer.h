@@ -37,6 +37,8 @@ struct TrainOptions {
   double checkpoint_minutes = 0;
   std::string log_samples;
   int save_predictions = 0;  // write the first N validation samples' inputs, outputs, targets (.npy)
+  std::string cache_dir;      // s3:// datasets: node-local block cache
+  double cache_limit_mb = 0;
   bool amp = false, in_ram = false, lock_in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
        lr_scale = false, zero_init = false, channels_last = false, no_val = false;
 };

@@ -86,7 +86,8 @@ class PyLoader {
            int channels, const std::string& layout, bool shuffle, uint64_t seed, int rank, int world_size,
            bool even_partition, bool drop_last, int threads, int prefetch, const std::string& on_corrupt,
            bool dct_scaling, bool vflip, double min_box_visible, const std::string& order, double block_mb,
-           int window_blocks, int io_threads, bool lock_in_ram, const std::string& dct) {
+           int window_blocks, int io_threads, bool lock_in_ram, const std::string& dct, const std::string& cache_dir,
+           double cache_limit_mb) {
     LoaderOptions o;
     o.paths = std::move(paths);
     o.batch_size = batch_size;
@@ -122,6 +123,8 @@ class PyLoader {
     o.window_blocks = window_blocks;
     o.io_threads = io_threads;
     o.lock_in_ram = lock_in_ram;
+    o.cache_dir = cache_dir;
+    o.cache_limit_mb = cache_limit_mb;
     nchw_ = o.layout == Layout::kNCHW;
     size_ = size;
     Result<std::unique_ptr<Loader>> l = [&] {
@@ -174,6 +177,7 @@ class PyLoader {
     d["skipped"] = s.skipped;
     d["read_ahead_bytes"] = s.read_ahead_bytes;
     d["remote_requests"] = s.remote_requests;
+    d["remote_bytes"] = s.remote_bytes;
     d["read_ahead_wait_seconds"] = s.read_ahead_wait_seconds;
     return d;
   }
@@ -372,7 +376,7 @@ PYBIND11_MODULE(_imagepack, m) {
       .def(py::init<std::vector<std::string>, int, int, const std::string&, bool, int, int, double, double, double,
                     double, int, const std::string&, bool, uint64_t, int, int, bool, bool, int, int,
                     const std::string&, bool, bool, double, const std::string&, double, int, int, bool,
-                    const std::string&>(),
+                    const std::string&, const std::string&, double>(),
            py::arg("paths"), py::arg("batch_size"), py::arg("size"), py::arg("transform"), py::arg("in_ram"),
            py::arg("eval_resize"), py::arg("pad"), py::arg("scale_min"), py::arg("scale_max"), py::arg("ratio_min"),
            py::arg("ratio_max"), py::arg("channels"), py::arg("layout"), py::arg("shuffle"), py::arg("seed"),
@@ -380,7 +384,8 @@ PYBIND11_MODULE(_imagepack, m) {
            py::arg("threads"), py::arg("prefetch"), py::arg("on_corrupt"), py::arg("dct_scaling"),
            py::arg("vflip") = false, py::arg("min_box_visible") = 0.0, py::arg("order") = "auto",
            py::arg("block_mb") = 4.0, py::arg("window_blocks") = 16, py::arg("io_threads") = -1,
-           py::arg("lock_in_ram") = false, py::arg("dct") = "fast")
+           py::arg("lock_in_ram") = false, py::arg("dct") = "fast", py::arg("cache_dir") = "",
+           py::arg("cache_limit_mb") = 0.0)
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"))
       .def("restore", &PyLoader::Restore, py::arg("epoch"), py::arg("position"), py::arg("order") = "auto",
            py::arg("world") = 0, py::arg("block_records") = 0, py::arg("window_blocks") = 0)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cerrno>
 #include <thread>
 
@@ -87,6 +88,7 @@ class ObjectByteSource : public ByteSource {
     std::vector<S3Response> resps;
     Status st = client_->Run(reqs, &resps);
     requests_ += static_cast<int64_t>(reqs.size());
+    for (const S3Request& q : reqs) bytes_ += static_cast<int64_t>(q.out_size);
     for (const S3Response& r : resps)
       if (r.status == 412)
         return Status::Corruption(url_.ToString() + " changed since it was opened (its ETag was " + etag_ +
@@ -100,13 +102,14 @@ class ObjectByteSource : public ByteSource {
   std::string Describe() const override { return url_.ToString(); }
   bool remote() const override { return true; }
   int64_t requests() const override { return requests_.load(); }
+  int64_t bytes_fetched() const override { return bytes_.load(); }
 
  private:
   std::shared_ptr<S3Client> client_;
   ObjectUrl url_;
   uint64_t size_;
   std::string etag_;
-  mutable std::atomic<int64_t> requests_{0};
+  mutable std::atomic<int64_t> requests_{0}, bytes_{0};
 };
 
 Result<S3Response> Head(S3Client& client, const ObjectUrl& url, bool missing_ok) {
@@ -114,7 +117,18 @@ Result<S3Response> Head(S3Client& client, const ObjectUrl& url, bool missing_ok)
   q.method = "HEAD";
   q.url = url;
   S3Response r;
-  IMAGEPACK_RETURN_IF_ERROR(client.RunOne(q, &r, missing_ok ? std::vector<long>{404} : std::vector<long>{}));
+  Status st = client.RunOne(q, &r, missing_ok ? std::vector<long>{404} : std::vector<long>{});
+  if (!st.ok() && r.status >= 400 && r.status < 500) {
+    // A HEAD answer has no body, so no S3 error code: a GET of one byte
+    // says which (SignatureDoesNotMatch, NoSuchBucket, ...).
+    S3Request g;
+    g.url = url;
+    g.headers.push_back("Range: bytes=0-0");
+    S3Response gr;
+    Status why = client.RunOne(g, &gr);
+    if (!why.ok() && gr.status == r.status) return why;
+  }
+  if (!st.ok()) return st;
   return r;
 }
 
@@ -201,7 +215,10 @@ Status UploadFile(const std::string& src, const std::string& dest, const UploadO
   auto in = OpenByteSource(src);
   if (!in.ok()) return in.status();
   const uint64_t size = in.value()->size();
-  const uint64_t part = std::max<uint64_t>(5 << 20, static_cast<uint64_t>(opts.part_mb * (1 << 20)));
+  double part_mb = opts.part_mb;
+  if (const char* e = std::getenv("IMAGEPACK_S3_PART_MB"); e && std::atof(e) > 0) part_mb = std::atof(e);
+  // S3's smallest part (but the last) is 5 MiB.
+  const uint64_t part = std::max<uint64_t>(5 << 20, static_cast<uint64_t>(part_mb * (1 << 20)));
   const uint64_t parts = std::max<uint64_t>(1, (size + part - 1) / part);
   if (parts > 10000) return Status::InvalidArgument(dest + ": more than 10,000 parts; use a larger part size");
   S3Request create;

@@ -229,9 +229,10 @@ class LoaderImpl : public Loader {
     s.skipped = skipped_.load();
     if (read_ahead_) {
       s.read_ahead_bytes = read_ahead_->bytes_read();
-      s.remote_requests = src_->remote_requests();
       s.read_ahead_wait_seconds = read_ahead_->wait_seconds();
     }
+    s.remote_requests = src_->remote_requests();
+    s.remote_bytes = src_->remote_bytes();
     return s;
   }
 
@@ -786,6 +787,8 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   oo.in_ram = o.in_ram;
   oo.lock_in_ram = o.lock_in_ram;
   oo.pread_records = !o.in_ram;
+  oo.cache_dir = o.cache_dir;
+  oo.cache_limit_mb = o.cache_limit_mb;
   auto src = OpenDatabases(o.paths, oo);
   if (!src.ok()) return src.status();
   const RecordSource& s = *src.value();

@@ -1,5 +1,6 @@
 // A blob read from object storage: header, index and metadata with ranged
 // GETs at open, records through a BlockCache (docs/OBJECT_STORAGE.md).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -35,6 +36,7 @@ class RemoteBlobSource : public RecordSource {
   bool remote() const override { return true; }
   int64_t stored_bytes() const override { return static_cast<int64_t>(bytes_->size()); }
   int64_t remote_requests() const override { return bytes_->requests() + 1; }  // + the HEAD at open
+  int64_t remote_bytes() const override { return bytes_->bytes_fetched(); }
   int64_t Fetch(const std::vector<std::pair<int64_t, int64_t>>& runs) const override {
     std::vector<uint64_t> blocks;
     const uint64_t bb = cache_.block_bytes();
@@ -138,8 +140,11 @@ Result<std::unique_ptr<RecordSource>> OpenRemoteBlob(const std::string& url, con
     if (!d.ok()) return d.status().WithContext(url);
     disk = std::move(d.value());
   }
-  const uint64_t block = static_cast<uint64_t>(opts.fetch_block_mb * (1 << 20));
-  const size_t ram_blocks = static_cast<size_t>(opts.ram_cache_mb * (1 << 20) / double(block));
+  // The environment tunes them where no option reaches (tests, Python).
+  const double block_mb = EnvNumber("IMAGEPACK_FETCH_BLOCK_MB", opts.fetch_block_mb);
+  const double ram_mb = opts.in_ram ? opts.ram_cache_mb : EnvNumber("IMAGEPACK_RAM_CACHE_MB", opts.ram_cache_mb);
+  const uint64_t block = std::max<uint64_t>(4096, static_cast<uint64_t>(std::min(block_mb, 1024.0) * (1 << 20)));
+  const size_t ram_blocks = static_cast<size_t>(std::min(ram_mb * (1 << 20) / double(block), 1e9));
   return std::unique_ptr<RecordSource>(
       new RemoteBlobSource(std::move(bytes.value()), std::move(layout), block, ram_blocks, std::move(disk)));
 }

@@ -30,6 +30,7 @@ class UploadingWriter : public RecordWriter {
   Status Finish(const DatasetMeta& meta) override {
     IMAGEPACK_RETURN_IF_ERROR(inner_->Finish(meta));
     UploadOptions uo;
+    uo.part_mb = 0;
     uo.overwrite = overwrite_;
     Status st = UploadFile(staged_, url_, uo);
     std::error_code ec;

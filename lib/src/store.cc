@@ -208,6 +208,11 @@ class MultiSource : public RecordSource {
     for (const auto& p : parts_) r += p->remote_requests();
     return r;
   }
+  int64_t remote_bytes() const override {
+    int64_t r = 0;
+    for (const auto& p : parts_) r += p->remote_bytes();
+    return r;
+  }
 
  private:
   std::vector<std::unique_ptr<RecordSource>> parts_;

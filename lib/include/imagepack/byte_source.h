@@ -37,6 +37,8 @@ class ByteSource {
   virtual bool remote() const { return false; }
   // Requests made so far (object storage: GETs; files: 0). For statistics.
   virtual int64_t requests() const { return 0; }
+  // Bytes received from the server so far (files: 0).
+  virtual int64_t bytes_fetched() const { return 0; }
 };
 
 // "s3://..." (case-sensitive scheme, as the AWS CLI).
@@ -52,7 +54,7 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path);
 // to the same key (a killed run) are aborted first. `progress(bytes_done)`
 // is called from the uploading thread.
 struct UploadOptions {
-  double part_mb = 16;
+  double part_mb = 16;  // 0: $IMAGEPACK_S3_PART_MB, else 16
   int in_flight = 8;
   bool overwrite = false;  // false: an existing object at `url` is an error
 };

@@ -32,6 +32,10 @@ struct LoaderOptions {
   std::vector<std::string> paths;  // one container or the shards of one dataset
   bool in_ram = false;             // one shared copy per machine (OpenOptions::in_ram)
   bool lock_in_ram = false;        // and mlock it
+  // Object storage (s3:// paths): the node-local cache of fetched blocks
+  // and its limit (OpenOptions::cache_dir, cache_limit_mb).
+  std::string cache_dir;
+  double cache_limit_mb = 0;
   int batch_size = 256;
   int size = 224;                  // output height and width
   int eval_resize = 0;             // kEval: shorter edge before the crop (0: size / 0.875)
@@ -111,6 +115,7 @@ struct LoaderStats {
   int64_t read_ahead_bytes = 0;  // read by the read-ahead threads
   double read_ahead_wait_seconds = 0;  // batches held back waiting for them
   int64_t remote_requests = 0;  // object storage: requests made to the server (HEADs and GETs)
+  int64_t remote_bytes = 0;     // object storage: bytes received (header, index and blocks)
 };
 
 // A batch inside the loader's own memory (Loader::NextView).

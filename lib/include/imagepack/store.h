@@ -158,6 +158,7 @@ class RecordSource {
   // Object storage: requests made to the server so far (GETs and HEADs);
   // blocks served from the caches cost none.
   virtual int64_t remote_requests() const { return 0; }
+  virtual int64_t remote_bytes() const { return 0; }  // received from the server
 };
 
 struct OpenOptions {

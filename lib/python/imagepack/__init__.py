@@ -85,6 +85,10 @@ class Loader:
         fraction of its area is dropped (empty ones always are).
     in_ram: hold the database in RAM, one copy per machine (shared memory,
         mapped by every process that opens it); lock_in_ram: mlock it.
+    paths may be s3://BUCKET/KEY blobs (docs/OBJECT_STORAGE.md); cache_dir:
+        keep fetched blocks on local disk there (shared by the processes
+        of this user on the machine, kept across runs), at most
+        cache_limit_mb (0: $IMAGEPACK_CACHE_LIMIT_MB, else 20480).
     order: "random" (a full permutation per epoch), "blocks" (blocks of
         block_mb in random order, records shuffled within window_blocks
         blocks: large sequential reads for data not in the page cache) or
@@ -104,7 +108,7 @@ class Loader:
                  pad=4, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), channels=0, layout="NCHW", shuffle=None,
                  seed=0, rank=None, world_size=None, drop_last=False, threads=0, prefetch=2, on_corrupt="fail",
                  dct_scaling=True, vflip=False, min_box_visible=0.0, order="auto", block_mb=4.0, window_blocks=16,
-                 io_threads=-1, lock_in_ram=False, dct="fast", as_torch=True):
+                 io_threads=-1, lock_in_ram=False, dct="fast", cache_dir=None, cache_limit_mb=0, as_torch=True):
         if transform is None:
             transform = "train" if train else "eval"
         if transform not in _TRANSFORMS:
@@ -126,7 +130,8 @@ class Loader:
             float(scale[0]), float(scale[1]), float(ratio[0]), float(ratio[1]), int(channels), layout,
             self._shuffle, int(seed), int(rank), int(world_size), training, bool(drop_last), int(threads),
             int(prefetch), on_corrupt, bool(dct_scaling), bool(vflip), float(min_box_visible), str(order),
-            float(block_mb), int(window_blocks), int(io_threads), bool(lock_in_ram), str(dct))
+            float(block_mb), int(window_blocks), int(io_threads), bool(lock_in_ram), str(dct),
+            os.fspath(cache_dir) if cache_dir else "", float(cache_limit_mb))
         self._torch = _torch() if as_torch else None
         self._has_fields = bool(self.meta.get("fields"))
         self._epoch = 0
