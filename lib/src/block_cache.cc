@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "imagepack/files.h"
@@ -61,15 +62,22 @@ DiskCache::~DiskCache() { ::close(lock_fd_); }
 
 std::string DiskCache::BlockPath(uint64_t b) const { return dir_ + "/b" + std::to_string(b); }
 
+// A block file is the block's bytes then their XXH3-64 (8 bytes, little
+// endian): a file of another size or checksum is not served (removed, and
+// the block fetched again).
 bool DiskCache::Load(uint64_t b, uint64_t size, std::vector<uint8_t>* out) const {
   const std::string p = BlockPath(b);
   const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat st;
-  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == size;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == size + 8;
   if (ok) {
+    out->resize(size + 8);
+    ok = PreadFull(fd, out->data(), size + 8, 0) == static_cast<ssize_t>(size + 8);
+    uint64_t sum = 0;
+    if (ok) std::memcpy(&sum, out->data() + size, 8);
+    ok = ok && sum == XXH3_64bits(out->data(), size);
     out->resize(size);
-    ok = PreadFull(fd, out->data(), size, 0) == static_cast<ssize_t>(size);
     // Recently used: Trim removes the oldest modification times first.
     if (ok) ::futimens(fd, nullptr);
   }
@@ -88,7 +96,9 @@ void DiskCache::Store(uint64_t b, const uint8_t* data, uint64_t size) const {
   const std::string p = BlockPath(b);
   auto tmp = CreateTempFor(p, 0600);
   if (!tmp.ok()) return;
-  const bool ok = WriteAll(tmp->fd, data, size, tmp->path).ok() && ::fdatasync(tmp->fd) == 0;
+  const uint64_t sum = XXH3_64bits(data, size);
+  const bool ok = WriteAll(tmp->fd, data, size, tmp->path).ok() && WriteAll(tmp->fd, &sum, 8, tmp->path).ok() &&
+                  ::fdatasync(tmp->fd) == 0;
   ::close(tmp->fd);
   if (!ok || ::rename(tmp->path.c_str(), p.c_str()) != 0) {
     ::unlink(tmp->path.c_str());

@@ -19,8 +19,9 @@ namespace imagepack::internal {
 // The node-local cache of one object: a folder named by the object's
 // identity (endpoint, bucket, key, ETag, size) under the user's cache root
 // (ROOT/imagepack-UID, 0700, checked as ours), one file per block. A block
-// is written under a temporary name, synced and renamed: a reader sees a
-// whole block or none. Downloads are claimed per block with an OFD lock on
+// is written with its XXH3-64 under a temporary name, synced and renamed:
+// a reader sees a whole block or none, and serves none whose checksum
+// fails. Downloads are claimed per block with an OFD lock on
 // a byte of the folder's lock file, so the processes of a node fetch each
 // block once (a process that dies drops its claims with its descriptor).
 // The root is kept under its limit by removing the least recently used

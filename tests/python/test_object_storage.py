@@ -271,6 +271,15 @@ def block_files(cache):
     return [os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs if f[0] == "b" and f[1:].isdigit()]
 
 
+def cached_block(path):
+    """A cache file's block, after checking its XXH3-64 trailer."""
+    import xxhash
+    with open(path, "rb") as f:
+        body = f.read()
+    assert int.from_bytes(body[-8:], "little") == xxhash.xxh3_64_intdigest(body[:-8]), path
+    return body[:-8]
+
+
 @needs_package
 def test_cache_second_epoch_makes_no_request_even_with_the_gateway_down(packed, gateway, tmp_path, monkeypatch):
     local, url = packed
@@ -299,8 +308,21 @@ def test_cache_second_epoch_makes_no_request_even_with_the_gateway_down(packed, 
     step = int(0.01 * (1 << 20))
     for p in files:
         b = int(os.path.basename(p)[1:])
-        with open(p, "rb") as f:
-            assert f.read() == data[b * step:b * step + os.path.getsize(p)]
+        body = cached_block(p)
+        assert len(body) > 0 and body == data[b * step:b * step + len(body)]
+    # A cached block damaged in place (same size) is not served: it is
+    # fetched again, and the next epoch's batches are still the file's.
+    victim = sorted(files)[len(files) // 2]
+    with open(victim, "r+b") as f:
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    again = imagepack.Loader(url, as_torch=False, cache_dir=str(tmp_path / "cache"), **opts)
+    again.set_epoch(1)
+    assert same(want[len(want) // 2:], [arrays(b) for b in again])
+    b = int(os.path.basename(victim)[1:])
+    assert cached_block(victim) == data[b * step:b * step + len(cached_block(victim))]
 
 
 def test_tool_two_processes_download_each_block_once_and_the_limit_holds(packed, tmp_path):
@@ -321,7 +343,7 @@ def test_tool_two_processes_download_each_block_once_and_the_limit_holds(packed,
     env2 = dict(env, IMAGEPACK_CACHE_DIR=str(limited), IMAGEPACK_CACHE_LIMIT_MB="0.05")
     out = subprocess.run(cmd, capture_output=True, text=True, env=env2, timeout=120)
     assert out.returncode == 0, out.stderr
-    held = sum(os.path.getsize(p) for p in block_files(limited))
+    held = sum(os.path.getsize(p) - 8 for p in block_files(limited))
     assert 0 < held <= 0.05 * (1 << 20)
 
 
@@ -344,8 +366,7 @@ def test_tool_a_process_killed_while_caching_leaves_no_torn_block(packed, tmp_pa
         last = max([int(os.path.basename(f)[1:]) for f in files], default=0)
         for f in files:
             b = int(os.path.basename(f)[1:])
-            with open(f, "rb") as fh:
-                body = fh.read()
+            body = cached_block(f)
             assert body == data[b * step:b * step + len(body)] and (len(body) == step or b == last), f
     # And a run after the kills reads every record right.
     out = subprocess.run([tool("verify_db"), url], capture_output=True, text=True, env=env, timeout=120)
