@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <cstring>
 
 #include "sources.h"
@@ -13,6 +14,8 @@ namespace imagepack::internal {
 
 ScratchFiles::~ScratchFiles() {
   for (int fd : fds) ::close(fd);
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::remove_all(dir, ec);
 }
 
 Status ReadExact(int fd, void* buf, size_t n, uint64_t at, const std::string& path) {

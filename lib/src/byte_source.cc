@@ -1,10 +1,12 @@
 #include "imagepack/byte_source.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <cstdlib>
 #include <cerrno>
@@ -284,6 +286,76 @@ Status UploadFile(const std::string& src, const std::string& dest, const UploadO
     st = Status::IOError("POST " + dest + " (complete the multipart upload): " + internal::XmlValue(dr.body, "Code"));
   if (!st.ok()) return abort(st);
   return Status::Ok();
+}
+
+Status UploadTree(const std::string& dir, const std::string& url_prefix, const UploadOptions& opts) {
+  namespace fs = std::filesystem;
+  std::string prefix = url_prefix;
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file()) files.push_back(fs::relative(it->path(), dir).string());
+  if (ec) return Status::IOError(dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  UploadOptions o = opts;
+  o.overwrite = true;
+  for (const std::string& rel : files)
+    IMAGEPACK_RETURN_IF_ERROR(UploadFile((fs::path(dir) / rel).string(), prefix + "/" + rel, o));
+  return Status::Ok();
+}
+
+Status DownloadObject(const std::string& url, const std::string& path) {
+  auto src = OpenByteSource(url);
+  if (!src.ok()) return src.status();
+  auto tmp = CreateTempFor(path, 0600);
+  if (!tmp.ok()) return tmp.status();
+  const uint64_t size = src.value()->size(), chunk = uint64_t(16) << 20;
+  const int in_flight = 8;
+  std::vector<std::vector<uint8_t>> bufs(in_flight);
+  Status st;
+  for (uint64_t at = 0; st.ok() && at < size; at += chunk * in_flight) {
+    std::vector<ByteRange> ranges;
+    std::vector<uint8_t*> outs;
+    for (int k = 0; k < in_flight && at + chunk * k < size; ++k) {
+      const uint64_t off = at + chunk * k, n = std::min(chunk, size - off);
+      bufs[k].resize(n);
+      ranges.push_back({off, n});
+      outs.push_back(bufs[k].data());
+    }
+    st = src.value()->ReadRanges(ranges, outs);
+    for (size_t k = 0; st.ok() && k < ranges.size(); ++k)
+      st = PwriteAll(tmp->fd, outs[k], ranges[k].size, ranges[k].offset, tmp->path);
+  }
+  ::close(tmp->fd);
+  if (st.ok() && ::rename(tmp->path.c_str(), path.c_str()) != 0) st = Status::FromErrno("rename to " + path, errno);
+  if (!st.ok()) ::unlink(tmp->path.c_str());
+  return st;
+}
+
+Result<std::string> MakeStagingDir(const std::string& what) {
+  std::string root;
+  if (const char* e = std::getenv("IMAGEPACK_STAGING_DIR"); e && *e) root = e;
+  else if (const char* t = std::getenv("TMPDIR"); t && *t) root = t;
+  else root = "/tmp";
+  // Folders of this user's dead processes (a killed pack_lmdb) go first:
+  // "imagepack-WHAT-PID-XXXXXX".
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("imagepack-", 0) != 0) continue;
+    const size_t last = name.rfind('-'), before = last == std::string::npos ? last : name.rfind('-', last - 1);
+    if (before == std::string::npos || before < 10) continue;
+    const std::string pid_text = name.substr(before + 1, last - before - 1);
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    struct stat st;
+    if (::lstat(e.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    if (::kill(static_cast<pid_t>(std::stoll(pid_text)), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+  }
+  std::string tmpl = root + "/imagepack-" + what + "-" + std::to_string(::getpid()) + "-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) return Status::FromErrno("staging folder in " + root, errno);
+  return tmpl;
 }
 
 }  // namespace imagepack

@@ -1,4 +1,5 @@
 #include "imagepack/export.h"
+#include "imagepack/byte_source.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -330,7 +331,29 @@ Status CheckOrWriteManifest(const ExportOptions& o, const DatasetMeta& meta, int
 
 }  // namespace
 
+namespace {
+Result<ExportSummary> ExportLocal(const ExportOptions& o);
+}  // namespace
+
+// To object storage: exported into a private staging folder, then every
+// file uploaded under the prefix (docs/OBJECT_STORAGE.md).
 Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
+  if (!IsObjectUrl(o.dst)) return ExportLocal(o);
+  auto staging = MakeStagingDir("export");
+  if (!staging.ok()) return staging.status();
+  ExportOptions local = o;
+  local.dst = staging.value();
+  auto r = ExportLocal(local);
+  Status st = r.ok() ? UploadTree(local.dst, o.dst) : r.status();
+  std::error_code ec;
+  fs::remove_all(local.dst, ec);
+  if (!st.ok()) return st;
+  return r;
+}
+
+namespace {
+
+Result<ExportSummary> ExportLocal(const ExportOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.dbs.empty()) return Status::InvalidArgument("no database to export");
   auto db = OpenDatabases(o.dbs);
@@ -479,5 +502,7 @@ Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;
 }
+
+}  // namespace
 
 }  // namespace imagepack

@@ -62,12 +62,9 @@ Result<std::unique_ptr<RecordWriter>> NewUploadingWriter(ContainerFormat format,
   if (!exists.ok()) return exists.status();
   if (exists.value() && !opts.overwrite)
     return Status::InvalidArgument(url + " already exists (use --overwrite to replace it)");
-  std::string root;
-  if (const char* e = std::getenv("IMAGEPACK_STAGING_DIR"); e && *e) root = e;
-  else if (const char* t = std::getenv("TMPDIR"); t && *t) root = t;
-  else root = "/tmp";
-  std::string tmpl = (fs::path(root) / "imagepack-upload-XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) return Status::FromErrno("staging folder in " + root, errno);
+  auto staging = MakeStagingDir("upload");
+  if (!staging.ok()) return staging.status();
+  const std::string tmpl = staging.value();
   const std::string staged = (fs::path(tmpl) / fs::path(parsed->key).filename()).string();
   auto tmp = CreateTempFor(staged, 0600);
   if (!tmp.ok()) {

@@ -91,6 +91,7 @@ struct SourceOptions {
 // source is dropped.
 struct ScratchFiles {
   std::vector<int> fds;  // per DatasetSource::archives entry
+  std::string dir;       // a staging folder (shards downloaded from object storage), removed with it
   ~ScratchFiles();
 };
 

@@ -19,6 +19,7 @@
 #include "formats/limits.h"
 #include "formats/tar.h"
 #include "formats/text.h"
+#include "imagepack/byte_source.h"
 #include "imagepack/meta.h"
 #include "sources.h"
 
@@ -84,6 +85,7 @@ Result<std::vector<std::string>> ShardList(const std::string& src) {
 bool LooksLikeWebDataset(const std::string& src) {
   std::error_code ec;
   if (HasShardPattern(src)) return true;
+  if (IsObjectUrl(src)) return IsShardName(src);
   if (fs::is_regular_file(src, ec)) return IsShardName(src);
   if (!fs::is_directory(src, ec)) return false;
   bool shards = false;
@@ -96,7 +98,45 @@ bool LooksLikeWebDataset(const std::string& src) {
   return shards;
 }
 
+namespace {
+
+// Shards in object storage: each downloaded (with meta.json and classes.txt
+// beside the first, where they exist) into a staging folder that lives as
+// long as the source; the shards are then read as local ones.
+Result<DatasetSource> OpenObjectShards(const std::string& src, const SourceOptions& opts) {
+  auto urls = ExpandShardPattern(src);
+  if (!urls.ok()) return urls.status();
+  auto staging = MakeStagingDir("shards");
+  if (!staging.ok()) return staging.status();
+  auto scratch = std::make_shared<ScratchFiles>();
+  scratch->dir = staging.value();
+  std::string local;
+  for (size_t i = 0; i < urls->size(); ++i) {
+    const std::string& u = (*urls)[i];
+    if (!IsObjectUrl(u) || !IsShardName(u))
+      return Status::InvalidArgument(u + ": expected s3:// .tar, .tar.gz or .tgz shards (every one in the bucket)");
+    const std::string to = (fs::path(scratch->dir) / (std::to_string(i) + "-" + fs::path(u).filename().string())).string();
+    IMAGEPACK_RETURN_IF_ERROR(DownloadObject(u, to));
+    local += (local.empty() ? "" : "::") + to;
+  }
+  const std::string parent = urls->front().substr(0, urls->front().rfind('/') + 1);
+  for (const char* beside : {"meta.json", "classes.txt"}) {
+    auto there = ObjectExists(parent + beside);
+    if (!there.ok()) return there.status();
+    if (there.value()) IMAGEPACK_RETURN_IF_ERROR(DownloadObject(parent + beside, (fs::path(scratch->dir) / beside).string()));
+  }
+  auto s = OpenWebDatasetSource(local, opts);
+  if (!s.ok()) return s.status();
+  s->root = src;
+  s->scratch->dir = scratch->dir;
+  scratch->dir.clear();
+  return s;
+}
+
+}  // namespace
+
 Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceOptions& opts) {
+  if (src.find("s3://") != std::string::npos) return OpenObjectShards(src, opts);
   auto shards = ShardList(src);
   if (!shards.ok()) return shards.status();
   DatasetSource s;

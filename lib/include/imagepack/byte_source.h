@@ -60,6 +60,20 @@ struct UploadOptions {
 };
 Status UploadFile(const std::string& src, const std::string& url, const UploadOptions& opts = {});
 
+// Uploads every regular file below `dir` as PREFIX/RELATIVE_PATH
+// (`url_prefix`: s3://BUCKET/PREFIX), replacing objects of those names.
+Status UploadTree(const std::string& dir, const std::string& url_prefix, const UploadOptions& opts = {});
+
+// Downloads object `url` to `path` (written under a temporary name, then
+// renamed), with ranged GETs of 16 MB in flight together.
+Status DownloadObject(const std::string& url, const std::string& path);
+
+// A new private folder for staging files on their way to or from object
+// storage: under $IMAGEPACK_STAGING_DIR, else $TMPDIR, else /tmp, named
+// imagepack-WHAT-PID-XXXXXX. Such folders of this user's dead processes
+// are removed first.
+Result<std::string> MakeStagingDir(const std::string& what);
+
 // True when `url` names an existing object (HEAD). Errors other than "not
 // found" are returned.
 Result<bool> ObjectExists(const std::string& url);
