@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "imagepack/byte_source.h"
 #include "imagepack/files.h"
 
 namespace fs = std::filesystem;
@@ -88,6 +90,30 @@ Status ParallelCopy(int src_fd, int dst_fd, uint64_t size, const std::string& sr
   for (int t = 0; t < 4; ++t) threads.emplace_back(work);
   for (auto& t : threads) t.join();
   if (error) return Status::FromErrno("copy " + src + " into " + dst, error.load());
+  return Status::Ok();
+}
+
+// Copies an object into `dst_fd`: chunks of 8 MB, 8 ranged GETs in flight.
+Status CopyFromSource(const ByteSource& src, int dst_fd, uint64_t size, const std::string& dst) {
+  if (size == 0) return Status::Ok();
+  if (int e = ::posix_fallocate(dst_fd, 0, static_cast<off_t>(size)); e != 0)
+    return Status::FromErrno("in_ram: reserve " + std::to_string(size) + " bytes for " + dst, e);
+  constexpr uint64_t kChunk = 8 << 20;
+  constexpr int kInFlight = 8;
+  std::vector<std::vector<uint8_t>> bufs(kInFlight);
+  for (uint64_t at = 0; at < size; at += kChunk * kInFlight) {
+    std::vector<ByteRange> ranges;
+    std::vector<uint8_t*> outs;
+    for (int k = 0; k < kInFlight && at + kChunk * k < size; ++k) {
+      const uint64_t off = at + kChunk * k, n = std::min(kChunk, size - off);
+      bufs[k].resize(n);
+      ranges.push_back({off, n});
+      outs.push_back(bufs[k].data());
+    }
+    IMAGEPACK_RETURN_IF_ERROR(src.ReadRanges(ranges, outs));
+    for (size_t k = 0; k < ranges.size(); ++k)
+      IMAGEPACK_RETURN_IF_ERROR(PwriteAll(dst_fd, outs[k], ranges[k].size, ranges[k].offset, dst));
+  }
   return Status::Ok();
 }
 
@@ -223,25 +249,41 @@ Result<std::unique_ptr<SharedCopy>> SharedCopy::Acquire(const std::string& sourc
   if (!private_dir.ok()) return private_dir.status();
   Fd dir(private_dir->fd);
   const std::string& dir_path = private_dir->path;
-  Fd src(::open(source.c_str(), O_RDONLY | O_CLOEXEC));
-  if (src.fd < 0) return Status::FromErrno(source, errno);
-  struct stat st;
-  if (::fstat(src.fd, &st) != 0) return Status::FromErrno(source, errno);
-  // The change time too: a file written in place and given back its old
-  // modification time (touch -r) still gets a new ctime, which no user
-  // can set.
+  Fd src;
+  std::unique_ptr<ByteSource> remote;  // an object: copied straight from the bucket
   char name[200];
-  std::snprintf(name, sizeof name, "%s%llx-%llx-%llx-%lld.%09ld-%lld.%09ld.db", kPrefix,
-                static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino),
-                static_cast<unsigned long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
-                st.st_mtim.tv_nsec, static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec);
+  uint64_t size = 0;
+  if (IsObjectUrl(source)) {
+    auto b = OpenByteSource(source);
+    if (!b.ok()) return b.status();
+    remote = std::move(b.value());
+    size = remote->size();
+    // Named by the object's identity (endpoint, bucket, key, ETag, size).
+    const std::string id = remote->identity();
+    std::snprintf(name, sizeof name, "%ss3-%016llx-%llx.db", kPrefix,
+                  static_cast<unsigned long long>(XXH3_64bits(id.data(), id.size())),
+                  static_cast<unsigned long long>(size));
+  } else {
+    src.fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
+    if (src.fd < 0) return Status::FromErrno(source, errno);
+    struct stat st;
+    if (::fstat(src.fd, &st) != 0) return Status::FromErrno(source, errno);
+    size = static_cast<uint64_t>(st.st_size);
+    // The change time too: a file written in place and given back its old
+    // modification time (touch -r) still gets a new ctime, which no user
+    // can set.
+    std::snprintf(name, sizeof name, "%s%llx-%llx-%llx-%lld.%09ld-%lld.%09ld.db", kPrefix,
+                  static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino),
+                  static_cast<unsigned long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
+                  st.st_mtim.tv_nsec, static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec);
+  }
   std::unique_ptr<SharedCopy> copy(new SharedCopy);
   copy->path_ = (fs::path(dir_path) / name).string();
   // One lock for the folder, held while a copy is found or made and while
   // one is let go (copies are made one at a time: they share the device).
   // In this user's own folder: no other user can hold it.
   copy->lock_path_ = (fs::path(dir_path) / (std::string(kPrefix) + "folder.lock")).string();
-  copy->size_ = static_cast<uint64_t>(st.st_size);
+  copy->size_ = size;
   Fd lf(::openat(dir.fd, (std::string(kPrefix) + "folder.lock").c_str(),
                  O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (lf.fd < 0) return Status::FromErrno("in_ram: cannot create " + copy->lock_path_, errno);
@@ -274,7 +316,8 @@ Result<std::unique_ptr<SharedCopy>> SharedCopy::Acquire(const std::string& sourc
     const std::string tmp = (fs::path(dir_path) / tmp_name).string();
     Fd out(::openat(dir.fd, tmp_name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (out.fd < 0) return Status::FromErrno("in_ram: cannot create " + tmp, errno);
-    Status s = ParallelCopy(src.fd, out.fd, copy->size_, source, tmp);
+    Status s = remote ? CopyFromSource(*remote, out.fd, copy->size_, tmp)
+                      : ParallelCopy(src.fd, out.fd, copy->size_, source, tmp);
     if (s.ok() && ::renameat(dir.fd, tmp_name.c_str(), dir.fd, name) != 0)
       s = Status::FromErrno("rename " + tmp, errno);
     if (!s.ok()) {

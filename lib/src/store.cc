@@ -318,23 +318,23 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
 }
 
 Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
-  if (IsObjectUrl(path)) {
-    // in_ram: every block is kept in this process's RAM once fetched.
-    OpenOptions o = opts;
-    if (o.in_ram) o.ram_cache_mb = 1 << 30;
-    return internal::OpenRemoteBlob(path, o);
+  // An object in RAM is a shared copy made straight from the bucket (below).
+  if (IsObjectUrl(path) && !opts.in_ram) return internal::OpenRemoteBlob(path, opts);
+  if (!IsObjectUrl(path)) {
+    // A FIFO, device or socket is refused before anything reads (or blocks
+    // on) it.
+    auto regular = OpenRegularFile(path);
+    if (!regular.ok()) return regular.status();
+    ::close(*regular);
   }
-  // A FIFO, device or socket is refused before anything reads (or blocks
-  // on) it.
-  auto regular = OpenRegularFile(path);
-  if (!regular.ok()) return regular.status();
-  ::close(*regular);
   if (opts.in_ram) {
     // The file's own metadata (checksummed, format 4): a copy holding any
     // other is not this file's and is never served.
     std::string want;
     {
-      auto direct = OpenDatabase(path, OpenOptions{});
+      OpenOptions plain;
+      plain.cache_dir = opts.cache_dir;
+      auto direct = OpenDatabase(path, plain);
       if (!direct.ok()) return direct.status();
       want = direct.value()->meta().ToJson();
     }
