@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -65,25 +66,29 @@ std::string DiskCache::BlockPath(uint64_t b) const { return dir_ + "/b" + std::t
 // A block file is the block's bytes then their XXH3-64 (8 bytes, little
 // endian): a file of another size or checksum is not served (removed, and
 // the block fetched again).
-bool DiskCache::Load(uint64_t b, uint64_t size, std::vector<uint8_t>* out) const {
+std::shared_ptr<const BlockBytes> DiskCache::Load(uint64_t b, uint64_t size) const {
   const std::string p = BlockPath(b);
   const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0) return nullptr;
   struct stat st;
-  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == size + 8;
-  if (ok) {
-    out->resize(size + 8);
-    ok = PreadFull(fd, out->data(), size + 8, 0) == static_cast<ssize_t>(size + 8);
-    uint64_t sum = 0;
-    if (ok) std::memcpy(&sum, out->data() + size, 8);
-    ok = ok && sum == XXH3_64bits(out->data(), size);
-    out->resize(size);
-    // Recently used: Trim removes the oldest modification times first.
-    if (ok) ::futimens(fd, nullptr);
+  std::shared_ptr<const BlockBytes> out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == size + 8) {
+    void* map = ::mmap(nullptr, size + 8, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (map != MAP_FAILED) {
+      std::shared_ptr<void> keep(map, [n = size + 8](void* m) { ::munmap(m, n); });
+      const uint8_t* bytes = static_cast<const uint8_t*>(map);
+      uint64_t sum = 0;
+      std::memcpy(&sum, bytes + size, 8);
+      if (sum == XXH3_64bits(bytes, size)) {
+        out = std::make_shared<BlockBytes>(bytes, size, std::move(keep));
+        // Recently used: Trim removes the oldest modification times first.
+        ::futimens(fd, nullptr);
+      }
+    }
   }
   ::close(fd);
-  if (!ok) ::unlink(p.c_str());
-  return ok;
+  if (!out) ::unlink(p.c_str());
+  return out;
 }
 
 bool DiskCache::TryClaim(uint64_t b) const { return OfdLock(lock_fd_, b, F_WRLCK, false); }
@@ -141,6 +146,25 @@ BlockCache::BlockCache(const ByteSource* bytes, uint64_t end, uint64_t block_byt
     : bytes_(bytes), end_(end), block_(block_bytes), ram_blocks_(std::max<size_t>(ram_blocks, 4)),
       disk_(std::move(disk)) {}
 
+std::shared_ptr<std::vector<uint8_t>> BlockCache::NewBuffer() {
+  std::vector<uint8_t>* v = nullptr;
+  {
+    std::lock_guard<std::mutex> g(pool_->mu);
+    if (!pool_->free.empty()) {
+      v = pool_->free.back();
+      pool_->free.pop_back();
+    }
+  }
+  if (!v) v = new std::vector<uint8_t>();
+  std::shared_ptr<Pool> pool = pool_;
+  const size_t keep = 64;
+  return std::shared_ptr<std::vector<uint8_t>>(v, [pool, keep](std::vector<uint8_t>* p) {
+    std::lock_guard<std::mutex> g(pool->mu);
+    if (pool->free.size() < keep) pool->free.push_back(p);
+    else delete p;
+  });
+}
+
 void BlockCache::Publish(uint64_t b, Block data) {
   Entry& e = blocks_[b];
   e.data = std::move(data);
@@ -157,8 +181,7 @@ Status BlockCache::Load(const std::vector<uint64_t>& blocks, int64_t* fetched, B
   std::vector<std::pair<uint64_t, Block>> done;
   std::vector<uint64_t> remote, claimed, waited;
   for (uint64_t b : blocks) {
-    auto v = std::make_shared<std::vector<uint8_t>>();
-    if (disk_ && disk_->Load(b, BlockSize(b), v.get())) {
+    if (Block v = disk_ ? disk_->Load(b, BlockSize(b)) : nullptr) {
       done.emplace_back(b, std::move(v));
     } else if (!disk_ || disk_->TryClaim(b)) {
       remote.push_back(b);
@@ -169,8 +192,7 @@ Status BlockCache::Load(const std::vector<uint64_t>& blocks, int64_t* fetched, B
   }
   for (uint64_t b : waited) {
     disk_->WaitClaim(b);
-    auto v = std::make_shared<std::vector<uint8_t>>();
-    if (disk_->Load(b, BlockSize(b), v.get())) {
+    if (Block v = disk_->Load(b, BlockSize(b))) {
       done.emplace_back(b, std::move(v));
     } else {
       remote.push_back(b);  // it died or failed: ours now
@@ -201,9 +223,11 @@ Status BlockCache::Load(const std::vector<uint64_t>& blocks, int64_t* fetched, B
       *fetched += static_cast<int64_t>(ranges[i].size);
       for (uint64_t b : members[i]) {
         const uint8_t* p = bufs[i].data() + (b * block_ - ranges[i].offset);
-        auto v = std::make_shared<std::vector<uint8_t>>(p, p + BlockSize(b));
-        if (disk_) disk_->Store(b, v->data(), v->size());
-        done.emplace_back(b, std::move(v));
+        auto buf = NewBuffer();
+        buf->assign(p, p + BlockSize(b));
+        if (disk_) disk_->Store(b, buf->data(), buf->size());
+        const uint8_t* data = buf->data();
+        done.emplace_back(b, std::make_shared<BlockBytes>(data, BlockSize(b), std::move(buf)));
       }
     }
   }

@@ -16,6 +16,20 @@
 
 namespace imagepack::internal {
 
+// A block's bytes and what keeps them alive (a buffer, or a mapping of its
+// cache file).
+class BlockBytes {
+ public:
+  BlockBytes(const uint8_t* p, size_t n, std::shared_ptr<void> keep) : p_(p), n_(n), keep_(std::move(keep)) {}
+  const uint8_t* data() const { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  const uint8_t* p_;
+  size_t n_;
+  std::shared_ptr<void> keep_;
+};
+
 // The node-local cache of one object: a folder named by the object's
 // identity (endpoint, bucket, key, ETag, size) under the user's cache root
 // (ROOT/imagepack-UID, 0700, checked as ours), one file per block. A block
@@ -31,9 +45,10 @@ class DiskCache {
   static Result<std::unique_ptr<DiskCache>> Open(const std::string& root, const std::string& identity,
                                                  uint64_t limit_bytes);
   ~DiskCache();
-  // Reads block `b` (exactly `size` bytes) into out; false when absent or
-  // of another size (then removed).
-  bool Load(uint64_t b, uint64_t size, std::vector<uint8_t>* out) const;
+  // Block `b` (exactly `size` bytes), mapped from its file (no copy, and
+  // no fresh memory to fault in); null when absent or of another size or
+  // checksum (then removed).
+  std::shared_ptr<const BlockBytes> Load(uint64_t b, uint64_t size) const;
   // Claims block b for download: true when this process holds the claim
   // (without waiting); false when another process does.
   bool TryClaim(uint64_t b) const;
@@ -63,7 +78,7 @@ class DiskCache {
 // (least recently used dropped; a block in use stays valid for its holder).
 class BlockCache {
  public:
-  using Block = std::shared_ptr<const std::vector<uint8_t>>;
+  using Block = std::shared_ptr<const BlockBytes>;
   BlockCache(const ByteSource* bytes, uint64_t end, uint64_t block_bytes, size_t ram_blocks,
              std::unique_ptr<DiskCache> disk);
   Result<Block> Get(uint64_t b);
@@ -84,6 +99,17 @@ class BlockCache {
   // `first`, when given, receives blocks[0]'s data.
   Status Load(const std::vector<uint64_t>& blocks, int64_t* fetched, Block* first);
   void Publish(uint64_t b, Block data);
+  // A block buffer: one let go earlier when there is one (its memory is
+  // already faulted in: fresh memory costs a page fault per 4 KB), else new.
+  std::shared_ptr<std::vector<uint8_t>> NewBuffer();
+  struct Pool {
+    std::mutex mu;
+    std::vector<std::vector<uint8_t>*> free;
+    ~Pool() {
+      for (auto* v : free) delete v;
+    }
+  };
+  std::shared_ptr<Pool> pool_ = std::make_shared<Pool>();
 
   const ByteSource* bytes_;
   const uint64_t end_, block_;
