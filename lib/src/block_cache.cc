@@ -146,22 +146,26 @@ BlockCache::BlockCache(const ByteSource* bytes, uint64_t end, uint64_t block_byt
     : bytes_(bytes), end_(end), block_(block_bytes), ram_blocks_(std::max<size_t>(ram_blocks, 4)),
       disk_(std::move(disk)) {}
 
-std::shared_ptr<std::vector<uint8_t>> BlockCache::NewBuffer() {
-  std::vector<uint8_t>* v = nullptr;
+std::shared_ptr<BlockCache::Buffer> BlockCache::NewBuffer() {
+  Buffer* v = nullptr;
   {
     std::lock_guard<std::mutex> g(pool_->mu);
     if (!pool_->free.empty()) {
       v = pool_->free.back();
       pool_->free.pop_back();
+      pool_->bytes -= v->cap;
     }
   }
-  if (!v) v = new std::vector<uint8_t>();
+  if (!v) v = new Buffer();
   std::shared_ptr<Pool> pool = pool_;
-  const size_t keep = 64;
-  return std::shared_ptr<std::vector<uint8_t>>(v, [pool, keep](std::vector<uint8_t>* p) {
+  return std::shared_ptr<Buffer>(v, [pool](Buffer* p) {
     std::lock_guard<std::mutex> g(pool->mu);
-    if (pool->free.size() < keep) pool->free.push_back(p);
-    else delete p;
+    if (pool->bytes + p->cap <= Pool::kMaxBytes) {
+      pool->bytes += p->cap;
+      pool->free.push_back(p);
+    } else {
+      delete p;
+    }
   });
 }
 
@@ -211,23 +215,22 @@ Status BlockCache::Load(const std::vector<uint64_t>& blocks, int64_t* fetched, B
     members.emplace_back(remote.begin() + static_cast<std::ptrdiff_t>(i), remote.begin() + static_cast<std::ptrdiff_t>(j));
     i = j;
   }
-  std::vector<std::vector<uint8_t>> bufs(ranges.size());
+  // Into buffers let go by earlier blocks where there are some; each block
+  // then points into its range's buffer (no copy).
+  std::vector<std::shared_ptr<Buffer>> bufs(ranges.size());
   std::vector<uint8_t*> outs;
   for (size_t i = 0; i < ranges.size(); ++i) {
-    bufs[i].resize(ranges[i].size);
-    outs.push_back(bufs[i].data());
+    bufs[i] = NewBuffer();
+    outs.push_back(bufs[i]->Reserve(ranges[i].size));
   }
   Status st = bytes_->ReadRanges(ranges, outs);
   if (st.ok()) {
     for (size_t i = 0; i < ranges.size(); ++i) {
       *fetched += static_cast<int64_t>(ranges[i].size);
       for (uint64_t b : members[i]) {
-        const uint8_t* p = bufs[i].data() + (b * block_ - ranges[i].offset);
-        auto buf = NewBuffer();
-        buf->assign(p, p + BlockSize(b));
-        if (disk_) disk_->Store(b, buf->data(), buf->size());
-        const uint8_t* data = buf->data();
-        done.emplace_back(b, std::make_shared<BlockBytes>(data, BlockSize(b), std::move(buf)));
+        const uint8_t* p = bufs[i]->p.get() + (b * block_ - ranges[i].offset);
+        if (disk_) disk_->Store(b, p, BlockSize(b));
+        done.emplace_back(b, std::make_shared<BlockBytes>(p, BlockSize(b), bufs[i]));
       }
     }
   }

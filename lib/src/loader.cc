@@ -122,8 +122,13 @@ class LoaderImpl : public Loader {
     fields_ = src_->meta().fields;
     // Object storage: always (a unit's GETs are in flight together).
     const bool remote = src_->remote();
+    // Object storage: 2 units at a time (each unit's GETs are in flight
+    // together): with 4, the later, larger windows took the link from the
+    // first and the first batch came after 1.2 s instead of 0.5 s.
     const int io = o_.io_threads >= 0 ? o_.io_threads
-                                      : (remote || (spec_.kind == Order::kBlocks && !o_.in_ram) ? 4 : 0);
+                   : remote           ? 2
+                   : (spec_.kind == Order::kBlocks && !o_.in_ram) ? 4
+                                                                  : 0;
     if (io > 0 && (!o_.in_ram || remote))
       read_ahead_ = std::make_unique<internal::ReadAhead>(src_.get(), io,
                                                           static_cast<uint64_t>(o_.read_chunk_mb * (1 << 20)));

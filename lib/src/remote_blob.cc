@@ -142,7 +142,9 @@ Result<std::unique_ptr<RecordSource>> OpenRemoteBlob(const std::string& url, con
   }
   // The environment tunes them where no option reaches (tests, Python).
   const double block_mb = EnvNumber("IMAGEPACK_FETCH_BLOCK_MB", opts.fetch_block_mb);
-  const double ram_mb = opts.in_ram ? opts.ram_cache_mb : EnvNumber("IMAGEPACK_RAM_CACHE_MB", opts.ram_cache_mb);
+  // With a disk cache, RAM holds the read-ahead's span (blocks let go are
+  // reused: fresh memory is slow to fault in); without, it is the cache.
+  const double ram_mb = EnvNumber("IMAGEPACK_RAM_CACHE_MB", disk ? std::min(opts.ram_cache_mb, 256.0) : opts.ram_cache_mb);
   const uint64_t block = std::max<uint64_t>(4096, static_cast<uint64_t>(std::min(block_mb, 1024.0) * (1 << 20)));
   const size_t ram_blocks = static_cast<size_t>(std::min(ram_mb * (1 << 20) / double(block), 1e9));
   return std::unique_ptr<RecordSource>(
