@@ -5,17 +5,20 @@
 # write (boto3 get_object per loose JPEG + DataLoader, 2 workers; an s3fs
 # mount + ImageFolder). Also pack_lmdb to the bucket. Root only (tc).
 #
-#   scripts/bench/bench_object_storage.sh [--tree DIR] [--links "none 1gbit 200mbit"]
+#   scripts/bench/bench_object_storage.sh [--tree DIR] [--links "none 1gbit 200mbit rtt10 rtt50"]
 #
 # The gateway: a private Ceph RADOS Gateway on 127.0.0.1
 # (scripts/ceph_gateway.sh). The link: an htb class on the loopback device
 # for the gateway's port only (both directions), rate limited with tc; this
-# kernel has no netem, so no row adds latency (see docs/BENCHMARKS.md).
+# kernel has no netem, so the rttN rows put a proxy between client and
+# gateway that forwards every chunk N/2 ms late each way (delay_proxy.py,
+# on the same 2 cores). Epoch 2 is read from the cache after its files were
+# read once (warm, as the local blob is).
 # Data: TREE (default: the 20,000 256-px JPEGs in 100 classes that
 # bench_storage.sh makes). RandomResizedCrop 224 + flip, batch 256, 2 threads.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-TREE=/tmp/imagepack-bench/resized-20000 LINKS="none 1gbit 200mbit"
+TREE=/tmp/imagepack-bench/resized-20000 LINKS="none 1gbit 200mbit rtt10 rtt50"
 while [ $# -gt 0 ]; do
   case $1 in
     --tree) TREE=$2; shift 2;;
@@ -30,6 +33,7 @@ WORK=$(mktemp -d /tmp/ipk-s3bench.XXXXXX)
 PORT=19480
 cleanup() {
   tc qdisc del dev lo root 2>/dev/null || true
+  [ -n "${PROXY:-}" ] && kill "$PROXY" 2>/dev/null || true
   umount "$WORK/mnt" 2>/dev/null || true
   scripts/ceph_gateway.sh stop "$WORK/ceph" || true
   rm -rf "$WORK"
@@ -42,9 +46,19 @@ source "$WORK/ceph/env"
 import boto3, os
 boto3.client('s3', endpoint_url=os.environ['AWS_ENDPOINT_URL']).create_bucket(Bucket='bench')"
 
-link() {  # link RATE|none: limit the gateway's traffic on lo
+DIRECT=$AWS_ENDPOINT_URL
+link() {  # link RATE|none|rttN: limit the gateway's traffic on lo, or delay it
   tc qdisc del dev lo root 2>/dev/null || true
+  if [ -n "${PROXY:-}" ]; then kill "$PROXY"; wait "$PROXY" 2>/dev/null || true; PROXY=; fi
+  export AWS_ENDPOINT_URL=$DIRECT
   [ "$1" = none ] && return
+  case $1 in rtt*)
+    /usr/bin/python3 scripts/bench/delay_proxy.py $((PORT - 1)) $PORT "${1#rtt}" >/dev/null &
+    PROXY=$!
+    sleep 1
+    export AWS_ENDPOINT_URL=http://127.0.0.1:$((PORT - 1))
+    return;;
+  esac
   tc qdisc add dev lo root handle 1: htb default 20 r2q 1000
   tc class add dev lo parent 1: classid 1:10 htb rate "$1" ceil "$1" burst 256k cburst 256k
   tc class add dev lo parent 1: classid 1:20 htb rate 100gbit
@@ -55,6 +69,11 @@ rate_mb() {  # what a plain whole-object GET (curl) gets on the current link
   curl -s -o /dev/null -w "%{speed_download}" --aws-sigv4 "aws:amz:us-east-1:s3" \
     --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
     "$AWS_ENDPOINT_URL/bench/jpeg.blob" | awk '{printf "%.1f", $1 / 1e6}'
+}
+small_ms() {  # one small ranged GET's time on the current link
+  curl -s -o /dev/null -w "%{time_total}" --aws-sigv4 "aws:amz:us-east-1:s3" -r 0-100 \
+    --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" \
+    "$AWS_ENDPOINT_URL/bench/jpeg.blob" | awk '{printf "%.1f", $1 * 1000}'
 }
 field() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" | head -1; }
 
@@ -69,23 +88,29 @@ echo "pack_lmdb to the bucket: $(echo "$SIZE $t0 $t1" | awk '{printf "%.1f MB in
 mkdir -p "$WORK/mnt"
 echo "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" >"$WORK/passwd"
 chmod 600 "$WORK/passwd"
-S3FS=0
-if s3fs bench:/loose "$WORK/mnt" -o passwd_file="$WORK/passwd" -o url="$AWS_ENDPOINT_URL" -o use_path_request_style \
-     -o ro 2>/dev/null && [ -d "$WORK/mnt/$(ls "$TREE" | head -1)" ]; then S3FS=1; fi
+mount_s3fs() {  # through the current endpoint (the proxy on rtt rows)
+  s3fs bench:/loose "$WORK/mnt" -o passwd_file="$WORK/passwd" -o url="$AWS_ENDPOINT_URL" -o use_path_request_style \
+    -o ro 2>/dev/null && [ -d "$WORK/mnt/$(ls "$TREE" | head -1)" ]
+}
 
 BENCH=(--batch 256 --size 224 --threads 2 --epochs 1)
-printf "\n| link | curl GET MB/s | imagepack local (warm) img/s | imagepack S3 epoch 1 img/s | MB/s | %% of link | first batch s | epoch 2 (cache) img/s | peak RSS MiB | boto3 DataLoader img/s | s3fs ImageFolder img/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" >"$WORK/table"
+printf "\n| link | small GET ms | curl GET MB/s | imagepack local (warm) img/s | imagepack S3 epoch 1 img/s | MB/s | %% of link | first batch s | epoch 2 (cache) img/s | peak RSS MiB | boto3 DataLoader img/s | s3fs ImageFolder img/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" >"$WORK/table"
 for l in $LINKS; do
   link "$l"
   curl_mb=$(rate_mb)
+  ms=$(small_ms)
   cat "$WORK/jpeg.blob" >/dev/null
   local_out=$("$BIN/bench_loader" "$WORK/jpeg.blob" "${BENCH[@]}" --order blocks)
   rm -rf "$WORK/cache"
   s3_out=$("$BIN/bench_loader" s3://bench/jpeg.blob "${BENCH[@]}" --cache-dir "$WORK/cache")
+  find "$WORK/cache" -type f -exec cat {} + >/dev/null
   cached_out=$("$BIN/bench_loader" s3://bench/jpeg.blob "${BENCH[@]}" --cache-dir "$WORK/cache")
   boto=$(/usr/bin/python3 scripts/bench/s3_peers.py boto3 bench loose --batches 6 | field "s:")
   fuse=n/a
-  if [ $S3FS = 1 ]; then fuse=$(/usr/bin/python3 scripts/bench/s3_peers.py imagefolder "$WORK/mnt" --batches 6 | field "s:"); fi
+  if mount_s3fs; then
+    fuse=$(/usr/bin/python3 scripts/bench/s3_peers.py imagefolder "$WORK/mnt" --batches 6 | field "s:")
+    umount "$WORK/mnt"
+  fi
   echo "--- link $l"; echo "$s3_out"; echo "$cached_out" | head -1
   li=$(echo "$local_out" | field "s:")
   si=$(echo "$s3_out" | field "s:")
@@ -94,7 +119,7 @@ for l in $LINKS; do
   ci=$(echo "$cached_out" | field "s:")
   rss=$(echo "$s3_out" | sed -n 's/.*peak RSS \([0-9]*\) MiB.*/\1/p')
   pct=$(echo "$smb $curl_mb" | awk '{printf "%.0f", 100*$1/$2}')
-  echo "| $l | $curl_mb | $li | $si | $smb | $pct | $first | $ci | $rss | $boto | $fuse |" >>"$WORK/table"
+  echo "| $l | $ms | $curl_mb | $li | $si | $smb | $pct | $first | $ci | $rss | $boto | $fuse |" >>"$WORK/table"
 done
 link none
 echo
