@@ -2,6 +2,7 @@
 // in a node-local folder (docs/OBJECT_STORAGE.md, "The cache"). Internal.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <list>
@@ -33,7 +34,7 @@ class BlockBytes {
 // The node-local cache of one object: a folder named by the object's
 // identity (endpoint, bucket, key, ETag, size) under the user's cache root
 // (ROOT/imagepack-UID, 0700, checked as ours), one file per block. A block
-// is written with its XXH3-64 under a temporary name, synced and renamed:
+// is written with its XXH3-64 under a temporary name and renamed:
 // a reader sees a whole block or none, and serves none whose checksum
 // fails. Downloads are claimed per block with an OFD lock on
 // a byte of the folder's lock file, so the processes of a node fetch each
@@ -69,6 +70,7 @@ class DiskCache {
   std::string root_, dir_;
   int lock_fd_;
   uint64_t limit_;
+  mutable std::atomic<uint64_t> total_{0};  // bytes under root_: the last scan + what this process wrote since
 };
 
 // The blocks of [0, end) of a source, block_bytes each (the last shorter).
