@@ -148,15 +148,15 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
     return std::unique_ptr<ByteSource>(
         new ObjectByteSource(client.value(), url.value(), head->content_length, head->etag));
   }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(path, errno);
+  auto fd = OpenRegularFile(path);  // a FIFO or device is refused before any read
+  if (!fd.ok()) return fd.status();
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
+  if (::fstat(*fd, &st) != 0) {
     const int e = errno;
-    ::close(fd);
+    ::close(*fd);
     return Status::FromErrno(path, e);
   }
-  return std::unique_ptr<ByteSource>(new FileByteSource(path, fd, st));
+  return std::unique_ptr<ByteSource>(new FileByteSource(path, *fd, st));
 }
 
 Result<bool> ObjectExists(const std::string& path) {
@@ -305,28 +305,32 @@ Status UploadTree(const std::string& dir, const std::string& url_prefix, const U
   return Status::Ok();
 }
 
-Status DownloadObject(const std::string& url, const std::string& path) {
-  auto src = OpenByteSource(url);
-  if (!src.ok()) return src.status();
-  auto tmp = CreateTempFor(path, 0600);
-  if (!tmp.ok()) return tmp.status();
-  const uint64_t size = src.value()->size(), chunk = uint64_t(16) << 20;
-  const int in_flight = 8;
-  std::vector<std::vector<uint8_t>> bufs(in_flight);
-  Status st;
-  for (uint64_t at = 0; st.ok() && at < size; at += chunk * in_flight) {
+Status CopyToFile(const ByteSource& src, int fd, const std::string& dst, uint64_t chunk) {
+  constexpr int kInFlight = 8;
+  const uint64_t size = src.size();
+  std::vector<std::vector<uint8_t>> bufs(kInFlight);
+  for (uint64_t at = 0; at < size; at += chunk * kInFlight) {
     std::vector<ByteRange> ranges;
     std::vector<uint8_t*> outs;
-    for (int k = 0; k < in_flight && at + chunk * k < size; ++k) {
+    for (int k = 0; k < kInFlight && at + chunk * k < size; ++k) {
       const uint64_t off = at + chunk * k, n = std::min(chunk, size - off);
       bufs[k].resize(n);
       ranges.push_back({off, n});
       outs.push_back(bufs[k].data());
     }
-    st = src.value()->ReadRanges(ranges, outs);
-    for (size_t k = 0; st.ok() && k < ranges.size(); ++k)
-      st = PwriteAll(tmp->fd, outs[k], ranges[k].size, ranges[k].offset, tmp->path);
+    IMAGEPACK_RETURN_IF_ERROR(src.ReadRanges(ranges, outs));
+    for (size_t k = 0; k < ranges.size(); ++k)
+      IMAGEPACK_RETURN_IF_ERROR(PwriteAll(fd, outs[k], ranges[k].size, ranges[k].offset, dst));
   }
+  return Status::Ok();
+}
+
+Status DownloadObject(const std::string& url, const std::string& path) {
+  auto src = OpenByteSource(url);
+  if (!src.ok()) return src.status();
+  auto tmp = CreateTempFor(path, 0600);
+  if (!tmp.ok()) return tmp.status();
+  Status st = CopyToFile(*src.value(), tmp->fd, tmp->path, uint64_t(16) << 20);
   ::close(tmp->fd);
   if (st.ok() && ::rename(tmp->path.c_str(), path.c_str()) != 0) st = Status::FromErrno("rename to " + path, errno);
   if (!st.ok()) ::unlink(tmp->path.c_str());

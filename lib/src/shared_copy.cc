@@ -93,28 +93,13 @@ Status ParallelCopy(int src_fd, int dst_fd, uint64_t size, const std::string& sr
   return Status::Ok();
 }
 
-// Copies an object into `dst_fd`: chunks of 8 MB, 8 ranged GETs in flight.
+// Copies an object into `dst_fd` (8 MB ranged GETs, 8 in flight), its
+// room reserved first as for a file.
 Status CopyFromSource(const ByteSource& src, int dst_fd, uint64_t size, const std::string& dst) {
   if (size == 0) return Status::Ok();
   if (int e = ::posix_fallocate(dst_fd, 0, static_cast<off_t>(size)); e != 0)
     return Status::FromErrno("in_ram: reserve " + std::to_string(size) + " bytes for " + dst, e);
-  constexpr uint64_t kChunk = 8 << 20;
-  constexpr int kInFlight = 8;
-  std::vector<std::vector<uint8_t>> bufs(kInFlight);
-  for (uint64_t at = 0; at < size; at += kChunk * kInFlight) {
-    std::vector<ByteRange> ranges;
-    std::vector<uint8_t*> outs;
-    for (int k = 0; k < kInFlight && at + kChunk * k < size; ++k) {
-      const uint64_t off = at + kChunk * k, n = std::min(kChunk, size - off);
-      bufs[k].resize(n);
-      ranges.push_back({off, n});
-      outs.push_back(bufs[k].data());
-    }
-    IMAGEPACK_RETURN_IF_ERROR(src.ReadRanges(ranges, outs));
-    for (size_t k = 0; k < ranges.size(); ++k)
-      IMAGEPACK_RETURN_IF_ERROR(PwriteAll(dst_fd, outs[k], ranges[k].size, ranges[k].offset, dst));
-  }
-  return Status::Ok();
+  return CopyToFile(src, dst_fd, dst, uint64_t(8) << 20);
 }
 
 // Removes copies no process holds (left by a crash, or of a file that has

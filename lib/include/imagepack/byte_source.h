@@ -64,6 +64,11 @@ Status UploadFile(const std::string& src, const std::string& url, const UploadOp
 // (`url_prefix`: s3://BUCKET/PREFIX), replacing objects of those names.
 Status UploadTree(const std::string& dir, const std::string& url_prefix, const UploadOptions& opts = {});
 
+// Copies all of `src` into `fd` (named `dst` in errors) at the same
+// offsets, in chunks of `chunk` bytes, 8 read together (ranged GETs in
+// flight for an object).
+Status CopyToFile(const ByteSource& src, int fd, const std::string& dst, uint64_t chunk);
+
 // Downloads object `url` to `path` (written under a temporary name, then
 // renamed), with ranged GETs of 16 MB in flight together.
 Status DownloadObject(const std::string& url, const std::string& path);
