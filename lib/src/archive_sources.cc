@@ -1,9 +1,7 @@
 // Reading items and fields that sit inside other containers (WebDataset
-// shards, folder2lmdb LMDBs): the open descriptors of DatasetSource's
-// archives and pread of a byte range. Part of the sources module
+// shards, folder2lmdb LMDBs): DatasetSource's archives opened as byte
+// sources, and reads of a byte range. Part of the sources module
 // (sources.h).
-#include <unistd.h>
-
 #include <cerrno>
 #include <filesystem>
 #include <cstring>
@@ -13,29 +11,17 @@
 namespace imagepack::internal {
 
 ScratchFiles::~ScratchFiles() {
-  for (int fd : fds) ::close(fd);
+  archives.clear();  // closed before their folder goes
   std::error_code ec;
   if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-}
-
-Status ReadExact(int fd, void* buf, size_t n, uint64_t at, const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::pread(fd, static_cast<char*>(buf) + done, n - done, static_cast<off_t>(at + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Status::IOError(path + ": read failed: " + std::strerror(errno));
-    if (r == 0) return Status::Corruption(path + ": ends inside a member at byte " + std::to_string(at + done));
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
 }
 
 Status OpenArchives(DatasetSource* s) {
   if (!s->scratch) s->scratch = std::make_shared<ScratchFiles>();
   for (const auto& file : s->archives) {
-    auto fd = OpenRegularFile(file);
-    if (!fd.ok()) return fd.status();
-    s->scratch->fds.push_back(*fd);
+    auto bytes = OpenByteSource(file);
+    if (!bytes.ok()) return bytes.status();
+    s->scratch->archives.push_back(std::move(bytes.value()));
   }
   return Status::Ok();
 }
@@ -46,7 +32,8 @@ namespace {
 Result<std::vector<uint8_t>> ReadArchiveRange(const DatasetSource& s, int archive, uint64_t offset, uint64_t size,
                                               size_t headroom, const std::string& shown) {
   std::vector<uint8_t> out(headroom + size);
-  IMAGEPACK_RETURN_IF_ERROR(ReadExact(s.scratch->fds.at(size_t(archive)), out.data() + headroom, size, offset, shown));
+  Status st = s.scratch->archives.at(size_t(archive))->ReadAt(offset, size, out.data() + headroom);
+  if (!st.ok()) return st.WithContext(shown);
   return out;
 }
 

@@ -13,6 +13,8 @@
 #include "imagepack/files.h"
 #include "staged_file.h"
 #include "store_internal.h"
+#include "fd_io.h"
+#include "imagepack/byte_source.h"
 
 namespace imagepack::internal {
 namespace {
@@ -190,16 +192,6 @@ class BlobWriter : public RecordWriter, public ParallelRecordWriter {
   Status parallel_status_;     // the first WriteReserved() failure
 };
 
-struct Mapping {
-  void* addr = MAP_FAILED;
-  size_t size = 0;
-  int fd = -1;  // kept open for pread_records and FileRanges
-  ~Mapping() {
-    if (addr != MAP_FAILED) ::munmap(addr, size);
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 }  // namespace
 
 Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, TempFile tmp, DirectIo direct_io) {
@@ -261,42 +253,24 @@ Status ParseBlob(const std::string& path, uint64_t file_size,
   return Status::Ok();
 }
 
-Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const OpenOptions& opts) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    return Status::FromErrno(path, e);
-  }
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
-  if (file_size < kHeaderSize) {
-    ::close(fd);
+Result<std::unique_ptr<RecordSource>> OpenBlob(std::shared_ptr<const ByteSource> bytes, const OpenOptions& opts) {
+  const std::string path = bytes->Describe();
+  const uint64_t file_size = bytes->size();
+  if (file_size < kHeaderSize)
     return Status::Corruption(path + ": blob is " + std::to_string(file_size) +
                               " bytes, shorter than its header (truncated)");
-  }
   // in_ram is OpenDatabase's (a shared copy, mapped here like any file).
-  auto map = std::make_shared<Mapping>();
-  map->addr = ::mmap(nullptr, file_size, PROT_READ, MAP_SHARED, fd, 0);
-  if (map->addr == MAP_FAILED) {
-    int e = errno;
-    ::close(fd);
-    return Status::FromErrno("mmap " + path, e);
-  }
-  map->size = file_size;
-  map->fd = fd;  // for pread_records and FileRanges; the mapping's owner closes it
-  const uint8_t* base = static_cast<const uint8_t*>(map->addr);
-  std::shared_ptr<void> keep = map;
+  auto base = bytes->Map();
+  if (!base.ok()) return base.status();
   BlobLayout layout;
   IMAGEPACK_RETURN_IF_ERROR(ParseBlob(path, file_size,
                                       [&](uint64_t at, uint64_t, const uint8_t** p) {
-                                        *p = base + at;
+                                        *p = *base + at;
                                         return Status::Ok();
                                       },
                                       &layout));
-  return NewMemorySource(std::move(layout.meta), path + " (blob)", base, file_size, std::move(layout.offsets),
-                         std::move(layout.lengths), std::move(keep), fd, opts.pread_records);
+  return NewMemorySource(std::move(layout.meta), path + " (blob)", std::move(bytes), std::move(layout.offsets),
+                         std::move(layout.lengths), opts.pread_records);
 }
 
 }  // namespace imagepack::internal

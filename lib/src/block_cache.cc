@@ -15,6 +15,7 @@
 
 #include "imagepack/files.h"
 #include "shared_copy.h"
+#include "fd_io.h"
 
 namespace imagepack::internal {
 namespace fs = std::filesystem;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,8 +11,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <cerrno>
+#include <mutex>
 #include <thread>
 
+#include "fd_io.h"
 #include "imagepack/files.h"
 #include "s3_client.h"
 
@@ -21,6 +24,10 @@ using internal::ObjectUrl;
 using internal::S3Client;
 using internal::S3Request;
 using internal::S3Response;
+
+Result<const uint8_t*> ByteSource::Map() const {
+  return Status::NotSupported(Describe() + ": cannot be mapped into memory (object storage is read by ranges)");
+}
 
 Status ByteSource::ReadRanges(const std::vector<ByteRange>& ranges, const std::vector<uint8_t*>& outs) const {
   for (size_t i = 0; i < ranges.size(); ++i)
@@ -35,7 +42,10 @@ namespace {
 class FileByteSource : public ByteSource {
  public:
   FileByteSource(std::string path, int fd, const struct stat& st) : path_(std::move(path)), fd_(fd), st_(st) {}
-  ~FileByteSource() override { ::close(fd_); }
+  ~FileByteSource() override {
+    if (map_ != MAP_FAILED) ::munmap(map_, size());
+    ::close(fd_);
+  }
   uint64_t size() const override { return static_cast<uint64_t>(st_.st_size); }
   Status ReadAt(uint64_t offset, uint64_t n, uint8_t* out) const override {
     if (offset > size() || n > size() - offset)
@@ -43,7 +53,10 @@ class FileByteSource : public ByteSource {
                                 " past the end (" + std::to_string(size()) + " bytes)");
     const ssize_t got = PreadFull(fd_, out, n, offset);
     if (got < 0) return Status::FromErrno(path_, errno);
-    if (static_cast<uint64_t>(got) != n) return Status::IOError(path_ + ": file shrank while read");
+    if (static_cast<uint64_t>(got) != n)
+      return Status::Corruption(path_ + ": ends at byte " + std::to_string(offset + uint64_t(got)) +
+                                ", inside a read of " + std::to_string(n) + " bytes at " + std::to_string(offset) +
+                                " (the file shrank while read)");
     return Status::Ok();
   }
   std::string identity() const override {
@@ -53,11 +66,43 @@ class FileByteSource : public ByteSource {
            std::to_string(st_.st_ctim.tv_nsec);
   }
   std::string Describe() const override { return path_; }
+  void Advise(Access access) const override {
+    ::posix_fadvise(fd_, 0, 0,
+                    access == Access::kRandom       ? POSIX_FADV_RANDOM
+                    : access == Access::kSequential ? POSIX_FADV_SEQUENTIAL
+                                                    : POSIX_FADV_NORMAL);
+  }
+  Result<const uint8_t*> Map() const override {
+    std::call_once(map_once_, [&] {
+      if (size() == 0) return;  // nothing to map; Map() answers a non-null empty range
+      map_ = ::mmap(nullptr, size(), PROT_READ, MAP_SHARED, fd_, 0);
+      if (map_ == MAP_FAILED) map_errno_ = errno;
+    });
+    if (size() == 0) return reinterpret_cast<const uint8_t*>("");
+    if (map_ == MAP_FAILED) return Status::FromErrno("mmap " + path_, map_errno_);
+    return static_cast<const uint8_t*>(map_);
+  }
+  uint64_t CachedBytes() const override {
+    if (size() == 0) return 0;
+    // A mapping of its own: mincore() of Map()'s would need it made first.
+    void* m = ::mmap(nullptr, size(), PROT_READ, MAP_SHARED, fd_, 0);
+    if (m == MAP_FAILED) return 0;
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> in((size() + page - 1) / page);
+    uint64_t cached = 0;
+    if (::mincore(m, size(), in.data()) == 0)
+      for (unsigned char c : in) cached += (c & 1) * page;
+    ::munmap(m, size());
+    return std::min(cached, size());
+  }
 
  private:
   std::string path_;
   int fd_;
   struct stat st_;
+  mutable std::once_flag map_once_;
+  mutable void* map_ = MAP_FAILED;
+  mutable int map_errno_ = 0;
 };
 
 // An object, pinned to the ETag it had when opened: every GET says
@@ -150,13 +195,17 @@ Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
   }
   auto fd = OpenRegularFile(path);  // a FIFO or device is refused before any read
   if (!fd.ok()) return fd.status();
+  return AdoptFileSource(*fd, path);
+}
+
+Result<std::unique_ptr<ByteSource>> AdoptFileSource(int fd, const std::string& path) {
   struct stat st;
-  if (::fstat(*fd, &st) != 0) {
+  if (::fstat(fd, &st) != 0) {
     const int e = errno;
-    ::close(*fd);
+    ::close(fd);
     return Status::FromErrno(path, e);
   }
-  return std::unique_ptr<ByteSource>(new FileByteSource(path, *fd, st));
+  return std::unique_ptr<ByteSource>(new FileByteSource(path, fd, st));
 }
 
 Result<bool> ObjectExists(const std::string& path) {
@@ -305,24 +354,39 @@ Status UploadTree(const std::string& dir, const std::string& url_prefix, const U
   return Status::Ok();
 }
 
-Status CopyToFile(const ByteSource& src, int fd, const std::string& dst, uint64_t chunk) {
-  constexpr int kInFlight = 8;
+Status CopyToFile(const ByteSource& src, int fd, const std::string& dst, uint64_t chunk, int workers) {
   const uint64_t size = src.size();
-  std::vector<std::vector<uint8_t>> bufs(kInFlight);
-  for (uint64_t at = 0; at < size; at += chunk * kInFlight) {
-    std::vector<ByteRange> ranges;
-    std::vector<uint8_t*> outs;
-    for (int k = 0; k < kInFlight && at + chunk * k < size; ++k) {
-      const uint64_t off = at + chunk * k, n = std::min(chunk, size - off);
-      bufs[k].resize(n);
-      ranges.push_back({off, n});
-      outs.push_back(bufs[k].data());
+  if (size == 0) return Status::Ok();
+  chunk = std::max<uint64_t>(chunk, 1);
+  src.Advise(ByteSource::Access::kSequential);
+  const uint64_t chunks = (size + chunk - 1) / chunk;
+  std::atomic<uint64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  Status first;
+  // Each worker reads a chunk and writes it where it belongs: reads stay
+  // in flight while others write (through its own buffer: a mapping of
+  // the destination would count the whole copy in the peak RSS).
+  auto work = [&] {
+    std::vector<uint8_t> buf;
+    for (uint64_t c; !failed.load() && (c = next.fetch_add(1)) < chunks;) {
+      const uint64_t at = c * chunk, n = std::min(chunk, size - at);
+      buf.resize(n);
+      Status st = src.ReadAt(at, n, buf.data());
+      if (st.ok()) st = PwriteAll(fd, buf.data(), n, at, dst);
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> g(mu);
+        if (!failed.exchange(true)) first = st;
+      }
     }
-    IMAGEPACK_RETURN_IF_ERROR(src.ReadRanges(ranges, outs));
-    for (size_t k = 0; k < ranges.size(); ++k)
-      IMAGEPACK_RETURN_IF_ERROR(PwriteAll(fd, outs[k], ranges[k].size, ranges[k].offset, dst));
-  }
-  return Status::Ok();
+  };
+  std::vector<std::thread> threads;
+  const uint64_t n_threads = std::min<uint64_t>(std::max(workers, 1), chunks);
+  for (uint64_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  src.Advise(ByteSource::Access::kNormal);
+  return first;
 }
 
 Status DownloadObject(const std::string& url, const std::string& path) {
@@ -330,7 +394,7 @@ Status DownloadObject(const std::string& url, const std::string& path) {
   if (!src.ok()) return src.status();
   auto tmp = CreateTempFor(path, 0600);
   if (!tmp.ok()) return tmp.status();
-  Status st = CopyToFile(*src.value(), tmp->fd, tmp->path, uint64_t(16) << 20);
+  Status st = CopyToFile(*src.value(), tmp->fd, tmp->path, uint64_t(16) << 20, 8);
   ::close(tmp->fd);
   if (st.ok() && ::rename(tmp->path.c_str(), path.c_str()) != 0) st = Status::FromErrno("rename to " + path, errno);
   if (!st.ok()) ::unlink(tmp->path.c_str());

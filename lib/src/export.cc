@@ -24,6 +24,7 @@
 #include "imagepack/record.h"
 #include "imagepack/store.h"
 #include "threads.h"
+#include "fd_io.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -1,5 +1,6 @@
 // The LMDB container (docs/FORMAT.md): one data file, MDB_NOSUBDIR, no lock
 // file, keys "0000000000".. appended in order, "__meta__" written last.
+#include <fcntl.h>
 #include <lmdb.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include "imagepack/files.h"
 #include "store_internal.h"
+#include "fd_io.h"
 
 namespace fs = std::filesystem;
 
@@ -249,7 +251,9 @@ class LmdbWriter : public RecordWriter {
 struct Env {
   MDB_env* env = nullptr;
   MDB_dbi dbi = 0;
-  int fd = -1;                      // liblmdb's descriptor of the file (pread, FileRanges)
+  // The file, through a duplicate of liblmdb's descriptor (reads with
+  // pread_records, StoredRanges); null when liblmdb gave none.
+  std::unique_ptr<ByteSource> file;
   const uint8_t* map_addr = nullptr;  // `map`: file offset 0 (null: unknown, no pread)
   // liblmdb's read-only map of the file (found at open), for
   // ReleaseMappedPages; size 0 when it could not be found.
@@ -272,7 +276,7 @@ class LmdbCursor : public RecordCursor {
   // place found through the map without touching their pages).
   LmdbCursor(std::shared_ptr<Env> env, std::string path, int per_value, int64_t count, bool pread = false)
       : env_(std::move(env)), path_(std::move(path)), per_value_(per_value), count_(count),
-        pread_(pread && env_->fd >= 0 && env_->map_addr) {}
+        pread_(pread && env_->file && env_->map_addr) {}
   ~LmdbCursor() override {
     if (cursor_) mdb_cursor_close(cursor_);
     if (txn_) mdb_txn_abort(txn_);
@@ -376,9 +380,8 @@ class LmdbCursor : public RecordCursor {
   // `buf`, without touching the map's pages; *out = the buffer.
   Status PreadMapped(const uint8_t* at, size_t n, int64_t index, std::vector<uint8_t>* buf, const uint8_t** out) {
     if (buf->size() < n) buf->resize(n);
-    const ssize_t got = PreadFull(env_->fd, buf->data(), n, static_cast<uint64_t>(at - env_->map_addr));
-    if (got != static_cast<ssize_t>(n))
-      return Status::FromErrno(path_ + ": read record " + RecordKey(index), got < 0 ? errno : EIO);
+    Status st = env_->file->ReadAt(static_cast<uint64_t>(at - env_->map_addr), n, buf->data());
+    if (!st.ok()) return st.WithContext("record " + RecordKey(index));
     *out = buf->data();
     return Status::Ok();
   }
@@ -420,8 +423,8 @@ class LmdbSource : public RecordSource {
   std::unique_ptr<RecordCursor> NewCursor() const override {
     return std::make_unique<LmdbCursor>(env_, path_, meta_.records_per_value, meta_.count, pread_);
   }
-  void FileRanges(int64_t first, int64_t last, std::vector<FileRange>* out) const override {
-    if (env_->fd < 0 || !env_->map_addr) return;
+  void StoredRanges(int64_t first, int64_t last, std::vector<StoredRange>* out) const override {
+    if (!env_->file || !env_->map_addr) return;
     first = std::max<int64_t>(first, 0);
     last = std::min<int64_t>(last, meta_.count - 1);
     if (first > last) return;
@@ -431,10 +434,12 @@ class LmdbSource : public RecordSource {
     for (int64_t key = first / per; key <= last / per; ++key) {
       uint64_t at = 0, size = 0;
       if (!locator_->Locate(key, &at, &size).ok()) return;  // the reader reports it
-      AppendRange(env_->fd, at, size, out);
+      AppendRange(env_->file.get(), at, size, out);
     }
   }
   std::string Describe() const override { return path_ + " (LMDB)"; }
+  int64_t stored_bytes() const override { return env_->file ? static_cast<int64_t>(env_->file->size()) : 0; }
+  int64_t cached_bytes() const override { return env_->file ? static_cast<int64_t>(env_->file->CachedBytes()) : 0; }
   void ReleaseMappedPages() const override {
     if (env_->map_size > 0) ReleasePages(env_->map, env_->map_size);
   }
@@ -493,7 +498,7 @@ class LmdbSource : public RecordSource {
   std::string path_;
   const bool pread_;
   mutable std::mutex locate_mu_;
-  mutable std::unique_ptr<LmdbCursor> locator_;  // FileRanges' own cursor
+  mutable std::unique_ptr<LmdbCursor> locator_;  // StoredRanges' own cursor
 };
 
 }  // namespace
@@ -514,7 +519,13 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
   rc = mdb_env_open(env->env, path.c_str(), MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOTLS, 0644);
   if (rc)
     return Status::Corruption(path + ": neither an imagepack blob nor an LMDB file (" + mdb_strerror(rc) + ")");
-  if (mdb_env_get_fd(env->env, &env->fd) != 0) env->fd = -1;
+  if (int fd = -1; mdb_env_get_fd(env->env, &fd) == 0 && fd >= 0) {
+    if (const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0); own >= 0) {
+      auto file = AdoptFileSource(own, path);
+      if (!file.ok()) return file.status();
+      env->file = std::move(file.value());
+    }
+  }
   MDB_txn* txn = nullptr;
   rc = mdb_txn_begin(env->env, nullptr, MDB_RDONLY, &txn);
   if (rc) return LmdbError(path + ": read transaction", rc);
@@ -529,10 +540,8 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
   if (rc == 0) {
     // Values point into liblmdb's map of the file; the mapping that holds
     // one is the whole map (liblmdb keeps its address to itself).
-    std::error_code ec;
-    const auto file_size = std::filesystem::file_size(path, ec);
-    if (!ec && FindMapping(v.mv_data, &env->map, &env->map_size)) {
-      env->map_size = std::min<size_t>(env->map_size, file_size);
+    if (env->file && FindMapping(v.mv_data, &env->map, &env->map_size)) {
+      env->map_size = std::min<size_t>(env->map_size, env->file->size());
       env->map_addr = static_cast<const uint8_t*>(env->map);  // file offset 0
     }
   }

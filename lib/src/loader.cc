@@ -11,9 +11,6 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 #include <mutex>
 #include <thread>
@@ -738,25 +735,7 @@ Order AutoOrder(const LoaderOptions& o, const RecordSource& src, int64_t file_by
   if (o.in_ram || !StoredShuffled(meta)) return Order::kRandom;
   if (src.remote()) return Order::kBlocks;  // object storage: every read is a request
   if (file_bytes < (int64_t(256) << 20)) return Order::kRandom;
-  int64_t cached = 0;
-  const int64_t page = ::sysconf(_SC_PAGESIZE);
-  for (const auto& path : o.paths) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || ::fstat(fd, &st) != 0 || st.st_size == 0) {
-      if (fd >= 0) ::close(fd);
-      continue;
-    }
-    const size_t size = static_cast<size_t>(st.st_size);
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (map == MAP_FAILED) continue;
-    std::vector<unsigned char> in((size + size_t(page) - 1) / size_t(page));
-    if (::mincore(map, size, in.data()) == 0)
-      for (unsigned char c : in) cached += (c & 1) * page;
-    ::munmap(map, size);
-  }
-  return cached * 2 >= file_bytes ? Order::kRandom : Order::kBlocks;
+  return src.cached_bytes() * 2 >= file_bytes ? Order::kRandom : Order::kBlocks;
 }
 
 }  // namespace
@@ -799,13 +778,8 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   const RecordSource& s = *src.value();
   if (s.size() == 0) return Status::InvalidArgument("dataset " + s.Describe() + " is empty");
   if (Status keys = CheckBatchKeys(s.meta().fields); !keys.ok()) return keys.WithContext(s.Describe());
-  // Blocks are of the files' bytes: what the device reads.
-  int64_t file_bytes = 0;
-  if (s.remote()) file_bytes = s.stored_bytes();
-  for (const auto& p : o.paths) {
-    struct stat st;
-    if (!s.remote() && ::stat(p.c_str(), &st) == 0) file_bytes += st.st_size;
-  }
+  // Blocks are of the files' (objects') bytes: what the device reads.
+  const int64_t file_bytes = s.stored_bytes();
   OrderSpec spec;
   spec.seed = o.seed;
   spec.world = o.world_size;

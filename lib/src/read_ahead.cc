@@ -1,11 +1,9 @@
 #include "read_ahead.h"
 
-#include <fcntl.h>
-
 #include <algorithm>
 #include <chrono>
 
-#include "imagepack/files.h"
+#include "imagepack/byte_source.h"
 
 namespace imagepack::internal {
 
@@ -50,7 +48,7 @@ void ReadAhead::Settle(int64_t unit, int delta) {
 }
 
 void ReadAhead::Locate() {
-  std::vector<FileRange> ranges;
+  std::vector<StoredRange> ranges;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     locate_cv_.wait(lock, [&] { return stop_ || !to_locate_.empty(); });
@@ -78,21 +76,21 @@ void ReadAhead::Locate() {
     for (size_t i = 0; i < r.size();) {
       size_t j = i + 1;
       while (j < r.size() && r[j] == r[j - 1] + 1) ++j;
-      src_->FileRanges(r[i], r[j - 1], &ranges);
+      src_->StoredRanges(r[i], r[j - 1], &ranges);
       i = j;
     }
-    for (const FileRange& fr : ranges)
-      if ((random_fds_.count(fr.fd) > 0) != u.runs) {
-        ::posix_fadvise(fr.fd, 0, 0, u.runs ? POSIX_FADV_RANDOM : POSIX_FADV_NORMAL);
-        if (u.runs) random_fds_.insert(fr.fd);
-        else random_fds_.erase(fr.fd);
+    for (const StoredRange& fr : ranges)
+      if ((random_.count(fr.source) > 0) != u.runs) {
+        fr.source->Advise(u.runs ? ByteSource::Access::kRandom : ByteSource::Access::kNormal);
+        if (u.runs) random_.insert(fr.source);
+        else random_.erase(fr.source);
       }
     lock.lock();
     if (generation != generation_) continue;
     int chunks = 0;
-    for (const FileRange& fr : ranges)
+    for (const StoredRange& fr : ranges)
       for (uint64_t at = 0; at < fr.size; at += chunk_, ++chunks)
-        queue_.push_back({u.id, {fr.fd, fr.offset + at, std::min(chunk_, fr.size - at)}, {}});
+        queue_.push_back({u.id, {fr.source, fr.offset + at, std::min(chunk_, fr.size - at)}, {}});
     Settle(u.id, chunks - 1);
     if (chunks > 0) work_cv_.notify_all();
   }
@@ -136,8 +134,9 @@ void ReadAhead::Work() {
     // Into a scratch buffer: the point is the page cache (object storage:
     // the source's block cache). A failed read is not reported here; the
     // worker's own read of the record reports it.
-    const ssize_t got = c.runs.empty() ? PreadFull(c.range.fd, buf.data(), c.range.size, c.range.offset)
-                                       : static_cast<ssize_t>(src_->Fetch(c.runs));
+    int64_t got = 0;
+    if (!c.runs.empty()) got = src_->Fetch(c.runs);
+    else if (c.range.source->ReadAt(c.range.offset, c.range.size, buf.data()).ok()) got = int64_t(c.range.size);
     lock.lock();
     if (got > 0) bytes_ += got;
     Settle(c.unit, -1);

@@ -32,7 +32,7 @@ class ReadAhead {
   // has nothing to read: the unit completes once located.
   // `runs`: the records form long runs (block order). The kernel is then
   // told not to read ahead of these reads (POSIX_FADV_RANDOM on the
-  // descriptor): past a 4 MB run it reads the next bytes of the file,
+  // file): past a 4 MB run it reads the next bytes of the file,
   // which block order wants at some random later time, and on a slow
   // device that spent ~16% of the bandwidth early. For short runs (random
   // order) its read-ahead around each record stays (POSIX_FADV_NORMAL).
@@ -49,7 +49,7 @@ class ReadAhead {
  private:
   struct Chunk {
     int64_t unit;
-    FileRange range;
+    StoredRange range;
     // Object storage: the unit's runs of records, fetched by one worker
     // with the GETs in flight together (range unused).
     std::vector<std::pair<int64_t, int64_t>> runs;
@@ -80,7 +80,7 @@ class ReadAhead {
   bool stop_ = false;
   std::vector<std::thread> threads_;
   std::thread locator_;
-  std::set<int> random_fds_;  // descriptors advised POSIX_FADV_RANDOM (the locator's own)
+  std::set<const ByteSource*> random_;  // sources advised Access::kRandom (the locator's own)
 };
 
 }  // namespace imagepack::internal

@@ -10,6 +10,7 @@
 #include "imagepack/byte_source.h"
 #include "s3_client.h"
 #include "store_internal.h"
+#include "fd_io.h"
 
 namespace imagepack::internal {
 namespace fs = std::filesystem;

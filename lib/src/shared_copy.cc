@@ -21,6 +21,7 @@
 
 #include "imagepack/byte_source.h"
 #include "imagepack/files.h"
+#include "fd_io.h"
 
 namespace fs = std::filesystem;
 
@@ -59,47 +60,15 @@ std::string Gb(double bytes) {
   return buf;
 }
 
-// Copies `size` bytes of `src_fd` into `dst_fd` with large reads from
-// several threads (the source is read at the device's speed with enough
-// requests in flight), each through its own 8 MB buffer: writing through
-// a mapping instead would count the whole copy in this process's peak RSS.
-Status ParallelCopy(int src_fd, int dst_fd, uint64_t size, const std::string& src, const std::string& dst) {
-  if (size == 0) return Status::Ok();
-  // Reserves every page now: a full tmpfs fails here, not in the copy.
-  if (int e = ::posix_fallocate(dst_fd, 0, static_cast<off_t>(size)); e != 0)
-    return Status::FromErrno("in_ram: reserve " + std::to_string(size) + " bytes for " + dst, e);
-  ::posix_fadvise(src_fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  constexpr uint64_t kChunk = 8 << 20;
-  const uint64_t chunks = (size + kChunk - 1) / kChunk;
-  std::atomic<uint64_t> next{0};
-  std::atomic<int> error{0};
-  auto work = [&] {
-    std::vector<uint8_t> buf(kChunk);
-    for (uint64_t c; !error.load() && (c = next.fetch_add(1)) < chunks;) {
-      const uint64_t at = c * kChunk, n = std::min(kChunk, size - at);
-      const ssize_t got = PreadFull(src_fd, buf.data(), n, at);
-      // A short read: the file shrank while being copied.
-      if (got != static_cast<ssize_t>(n)) {
-        error = got < 0 ? errno : EIO;
-        break;
-      }
-      if (!PwriteAll(dst_fd, buf.data(), n, at, dst).ok()) error = errno ? errno : EIO;
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) threads.emplace_back(work);
-  for (auto& t : threads) t.join();
-  if (error) return Status::FromErrno("copy " + src + " into " + dst, error.load());
-  return Status::Ok();
-}
-
-// Copies an object into `dst_fd` (8 MB ranged GETs, 8 in flight), its
-// room reserved first as for a file.
+// Copies `src` (a file: preads from 4 threads; an object: 8 MB ranged
+// GETs, 8 in flight) into `dst_fd`, its room reserved first: a full tmpfs
+// fails here, not in the copy.
 Status CopyFromSource(const ByteSource& src, int dst_fd, uint64_t size, const std::string& dst) {
   if (size == 0) return Status::Ok();
   if (int e = ::posix_fallocate(dst_fd, 0, static_cast<off_t>(size)); e != 0)
     return Status::FromErrno("in_ram: reserve " + std::to_string(size) + " bytes for " + dst, e);
-  return CopyToFile(src, dst_fd, dst, uint64_t(8) << 20);
+  Status st = CopyToFile(src, dst_fd, dst, uint64_t(8) << 20, src.remote() ? 8 : 4);
+  return st.ok() ? st : st.WithContext("in_ram: copy " + src.Describe() + " into " + dst);
 }
 
 // Removes copies no process holds (left by a crash, or of a file that has
@@ -234,25 +203,28 @@ Result<std::unique_ptr<SharedCopy>> SharedCopy::Acquire(const std::string& sourc
   if (!private_dir.ok()) return private_dir.status();
   Fd dir(private_dir->fd);
   const std::string& dir_path = private_dir->path;
-  Fd src;
-  std::unique_ptr<ByteSource> remote;  // an object: copied straight from the bucket
+  std::unique_ptr<ByteSource> bytes;  // the file, or the object (copied straight from the bucket)
   char name[200];
   uint64_t size = 0;
   if (IsObjectUrl(source)) {
     auto b = OpenByteSource(source);
     if (!b.ok()) return b.status();
-    remote = std::move(b.value());
-    size = remote->size();
+    bytes = std::move(b.value());
+    size = bytes->size();
     // Named by the object's identity (endpoint, bucket, key, ETag, size).
-    const std::string id = remote->identity();
+    const std::string id = bytes->identity();
     std::snprintf(name, sizeof name, "%ss3-%016llx-%llx.db", kPrefix,
                   static_cast<unsigned long long>(XXH3_64bits(id.data(), id.size())),
                   static_cast<unsigned long long>(size));
   } else {
-    src.fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
-    if (src.fd < 0) return Status::FromErrno(source, errno);
+    auto fd = OpenRegularFile(source);
+    if (!fd.ok()) return fd.status();
     struct stat st;
-    if (::fstat(src.fd, &st) != 0) return Status::FromErrno(source, errno);
+    const int stat_rc = ::fstat(*fd, &st), stat_errno = errno;
+    auto b = AdoptFileSource(*fd, source);  // the descriptor is the source's now
+    if (!b.ok()) return b.status();
+    if (stat_rc != 0) return Status::FromErrno(source, stat_errno);
+    bytes = std::move(b.value());
     size = static_cast<uint64_t>(st.st_size);
     // The change time too: a file written in place and given back its old
     // modification time (touch -r) still gets a new ctime, which no user
@@ -301,8 +273,7 @@ Result<std::unique_ptr<SharedCopy>> SharedCopy::Acquire(const std::string& sourc
     const std::string tmp = (fs::path(dir_path) / tmp_name).string();
     Fd out(::openat(dir.fd, tmp_name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (out.fd < 0) return Status::FromErrno("in_ram: cannot create " + tmp, errno);
-    Status s = remote ? CopyFromSource(*remote, out.fd, copy->size_, tmp)
-                      : ParallelCopy(src.fd, out.fd, copy->size_, source, tmp);
+    Status s = CopyFromSource(*bytes, out.fd, copy->size_, tmp);
     if (s.ok() && ::renameat(dir.fd, tmp_name.c_str(), dir.fd, name) != 0)
       s = Status::FromErrno("rename " + tmp, errno);
     if (!s.ok()) {

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "imagepack/byte_source.h"
 #include "imagepack/fields.h"
 #include "imagepack/files.h"
 #include "imagepack/progress.h"
@@ -90,7 +91,7 @@ struct SourceOptions {
 // inflated shard's unnamed scratch file among them), closed when the
 // source is dropped.
 struct ScratchFiles {
-  std::vector<int> fds;  // per DatasetSource::archives entry
+  std::vector<std::unique_ptr<ByteSource>> archives;  // per DatasetSource::archives entry
   std::string dir;       // a staging folder (shards downloaded from object storage), removed with it
   ~ScratchFiles();
 };
@@ -163,8 +164,6 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
 bool LooksLikePickledLmdb(const std::string& path);
 Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const SourceOptions& opts);
 
-// Reads exactly `n` bytes at `at` of `fd` (pread); errors name `path`.
-Status ReadExact(int fd, void* buf, size_t n, uint64_t at, const std::string& path);
 
 // Opens every DatasetSource::archives file into s->scratch->fds.
 Status OpenArchives(DatasetSource* s);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "imagepack/files.h"
+#include "fd_io.h"
 
 namespace imagepack::internal {
 

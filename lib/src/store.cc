@@ -1,14 +1,11 @@
-// Writer creation, container detection, in-memory sources and multi-shard
-// datasets.
+// Writer creation, container detection, shared in-RAM copies and
+// multi-shard datasets. Memory-mapped records: memory_source.cc.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "imagepack/byte_source.h"
 #include "imagepack/files.h"
@@ -16,6 +13,7 @@
 #include "pixel_stats.h"
 #include "shared_copy.h"
 #include "store_internal.h"
+#include "fd_io.h"
 
 namespace fs = std::filesystem;
 
@@ -49,85 +47,6 @@ Result<RecordView> RecordCursor::Read(int64_t index, bool verify_checksum) {
 RecordWriter::~RecordWriter() = default;
 
 namespace {
-
-class MemoryCursor : public RecordCursor {
- public:
-  MemoryCursor(const uint8_t* base, const std::vector<uint64_t>* offsets,
-               const std::vector<uint64_t>* lengths)
-      : base_(base), offsets_(offsets), lengths_(lengths) {}
-  Status ReadRaw(int64_t index, const uint8_t** data, size_t* size) override {
-    if (index < 0 || static_cast<size_t>(index) >= offsets_->size())
-      return Status::InvalidArgument("record " + RecordKey(index) + " is out of range");
-    *data = base_ + (*offsets_)[index];
-    *size = (*lengths_)[index];
-    return Status::Ok();
-  }
-
- private:
-  const uint8_t* base_;
-  const std::vector<uint64_t>* offsets_;
-  const std::vector<uint64_t>* lengths_;
-};
-
-// Records read with pread() into the cursor's buffer (OpenOptions::
-// pread_records); the offsets and lengths were checked against the file.
-class PreadCursor : public RecordCursor {
- public:
-  PreadCursor(int fd, const std::vector<uint64_t>* offsets, const std::vector<uint64_t>* lengths)
-      : fd_(fd), offsets_(offsets), lengths_(lengths) {}
-  Status ReadRaw(int64_t index, const uint8_t** data, size_t* size) override {
-    if (index < 0 || static_cast<size_t>(index) >= offsets_->size())
-      return Status::InvalidArgument("record " + RecordKey(index) + " is out of range");
-    const size_t n = static_cast<size_t>((*lengths_)[index]);
-    if (buf_.size() < n) buf_.resize(n);
-    const ssize_t got = PreadFull(fd_, buf_.data(), n, (*offsets_)[index]);
-    if (got < 0) return Status::FromErrno("read record " + RecordKey(index), errno);
-    if (static_cast<size_t>(got) < n)
-      return Status::Corruption("record " + RecordKey(index) + " ends past the end of the file");
-    *data = buf_.data();
-    *size = n;
-    return Status::Ok();
-  }
-
- private:
-  int fd_;
-  const std::vector<uint64_t>* offsets_;
-  const std::vector<uint64_t>* lengths_;
-  std::vector<uint8_t> buf_;
-};
-
-class MemorySource : public RecordSource {
- public:
-  MemorySource(DatasetMeta meta, std::string describe, const uint8_t* base, std::vector<uint64_t> offsets,
-               std::vector<uint64_t> lengths, std::shared_ptr<void> keep, uint64_t mapped_size, int fd, bool pread)
-      : meta_(std::move(meta)), describe_(std::move(describe)), base_(base), mapped_size_(mapped_size), fd_(fd),
-        pread_fd_(pread ? fd : -1), offsets_(std::move(offsets)), lengths_(std::move(lengths)),
-        keep_(std::move(keep)) {}
-  const DatasetMeta& meta() const override { return meta_; }
-  std::unique_ptr<RecordCursor> NewCursor() const override {
-    if (pread_fd_ >= 0) return std::make_unique<PreadCursor>(pread_fd_, &offsets_, &lengths_);
-    return std::make_unique<MemoryCursor>(base_, &offsets_, &lengths_);
-  }
-  std::string Describe() const override { return describe_; }
-  void ReleaseMappedPages() const override {
-    if (mapped_size_ > 0) internal::ReleasePages(base_, mapped_size_);
-  }
-  void FileRanges(int64_t first, int64_t last, std::vector<FileRange>* out) const override {
-    if (fd_ < 0) return;
-    first = std::max<int64_t>(first, 0);
-    last = std::min<int64_t>(last, static_cast<int64_t>(offsets_.size()) - 1);
-    for (int64_t i = first; i <= last; ++i) internal::AppendRange(fd_, offsets_[i], lengths_[i], out);
-  }
-
- private:
-  DatasetMeta meta_;
-  std::string describe_;
-  const uint8_t* base_;
-  const uint64_t mapped_size_;  // a read-only file mapping (ReleaseMappedPages unmaps it)
-  const int fd_, pread_fd_;
-  std::vector<uint64_t> offsets_, lengths_;
-  std::shared_ptr<void> keep_;
-};
 
 class MultiCursor : public RecordCursor {
  public:
@@ -177,10 +96,10 @@ class MultiSource : public RecordSource {
   void ReleaseMappedPages() const override {
     for (const auto& p : parts_) p->ReleaseMappedPages();
   }
-  void FileRanges(int64_t first, int64_t last, std::vector<FileRange>* out) const override {
+  void StoredRanges(int64_t first, int64_t last, std::vector<StoredRange>* out) const override {
     for (size_t i = 0; i + 1 < starts_.size(); ++i) {
       const int64_t lo = std::max(first, starts_[i]), hi = std::min(last, starts_[i + 1] - 1);
-      if (lo <= hi) parts_[i]->FileRanges(lo - starts_[i], hi - starts_[i], out);
+      if (lo <= hi) parts_[i]->StoredRanges(lo - starts_[i], hi - starts_[i], out);
     }
   }
   bool remote() const override {
@@ -201,6 +120,11 @@ class MultiSource : public RecordSource {
   int64_t stored_bytes() const override {
     int64_t b = 0;
     for (const auto& p : parts_) b += p->stored_bytes();
+    return b;
+  }
+  int64_t cached_bytes() const override {
+    int64_t b = 0;
+    for (const auto& p : parts_) b += p->cached_bytes();
     return b;
   }
   int64_t remote_requests() const override {
@@ -235,6 +159,8 @@ class SharedSource : public RecordSource {
     inner_->CheckLayout(report);
   }
   void ReleaseMappedPages() const override { inner_->ReleaseMappedPages(); }
+  int64_t stored_bytes() const override { return static_cast<int64_t>(copy_->size()); }
+  int64_t cached_bytes() const override { return static_cast<int64_t>(copy_->size()); }
 
  private:
   std::unique_ptr<RecordSource> inner_;
@@ -243,54 +169,6 @@ class SharedSource : public RecordSource {
 };
 
 }  // namespace
-
-namespace internal {
-
-std::unique_ptr<RecordSource> NewMemorySource(DatasetMeta meta, std::string describe, const uint8_t* base,
-                                              uint64_t base_size, std::vector<uint64_t> offsets,
-                                              std::vector<uint64_t> lengths, std::shared_ptr<void> keep_alive,
-                                              int fd, bool pread) {
-  return std::make_unique<MemorySource>(std::move(meta), std::move(describe), base, std::move(offsets),
-                                        std::move(lengths), std::move(keep_alive), base_size, fd, pread && fd >= 0);
-}
-
-void AppendRange(int fd, uint64_t offset, uint64_t size, std::vector<FileRange>* out) {
-  if (size == 0) return;
-  // Records are 16-byte aligned in a blob: a gap below 4 KB is one page.
-  if (!out->empty() && out->back().fd == fd && offset >= out->back().offset &&
-      offset <= out->back().offset + out->back().size + 4096) {
-    out->back().size = std::max(out->back().size, offset + size - out->back().offset);
-    return;
-  }
-  out->push_back({fd, offset, size});
-}
-
-bool FindMapping(const void* p, const void** begin, size_t* size) {
-  std::ifstream maps("/proc/self/maps");
-  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
-  std::string line;
-  while (std::getline(maps, line)) {
-    unsigned long long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx", &lo, &hi) != 2) continue;
-    if (at >= lo && at < hi) {
-      *begin = reinterpret_cast<const void*>(static_cast<uintptr_t>(lo));
-      *size = static_cast<size_t>(hi - lo);
-      return true;
-    }
-  }
-  return false;
-}
-
-void ReleasePages(const void* addr, size_t size) {
-  // Whole pages inside [addr, addr + size) of a read-only file mapping;
-  // MADV_DONTNEED there only unmaps (page-cache pages are not discarded).
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(addr) / page * page;  // mappings start on a page
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(addr) + size + page - 1) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-
-}  // namespace internal
 
 Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const std::string& path,
                                                    const WriterOptions& opts) {
@@ -320,12 +198,13 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
 Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
   // An object in RAM is a shared copy made straight from the bucket (below).
   if (IsObjectUrl(path) && !opts.in_ram) return internal::OpenRemoteBlob(path, opts);
+  // A FIFO, device or socket is refused before anything reads (or blocks
+  // on) it.
+  std::shared_ptr<const ByteSource> bytes;
   if (!IsObjectUrl(path)) {
-    // A FIFO, device or socket is refused before anything reads (or blocks
-    // on) it.
-    auto regular = OpenRegularFile(path);
-    if (!regular.ok()) return regular.status();
-    ::close(*regular);
+    auto opened = OpenByteSource(path);
+    if (!opened.ok()) return opened.status();
+    bytes = std::move(opened.value());
   }
   if (opts.in_ram) {
     // The file's own metadata (checksummed, format 4): a copy holding any
@@ -367,15 +246,11 @@ Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, cons
           new SharedSource(std::move(src.value()), std::move(copy.value()), path));
     }
   }
-  auto opened = OpenRegularFile(path);
-  if (!opened.ok()) return opened.status();
-  const int fd = *opened;
-  char magic[8] = {0};
-  ssize_t n = ::pread(fd, magic, sizeof magic, 0);
-  ::close(fd);
-  if (n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, internal::kBlobMagic, 8) == 0)
-    return internal::OpenBlob(path, opts);
-  if (n < 8) return Status::Corruption(path + ": file is too short to be a database");
+  uint8_t magic[8] = {0};
+  if (bytes->size() < sizeof magic || !bytes->ReadAt(0, sizeof magic, magic).ok())
+    return Status::Corruption(path + ": file is too short to be a database");
+  if (std::memcmp(magic, internal::kBlobMagic, 8) == 0) return internal::OpenBlob(std::move(bytes), opts);
+  bytes.reset();  // liblmdb opens the file itself
   return internal::OpenLmdb(path, opts);
 }
 

@@ -8,6 +8,8 @@
 
 #include "imagepack/files.h"
 #include "imagepack/store.h"
+#include "memory_source.h"
+#include "fd_io.h"
 
 namespace imagepack::internal {
 
@@ -21,7 +23,8 @@ Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, Tem
 Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, TempFile tmp, DirectIo direct_io);
 
 Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const OpenOptions& opts);
-Result<std::unique_ptr<RecordSource>> OpenBlob(const std::string& path, const OpenOptions& opts);
+// `bytes`: the blob's file, opened by OpenDatabase.
+Result<std::unique_ptr<RecordSource>> OpenBlob(std::shared_ptr<const ByteSource> bytes, const OpenOptions& opts);
 
 // A blob's layout, checked (docs/FORMAT.md): every offset against the file,
 // the header's and the index's checksums, the metadata's own.
@@ -40,27 +43,5 @@ Status ParseBlob(const std::string& path, uint64_t file_size,
 Result<std::unique_ptr<RecordWriter>> NewUploadingWriter(ContainerFormat format, const std::string& url,
                                                          const WriterOptions& opts);
 Result<std::unique_ptr<RecordSource>> OpenRemoteBlob(const std::string& url, const OpenOptions& opts);
-
-// Records in a read-only file mapping of base_size bytes at `base` (a
-// blob), located by an (offset, length) index. `keep_alive` owns the
-// mapping and `fd` (>= 0), the file behind it at the same offsets
-// (FileRanges), which cursors read records from with pread when `pread` is
-// set, instead of from `base`.
-std::unique_ptr<RecordSource> NewMemorySource(DatasetMeta meta, std::string describe,
-                                              const uint8_t* base, uint64_t base_size,
-                                              std::vector<uint64_t> offsets,
-                                              std::vector<uint64_t> lengths,
-                                              std::shared_ptr<void> keep_alive, int fd, bool pread);
-
-// Appends [offset, offset + size) of `fd` to `out`, merged with the last
-// range when they touch.
-void AppendRange(int fd, uint64_t offset, uint64_t size, std::vector<FileRange>* out);
-
-// Unmaps the whole pages of [addr, addr + size) of a read-only file mapping
-// from this process (MADV_DONTNEED); the page cache keeps the data.
-void ReleasePages(const void* addr, size_t size);
-
-// The mapping of this process (/proc/self/maps) that contains `p`.
-bool FindMapping(const void* p, const void** begin, size_t* size);
 
 }  // namespace imagepack::internal

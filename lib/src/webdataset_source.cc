@@ -22,6 +22,7 @@
 #include "imagepack/byte_source.h"
 #include "imagepack/meta.h"
 #include "sources.h"
+#include "fd_io.h"
 
 namespace fs = std::filesystem;
 
@@ -50,12 +51,13 @@ std::pair<std::string, std::string> KeyAndExtension(const std::string& name) {
 const char* const kImageExtensions[] = {"jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp", "tif", "tiff", "gif"};
 
 // A value member (.cls, .json, .txt) read whole, within its budget.
-Result<std::string> ReadValueMember(int fd, const TarMember& m, const std::string& shown) {
+Result<std::string> ReadValueMember(const ByteSource& shard, const TarMember& m, const std::string& shown) {
   if (m.size > limits::kValueMember)
     return Status::InvalidArgument(shown + ": member " + Shown(m.name) + " of " + std::to_string(m.size) +
                                    " bytes is over the value budget of " + std::to_string(limits::kValueMember));
   std::string s(m.size, '\0');
-  IMAGEPACK_RETURN_IF_ERROR(ReadExact(fd, s.data(), s.size(), m.offset, shown));
+  Status st = shard.ReadAt(m.offset, s.size(), reinterpret_cast<uint8_t*>(s.data()));
+  if (!st.ok()) return st.WithContext(shown);
   return s;
 }
 
@@ -183,18 +185,18 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   std::set<std::string> seen;
   const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
   for (const std::string& shard : *shards) {
-    int fd = -1;
+    Result<std::unique_ptr<ByteSource>> opened = Status::NotFound(shard);
     if (IsGzipName(shard)) {
       auto inflated = InflateToScratch(shard, scratch_dir, opts.cancel);
       if (!inflated.ok()) return inflated.status();
-      fd = *inflated;
+      opened = AdoptFileSource(*inflated, shard);
     } else {
-      auto opened = OpenRegularFile(shard);
-      if (!opened.ok()) return opened.status();
-      fd = *opened;
+      opened = OpenByteSource(shard);
     }
-    s.scratch->fds.push_back(fd);  // closed with the source
-    auto members = ListTarFile(fd, shard);
+    if (!opened.ok()) return opened.status();
+    const ByteSource& bytes = *opened.value();
+    s.scratch->archives.push_back(std::move(opened.value()));  // closed with the source
+    auto members = ListTarFile(bytes, shard);
     if (!members.ok()) return members.status();
     const int archive = static_cast<int>(s.archives.size());
     s.archives.push_back(shard);
@@ -258,7 +260,7 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
         if (ext == "json" || ext == "cls" || ext == "cls.txt" || ext == "class" || ext == "label" || ext == "label.txt")
           continue;
         if (std::find(opts.keep_members.begin(), opts.keep_members.end(), ext) != opts.keep_members.end()) {
-          auto text = ReadValueMember(fd, m, shard);
+          auto text = ReadValueMember(bytes, m, shard);
           if (!text.ok()) {
             bad = text.status().message();
             break;
@@ -274,14 +276,14 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
       }
       for (const char* e : {"cls", "cls.txt", "class", "label", "label.txt"})
         if (auto it = parts.find(e); it != parts.end() && bad.empty()) {
-          auto text = ReadValueMember(fd, it->second, shard);
+          auto text = ReadValueMember(bytes, it->second, shard);
           if (!text.ok()) bad = text.status().message();
           else label = LabelFromText(*text);
           break;
         }
       if (auto it = parts.find("json"); it != parts.end() && bad.empty()) {
         // The .json's values are data: a string is never opened as a file.
-        auto text = ReadValueMember(fd, it->second, shard);
+        auto text = ReadValueMember(bytes, it->second, shard);
         Result<nlohmann::json> parsed = text.ok() ? ParseJsonBounded(*text, Shown(key) + ".json") : text.status();
         if (!parsed.ok()) {
           bad = parsed.status().message();

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "imagepack/byte_source.h"
 #include "testutil.h"
 
 namespace imagepack::internal {
@@ -31,20 +32,19 @@ class GatedSource : public RecordSource {
  public:
   explicit GatedSource(const std::string& path) {
     std::ofstream(path, std::ios::binary) << std::string(kRecords * kRecordBytes, 'x');
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    file_ = std::move(OpenByteSource(path).value());
     meta_.count = kRecords;
   }
-  ~GatedSource() override { ::close(fd_); }
   const DatasetMeta& meta() const override { return meta_; }
   std::unique_ptr<RecordCursor> NewCursor() const override { return nullptr; }
   std::string Describe() const override { return "gated test source"; }
-  void FileRanges(int64_t first, int64_t last, std::vector<FileRange>* out) const override {
+  void StoredRanges(int64_t first, int64_t last, std::vector<StoredRange>* out) const override {
     std::unique_lock<std::mutex> lock(mu_);
     ++entered_;
     cv_.notify_all();
     cv_.wait(lock, [&] { return open_; });
     if (in_ram_) return;
-    out->push_back({fd_, static_cast<uint64_t>(first) * kRecordBytes,
+    out->push_back({file_.get(), static_cast<uint64_t>(first) * kRecordBytes,
                     static_cast<uint64_t>(last - first + 1) * kRecordBytes});
   }
   void Close() {
@@ -56,7 +56,7 @@ class GatedSource : public RecordSource {
     open_ = true;
     cv_.notify_all();
   }
-  // Blocks until FileRanges has been entered `n` times in all.
+  // Blocks until StoredRanges has been entered `n` times in all.
   void AwaitEntered(int n) const {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return entered_ >= n; });
@@ -68,7 +68,7 @@ class GatedSource : public RecordSource {
   }
 
  private:
-  int fd_ = -1;
+  std::unique_ptr<ByteSource> file_;
   DatasetMeta meta_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
@@ -97,7 +97,7 @@ TEST_F(ReadAheadTest, IssueDoesNotWaitForTheLocation) {
   src_.Close();
   ReadAhead ra(&src_, 2, 4096);
   const int64_t a = ra.Issue({0, 1, 2});
-  src_.AwaitEntered(1);  // the locator is held inside FileRanges
+  src_.AwaitEntered(1);  // the locator is held inside StoredRanges
   // A second unit queues behind it; Issue must return while the first
   // location is still held (it would block forever were it synchronous).
   auto second = std::async(std::launch::async, [&] { return ra.Issue({10, 11}); });

@@ -1,4 +1,5 @@
 // Both containers through the public API, plus corruption at known offsets.
+#include "imagepack/byte_source.h"
 #include "imagepack/store.h"
 
 #include <gtest/gtest.h>
@@ -738,9 +739,10 @@ TEST(SharedCopy, LockedInMemoryAndRefusedWhenItDoesNotFit) {
   EXPECT_NE(msg.find("free in " + small), std::string::npos) << msg;
 }
 
-// FileRanges: the bytes of the file at the ranges of records a..b hold
-// those records (a blob's exactly; LMDB's values, with their headers).
-TEST(Store, FileRangesHoldTheRecords) {
+// StoredRanges: the bytes of the file at the ranges of records a..b hold
+// those records (a blob's exactly; LMDB's values, with their headers), and
+// the ranges' byte source reads the file's own bytes there.
+TEST(Store, StoredRangesHoldTheRecords) {
   for (ContainerFormat f : {ContainerFormat::kLmdb, ContainerFormat::kBlob}) {
     SCOPED_TRACE(f == ContainerFormat::kLmdb ? "lmdb" : "blob");
     TempDir d;
@@ -749,14 +751,20 @@ TEST(Store, FileRangesHoldTheRecords) {
     ASSERT_OK(src);
     const std::vector<uint8_t> bytes = Slurp(d / "db");
     const std::string file(bytes.begin(), bytes.end());
-    std::vector<FileRange> ranges;
-    src.value()->FileRanges(10, 20, &ranges);
+    std::vector<StoredRange> ranges;
+    src.value()->StoredRanges(10, 20, &ranges);
     ASSERT_FALSE(ranges.empty());
     std::string held;
     uint64_t total = 0;
     for (const auto& r : ranges) {
       ASSERT_LE(r.offset + r.size, file.size());
-      held += file.substr(r.offset, r.size);
+      ASSERT_NE(r.source, nullptr);
+      EXPECT_EQ(r.source->Describe(), d / "db");
+      EXPECT_EQ(r.source->size(), file.size());
+      std::string read(r.size, '\0');
+      ASSERT_OK(r.source->ReadAt(r.offset, r.size, reinterpret_cast<uint8_t*>(read.data())));
+      EXPECT_EQ(read, file.substr(r.offset, r.size));
+      held += read;
       total += r.size;
     }
     auto cur = src.value()->NewCursor();
@@ -770,12 +778,13 @@ TEST(Store, FileRangesHoldTheRecords) {
       EXPECT_EQ(inside, expect) << "record " << i;
     }
     EXPECT_LT(total, 11 * 3000u);  // the records and little else
-    std::vector<FileRange> none;
+    EXPECT_EQ(src.value()->stored_bytes(), static_cast<int64_t>(file.size()));
+    std::vector<StoredRange> none;
     OpenOptions ram;
     ram.in_ram = true;
     auto in_ram = OpenDatabase(d / "db", ram);
     ASSERT_OK(in_ram);
-    in_ram.value()->FileRanges(0, 39, &none);
+    in_ram.value()->StoredRanges(0, 39, &none);
     EXPECT_TRUE(none.empty());
   }
 }

@@ -220,7 +220,9 @@ def test_tool_gateway_gone_for_good_is_an_error_naming_the_url_not_a_hang(packed
     _, url = packed
     env = dict(os.environ, IMAGEPACK_S3_RETRY_SECONDS="3", IMAGEPACK_FETCH_BLOCK_MB="0.01",
                IMAGEPACK_RAM_CACHE_MB="0.04")
-    proc = subprocess.Popen([tool("bench_loader"), url, "--batch", "6", "--size", "16", "--epochs", "3",
+    # Enough epochs (every one fetched again: the RAM cache holds 4 blocks)
+    # that the run is still reading when the gateway goes.
+    proc = subprocess.Popen([tool("bench_loader"), url, "--batch", "6", "--size", "16", "--epochs", "200",
                              "--threads", "2", "--order", "blocks", "--block-mb", "0.02"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     time.sleep(0.3)

@@ -39,6 +39,19 @@ class ByteSource {
   virtual int64_t requests() const { return 0; }
   // Bytes received from the server so far (files: 0).
   virtual int64_t bytes_fetched() const { return 0; }
+
+  // Hints about what will be read next (files: posix_fadvise; object
+  // storage: none, its reads are explicit ranges).
+  enum class Access { kNormal, kRandom, kSequential };
+  virtual void Advise(Access access) const { (void)access; }
+  // A file: the whole of it mapped read-only, made on the first call and
+  // valid while this source lives (pages come from the page cache, shared
+  // with every other reader). Object storage: NotSupported.
+  virtual Result<const uint8_t*> Map() const;
+  // Bytes of the source already in this machine's memory (a file: its
+  // pages in the page cache, by mincore; an object: 0). For deciding
+  // whether reads will be cheap.
+  virtual uint64_t CachedBytes() const { return 0; }
 };
 
 // "s3://..." (case-sensitive scheme, as the AWS CLI).
@@ -63,11 +76,6 @@ Status UploadFile(const std::string& src, const std::string& url, const UploadOp
 // Uploads every regular file below `dir` as PREFIX/RELATIVE_PATH
 // (`url_prefix`: s3://BUCKET/PREFIX), replacing objects of those names.
 Status UploadTree(const std::string& dir, const std::string& url_prefix, const UploadOptions& opts = {});
-
-// Copies all of `src` into `fd` (named `dst` in errors) at the same
-// offsets, in chunks of `chunk` bytes, 8 read together (ranged GETs in
-// flight for an object).
-Status CopyToFile(const ByteSource& src, int fd, const std::string& dst, uint64_t chunk);
 
 // Downloads object `url` to `path` (written under a temporary name, then
 // renamed), with ranged GETs of 16 MB in flight together.

@@ -112,9 +112,12 @@ class RecordCursor {
   Result<RecordView> Read(int64_t index, bool verify_checksum = true);
 };
 
-// A byte range of a database file: where records lie on the device.
-struct FileRange {
-  int fd = -1;  // owned by the source; valid while it lives
+class ByteSource;
+
+// A byte range of a container's bytes (a file, or an object): where
+// records lie on the device.
+struct StoredRange {
+  const ByteSource* source = nullptr;  // owned by the record source; valid while it lives
   uint64_t offset = 0;
   uint64_t size = 0;
 };
@@ -139,9 +142,10 @@ class RecordSource {
   virtual void ReleaseMappedPages() const {}
   // The parts of the files that hold records first..last (inclusive),
   // appended to `out` in file order, adjacent parts merged; nothing for a
-  // source held in RAM. For reading ahead: a pread of these ranges brings
-  // the records into the page cache. Thread-safe.
-  virtual void FileRanges(int64_t first, int64_t last, std::vector<FileRange>* out) const {
+  // source held in RAM or in object storage (see Fetch). For reading
+  // ahead: a read of these ranges brings the records into the page cache.
+  // Thread-safe.
+  virtual void StoredRanges(int64_t first, int64_t last, std::vector<StoredRange>* out) const {
     (void)first, (void)last, (void)out;
   }
   // Object storage: true, and Fetch() brings runs of records (first, last
@@ -155,6 +159,10 @@ class RecordSource {
   }
   // Bytes of the stored container(s): files' or objects' sizes.
   virtual int64_t stored_bytes() const { return 0; }
+  // Of those, bytes already in this machine's memory (files: pages in the
+  // page cache; in RAM: all; object storage: 0). For the loader's `auto`
+  // order: reads of a mostly cached dataset are cheap in any order.
+  virtual int64_t cached_bytes() const { return 0; }
   // Object storage: requests made to the server so far (GETs and HEADs);
   // blocks served from the caches cost none.
   virtual int64_t remote_requests() const { return 0; }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "imagepack/files.h"
+#include "fd_io.h"
 
 namespace fs = std::filesystem;
 

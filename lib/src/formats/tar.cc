@@ -148,21 +148,12 @@ Result<std::vector<TarMember>> ListTar(const ReadAtFn& read, uint64_t file_size,
                             ": the shard is truncated");
 }
 
-Result<std::vector<TarMember>> ListTarFile(int fd, const std::string& shown) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return Status::FromErrno(shown, errno);
+Result<std::vector<TarMember>> ListTarFile(const ByteSource& src, const std::string& shown) {
   auto read = [&](void* buf, size_t n, uint64_t at) -> Status {
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t r = ::pread(fd, static_cast<char*>(buf) + done, n - done, static_cast<off_t>(at + done));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return Status::IOError(shown + ": read failed: " + std::strerror(errno));
-      if (r == 0) return Status::Corruption(shown + ": ends at byte " + std::to_string(at + done) + " (truncated)");
-      done += static_cast<size_t>(r);
-    }
-    return Status::Ok();
+    Status st = src.ReadAt(at, n, static_cast<uint8_t*>(buf));
+    return st.ok() ? st : st.WithContext(shown);
   };
-  return ListTar(read, static_cast<uint64_t>(st.st_size), shown);
+  return ListTar(read, src.size(), shown);
 }
 
 }  // namespace imagepack::internal

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "imagepack/byte_source.h"
 #include "imagepack/status.h"
 
 namespace imagepack::internal {
@@ -29,8 +30,8 @@ using ReadAtFn = std::function<Status(void* buf, size_t n, uint64_t at)>;
 // truncated shard).
 Result<std::vector<TarMember>> ListTar(const ReadAtFn& read, uint64_t file_size, const std::string& shown);
 
-// The same over an open descriptor (pread).
-Result<std::vector<TarMember>> ListTarFile(int fd, const std::string& shown);
+// The same over a byte source (a file: pread).
+Result<std::vector<TarMember>> ListTarFile(const ByteSource& src, const std::string& shown);
 
 // Parses a tar numeric field: octal digits (leading spaces or NULs, ended
 // by a space or NUL), or GNU base-256 (high bit of the first byte set).

@@ -1,0 +1,139 @@
+#include "memory_source.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+namespace imagepack::internal {
+namespace {
+
+Status CheckIndex(int64_t index, size_t count) {
+  if (index < 0 || static_cast<size_t>(index) >= count)
+    return Status::InvalidArgument("record " + RecordKey(index) + " is out of range");
+  return Status::Ok();
+}
+
+class MappedCursor : public RecordCursor {
+ public:
+  MappedCursor(const uint8_t* base, const std::vector<uint64_t>* offsets, const std::vector<uint64_t>* lengths)
+      : base_(base), offsets_(offsets), lengths_(lengths) {}
+  Status ReadRaw(int64_t index, const uint8_t** data, size_t* size) override {
+    IMAGEPACK_RETURN_IF_ERROR(CheckIndex(index, offsets_->size()));
+    *data = base_ + (*offsets_)[index];
+    *size = (*lengths_)[index];
+    return Status::Ok();
+  }
+
+ private:
+  const uint8_t* base_;
+  const std::vector<uint64_t>* offsets_;
+  const std::vector<uint64_t>* lengths_;
+};
+
+// Records read with ReadAt into the cursor's buffer (OpenOptions::
+// pread_records).
+class ReadingCursor : public RecordCursor {
+ public:
+  ReadingCursor(const ByteSource* bytes, const std::vector<uint64_t>* offsets, const std::vector<uint64_t>* lengths)
+      : bytes_(bytes), offsets_(offsets), lengths_(lengths) {}
+  Status ReadRaw(int64_t index, const uint8_t** data, size_t* size) override {
+    IMAGEPACK_RETURN_IF_ERROR(CheckIndex(index, offsets_->size()));
+    const size_t n = static_cast<size_t>((*lengths_)[index]);
+    if (buf_.size() < n) buf_.resize(n);
+    Status st = bytes_->ReadAt((*offsets_)[index], n, buf_.data());
+    if (!st.ok()) return st.WithContext("record " + RecordKey(index));
+    *data = buf_.data();
+    *size = n;
+    return Status::Ok();
+  }
+
+ private:
+  const ByteSource* bytes_;
+  const std::vector<uint64_t>* offsets_;
+  const std::vector<uint64_t>* lengths_;
+  std::vector<uint8_t> buf_;
+};
+
+class MemorySource : public RecordSource {
+ public:
+  MemorySource(DatasetMeta meta, std::string describe, std::shared_ptr<const ByteSource> bytes, const uint8_t* base,
+               std::vector<uint64_t> offsets, std::vector<uint64_t> lengths, bool pread)
+      : meta_(std::move(meta)), describe_(std::move(describe)), bytes_(std::move(bytes)), base_(base),
+        pread_(pread), offsets_(std::move(offsets)), lengths_(std::move(lengths)) {}
+  const DatasetMeta& meta() const override { return meta_; }
+  std::unique_ptr<RecordCursor> NewCursor() const override {
+    if (pread_) return std::make_unique<ReadingCursor>(bytes_.get(), &offsets_, &lengths_);
+    return std::make_unique<MappedCursor>(base_, &offsets_, &lengths_);
+  }
+  std::string Describe() const override { return describe_; }
+  void ReleaseMappedPages() const override { ReleasePages(base_, bytes_->size()); }
+  void StoredRanges(int64_t first, int64_t last, std::vector<StoredRange>* out) const override {
+    first = std::max<int64_t>(first, 0);
+    last = std::min<int64_t>(last, static_cast<int64_t>(offsets_.size()) - 1);
+    for (int64_t i = first; i <= last; ++i) AppendRange(bytes_.get(), offsets_[i], lengths_[i], out);
+  }
+  int64_t stored_bytes() const override { return static_cast<int64_t>(bytes_->size()); }
+  int64_t cached_bytes() const override { return static_cast<int64_t>(bytes_->CachedBytes()); }
+
+ private:
+  DatasetMeta meta_;
+  std::string describe_;
+  std::shared_ptr<const ByteSource> bytes_;
+  const uint8_t* base_;  // bytes_'s mapping
+  const bool pread_;
+  std::vector<uint64_t> offsets_, lengths_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RecordSource>> NewMemorySource(DatasetMeta meta, std::string describe,
+                                                      std::shared_ptr<const ByteSource> bytes,
+                                                      std::vector<uint64_t> offsets, std::vector<uint64_t> lengths,
+                                                      bool pread) {
+  auto base = bytes->Map();
+  if (!base.ok()) return base.status();
+  return std::unique_ptr<RecordSource>(new MemorySource(std::move(meta), std::move(describe), std::move(bytes),
+                                                        *base, std::move(offsets), std::move(lengths), pread));
+}
+
+void AppendRange(const ByteSource* source, uint64_t offset, uint64_t size, std::vector<StoredRange>* out) {
+  if (size == 0) return;
+  // Records are 16-byte aligned in a blob: a gap below 4 KB is one page.
+  if (!out->empty() && out->back().source == source && offset >= out->back().offset &&
+      offset <= out->back().offset + out->back().size + 4096) {
+    out->back().size = std::max(out->back().size, offset + size - out->back().offset);
+    return;
+  }
+  out->push_back({source, offset, size});
+}
+
+bool FindMapping(const void* p, const void** begin, size_t* size) {
+  std::ifstream maps("/proc/self/maps");
+  const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx", &lo, &hi) != 2) continue;
+    if (at >= lo && at < hi) {
+      *begin = reinterpret_cast<const void*>(static_cast<uintptr_t>(lo));
+      *size = static_cast<size_t>(hi - lo);
+      return true;
+    }
+  }
+  return false;
+}
+
+void ReleasePages(const void* addr, size_t size) {
+  if (size == 0) return;
+  // Whole pages inside [addr, addr + size) of a read-only file mapping;
+  // MADV_DONTNEED there only unmaps (page-cache pages are not discarded).
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(addr) / page * page;  // mappings start on a page
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(addr) + size + page - 1) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+}  // namespace imagepack::internal
