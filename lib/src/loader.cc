@@ -764,13 +764,14 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
     return Status::InvalidArgument("batches of " + std::to_string(o.batch_size) + " x " + std::to_string(o.size) +
                                    "^2 pixels with prefetch " + std::to_string(o.prefetch) +
                                    " would need over 64 GiB of batch buffers");
-  // From storage, records are read with pread (each worker thread has its
-  // own cursor, and a record is done with before that cursor reads the
-  // next): no page faults, and resident memory does not grow with the file.
+  // Records are read with pread, from storage or from the in-RAM copy
+  // (each worker thread has its own cursor, and a record is done with
+  // before that cursor reads the next): no page faults, and resident
+  // memory does not grow with the file.
   OpenOptions oo;
   oo.in_ram = o.in_ram;
   oo.lock_in_ram = o.lock_in_ram;
-  oo.pread_records = !o.in_ram;
+  oo.pread_records = true;
   oo.cache_dir = o.cache_dir;
   oo.cache_limit_mb = o.cache_limit_mb;
   auto src = OpenDatabases(o.paths, oo);

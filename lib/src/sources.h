@@ -87,7 +87,7 @@ struct SourceOptions {
   const CancelFlag* cancel = nullptr;  // checked while inflating shards
 };
 
-// The archives' open descriptors (one pread per item, no open; an
+// The archives as byte sources (one read per item, no open; an
 // inflated shard's unnamed scratch file among them), closed when the
 // source is dropped.
 struct ScratchFiles {

@@ -220,7 +220,11 @@ Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, cons
     for (int attempt = 0;; ++attempt) {
       auto copy = internal::SharedCopy::Acquire(path, opts.shm_dir);
       if (!copy.ok()) return copy.status();
-      OpenOptions inner;  // through the copy's mapping: no copy per process
+      // Through the copy's mapping (no copy per process), or with pread
+      // from the copy (pread_records: no page faults, no mapped pages to
+      // release after each batch).
+      OpenOptions inner;
+      inner.pread_records = opts.pread_records;
       auto src = OpenDatabase(copy.value()->path(), inner);
       // The file opened and the copy does not, or holds other metadata:
       // not this file's copy (or the file changed while being copied).

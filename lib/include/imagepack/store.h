@@ -173,8 +173,8 @@ struct OpenOptions {
   // Hold the database in RAM, one copy per machine: the file is copied
   // with large parallel reads into shared memory (a file in shm_dir named
   // by the database's identity: device, inode, size, modification time)
-  // and read from there through a shared mapping. Every process that opens
-  // the same file this way maps the same copy; the last one to close it
+  // and read from there through a shared mapping (or with pread, below).
+  // Every process that opens the same file this way uses the same copy; the last one to close it
   // removes it. Refused, naming the sizes, when the copy would not fit in
   // shm_dir or in the RAM available. Otherwise blobs are mmapped and LMDB
   // is read through its own memory map.
@@ -185,9 +185,9 @@ struct OpenOptions {
   // in_ram: where the shared copies live. Empty: $IMAGEPACK_SHM_DIR, else
   // /dev/shm.
   std::string shm_dir;
-  // Not in RAM: read each record with pread() into the cursor's own buffer
-  // (blob: the record; LMDB: its value) instead of through the file
-  // mapping. The pointer a cursor returns is then valid until that
+  // Read each record with pread() into the cursor's own buffer (blob: the
+  // record; LMDB: its value; in RAM: from the shared copy) instead of
+  // through the file mapping. The pointer a cursor returns is then valid until that
   // cursor's next read. No page faults, and resident memory is one record
   // (value) per cursor, whatever the size of the file.
   bool pread_records = false;
