@@ -96,7 +96,9 @@ bluestore_cache_size = 134217728
 [client.rgw.a]
 rgw_frontends = beast endpoint=127.0.0.1:$PORT tcp_nodelay=1
 rgw_data = $DIR/rgw
-rgw_dns_name = 127.0.0.1
+# Virtual-hosted requests (BUCKET.localhost: libcurl resolves *.localhost
+# to the loopback itself); requests to 127.0.0.1 are path-style.
+rgw_dns_name = localhost
 EOF
     monmaptool --create --clobber --add a "v2:127.0.0.1:$MON_PORT" --fsid "$fsid" "$DIR/monmap" >/dev/null
     ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" 2>>"$DIR/log/setup.log"
