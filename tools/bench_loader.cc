@@ -29,34 +29,35 @@ long StatusKb(const char* file, const std::string& key) {
 
 int main(int argc, char** argv) {
   LoaderOptions o;
+  const LoaderOptions d;  // the defaults, stated once in loader.h
   int epochs = 1;
   int64_t max_batches = 0;
   std::string transform = "train", layout = "nchw", order, dct;
   po::options_description opts("Options");
   opts.add_options()
-      ("batch", po::value(&o.batch_size)->default_value(256), "batch size")
-      ("threads", po::value(&o.threads)->default_value(0), "decode threads (0: all cores)")
-      ("size", po::value(&o.size)->default_value(224), "output size")
+      ("batch", po::value(&o.batch_size)->default_value(d.batch_size), "batch size")
+      ("threads", po::value(&o.threads)->default_value(d.threads), "decode threads (0: all cores)")
+      ("size", po::value(&o.size)->default_value(d.size), "output size")
       ("transform", po::value(&transform)->default_value("train"), "train, eval, padcrop")
       ("layout", po::value(&layout)->default_value("nchw"), "nchw or nhwc")
-      ("channels", po::value(&o.channels)->default_value(0), "1 or 3 (0: the dataset's)")
+      ("channels", po::value(&o.channels)->default_value(d.channels), "1 or 3 (0: the dataset's)")
       ("in-ram", "hold the database in RAM (one shared copy per machine)")
       ("lock-in-ram", "with --in-ram: mlock the copy")
-      ("order", po::value(&order)->default_value("auto"), "random, blocks, sequential or auto")
-      ("block-mb", po::value(&o.block_mb)->default_value(4), "--order blocks: block size")
-      ("window-blocks", po::value(&o.window_blocks)->default_value(16), "--order blocks: blocks per window")
+      ("order", po::value(&order)->default_value(OrderName(d.order)), "random, blocks, sequential or auto")
+      ("block-mb", po::value(&o.block_mb)->default_value(d.block_mb), "--order blocks: block size")
+      ("window-blocks", po::value(&o.window_blocks)->default_value(d.window_blocks), "--order blocks: blocks per window")
       ("cache-dir", po::value(&o.cache_dir), "s3:// datasets: keep fetched blocks in this local folder")
-      ("cache-limit", po::value(&o.cache_limit_mb)->default_value(0), "MB kept in --cache-dir (0: 20480)")
-      ("io-threads", po::value(&o.io_threads)->default_value(-1), "read-ahead threads (-1: 4 with blocks)")
-      ("read-chunk-mb", po::value(&o.read_chunk_mb)->default_value(4), "size of each read-ahead read")
-      ("rank", po::value(&o.rank)->default_value(0), "this process's rank (several processes, one node)")
-      ("world", po::value(&o.world_size)->default_value(1), "ranks")
+      ("cache-limit", po::value(&o.cache_limit_mb)->default_value(d.cache_limit_mb), "MB kept in --cache-dir (0: 20480)")
+      ("io-threads", po::value(&o.io_threads)->default_value(d.io_threads), "read-ahead threads (-1: 4 with blocks)")
+      ("read-chunk-mb", po::value(&o.read_chunk_mb)->default_value(d.read_chunk_mb), "size of each read-ahead read")
+      ("rank", po::value(&o.rank)->default_value(d.rank), "this process's rank (several processes, one node)")
+      ("world", po::value(&o.world_size)->default_value(d.world_size), "ranks")
       ("no-dct-scaling", "always decode JPEGs at full scale")
-      ("dct", po::value(&dct)->default_value("fast"), "JPEG IDCT: fast, or accurate (Pillow's pixels)")
+      ("dct", po::value(&dct)->default_value(d.fast_dct ? "fast" : "accurate"), "JPEG IDCT: fast, or accurate (Pillow's pixels)")
       ("copy", "take batches with Next() (a copy into our buffer) instead of NextView()")
       ("epochs", po::value(&epochs)->default_value(1), "passes over the data")
       ("batches", po::value(&max_batches)->default_value(0), "stop after N batches per epoch (0: all)")
-      ("seed", po::value(&o.seed)->default_value(0), "sampling and augmentation seed")
+      ("seed", po::value(&o.seed)->default_value(d.seed), "sampling and augmentation seed")
       ("digest", "print each batch's XXH3-64 of images and of labels (to compare runs and bindings)")
       ("help,h", "show this help and exit")
       ("version", "show the version and exit");

@@ -44,23 +44,23 @@ int main(int argc, char** argv) {
        "JPEG IDCT of what is decoded and stored (raw, resized): accurate (Pillow's pixels) or fast")
       ("reencode", "re-encode every JPEG (no byte-for-byte pass-through)")
       ("max-pixels", po::value(&o.prepare.decode.max_pixels)->default_value(200000000), "refuse larger sources")
-      ("classes", po::value(&o.classes_file), "class order: one name per line (e.g. ImageNet's synset list)")
-      ("labels", po::value(&o.labels_file), "flat SRC: lines 'FILENAME LABEL' (class name or index)")
-      ("field", po::value(&o.fields)->composing(),
+      ("classes", po::value(&o.source.classes_file), "class order: one name per line (e.g. ImageNet's synset list)")
+      ("labels", po::value(&o.source.labels_file), "flat SRC: lines 'FILENAME LABEL' (class name or index)")
+      ("field", po::value(&o.source.fields)->composing(),
        "NAME[:KIND]=DIR: a paired tree matched by relative path without extension (KIND image or mask; "
        "NAME mask* is a mask); repeatable")
-      ("manifest", po::value(&o.manifest), "samples from a JSON Lines or CSV manifest (then only DST is given)")
-      ("coco", po::value(&o.coco), "boxes from a COCO instances JSON; the images are in --images DIR")
+      ("manifest", po::value(&o.source.manifest), "samples from a JSON Lines or CSV manifest (then only DST is given)")
+      ("coco", po::value(&o.source.coco), "boxes from a COCO instances JSON; the images are in --images DIR")
       ("images", po::value(&images_dir), "with --coco: the folder its file_names are relative to")
-      ("keep-members", po::value(&o.keep_members)->composing(),
+      ("keep-members", po::value(&o.source.keep_members)->composing(),
        "WebDataset: keep members of extension EXT (e.g. txt) as text fields; repeatable")
-      ("mask-member", po::value(&o.mask_members)->composing(),
+      ("mask-member", po::value(&o.source.mask_members)->composing(),
        "WebDataset: KEY.NAME.png members are masks for this NAME (besides mask*); repeatable")
       ("allow-outside-paths", "manifest / COCO: allow paths outside the file's folder (absolute or ../)")
       ("no-class", "no class labels (label -1); for trees without class folders")
-      ("mask-classes", po::value(&o.mask_classes), "masks: a classes file, or the class count N")
-      ("ignore-value", po::value(&o.mask_ignore)->default_value(255), "masks: the value outside any class (-1: none)")
-      ("box-classes", po::value(&o.box_classes), "manifest boxes: a classes file naming their classes")
+      ("mask-classes", po::value(&o.source.mask_classes), "masks: a classes file, or the class count N")
+      ("ignore-value", po::value(&o.source.mask_ignore)->default_value(o.source.mask_ignore), "masks: the value outside any class (-1: none)")
+      ("box-classes", po::value(&o.source.box_classes), "manifest boxes: a classes file naming their classes")
       ("shuffle", po::value(&shuffle), "store records in a permutation fixed by SEED")
       ("shard", po::value(&shard_text)->default_value("0/1"), "I/N: pack only shard I of N")
       ("records-per-value", po::value(&o.lmdb_records_per_value)->default_value(0),
@@ -88,24 +88,24 @@ int main(int argc, char** argv) {
     for (const auto& p : positional) o.src += (o.src.empty() ? "" : "::") + p;
   }
 
-  if ((!o.manifest.empty() || !o.coco.empty()) && o.dst.empty()) std::swap(o.src, o.dst);
-  if (!o.coco.empty()) {
+  if ((!o.source.manifest.empty() || !o.source.coco.empty()) && o.dst.empty()) std::swap(o.src, o.dst);
+  if (!o.source.coco.empty()) {
     if (images_dir.empty() || !o.src.empty()) return cli::UsageError("--coco takes --images DIR and DST only");
     o.src = images_dir;
   } else if (!images_dir.empty()) {
     return cli::UsageError("--images goes with --coco");
   }
-  if (!o.manifest.empty() && (!o.src.empty() || !o.coco.empty()))
+  if (!o.source.manifest.empty() && (!o.src.empty() || !o.source.coco.empty()))
     return cli::UsageError("--manifest takes DST only (paths are relative to the manifest)");
-  if (o.manifest.empty() && (o.src.empty() || o.dst.empty())) return cli::UsageError("SRC and DST are required");
-  for (const auto& f : o.fields)
+  if (o.source.manifest.empty() && (o.src.empty() || o.dst.empty())) return cli::UsageError("SRC and DST are required");
+  for (const auto& f : o.source.fields)
     if (f.find('=') == std::string::npos || f.front() == '=' || f.back() == '=')
       return cli::UsageError("--field " + f + ": expected NAME=DIR or NAME:KIND=DIR");
-  if (!o.fields.empty() && (!o.manifest.empty() || !o.coco.empty()))
+  if (!o.source.fields.empty() && (!o.source.manifest.empty() || !o.source.coco.empty()))
     return cli::UsageError("--field pairs image trees; with --manifest or --coco, name the partner files there");
-  if (o.mask_ignore < -1 || o.mask_ignore > 255) return cli::UsageError("--ignore-value must be in -1..255");
-  o.no_class = vm.count("no-class") > 0;
-  o.allow_outside = vm.count("allow-outside-paths") > 0;
+  if (o.source.mask_ignore < -1 || o.source.mask_ignore > 255) return cli::UsageError("--ignore-value must be in -1..255");
+  o.source.no_class = vm.count("no-class") > 0;
+  o.source.allow_outside = vm.count("allow-outside-paths") > 0;
   if (max_size > 0 && max_edge > 0) return cli::UsageError("give at most one of --max-size and --max-edge");
   if (max_size < 0 || max_edge < 0) return cli::UsageError("--max-size and --max-edge must be positive");
   if (o.prepare.quality < 1 || o.prepare.quality > 100) return cli::UsageError("--quality must be in 1..100");
@@ -144,10 +144,10 @@ int main(int argc, char** argv) {
                        {"max_size", max_size}, {"max_edge", max_edge}, {"quality", o.prepare.quality},
                        {"filter", filter_name}, {"dct", dct}, {"reencode", o.prepare.reencode}, {"shuffle", shuffle},
                        {"shard", shard_text}, {"records_per_value", o.lmdb_records_per_value}};
-  if (!o.fields.empty()) oj["fields"] = o.fields;
-  if (!o.manifest.empty()) oj["manifest"] = o.manifest;
-  if (!o.coco.empty()) oj["coco"] = o.coco;
-  if (o.no_class) oj["no_class"] = true;
+  if (!o.source.fields.empty()) oj["fields"] = o.source.fields;
+  if (!o.source.manifest.empty()) oj["manifest"] = o.source.manifest;
+  if (!o.source.coco.empty()) oj["coco"] = o.source.coco;
+  if (o.source.no_class) oj["no_class"] = true;
   o.options_json = oj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // paths are bytes
   o.cancel = cli::InstallCancelHandler();
   Progress progress;

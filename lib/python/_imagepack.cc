@@ -79,54 +79,81 @@ TransformKind ParseTransform(const std::string& s) {
   Raise(Status::InvalidArgument("transform must be train, eval, pad_crop or pad_crop_eval, not '" + s + "'"));
 }
 
+const char* TransformName(TransformKind t) {
+  switch (t) {
+    case TransformKind::kTrain: return "train";
+    case TransformKind::kEval: return "eval";
+    case TransformKind::kPadCrop: return "pad_crop";
+    case TransformKind::kPadCropEval: return "pad_crop_eval";
+  }
+  return "?";
+}
+
+// LoaderOptions as Python sees it: every field under its C++ name, with
+// the C++ defaults (the package reads them from here rather than writing
+// them again); enums as the strings the package documents.
+void BindLoaderOptions(py::module_& m) {
+  using O = LoaderOptions;
+  py::class_<O>(m, "LoaderOptions")
+      .def(py::init<>())
+      .def_readwrite("paths", &O::paths)
+      .def_readwrite("in_ram", &O::in_ram)
+      .def_readwrite("lock_in_ram", &O::lock_in_ram)
+      .def_readwrite("cache_dir", &O::cache_dir)
+      .def_readwrite("cache_limit_mb", &O::cache_limit_mb)
+      .def_readwrite("batch_size", &O::batch_size)
+      .def_readwrite("size", &O::size)
+      .def_readwrite("eval_resize", &O::eval_resize)
+      .def_readwrite("pad", &O::pad)
+      .def_property(
+          "transform", [](const O& o) { return TransformName(o.transform); },
+          [](O& o, const std::string& v) { o.transform = ParseTransform(v); })
+      .def_readwrite("scale_min", &O::scale_min)
+      .def_readwrite("scale_max", &O::scale_max)
+      .def_readwrite("ratio_min", &O::ratio_min)
+      .def_readwrite("ratio_max", &O::ratio_max)
+      .def_readwrite("channels", &O::channels)
+      .def_property(
+          "layout", [](const O& o) { return o.layout == Layout::kNCHW ? "NCHW" : "NHWC"; },
+          [](O& o, const std::string& v) {
+            if (v != "NCHW" && v != "NHWC") Raise(Status::InvalidArgument("layout must be NCHW or NHWC"));
+            o.layout = v == "NCHW" ? Layout::kNCHW : Layout::kNHWC;
+          })
+      .def_readwrite("shuffle", &O::shuffle)
+      .def_readwrite("seed", &O::seed)
+      .def_property(
+          "order", [](const O& o) { return OrderName(o.order); },
+          [](O& o, const std::string& v) { o.order = Take(ParseOrder(v)); })
+      .def_readwrite("block_mb", &O::block_mb)
+      .def_readwrite("window_blocks", &O::window_blocks)
+      .def_readwrite("io_threads", &O::io_threads)
+      .def_readwrite("read_chunk_mb", &O::read_chunk_mb)
+      .def_readwrite("rank", &O::rank)
+      .def_readwrite("world_size", &O::world_size)
+      .def_readwrite("even_partition", &O::even_partition)
+      .def_readwrite("drop_last", &O::drop_last)
+      .def_readwrite("threads", &O::threads)
+      .def_readwrite("prefetch", &O::prefetch)
+      .def_property(
+          "on_corrupt", [](const O& o) { return o.on_corrupt == CorruptPolicy::kFail ? "fail" : "skip"; },
+          [](O& o, const std::string& v) {
+            if (v != "fail" && v != "skip") Raise(Status::InvalidArgument("on_corrupt must be fail or skip"));
+            o.on_corrupt = v == "fail" ? CorruptPolicy::kFail : CorruptPolicy::kSkip;
+          })
+      .def_readwrite("dct_scaling", &O::dct_scaling)
+      .def_property(
+          "dct", [](const O& o) { return o.fast_dct ? "fast" : "accurate"; },
+          [](O& o, const std::string& v) {
+            if (v != "fast" && v != "accurate") Raise(Status::InvalidArgument("dct must be fast or accurate"));
+            o.fast_dct = v == "fast";
+          })
+      .def_readwrite("vflip", &O::vflip)
+      .def_readwrite("min_box_visible", &O::min_box_visible);
+}
+
 class PyLoader {
  public:
-  PyLoader(std::vector<std::string> paths, int batch_size, int size, const std::string& transform, bool in_ram,
-           int eval_resize, int pad, double scale_min, double scale_max, double ratio_min, double ratio_max,
-           int channels, const std::string& layout, bool shuffle, uint64_t seed, int rank, int world_size,
-           bool even_partition, bool drop_last, int threads, int prefetch, const std::string& on_corrupt,
-           bool dct_scaling, bool vflip, double min_box_visible, const std::string& order, double block_mb,
-           int window_blocks, int io_threads, bool lock_in_ram, const std::string& dct, const std::string& cache_dir,
-           double cache_limit_mb) {
-    LoaderOptions o;
-    o.paths = std::move(paths);
-    o.batch_size = batch_size;
-    o.size = size;
-    o.transform = ParseTransform(transform);
-    o.in_ram = in_ram;
-    o.eval_resize = eval_resize;
-    o.pad = pad;
-    o.scale_min = scale_min;
-    o.scale_max = scale_max;
-    o.ratio_min = ratio_min;
-    o.ratio_max = ratio_max;
-    o.channels = channels;
-    if (layout != "NCHW" && layout != "NHWC") Raise(Status::InvalidArgument("layout must be NCHW or NHWC"));
-    o.layout = layout == "NCHW" ? Layout::kNCHW : Layout::kNHWC;
-    o.shuffle = shuffle;
-    o.seed = seed;
-    o.rank = rank;
-    o.world_size = world_size;
-    o.even_partition = even_partition;
-    o.drop_last = drop_last;
-    o.threads = threads;
-    o.prefetch = prefetch;
-    if (on_corrupt != "fail" && on_corrupt != "skip") Raise(Status::InvalidArgument("on_corrupt must be fail or skip"));
-    o.on_corrupt = on_corrupt == "fail" ? CorruptPolicy::kFail : CorruptPolicy::kSkip;
-    o.dct_scaling = dct_scaling;
-    if (dct != "fast" && dct != "accurate") Raise(Status::InvalidArgument("dct must be fast or accurate"));
-    o.fast_dct = dct == "fast";
-    o.vflip = vflip;
-    o.min_box_visible = min_box_visible;
-    o.order = Take(ParseOrder(order));
-    o.block_mb = block_mb;
-    o.window_blocks = window_blocks;
-    o.io_threads = io_threads;
-    o.lock_in_ram = lock_in_ram;
-    o.cache_dir = cache_dir;
-    o.cache_limit_mb = cache_limit_mb;
-    nchw_ = o.layout == Layout::kNCHW;
-    size_ = size;
+  explicit PyLoader(const LoaderOptions& o) : nchw_(o.layout == Layout::kNCHW), size_(o.size) {
     Result<std::unique_ptr<Loader>> l = [&] {
       py::gil_scoped_release release;
       return Loader::Open(o);
@@ -372,20 +399,9 @@ PYBIND11_MODULE(_imagepack, m) {
                                                  PyExc_RuntimeError, nullptr);
   m.attr("CorruptionError") = py::handle(g_corruption_error);
 
+  BindLoaderOptions(m);
   py::class_<PyLoader>(m, "Loader")
-      .def(py::init<std::vector<std::string>, int, int, const std::string&, bool, int, int, double, double, double,
-                    double, int, const std::string&, bool, uint64_t, int, int, bool, bool, int, int,
-                    const std::string&, bool, bool, double, const std::string&, double, int, int, bool,
-                    const std::string&, const std::string&, double>(),
-           py::arg("paths"), py::arg("batch_size"), py::arg("size"), py::arg("transform"), py::arg("in_ram"),
-           py::arg("eval_resize"), py::arg("pad"), py::arg("scale_min"), py::arg("scale_max"), py::arg("ratio_min"),
-           py::arg("ratio_max"), py::arg("channels"), py::arg("layout"), py::arg("shuffle"), py::arg("seed"),
-           py::arg("rank"), py::arg("world_size"), py::arg("even_partition"), py::arg("drop_last"),
-           py::arg("threads"), py::arg("prefetch"), py::arg("on_corrupt"), py::arg("dct_scaling"),
-           py::arg("vflip") = false, py::arg("min_box_visible") = 0.0, py::arg("order") = "auto",
-           py::arg("block_mb") = 4.0, py::arg("window_blocks") = 16, py::arg("io_threads") = -1,
-           py::arg("lock_in_ram") = false, py::arg("dct") = "fast", py::arg("cache_dir") = "",
-           py::arg("cache_limit_mb") = 0.0)
+      .def(py::init<const LoaderOptions&>(), py::arg("options"))
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"))
       .def("restore", &PyLoader::Restore, py::arg("epoch"), py::arg("position"), py::arg("order") = "auto",
            py::arg("world") = 0, py::arg("block_records") = 0, py::arg("window_blocks") = 0)

@@ -430,31 +430,15 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
 
 Result<PackSummary> PackDataset(const PackOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  internal::SourceOptions so;
-  so.classes_file = o.classes_file;
-  so.labels_file = o.labels_file;
-  so.no_class = o.no_class;
-  so.manifest = o.manifest;
-  so.coco = o.coco;
-  so.mask_classes = o.mask_classes;
-  so.mask_ignore = o.mask_ignore;
-  so.box_classes = o.box_classes;
+  internal::SourceOptions so = o.source;
   // Gzipped shards inflate beside DST (its disk, not /tmp's), or in the
   // temporary folder while DST's folder does not exist yet.
-  {
+  if (so.scratch_dir.empty()) {
     std::error_code dir_ec;
     const fs::path parent = fs::absolute(o.dst).parent_path();
     so.scratch_dir = fs::is_directory(parent, dir_ec) ? parent.string() : fs::temp_directory_path(dir_ec).string();
   }
-  so.keep_members = o.keep_members;
-  so.mask_members = o.mask_members;
-  so.allow_outside = o.allow_outside;
   so.cancel = o.cancel;
-  for (const auto& text : o.fields) {
-    auto tree = internal::ParsePairedTree(text);
-    if (!tree.ok()) return tree.status();
-    so.paired.push_back(std::move(tree.value()));
-  }
   auto source = internal::OpenSource(o.src, so);
   if (!source.ok()) return source.status();
   if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3)
@@ -613,7 +597,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   meta.payload_bytes = summary.payload_bytes;
   meta.tool = o.tool;
   meta.options_json = o.options_json;
-  meta.source = fs::absolute(o.manifest.empty() ? o.src : o.manifest, ec).string();
+  meta.source = fs::absolute(o.source.manifest.empty() ? o.src : o.source.manifest, ec).string();
   meta.fields = source->fields;
   // Masks without declared classes: classes 0 .. the largest value found
   // (the ignore value aside), so verify and the trainer know the count.

@@ -187,7 +187,10 @@ namespace {
 // --field NAME=DIR: each item's partner is the file of DIR with the item's
 // relative path and any extension. Items without one are skipped (errors).
 Status AddPairedTrees(const SourceOptions& opts, DatasetSource& s) {
-  for (const auto& tree : opts.paired) {
+  for (const auto& text : opts.fields) {
+    auto parsed = ParsePairedTree(text);
+    if (!parsed.ok()) return parsed.status();
+    const PairedTree& tree = parsed.value();
     auto slot = Declare(s, tree.name, tree.kind, opts);
     if (!slot.ok()) return slot.status();
     auto listing = ListTree(tree.dir);
@@ -337,7 +340,7 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
   const bool shards = LooksLikeWebDataset(path);
   const bool pickled = !shards && LooksLikePickledLmdb(path);  // opens an LMDB environment: once
   if (shards || pickled || fs::is_regular_file(path, ec)) {
-    if (!opts.paired.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
+    if (!opts.fields.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
     if (shards) return OpenWebDatasetSource(path, opts);
     if (pickled) return OpenPickledLmdbSource(path, opts);
     return OpenDatabaseSource(path);

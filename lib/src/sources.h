@@ -19,6 +19,7 @@
 #include "imagepack/fields.h"
 #include "imagepack/files.h"
 #include "imagepack/progress.h"
+#include "imagepack/source_options.h"
 #include "imagepack/status.h"
 #include "imagepack/store.h"
 
@@ -61,31 +62,7 @@ struct PairedTree {
 };
 Result<PairedTree> ParsePairedTree(const std::string& text);
 
-struct SourceOptions {
-  std::string classes_file;  // class order, one name per line (ReadClassList)
-  std::string labels_file;   // flat folder: lines "FILENAME LABEL" (class name or index)
-  // A fixed class list (verify: the database's), instead of one read from
-  // classes_file or found in the tree; an empty list is then allowed.
-  const std::vector<std::string>* classes = nullptr;
-  bool no_class = false;            // every item label -1, no class list
-  std::vector<PairedTree> paired;   // trees matched to the images by relative path
-  std::string manifest;             // JSON Lines (.jsonl, .json) or CSV (.csv) with a header
-  std::string coco;                 // COCO instances JSON; the images are below the source path
-  std::string mask_classes;         // masks: a classes file, or N (classes "0".."N-1")
-  int mask_ignore = 255;            // masks: the value outside any class (-1: none)
-  std::string box_classes;          // boxes: a classes file (manifests; COCO names its own)
-  std::string scratch_dir;          // gzipped shards are inflated here (default: the temp folder)
-  // WebDataset members kept as text fields named by their extension
-  // (e.g. "txt" for img2dataset's captions); others are counted.
-  std::vector<std::string> keep_members;
-  // WebDataset members KEY.NAME.png that are label maps (masks) for these
-  // NAMEs, besides NAMEs starting with "mask" (e.g. "seg").
-  std::vector<std::string> mask_members;
-  // Manifests: image paths that leave the manifest's folder (absolute, or
-  // through "..") are refused unless this is set.
-  bool allow_outside = false;
-  const CancelFlag* cancel = nullptr;  // checked while inflating shards
-};
+using imagepack::SourceOptions;  // imagepack/source_options.h
 
 // The archives as byte sources (one read per item, no open; an
 // inflated shard's unnamed scratch file among them), closed when the

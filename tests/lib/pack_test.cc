@@ -211,8 +211,8 @@ TEST(Pack, FlatFolderWithLabelsFileAndClassOrder) {
   std::string labels = "val_0.JPEG n1\nval_1.JPEG n9\nval_2.JPEG n1\nval_3.JPEG n9\nval_4.JPEG n1\n";
   Spit(out / "labels.txt", std::vector<uint8_t>(labels.begin(), labels.end()));
   auto o = Opts(src.path(), out / "val.lmdb");
-  o.classes_file = out / "classes.txt";
-  o.labels_file = out / "labels.txt";
+  o.source.classes_file = out / "classes.txt";
+  o.source.labels_file = out / "labels.txt";
   auto r = PackDataset(o);
   ASSERT_OK(r);
   EXPECT_EQ(r->written, 5);
@@ -224,7 +224,7 @@ TEST(Pack, FlatFolderWithLabelsFileAndClassOrder) {
   // Unknown class in the labels file: refused, naming it; nothing written.
   std::string bad = "val_0.JPEG n7\n";
   Spit(out / "bad.txt", std::vector<uint8_t>(bad.begin(), bad.end()));
-  o.labels_file = out / "bad.txt";
+  o.source.labels_file = out / "bad.txt";
   o.dst = out / "bad.lmdb";
   auto b = PackDataset(o);
   ASSERT_FALSE(b.ok());

@@ -179,6 +179,28 @@ def test_dataset_matches_read_db(jpeg_db, raw_db):
             ds[90]
 
 
+def test_options_defaults_are_the_cpp_loaders_and_each_option_arrives(jpeg_db):
+    """The keyword options' defaults come from the C++ LoaderOptions (the
+    extension's LoaderOptions(), not a second copy in Python), and a value
+    given reaches the loader: a different seed gives other batches, the
+    default one the same as leaving it out."""
+    d = imagepack.Loader.options_defaults()
+    o = imagepack._imagepack.LoaderOptions()
+    assert d["prefetch"] == o.prefetch == 2 and d["block_mb"] == o.block_mb and d["order"] == "auto"
+    assert d["scale"] == (o.scale_min, o.scale_max) and d["dct"] == "fast" and d["layout"] == "NCHW"
+
+    def first(**kw):
+        loader = imagepack.Loader(jpeg_db, batch_size=4, size=16, as_torch=False, **kw)
+        return [np.asarray(a).copy() for a in next(iter(loader))[:2]]
+
+    plain = first()
+    explicit = first(**{k: v for k, v in d.items() if k not in ("scale", "ratio")}, scale=d["scale"],
+                     ratio=d["ratio"])
+    assert all(np.array_equal(a, b) for a, b in zip(plain, explicit))
+    assert not all(np.array_equal(a, b) for a, b in zip(plain, first(seed=d["seed"] + 1)))
+    assert first(layout="NHWC")[0].shape[-1] == 3
+
+
 def test_errors_are_python_exceptions_naming_what(jpeg_db, tmp_path):
     with pytest.raises(FileNotFoundError, match="missing.lmdb"):
         imagepack.Loader(str(tmp_path / "missing.lmdb"), batch_size=4, size=8)
@@ -192,6 +214,10 @@ def test_errors_are_python_exceptions_naming_what(jpeg_db, tmp_path):
         imagepack.Loader(jpeg_db, batch_size=4, size=8, rank=3, world_size=2)
     with pytest.raises(ValueError, match="layout"):
         imagepack.Loader(jpeg_db, batch_size=4, size=8, layout="CHW")
+    with pytest.raises(ValueError, match="order"):
+        imagepack.Loader(jpeg_db, batch_size=4, size=8, order="spiral")
+    with pytest.raises(TypeError, match="prefech"):  # a misspelt option is not ignored
+        imagepack.Loader(jpeg_db, batch_size=4, size=8, prefech=4)
     garbage = tmp_path / "garbage.lmdb"
     garbage.write_bytes(b"not a database at all, really")
     with pytest.raises(imagepack.CorruptionError):

@@ -10,6 +10,7 @@
 #include "imagepack/progress.h"
 #include "imagepack/resize_tree.h"
 #include "imagepack/shard.h"
+#include "imagepack/source_options.h"
 #include "imagepack/store.h"
 
 namespace imagepack {
@@ -27,25 +28,11 @@ struct PackOptions {
   Encoding encoding = Encoding::kJpeg;
   // Resize limit, channels, quality, pass-through rule: as resize_imagenet.
   PrepareOptions prepare;
-  std::string classes_file;  // class order, one name per line (first word)
-  std::string labels_file;   // flat folder: lines "FILENAME LABEL" (name or index)
-  // Samples beyond (image, class), docs/USAGE.md: paired trees
-  // ("NAME[:KIND]=DIR"), a manifest (JSON Lines or CSV; src is then unused),
-  // a COCO instances file (src: its images' folder).
-  std::vector<std::string> fields;
-  std::string manifest;
-  std::string coco;
-  bool no_class = false;      // no class labels (every record -1)
-  std::string mask_classes;   // a classes file or a count N; empty: 0 .. the largest value found
-  int mask_ignore = 255;      // the mask value outside any class (-1: none)
-  std::string box_classes;    // a classes file for manifest boxes
-  // WebDataset members kept as text fields named by their extension
-  // ("txt": img2dataset captions); other members are counted in `ignored`.
-  std::vector<std::string> keep_members;
-  // WebDataset: KEY.NAME.png members that are masks, besides NAMEs
-  // starting with "mask" (a lossless label map, not a second image).
-  std::vector<std::string> mask_members;
-  bool allow_outside = false;  // manifest / COCO paths may leave their folder
+  // Labels, classes, paired trees ("NAME[:KIND]=DIR"), a manifest (JSON
+  // Lines or CSV; src is then unused), a COCO instances file (src: its
+  // images' folder), masks' classes and ignore value, WebDataset members.
+  // Its scratch_dir and cancel are set by PackDataset (beside dst; cancel).
+  SourceOptions source;
   int64_t shuffle_seed = -1; // < 0: sorted path order
   Shard shard;
   int threads = 0;

@@ -30,6 +30,13 @@ CorruptionError = _imagepack.CorruptionError
 epoch_indices = _imagepack.epoch_indices
 
 _TRANSFORMS = ("train", "eval", "pad_crop", "pad_crop_eval")
+# Loader's keyword options that go to the C++ LoaderOptions as they are
+# (the others are set from the arguments: paths, batch_size, size,
+# transform, scale, ratio, shuffle, rank, world_size, even_partition,
+# cache_dir).
+_LOADER_OPTIONS = ("in_ram", "lock_in_ram", "cache_limit_mb", "eval_resize", "pad", "channels", "layout", "seed",
+                   "order", "block_mb", "window_blocks", "io_threads", "read_chunk_mb", "drop_last", "threads",
+                   "prefetch", "on_corrupt", "dct_scaling", "dct", "vflip", "min_box_visible")
 
 
 def _paths(paths):
@@ -97,6 +104,8 @@ class Loader:
         io_threads: reads in flight ahead of decoding (-1: 4 with blocks).
     as_torch: hand out torch tensors (torch.from_numpy: no copy) when torch
         is importable; False: numpy arrays.
+    The defaults of the options above are the C++ LoaderOptions' own:
+        Loader.options_defaults() lists them.
 
     A batch handed out is the caller's until it is dropped: its memory is
     one of the loader's batch buffers, which goes back to the loader only
@@ -104,11 +113,8 @@ class Loader:
     (the loader allocates more buffers); copying is never needed.
     """
 
-    def __init__(self, paths, batch_size, size, train=True, *, transform=None, in_ram=False, eval_resize=0,
-                 pad=4, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), channels=0, layout="NCHW", shuffle=None,
-                 seed=0, rank=None, world_size=None, drop_last=False, threads=0, prefetch=2, on_corrupt="fail",
-                 dct_scaling=True, vflip=False, min_box_visible=0.0, order="auto", block_mb=4.0, window_blocks=16,
-                 io_threads=-1, lock_in_ram=False, dct="fast", cache_dir=None, cache_limit_mb=0, as_torch=True):
+    def __init__(self, paths, batch_size, size, train=True, *, transform=None, scale=None, ratio=None,
+                 shuffle=None, rank=None, world_size=None, cache_dir=None, as_torch=True, **options):
         if transform is None:
             transform = "train" if train else "eval"
         if transform not in _TRANSFORMS:
@@ -121,22 +127,38 @@ class Loader:
             rank = r if rank is None else rank
             world_size = w if world_size is None else world_size
         self._shuffle = training if shuffle is None else bool(shuffle)
-        self._options = dict(batch_size=int(batch_size), size=int(size), transform=transform, seed=int(seed),
-                             rank=int(rank), world_size=int(world_size), shuffle=self._shuffle,
-                             vflip=bool(vflip))
+        # Every other option is a field of the C++ LoaderOptions, which holds
+        # the defaults (Loader.options_defaults() lists them).
+        o = _imagepack.LoaderOptions()
+        for name, value in options.items():
+            if name not in _LOADER_OPTIONS:
+                raise TypeError("Loader() got an unexpected keyword argument %r" % name)
+            setattr(o, name, type(getattr(o, name))(value))
         self._paths = _paths(paths)
-        self._loader = _imagepack.Loader(
-            self._paths, int(batch_size), int(size), transform, bool(in_ram), int(eval_resize), int(pad),
-            float(scale[0]), float(scale[1]), float(ratio[0]), float(ratio[1]), int(channels), layout,
-            self._shuffle, int(seed), int(rank), int(world_size), training, bool(drop_last), int(threads),
-            int(prefetch), on_corrupt, bool(dct_scaling), bool(vflip), float(min_box_visible), str(order),
-            float(block_mb), int(window_blocks), int(io_threads), bool(lock_in_ram), str(dct),
-            os.fspath(cache_dir) if cache_dir else "", float(cache_limit_mb))
+        o.paths = self._paths
+        o.batch_size, o.size, o.transform = int(batch_size), int(size), transform
+        o.rank, o.world_size, o.shuffle, o.even_partition = int(rank), int(world_size), self._shuffle, training
+        if scale is not None:
+            o.scale_min, o.scale_max = float(scale[0]), float(scale[1])
+        if ratio is not None:
+            o.ratio_min, o.ratio_max = float(ratio[0]), float(ratio[1])
+        o.cache_dir = os.fspath(cache_dir) if cache_dir else ""
+        self._options = dict(batch_size=o.batch_size, size=o.size, transform=transform, seed=o.seed, rank=o.rank,
+                             world_size=o.world_size, shuffle=self._shuffle, vflip=o.vflip)
+        self._loader = _imagepack.Loader(o)
         self._torch = _torch() if as_torch else None
         self._has_fields = bool(self.meta.get("fields"))
         self._epoch = 0
         self._resume = None    # (epoch, position, order, world, block, window): where the next iteration continues
         self._started = False
+
+    @staticmethod
+    def options_defaults():
+        """The keyword options' defaults, as the C++ LoaderOptions holds them."""
+        o = _imagepack.LoaderOptions()
+        d = {name: getattr(o, name) for name in _LOADER_OPTIONS}
+        d.update(scale=(o.scale_min, o.scale_max), ratio=(o.ratio_min, o.ratio_max))
+        return d
 
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (as DistributedSampler.set_epoch)."""

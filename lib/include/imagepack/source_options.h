@@ -1,0 +1,43 @@
+// Where a dataset's samples come from and how their labels and fields are
+// read: the options of every source pack_lmdb reads (image trees with
+// paired trees, manifests, COCO, WebDataset shards, folder2lmdb LMDBs,
+// imagepack databases). PackOptions holds one; verify --against uses the
+// same rules. Formats: docs/USAGE.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "imagepack/progress.h"
+
+namespace imagepack {
+
+struct SourceOptions {
+  std::string classes_file;  // class order, one name per line (first word)
+  std::string labels_file;   // flat folder: lines "FILENAME LABEL" (class name or index)
+  // A fixed class list (verify: the database's), instead of one read from
+  // classes_file or found in the tree; an empty list is then allowed.
+  const std::vector<std::string>* classes = nullptr;
+  bool no_class = false;     // every item label -1, no class list
+  // Paired trees matched to the images by relative path: "NAME[:KIND]=DIR"
+  // (KIND image or mask; a NAME starting with "mask" is a mask).
+  std::vector<std::string> fields;
+  std::string manifest;      // JSON Lines (.jsonl, .json) or CSV (.csv) with a header
+  std::string coco;          // COCO instances JSON; the images are below the source path
+  std::string mask_classes;  // masks: a classes file, or N (classes "0".."N-1"); empty: 0 .. the largest value
+  int mask_ignore = 255;     // masks: the value outside any class (-1: none)
+  std::string box_classes;   // boxes: a classes file (manifests; COCO names its own)
+  std::string scratch_dir;   // gzipped shards are inflated here (default: the temp folder)
+  // WebDataset members kept as text fields named by their extension
+  // (e.g. "txt" for img2dataset's captions); others are counted.
+  std::vector<std::string> keep_members;
+  // WebDataset members KEY.NAME.png that are label maps (masks) for these
+  // NAMEs, besides NAMEs starting with "mask" (e.g. "seg").
+  std::vector<std::string> mask_members;
+  // Manifests and COCO: image paths that leave their folder (absolute, or
+  // through "..") are refused unless this is set.
+  bool allow_outside = false;
+  const CancelFlag* cancel = nullptr;  // checked while inflating shards
+};
+
+}  // namespace imagepack
