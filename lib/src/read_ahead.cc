@@ -143,4 +143,41 @@ void ReadAhead::Work() {
   }
 }
 
+void ReadAheadPlan::Start(const std::vector<int64_t>* indices, const OrderSpec& spec, int64_t run_offset) {
+  reads_->Reset();
+  indices_ = indices;
+  spec_ = spec;
+  run_offset_ = run_offset;
+  issued_ = 0;
+  units_.clear();
+}
+
+int64_t ReadAheadPlan::WindowEnd(int64_t pos) const {
+  const int64_t k = run_offset_ + pos;
+  int64_t end = 0;
+  for (int64_t i = 0; end <= k; ++i) end += WindowRecords(spec_, i);
+  return std::max(pos + 1, end - run_offset_);
+}
+
+void ReadAheadPlan::Before(int64_t bn) {
+  const int64_t n = static_cast<int64_t>(indices_->size());
+  const bool blocks = spec_.kind == Order::kBlocks;
+  const int64_t unit = blocks ? WindowRecords(spec_, 62) : int64_t(batch_size_);
+  const int64_t need = std::min(n, (bn + 1) * batch_size_);
+  const int64_t ahead = std::min(n, need + (blocks ? 2 : 1) * unit);
+  while (issued_ < ahead) {
+    const int64_t end = std::min(n, blocks ? WindowEnd(issued_) : issued_ + unit);
+    std::vector<int64_t> recs(indices_->begin() + issued_, indices_->begin() + end);
+    units_.push_back({end, reads_->Issue(std::move(recs), blocks)});
+    issued_ = end;
+  }
+  while (!units_.empty() && units_.front().first <= bn * batch_size_) units_.pop_front();
+  int64_t last = -1;
+  for (const auto& [end, id] : units_) {
+    last = id;
+    if (end >= need) break;
+  }
+  if (last >= 0) reads_->Wait(last);
+}
+
 }  // namespace imagepack::internal

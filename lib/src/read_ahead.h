@@ -11,11 +11,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "imagepack/order.h"
 #include "imagepack/store.h"
 
 namespace imagepack::internal {
@@ -81,6 +83,44 @@ class ReadAhead {
   std::vector<std::thread> threads_;
   std::thread locator_;
   std::set<const ByteSource*> random_;  // sources advised Access::kRandom (the locator's own)
+};
+
+// What the loader reads ahead, and when: the reads of the next positions of
+// this rank's order are kept in flight (two windows of blocks ahead with
+// kBlocks, a batch otherwise), and a batch waits for its own. A window's
+// first batch needs the whole window (its records are shuffled across it);
+// with one window ahead the device idled whenever decoding a window outran
+// reading the next (HDD-like device: 4,893 images/s after the first batch;
+// two ahead keep it busy). Blocks: a unit is a window of the rank's run
+// (they ramp up from one block), so the first batch waits for the first
+// window only. Producer thread only.
+class ReadAheadPlan {
+ public:
+  ReadAheadPlan(std::unique_ptr<ReadAhead> reads, int batch_size)
+      : reads_(std::move(reads)), batch_size_(batch_size) {}
+  // A new epoch (or a restore): this rank's record indices (kept by
+  // reference until the next Start), the epoch's order, and where the
+  // rank's run begins (its entry of position 0: start / world). Drops the
+  // reads still queued.
+  void Start(const std::vector<int64_t>* indices, const OrderSpec& spec, int64_t run_offset);
+  // Before batch `bn` is filled: issues the reads up to the horizon, then
+  // waits for those of batch bn.
+  void Before(int64_t bn);
+  // Positions of the indices handed to the reads so far.
+  int64_t issued() const { return issued_; }
+  const ReadAhead& reads() const { return *reads_; }
+
+ private:
+  // The end (a position of the indices) of the window that holds `pos`.
+  int64_t WindowEnd(int64_t pos) const;
+
+  std::unique_ptr<ReadAhead> reads_;
+  const int batch_size_;
+  const std::vector<int64_t>* indices_ = nullptr;
+  OrderSpec spec_;
+  int64_t run_offset_ = 0;
+  int64_t issued_ = 0;
+  std::deque<std::pair<int64_t, int64_t>> units_;  // (end position, unit id), ascending
 };
 
 }  // namespace imagepack::internal

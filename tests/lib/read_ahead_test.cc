@@ -149,5 +149,45 @@ TEST_F(ReadAheadTest, DestroyedWhileLocationIsHeld) {
   EXPECT_EQ(src_.entered(), 1);  // the second unit was never located
 }
 
+// ReadAheadPlan: blocks keep two windows beyond the batch's in flight
+// (windows ramp up 1, 2 blocks, then window_blocks); random order one batch;
+// each batch's own records are read before Before() returns; a new epoch
+// starts over.
+TEST_F(ReadAheadTest, PlanKeepsTwoWindowsAheadWithBlocksAndOneBatchOtherwise) {
+  std::vector<int64_t> indices(kRecords);
+  for (int64_t i = 0; i < kRecords; ++i) indices[size_t(i)] = kRecords - 1 - i;
+  OrderSpec blocks;
+  blocks.kind = Order::kBlocks;
+  blocks.block_records = 4;
+  blocks.window_blocks = 2;
+  ASSERT_EQ(WindowRecords(blocks, 0), 4);
+  ASSERT_EQ(WindowRecords(blocks, 1), 8);
+  ASSERT_EQ(WindowRecords(blocks, 2), 8);
+  ReadAheadPlan plan(std::make_unique<ReadAhead>(&src_, 2, 4096), 4);
+  plan.Start(&indices, blocks, 0);
+  plan.Before(0);  // needs positions 0..3; two windows of 8 beyond: up to 20
+  EXPECT_EQ(plan.issued(), 20);
+  EXPECT_GE(plan.reads().bytes_read(), static_cast<int64_t>(4 * kRecordBytes));  // batch 0's window, read
+  plan.Before(3);  // needs 0..15: up to 32, on window ends (4, 12, 20, 28, 36)
+  EXPECT_EQ(plan.issued(), 36);
+  EXPECT_GE(plan.reads().bytes_read(), static_cast<int64_t>(12 * kRecordBytes));
+  // Random order: one batch beyond the one needed.
+  OrderSpec random;
+  plan.Start(&indices, random, 0);
+  EXPECT_EQ(plan.issued(), 0);
+  plan.Before(0);
+  EXPECT_EQ(plan.issued(), 8);
+  plan.Before(5);
+  EXPECT_EQ(plan.issued(), 28);
+  // The end of the rank's indices bounds it.
+  plan.Before(15);
+  EXPECT_EQ(plan.issued(), kRecords);
+  // A run resumed mid-way (entry 6 of the run): windows end at run entries
+  // 4, 12, 20, ..., so the first unit is positions 0..5 (entries 6..11).
+  plan.Start(&indices, blocks, 6);
+  plan.Before(0);
+  EXPECT_EQ(plan.issued(), 6 + 8 + 8);
+}
+
 }  // namespace
 }  // namespace imagepack::internal

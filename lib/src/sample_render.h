@@ -1,0 +1,44 @@
+// One sample of the loader: its record's crop and flips drawn from (seed,
+// epoch, position), its image rendered into the batch in the batch's layout
+// and channels, its fields through the FieldBatcher. Called from the
+// loader's worker threads, each with its own scratch image. Internal.
+#pragma once
+
+#include <cstdint>
+
+#include "batch_fields.h"
+#include "imagepack/loader.h"
+#include "imagepack/pixels.h"
+#include "imagepack/record.h"
+
+namespace imagepack::internal {
+
+class SampleRenderer {
+ public:
+  // `o`: the loader's options (eval_resize resolved); `channels`: of the
+  // output; `classes`: the dataset's class count (0: unchecked); `fields`:
+  // the dataset's (null or empty: none).
+  SampleRenderer(const LoaderOptions& o, int channels, int64_t classes, const FieldBatcher* fields);
+
+  // Renders record `index` (`rec`) as the sample at position `global` of
+  // epoch `epoch`'s order into `dst` (size x size x channels, the batch's
+  // layout), and its fields into sample `i` of `arrays`. The crop and the
+  // flips depend on (seed, epoch, global) only: not on the thread, nor on
+  // how the epoch is split across ranks. A label outside the classes or an
+  // impossible size is an error naming the record.
+  Status Render(const RecordView& rec, int64_t index, uint64_t epoch, uint64_t global, uint8_t* dst, Image* scratch,
+                FieldArrays* arrays, int64_t i) const;
+
+ private:
+  // The resampled (already flipped) pixels (1, 3 or 4 = RGBX channels) into
+  // the batch, for what the planar path does not cover: one output channel,
+  // or NHWC.
+  void WriteSample(const Image& img, uint8_t* dst) const;
+
+  LoaderOptions o_;
+  int channels_;
+  int64_t classes_;
+  const FieldBatcher* fields_;
+};
+
+}  // namespace imagepack::internal
