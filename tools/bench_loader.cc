@@ -25,14 +25,24 @@ long StatusKb(const char* file, const std::string& key) {
     if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size()));
   return 0;
 }
-}  // namespace
 
-int main(int argc, char** argv) {
+
+struct Run {
   LoaderOptions o;
-  const LoaderOptions d;  // the defaults, stated once in loader.h
   int epochs = 1;
   int64_t max_batches = 0;
-  std::string transform = "train", layout = "nchw", order, dct;
+  std::string transform = "train";
+  bool copy = false, digest = false;
+};
+
+// The command line into `r`; an empty string, or the usage error.
+std::string ParseArgs(int argc, char** argv, Run& r) {
+  LoaderOptions& o = r.o;
+  const LoaderOptions d;  // the defaults, stated once in loader.h
+  int& epochs = r.epochs;
+  int64_t& max_batches = r.max_batches;
+  std::string& transform = r.transform;
+  std::string layout = "nchw", order, dct;
   po::options_description opts("Options");
   opts.add_options()
       ("batch", po::value(&o.batch_size)->default_value(d.batch_size), "batch size")
@@ -66,87 +76,91 @@ int main(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("db", -1);
   auto vm = cli::ParseOrExit(argc, argv, "DB... [options]", opts, hidden, pos);
-  if (o.paths.empty()) return cli::UsageError("give at least one database");
+  if (o.paths.empty()) return "give at least one database";
   if (transform == "train") o.transform = TransformKind::kTrain;
   else if (transform == "eval") o.transform = TransformKind::kEval;
   else if (transform == "padcrop") o.transform = TransformKind::kPadCrop;
-  else return cli::UsageError("unknown --transform '" + transform + "'");
-  if (layout != "nchw" && layout != "nhwc") return cli::UsageError("unknown --layout '" + layout + "'");
+  else return "unknown --transform '" + transform + "'";
+  if (layout != "nchw" && layout != "nhwc") return "unknown --layout '" + layout + "'";
   o.layout = layout == "nhwc" ? Layout::kNHWC : Layout::kNCHW;
   o.in_ram = vm.count("in-ram") > 0;
   o.lock_in_ram = vm.count("lock-in-ram") > 0;
   auto parsed = ParseOrder(order);
-  if (!parsed.ok()) return cli::UsageError(parsed.status().message());
+  if (!parsed.ok()) return parsed.status().message();
   o.order = parsed.value();
   o.dct_scaling = vm.count("no-dct-scaling") == 0;
-  if (dct != "fast" && dct != "accurate") return cli::UsageError("--dct must be fast or accurate");
+  if (dct != "fast" && dct != "accurate") return "--dct must be fast or accurate";
   o.fast_dct = dct == "fast";
-  const bool copy = vm.count("copy") > 0;
-  const bool digest = vm.count("digest") > 0;
-  const auto t_open = std::chrono::steady_clock::now();
-  auto loader = Loader::Open(o);
-  if (!loader.ok()) {
-    std::cerr << cli::ProgramName() << ": " << loader.status().message() << "\n";
-    return cli::kExitFatal;
-  }
-  Loader& l = *loader.value();
-  const double open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_open).count();
-  const size_t sample = size_t(o.size) * o.size * l.channels();
-  std::vector<uint8_t> images(sample * o.batch_size);
-  std::vector<int64_t> labels(o.batch_size);
-  int64_t n = 0, first_n = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto t_first = t0;  // when the first batch arrived: a window order reads a whole window first
-  for (int e = 0; e < epochs; ++e) {
+  r.copy = vm.count("copy") > 0;
+  r.digest = vm.count("digest") > 0;
+  return "";
+}
+
+using Clock = std::chrono::steady_clock;
+
+struct Timing {
+  Clock::time_point start, first;  // the first batch: a window order reads a whole window first
+  int64_t images = 0, first_images = 0;
+};
+
+// Takes the epochs' batches (NextView, or Next with --copy), printing each
+// one's digest with --digest.
+Status Stream(Loader& l, const Run& r, Timing* t) {
+  const size_t sample = size_t(r.o.size) * r.o.size * l.channels();
+  std::vector<uint8_t> images(sample * r.o.batch_size);
+  std::vector<int64_t> labels(r.o.batch_size);
+  t->start = t->first = Clock::now();
+  for (int e = 0; e < r.epochs; ++e) {
     l.StartEpoch(e);
-    for (int64_t b = 0; max_batches == 0 || b < max_batches; ++b) {
-      Result<int> got = 0;
-      const uint8_t* l_view_images = nullptr;
-      const int64_t* l_view_labels = nullptr;
-      if (copy) {
-        got = l.Next(images.data(), labels.data());
+    for (int64_t b = 0; r.max_batches == 0 || b < r.max_batches; ++b) {
+      const uint8_t* px = images.data();
+      const int64_t* lb = labels.data();
+      int got = 0;
+      if (r.copy) {
+        auto n = l.Next(images.data(), labels.data());
+        if (!n.ok()) return n.status();
+        got = n.value();
       } else {
         auto v = l.NextView();
-        got = v.ok() ? Result<int>(v->count) : Result<int>(v.status());
-        if (v.ok()) l_view_images = v->images, l_view_labels = v->labels;
+        if (!v.ok()) return v.status();
+        got = v->count, px = v->images, lb = v->labels;
       }
-      if (!got.ok()) {
-        std::cerr << cli::ProgramName() << ": " << got.status().message() << "\n";
-        return cli::kExitFatal;
-      }
-      if (got.value() == 0) break;
-      if (digest) {
-        const uint8_t* px = copy ? images.data() : l_view_images;
-        const int64_t* lb = copy ? labels.data() : l_view_labels;
-        std::printf("batch %d %lld %d %016llx %016llx\n", e, static_cast<long long>(b), got.value(),
-                    static_cast<unsigned long long>(XXH3_64bits(px, sample * size_t(got.value()))),
-                    static_cast<unsigned long long>(XXH3_64bits(lb, sizeof(int64_t) * size_t(got.value()))));
-      }
-      n += got.value();
+      if (got == 0) break;
+      if (r.digest)
+        std::printf("batch %d %lld %d %016llx %016llx\n", e, static_cast<long long>(b), got,
+                    static_cast<unsigned long long>(XXH3_64bits(px, sample * size_t(got))),
+                    static_cast<unsigned long long>(XXH3_64bits(lb, sizeof(int64_t) * size_t(got))));
+      t->images += got;
       if (e == 0 && b == 0) {
-        t_first = std::chrono::steady_clock::now();
-        first_n = n;
+        t->first = Clock::now();
+        t->first_images = t->images;
       }
     }
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return Status::Ok();
+}
+
+void Print(const Loader& l, const Run& r, const Timing& t, double open_s) {
+  const LoaderOptions& o = r.o;
+  const double secs = std::chrono::duration<double>(Clock::now() - t.start).count();
+  const int64_t n = t.images;
   LoaderStats s = l.stats();
   const double work = s.read_seconds + s.decode_seconds;
   std::printf("bench_loader: %lld images (%s, batch %d, %dx%d, %s, %s, order %s) in %.2f s: %.1f images/s, "
               "%.1f MB/s read\n",
-              static_cast<long long>(n), transform.c_str(), o.batch_size, o.size, o.size,
-              o.in_ram ? "in RAM" : "from storage", copy ? "Next" : "NextView", OrderName(l.order()), secs, n / secs,
-              s.bytes_read / secs / 1e6);
+              static_cast<long long>(n), r.transform.c_str(), o.batch_size, o.size, o.size,
+              o.in_ram ? "in RAM" : "from storage", r.copy ? "Next" : "NextView", OrderName(l.order()), secs,
+              n / secs, s.bytes_read / secs / 1e6);
   std::printf("  time in workers: read %.1f%%, decode+crop+resize %.1f%%; consumer waited %.2f s; open %.2f s; "
               "peak RSS %ld MiB\n",
               work > 0 ? 100 * s.read_seconds / work : 0.0, work > 0 ? 100 * s.decode_seconds / work : 0.0,
               s.wait_seconds, open_s, StatusKb("/proc/self/status", "VmHWM:") / 1024);
-  const double after_first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_first).count();
+  const double after_first = std::chrono::duration<double>(Clock::now() - t.first).count();
   if (l.order() == Order::kBlocks)
     std::printf("  blocks of %lld records, %d per window; first batch after %.2f s, then %.1f images/s\n",
                 static_cast<long long>(l.block_records()), o.window_blocks,
-                std::chrono::duration<double>(t_first - t0).count(),
-                after_first > 0 ? (n - first_n) / after_first : 0.0);
+                std::chrono::duration<double>(t.first - t.start).count(),
+                after_first > 0 ? (n - t.first_images) / after_first : 0.0);
   if (s.read_ahead_bytes > 0)
     std::printf("  read ahead %.1f MB; batches waited %.2f s for it\n", s.read_ahead_bytes / 1e6,
                 s.read_ahead_wait_seconds);
@@ -158,5 +172,25 @@ int main(int argc, char** argv) {
   std::printf("  memory: RssAnon %ld MiB, RssShmem %ld MiB, Pss %ld MiB\n",
               StatusKb("/proc/self/status", "RssAnon:") / 1024, StatusKb("/proc/self/status", "RssShmem:") / 1024,
               StatusKb("/proc/self/smaps_rollup", "Pss:") / 1024);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Run r;
+  if (std::string bad = ParseArgs(argc, argv, r); !bad.empty()) return cli::UsageError(bad);
+  const auto t_open = Clock::now();
+  auto loader = Loader::Open(r.o);
+  if (!loader.ok()) {
+    std::cerr << cli::ProgramName() << ": " << loader.status().message() << "\n";
+    return cli::kExitFatal;
+  }
+  const double open_s = std::chrono::duration<double>(Clock::now() - t_open).count();
+  Timing t;
+  if (Status st = Stream(*loader.value(), r, &t); !st.ok()) {
+    std::cerr << cli::ProgramName() << ": " << st.message() << "\n";
+    return cli::kExitFatal;
+  }
+  Print(*loader.value(), r, t, open_s);
   return 0;
 }

@@ -363,6 +363,34 @@ Trainer::StepResult Trainer::Step(int n, const torch::Tensor& y, double lr) {
   return {loss, out, x};
 }
 
+// After a step: a checkpoint when one is due (every N steps or minutes, or
+// before stopping); true, with *end set, when the run stops here (a signal,
+// or --stop-at-step). Checkpoint and stop decisions are taken together: a
+// signal may reach one rank, and the clock differs between hosts.
+bool Trainer::CheckpointOrStop(Loader& tl, int64_t epoch, EpochEnd* end) {
+  const double minutes = Seconds(last_checkpoint_, Clock::now()) / 60;
+  auto flags = torch::tensor({double(StopSignal() != 0), double(o_.stop_at_step > 0 && global_step_ >= o_.stop_at_step),
+                              double((o_.checkpoint_every > 0 && global_step_ % o_.checkpoint_every == 0) ||
+                                     (o_.checkpoint_minutes > 0 && minutes >= o_.checkpoint_minutes))},
+                             torch::kFloat64);
+  dist_->AllReduceSum(flags);
+  const bool preempted = flags[0].item<double>() > 0, stop = flags[1].item<double>() > 0;
+  if (!preempted && !stop && flags[2].item<double>() <= 0) return false;
+  const LoaderState ls = tl.state();
+  const int64_t position = ls.position;
+  state_.order = static_cast<int64_t>(ls.order);
+  state_.order_world = ls.world;
+  state_.order_block_records = ls.block_records;
+  state_.order_window_blocks = ls.window_blocks;
+  Checkpoint(epoch, position);
+  if (!preempted && !stop) return false;
+  Log("=> " + std::string(preempted ? "stop requested by a signal" : "--stop-at-step reached") +
+      ": checkpoint at epoch " + std::to_string(epoch) + ", position " + std::to_string(position) + ", step " +
+      std::to_string(global_step_) + " in " + o_.output + "/checkpoint.pt");
+  *end = preempted ? EpochEnd::kPreempted : EpochEnd::kStopped;
+  return true;
+}
+
 Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
   module_->train();
   Loader& tl = *train_loader_;
@@ -403,30 +431,7 @@ Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
       for (int k = 0; k < n; ++k) sample_log_ << ' ' << host_indices_[size_t(k)];
       sample_log_ << '\n' << std::flush;
     }
-    // Checkpoint and stop decisions are taken together: a signal may reach
-    // one rank, and the clock differs between hosts.
-    const double minutes = Seconds(last_checkpoint_, Clock::now()) / 60;
-    auto flags = torch::tensor({double(StopSignal() != 0), double(o_.stop_at_step > 0 && global_step_ >= o_.stop_at_step),
-                                double((o_.checkpoint_every > 0 && global_step_ % o_.checkpoint_every == 0) ||
-                                       (o_.checkpoint_minutes > 0 && minutes >= o_.checkpoint_minutes))},
-                               torch::kFloat64);
-    dist_->AllReduceSum(flags);
-    const bool preempted = flags[0].item<double>() > 0, stop = flags[1].item<double>() > 0;
-    if (preempted || stop || flags[2].item<double>() > 0) {
-      const LoaderState ls = tl.state();
-      const int64_t position = ls.position;
-      state_.order = static_cast<int64_t>(ls.order);
-      state_.order_world = ls.world;
-      state_.order_block_records = ls.block_records;
-      state_.order_window_blocks = ls.window_blocks;
-      Checkpoint(epoch, position);
-      if (preempted || stop) {
-        Log("=> " + std::string(preempted ? "stop requested by a signal" : "--stop-at-step reached") +
-            ": checkpoint at epoch " + std::to_string(epoch) + ", position " + std::to_string(position) + ", step " +
-            std::to_string(global_step_) + " in " + o_.output + "/checkpoint.pt");
-        return preempted ? EpochEnd::kPreempted : EpochEnd::kStopped;
-      }
-    }
+    if (EpochEnd end; CheckpointOrStop(tl, epoch, &end)) return end;
     const auto t2 = Clock::now();
     wait_s += Seconds(t0, t1);
     compute_s += Seconds(t1, t2);

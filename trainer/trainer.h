@@ -64,6 +64,7 @@ class Trainer {
   void SetUpOptimizer();
   void Resume();
   EpochEnd TrainEpoch(int64_t epoch);
+  bool CheckpointOrStop(Loader& loader, int64_t epoch, EpochEnd* end);
   // One optimizer step on the batch in host memory; the loss, the model's
   // output and its input, for the meters.
   struct StepResult {

@@ -354,6 +354,155 @@ Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
 
 namespace {
 
+// One export into a local folder: the records first..last of the
+// database, written by the arena's threads; the first failure stops them.
+class ExportRun {
+ public:
+  ExportRun(const ExportOptions& o, const RecordSource& src, std::string shown, int64_t first, int64_t last)
+      : o_(o), src_(src), meta_(src.meta()), shown_(std::move(shown)), first_(first), last_(last),
+        mtime_(FileMtime(o.dbs[0])), arena_(std::max(internal::ResolveThreads(o.threads), 1)) {}
+
+  // WebDataset: shards of `per_shard` records, each a tar (or .tar.gz)
+  // renamed into place when complete; shards already there are kept.
+  void WriteShards(int64_t per_shard) {
+    const int64_t shards = (last_ - first_ + per_shard - 1) / per_shard;
+    arena_.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<int64_t>(0, shards, 1), [&](const tbb::blocked_range<int64_t>& range) {
+        auto cur = src_.NewCursor();
+        for (int64_t s = range.begin(); s != range.end(); ++s) {
+          if (Failed() || Cancelled()) return;
+          const int64_t a = first_ + s * per_shard, b = std::min(last_, a + per_shard);
+          if (Status st = WriteShard(*cur, s, a, b); !st.ok()) return Fail(st);
+        }
+      });
+    });
+  }
+
+  // ImageFolder: each record's file, unique by construction: two records
+  // that map to one name (a path with and without its class folder,
+  // duplicates across shards) get NAME~INDEX.EXT, the later index the
+  // suffixed one. One pass over the records' headers first, so the names
+  // do not depend on the order threads finish in.
+  void WriteFolder() {
+    std::vector<std::string> names = FolderNames();
+    if (Failed()) return;
+    arena_.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<int64_t>(first_, last_, 256), [&](const tbb::blocked_range<int64_t>& range) {
+        auto cur = src_.NewCursor();
+        std::vector<uint8_t> out;
+        for (int64_t i = range.begin(); i != range.end(); ++i) {
+          if (Failed() || Cancelled()) return;
+          auto r = cur->Read(i);
+          if (!r.ok()) return Fail(r.status().WithContext(shown_ + " record " + RecordKey(i)));
+          const char* ext = "jpg";
+          const std::string path = (fs::path(o_.dst) / names[size_t(i - first_)]).string();
+          if (o_.progress) ++o_.progress->done;
+          if (fs::exists(path)) {
+            ++kept_;
+            continue;
+          }
+          Status st = ImageBytes(r->fields.encoding, r->fields.channels, r->fields.height, r->fields.width, r->payload,
+                                 r->payload_size, &out, &ext);
+          if (st.ok()) st = WriteFileAtomic(path, out.data(), out.size());
+          if (!st.ok()) return Fail(st.WithContext(shown_ + " record " + RecordKey(i)));
+          ++records_;
+          ++files_;
+          bytes_ += static_cast<int64_t>(out.size());
+        }
+      });
+    });
+  }
+
+  Status status() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return first_error_;
+  }
+  void Fill(ExportSummary* sum) const {
+    sum->records = records_;
+    sum->kept = kept_;
+    sum->files = files_;
+    sum->bytes = bytes_;
+    sum->cancelled = Cancelled();
+  }
+
+ private:
+  Status WriteShard(RecordCursor& cur, int64_t s, int64_t a, int64_t b) {
+    char name[64];
+    std::snprintf(name, sizeof name, "-%06lld.tar%s", static_cast<long long>(s), o_.gzip ? ".gz" : "");
+    const std::string path = (fs::path(o_.dst) / (o_.prefix + name)).string();
+    if (fs::exists(path)) {  // complete: shards appear only by rename
+      kept_ += b - a;
+      if (o_.progress) o_.progress->done += b - a;
+      return Status::Ok();
+    }
+    TarOut tar(path, o_.gzip, mtime_);
+    std::set<std::string> keys;
+    std::vector<Member> members;
+    for (int64_t i = a; i < b; ++i) {
+      if (Cancelled()) return Status::Ok();  // the temporary goes with `tar`
+      auto r = cur.Read(i);
+      if (!r.ok()) return r.status().WithContext(shown_ + " record " + RecordKey(i));
+      const std::string key = Unique(KeyOf(r->path), "", i, &keys);
+      Status st = RecordMembers(r.value(), meta_, &members);
+      if (!st.ok()) return st.WithContext(shown_ + " record " + RecordKey(i));
+      for (const Member& m : members) tar.Add(key + m.suffix, m.bytes.data(), m.bytes.size());
+      if (o_.progress) ++o_.progress->done;
+    }
+    IMAGEPACK_RETURN_IF_ERROR(tar.Finish());
+    records_ += b - a;
+    ++files_;
+    bytes_ += static_cast<int64_t>(tar.bytes());
+    return Status::Ok();
+  }
+
+  // Every record's ImageFolder path, made unique.
+  std::vector<std::string> FolderNames() {
+    std::vector<std::string> names(static_cast<size_t>(last_ - first_));
+    arena_.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<int64_t>(first_, last_, 1024), [&](const tbb::blocked_range<int64_t>& range) {
+        auto cur = src_.NewCursor();
+        for (int64_t i = range.begin(); i != range.end(); ++i) {
+          if (Failed() || Cancelled()) return;
+          auto r = cur->Read(i, /*verify_checksum=*/false);
+          if (!r.ok()) return Fail(r.status().WithContext(shown_ + " record " + RecordKey(i)));
+          auto rel = ImageFolderPath(r.value(), meta_, r->fields.encoding == Encoding::kJpeg ? "jpg" : "png");
+          if (!rel.ok()) return Fail(rel.status());
+          names[size_t(i - first_)] = std::move(rel.value());
+        }
+      });
+    });
+    std::set<std::string> taken;
+    for (size_t k = 0; k < names.size(); ++k) {
+      const std::string& nm = names[k];
+      const auto slash = nm.rfind('/'), dot = nm.rfind('.');
+      const size_t cut = dot != std::string::npos && dot > slash ? dot : nm.size();
+      names[k] = Unique(nm.substr(0, cut), nm.substr(cut), first_ + static_cast<int64_t>(k), &taken);
+    }
+    return names;
+  }
+
+  void Fail(Status st) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_error_.ok()) first_error_ = std::move(st);
+  }
+  bool Failed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !first_error_.ok();
+  }
+  bool Cancelled() const { return o_.cancel && o_.cancel->load(); }
+
+  const ExportOptions& o_;
+  const RecordSource& src_;
+  const DatasetMeta& meta_;
+  const std::string shown_;
+  const int64_t first_, last_;
+  const uint64_t mtime_;
+  tbb::task_arena arena_;
+  std::atomic<int64_t> records_{0}, kept_{0}, files_{0}, bytes_{0};
+  std::mutex mu_;
+  Status first_error_;
+};
+
 Result<ExportSummary> ExportLocal(const ExportOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.dbs.empty()) return Status::InvalidArgument("no database to export");
@@ -383,123 +532,13 @@ Result<ExportSummary> ExportLocal(const ExportOptions& o) {
     const std::string mj = meta.ToJson() + "\n";
     IMAGEPACK_RETURN_IF_ERROR(WriteFileAtomic((fs::path(o.dst) / "meta.json").string(), mj.data(), mj.size()));
   }
-
-  ExportSummary sum;
-  std::atomic<int64_t> records{0}, kept{0}, files{0}, bytes{0};
-  std::mutex mu;
-  Status first_error;
-  auto fail = [&](Status st) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (first_error.ok()) first_error = std::move(st);
-  };
-  auto failed = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return !first_error.ok();
-  };
-  auto cancelled = [&] { return o.cancel && o.cancel->load(); };
   if (o.progress) o.progress->total = last - first;
-  const uint64_t mtime = FileMtime(o.dbs[0]);
-  tbb::task_arena arena(std::max(internal::ResolveThreads(o.threads), 1));
-
-  if (o.layout == ExportLayout::kWebDataset) {
-    const int64_t shards = (last - first + per_shard - 1) / per_shard;
-    arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<int64_t>(0, shards, 1), [&](const tbb::blocked_range<int64_t>& range) {
-        auto cur = src.NewCursor();
-        std::vector<Member> members;
-        for (int64_t s = range.begin(); s != range.end(); ++s) {
-          if (failed() || cancelled()) return;
-          const int64_t a = first + s * per_shard, b = std::min(last, a + per_shard);
-          char name[64];
-          std::snprintf(name, sizeof name, "-%06lld.tar%s", static_cast<long long>(s), o.gzip ? ".gz" : "");
-          const std::string path = (fs::path(o.dst) / (o.prefix + name)).string();
-          if (fs::exists(path)) {  // complete: shards appear only by rename
-            kept += b - a;
-            if (o.progress) o.progress->done += b - a;
-            continue;
-          }
-          TarOut tar(path, o.gzip, mtime);
-          std::set<std::string> keys;
-          for (int64_t i = a; i < b; ++i) {
-            if (cancelled()) return;
-            auto r = cur->Read(i);
-            if (!r.ok()) return fail(r.status().WithContext(shown + " record " + RecordKey(i)));
-            const std::string key = Unique(KeyOf(r->path), "", i, &keys);
-            Status st = RecordMembers(r.value(), meta, &members);
-            if (!st.ok()) return fail(st.WithContext(shown + " record " + RecordKey(i)));
-            for (const Member& m : members) tar.Add(key + m.suffix, m.bytes.data(), m.bytes.size());
-            if (o.progress) ++o.progress->done;
-          }
-          Status st = tar.Finish();
-          if (!st.ok()) return fail(st);
-          records += b - a;
-          ++files;
-          bytes += static_cast<int64_t>(tar.bytes());
-        }
-      });
-    });
-  } else {
-    // Each record's file, unique by construction: two records that map to
-    // one name (a path with and without its class folder, duplicates across
-    // shards) get NAME~INDEX.EXT, the later index the suffixed one. One pass
-    // over the records' headers first, so the names do not depend on the
-    // order threads finish in.
-    std::vector<std::string> names(static_cast<size_t>(last - first));
-    arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<int64_t>(first, last, 1024), [&](const tbb::blocked_range<int64_t>& range) {
-        auto cur = src.NewCursor();
-        for (int64_t i = range.begin(); i != range.end(); ++i) {
-          if (failed() || cancelled()) return;
-          auto r = cur->Read(i, /*verify_checksum=*/false);
-          if (!r.ok()) return fail(r.status().WithContext(shown + " record " + RecordKey(i)));
-          auto rel = ImageFolderPath(r.value(), meta, r->fields.encoding == Encoding::kJpeg ? "jpg" : "png");
-          if (!rel.ok()) return fail(rel.status());
-          names[size_t(i - first)] = std::move(rel.value());
-        }
-      });
-    });
-    if (!first_error.ok()) return first_error;
-    {
-      std::set<std::string> taken;
-      for (size_t k = 0; k < names.size(); ++k) {
-        const std::string& nm = names[k];
-        const auto slash = nm.rfind('/'), dot = nm.rfind('.');
-        const size_t cut = dot != std::string::npos && dot > slash ? dot : nm.size();
-        names[k] = Unique(nm.substr(0, cut), nm.substr(cut), first + static_cast<int64_t>(k), &taken);
-      }
-    }
-    arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<int64_t>(first, last, 256), [&](const tbb::blocked_range<int64_t>& range) {
-        auto cur = src.NewCursor();
-        std::vector<uint8_t> out;
-        for (int64_t i = range.begin(); i != range.end(); ++i) {
-          if (failed() || cancelled()) return;
-          auto r = cur->Read(i);
-          if (!r.ok()) return fail(r.status().WithContext(shown + " record " + RecordKey(i)));
-          const char* ext = "jpg";
-          const std::string path = (fs::path(o.dst) / names[size_t(i - first)]).string();
-          if (o.progress) ++o.progress->done;
-          if (fs::exists(path)) {
-            ++kept;
-            continue;
-          }
-          Status st = ImageBytes(r->fields.encoding, r->fields.channels, r->fields.height, r->fields.width, r->payload,
-                                 r->payload_size, &out, &ext);
-          if (st.ok()) st = WriteFileAtomic(path, out.data(), out.size());
-          if (!st.ok()) return fail(st.WithContext(shown + " record " + RecordKey(i)));
-          ++records;
-          ++files;
-          bytes += static_cast<int64_t>(out.size());
-        }
-      });
-    });
-  }
-  if (!first_error.ok()) return first_error;
-  sum.records = records;
-  sum.kept = kept;
-  sum.files = files;
-  sum.bytes = bytes;
-  sum.cancelled = cancelled();
+  ExportRun run(o, src, shown, first, last);
+  if (o.layout == ExportLayout::kWebDataset) run.WriteShards(per_shard);
+  else run.WriteFolder();
+  IMAGEPACK_RETURN_IF_ERROR(run.status());
+  ExportSummary sum;
+  run.Fill(&sum);
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sum;
 }

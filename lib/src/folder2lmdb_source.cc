@@ -56,25 +56,16 @@ bool LooksLikePickledLmdb(const std::string& path) {
   return yes;
 }
 
-Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const SourceOptions& opts) {
-  std::error_code ec;
-  const std::string file = fs::is_directory(path, ec) ? (fs::path(path) / "data.mdb").string() : path;
-  MDB_env* env = nullptr;
-  if (mdb_env_create(&env) != 0) return Status::IOError("mdb_env_create failed");
-  std::unique_ptr<MDB_env, void (*)(MDB_env*)> env_guard(env, mdb_env_close);
-  int rc = mdb_env_open(env, file.c_str(), MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK, 0644);
-  if (rc != 0) return Status::IOError("cannot open LMDB " + path + ": " + mdb_strerror(rc));
-  MDB_txn* txn = nullptr;
-  MDB_dbi dbi;
-  if ((rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn)) != 0 || (rc = mdb_dbi_open(txn, nullptr, 0, &dbi)) != 0)
-    return Status::IOError("cannot read LMDB " + path + ": " + mdb_strerror(rc));
-  std::unique_ptr<MDB_txn, void (*)(MDB_txn*)> txn_guard(txn, mdb_txn_abort);
+namespace {
+
+// The record keys: __keys__ (a pickled list) in its order, else every key
+// but the bookkeeping ones in LMDB's (byte) order; checked against
+// __len__ when there is one.
+Result<std::vector<std::string>> RecordKeys(MDB_txn* txn, MDB_dbi dbi, const std::string& path) {
   auto value_of = [&](const std::string& key, MDB_val* v) {
     MDB_val k{key.size(), const_cast<char*>(key.data())};
     return mdb_get(txn, dbi, &k, v) == 0;
   };
-  // The record keys: __keys__ (a pickled list) in its order, else every key
-  // but the bookkeeping ones in LMDB's (byte) order.
   std::vector<std::string> keys;
   MDB_val v;
   if (value_of("__keys__", &v)) {
@@ -91,7 +82,7 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
     MDB_cursor* cur = nullptr;
     mdb_cursor_open(txn, dbi, &cur);
     MDB_val k;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
       std::string key(static_cast<const char*>(k.mv_data), k.mv_size);
       if (key != "__keys__" && key != "__len__") keys.push_back(std::move(key));
     }
@@ -103,28 +94,55 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
       return Status::InvalidArgument(path + ": __len__ says " + std::to_string(len->root().i) +
                                      " records, __keys__ lists " + std::to_string(keys.size()));
   }
-  // liblmdb maps the whole file from offset 0 (found from any value's
-  // address): a value's file offset is its address minus the map's.
+  return keys;
+}
+
+// liblmdb maps the whole file from offset 0 (found from any value's
+// address): a value's file offset is its address minus the map's. Null
+// when the database holds no value (`needed` false).
+Result<const uint8_t*> MapBase(MDB_txn* txn, MDB_dbi dbi, const std::string& path, bool needed) {
+  if (!needed) return static_cast<const uint8_t*>(nullptr);
   const uint8_t* map = nullptr;
-  if (!keys.empty()) {  // any value will do: the first in the file's order
-    MDB_cursor* cur = nullptr;
-    MDB_val k;
-    const void* begin = nullptr;
-    size_t size = 0;
-    if (mdb_cursor_open(txn, dbi, &cur) == 0) {
-      if (mdb_cursor_get(cur, &k, &v, MDB_FIRST) == 0 && FindMapping(v.mv_data, &begin, &size))
-        map = static_cast<const uint8_t*>(begin);
-      mdb_cursor_close(cur);
-    }
-    if (!map) return Status::IOError(path + ": cannot find liblmdb's map of the file");
+  MDB_cursor* cur = nullptr;
+  MDB_val k, v;
+  const void* begin = nullptr;
+  size_t size = 0;
+  if (mdb_cursor_open(txn, dbi, &cur) == 0) {  // any value will do: the first in the file's order
+    if (mdb_cursor_get(cur, &k, &v, MDB_FIRST) == 0 && FindMapping(v.mv_data, &begin, &size))
+      map = static_cast<const uint8_t*>(begin);
+    mdb_cursor_close(cur);
   }
+  if (!map) return Status::IOError(path + ": cannot find liblmdb's map of the file");
+  return map;
+}
+
+}  // namespace
+
+Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const SourceOptions& opts) {
+  std::error_code ec;
+  const std::string file = fs::is_directory(path, ec) ? (fs::path(path) / "data.mdb").string() : path;
+  MDB_env* env = nullptr;
+  if (mdb_env_create(&env) != 0) return Status::IOError("mdb_env_create failed");
+  std::unique_ptr<MDB_env, void (*)(MDB_env*)> env_guard(env, mdb_env_close);
+  int rc = mdb_env_open(env, file.c_str(), MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK, 0644);
+  if (rc != 0) return Status::IOError("cannot open LMDB " + path + ": " + mdb_strerror(rc));
+  MDB_txn* txn = nullptr;
+  MDB_dbi dbi;
+  if ((rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn)) != 0 || (rc = mdb_dbi_open(txn, nullptr, 0, &dbi)) != 0)
+    return Status::IOError("cannot read LMDB " + path + ": " + mdb_strerror(rc));
+  std::unique_ptr<MDB_txn, void (*)(MDB_txn*)> txn_guard(txn, mdb_txn_abort);
+  auto keys = RecordKeys(txn, dbi, path);
+  if (!keys.ok()) return keys.status();
+  auto map = MapBase(txn, dbi, path, !keys->empty());
+  if (!map.ok()) return map.status();
+  MDB_val v;
   DatasetSource s;
   s.root = path;
   s.archives.push_back(file);
   std::vector<RawLabel> raw;
   std::vector<std::string> raw_where;
   std::set<std::string> seen;
-  for (const std::string& key : keys) {
+  for (const std::string& key : keys.value()) {
     MDB_val k{key.size(), const_cast<char*>(key.data())};
     const std::string shown = path + ":" + KeyText(k);
     if (!seen.insert(key).second) {
@@ -161,7 +179,7 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
     SourceItem item;
     item.rel = KeyText(k);
     item.archive = 0;
-    item.offset = static_cast<uint64_t>(data - map) + image.off;
+    item.offset = static_cast<uint64_t>(data - map.value()) + image.off;
     item.size = image.len;
     s.items.push_back(std::move(item));
     raw.push_back(label);

@@ -291,6 +291,43 @@ Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::strin
          (mask ? ", masks" : "") + (boxes.empty() ? "" : ", boxes") + ") -> " + png;
 }
 
+// The image sizes panel at `py`: width against height of the sampled
+// records, plotted between x = left..x1, and their edges' quantiles.
+void DrawSizes(Canvas& c, const std::vector<int>& ws, const std::vector<int>& hs, int py, int left, int x1,
+               int panel_h, json* panels) {
+  const int x0 = left, y0 = py + 30, y1 = py + panel_h - 40, W = 2 * (x1 + 20);  // the chart's width
+  const int maxw = ws.empty() ? 1 : *std::max_element(ws.begin(), ws.end());
+  const int maxh = hs.empty() ? 1 : *std::max_element(hs.begin(), hs.end());
+  const int m = std::max(maxw, maxh);
+  c.Text("image sizes (" + std::to_string(ws.size()) + " sampled): width x height", x0, py + 6, 14);
+  c.Fill(x0 - 1, y0, 1, y1 - y0 + 1, kInk);
+  c.Fill(x0 - 1, y1, x1 - x0 + 1, 1, kInk);
+  for (size_t k = 0; k < ws.size(); ++k) {
+    const int px = x0 + int(double(ws[k]) / m * (x1 - x0 - 3)), pyy = y1 - int(double(hs[k]) / m * (y1 - y0 - 3));
+    c.Fill(px, pyy - 2, 3, 3, kBar);
+  }
+  c.Text(std::to_string(m), x1 - 20, y1 + 4, 11);
+  c.Text(std::to_string(m), 4, y0 - 6, 11);
+  c.Text("width", (x0 + x1) / 2 - 20, y1 + 20, 12);
+  panels->push_back({{"title", "sizes"}, {"plot", {x0, y0, x1, y1}}, {"max", m}});
+  // shorter edges, as text
+  std::vector<int> shorter(ws.size());
+  for (size_t k = 0; k < ws.size(); ++k) shorter[k] = std::min(ws[k], hs[k]);
+  std::sort(shorter.begin(), shorter.end());
+  if (!shorter.empty()) {
+    auto q = [&](double f) { return shorter[size_t(f * (shorter.size() - 1))]; };
+    c.Text("shorter edge: min " + std::to_string(shorter.front()) + ", median " + std::to_string(q(0.5)) +
+               ", max " + std::to_string(shorter.back()),
+           W / 2 + 10, y0 + 10, 13);
+    std::vector<int> longer(ws.size());
+    for (size_t k = 0; k < ws.size(); ++k) longer[k] = std::max(ws[k], hs[k]);
+    std::sort(longer.begin(), longer.end());
+    c.Text("longer edge: min " + std::to_string(longer.front()) + ", median " +
+               std::to_string(longer[longer.size() / 2]) + ", max " + std::to_string(longer.back()),
+           W / 2 + 10, y0 + 30, 13);
+  }
+}
+
 Result<std::string> WriteSummaryChart(const InspectOptions& o, const std::string& png) {
   auto db = OpenDatabase(o.db);
   if (!db.ok()) return db.status();
@@ -348,39 +385,7 @@ Result<std::string> WriteSummaryChart(const InspectOptions& o, const std::string
     for (size_t k = 0; k < cticks.size(); ++k) c.Text(cticks[k], left + int((k + 0.2) * bw), 30 + panel_h - 36, 11);
   }
   // 2. sizes: width against height
-  {
-    const int py = 30 + panel_h, x0 = left, x1 = W / 2 - 20, y0 = py + 30, y1 = py + panel_h - 40;
-    const int maxw = ws.empty() ? 1 : *std::max_element(ws.begin(), ws.end());
-    const int maxh = hs.empty() ? 1 : *std::max_element(hs.begin(), hs.end());
-    const int m = std::max(maxw, maxh);
-    c.Text("image sizes (" + std::to_string(ws.size()) + " sampled): width x height", x0, py + 6, 14);
-    c.Fill(x0 - 1, y0, 1, y1 - y0 + 1, kInk);
-    c.Fill(x0 - 1, y1, x1 - x0 + 1, 1, kInk);
-    for (size_t k = 0; k < ws.size(); ++k) {
-      const int px = x0 + int(double(ws[k]) / m * (x1 - x0 - 3)), pyy = y1 - int(double(hs[k]) / m * (y1 - y0 - 3));
-      c.Fill(px, pyy - 2, 3, 3, kBar);
-    }
-    c.Text(std::to_string(m), x1 - 20, y1 + 4, 11);
-    c.Text(std::to_string(m), 4, y0 - 6, 11);
-    c.Text("width", (x0 + x1) / 2 - 20, y1 + 20, 12);
-    panels.push_back({{"title", "sizes"}, {"plot", {x0, y0, x1, y1}}, {"max", m}});
-    // shorter edges, as text
-    std::vector<int> shorter(ws.size());
-    for (size_t k = 0; k < ws.size(); ++k) shorter[k] = std::min(ws[k], hs[k]);
-    std::sort(shorter.begin(), shorter.end());
-    if (!shorter.empty()) {
-      auto q = [&](double f) { return shorter[size_t(f * (shorter.size() - 1))]; };
-      c.Text("shorter edge: min " + std::to_string(shorter.front()) + ", median " + std::to_string(q(0.5)) +
-                 ", max " + std::to_string(shorter.back()),
-             W / 2 + 10, y0 + 10, 13);
-      std::vector<int> longer(ws.size());
-      for (size_t k = 0; k < ws.size(); ++k) longer[k] = std::max(ws[k], hs[k]);
-      std::sort(longer.begin(), longer.end());
-      c.Text("longer edge: min " + std::to_string(longer.front()) + ", median " +
-                 std::to_string(longer[longer.size() / 2]) + ", max " + std::to_string(longer.back()),
-             W / 2 + 10, y0 + 30, 13);
-    }
-  }
+  DrawSizes(c, ws, hs, 30 + panel_h, left, W / 2 - 20, panel_h, &panels);
   // 3. bytes per record
   {
     std::vector<int64_t> hist(40, 0);

@@ -134,113 +134,61 @@ Result<int64_t> IntIn(const json& v, const std::string& what, int64_t lo, int64_
   return x;
 }
 
-Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
-  json j = json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Status::Corruption("metadata is not a JSON object");
-  // The checksum first: damaged metadata is named as such, not as whatever
-  // its damage happens to look like. Whatever the version says (a damaged
-  // version number is damage like any other).
-  if (j.contains("meta_checksum")) {
-    uint64_t sum = 0, stored = 0;
-    if (!MetaChecksum(data, size, &sum, &stored))
-      return Status::Corruption("metadata checksum entry is malformed (\"meta_checksum\": 16 hex digits, once)");
-    if (sum != stored) {
-      char msg[160];
-      std::snprintf(msg, sizeof msg, "metadata checksum mismatch (stored %016llx, computed %016llx)",
-                    static_cast<unsigned long long>(stored), static_cast<unsigned long long>(sum));
-      return Status::Corruption(std::string(msg) + ": the metadata was changed or damaged after packing");
+// The checksum first: damaged metadata is named as such, not as whatever
+// its damage happens to look like. Whatever the version says (a damaged
+// version number is damage like any other).
+Status CheckMetaChecksum(const uint8_t* data, size_t size, const json& j) {
+  if (!j.contains("meta_checksum")) return Status::Ok();
+  uint64_t sum = 0, stored = 0;
+  if (!MetaChecksum(data, size, &sum, &stored))
+    return Status::Corruption("metadata checksum entry is malformed (\"meta_checksum\": 16 hex digits, once)");
+  if (sum == stored) return Status::Ok();
+  char msg[160];
+  std::snprintf(msg, sizeof msg, "metadata checksum mismatch (stored %016llx, computed %016llx)",
+                static_cast<unsigned long long>(stored), static_cast<unsigned long long>(sum));
+  return Status::Corruption(std::string(msg) + ": the metadata was changed or damaged after packing");
+}
+
+// The "fields" array (format 3 and later): names unique and non-empty,
+// kinds known, classes strings, ignore in -1..255; 1 to 255 of them in
+// format 3.
+Status ParseFieldSpecs(const json& fields, int version, std::vector<FieldSpec>* out) {
+  for (const auto& e : fields) {
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("kind") ||
+        !e["kind"].is_string())
+      return Status::Corruption("metadata fields entry lacks a name or kind");
+    FieldSpec f;
+    f.name = e["name"].get<std::string>();
+    auto kind = ParseFieldKind(e["kind"].get<std::string>());
+    if (!kind.ok()) return Status::Corruption("metadata field '" + f.name + "': " + kind.status().message());
+    f.kind = kind.value();
+    if (f.name.empty()) return Status::Corruption("metadata field with an empty name");
+    for (const auto& other : *out)
+      if (other.name == f.name) return Status::Corruption("metadata field '" + f.name + "' declared twice");
+    if (e.contains("classes")) {
+      if (!e["classes"].is_array()) return Status::Corruption("metadata field '" + f.name + "' classes not a list");
+      for (const auto& c : e["classes"]) {
+        if (!c.is_string()) return Status::Corruption("metadata field '" + f.name + "' class names must be strings");
+        f.classes.push_back(c.get<std::string>());
+      }
     }
+    if (e.contains("ignore")) {
+      auto ignore = IntIn(e["ignore"], "field '" + f.name + "' ignore", -1, 255);
+      if (!ignore.ok()) return ignore.status();
+      f.ignore = static_cast<int>(*ignore);
+    }
+    out->push_back(std::move(f));
   }
-  auto need = [&](const char* key, json::value_t t1, json::value_t t2 = json::value_t::discarded) -> Status {
-    if (!j.contains(key)) return Status::Corruption(std::string("metadata lacks '") + key + "'");
-    auto t = j[key].type();
-    if (t != t1 && t != t2) return Status::Corruption(std::string("metadata '") + key + "' has the wrong type");
-    return Status::Ok();
-  };
-  using V = json::value_t;
-  if (!j.contains("format") || j["format"] != "imagepack")
-    return Status::Corruption("metadata is not imagepack's (format != \"imagepack\")");
-  IMAGEPACK_RETURN_IF_ERROR(need("format_version", V::number_unsigned, V::number_integer));
-  IMAGEPACK_RETURN_IF_ERROR(need("count", V::number_unsigned, V::number_integer));
-  IMAGEPACK_RETURN_IF_ERROR(need("classes", V::array));
-  IMAGEPACK_RETURN_IF_ERROR(need("encoding", V::string));
-  IMAGEPACK_RETURN_IF_ERROR(need("channels", V::number_unsigned, V::number_integer));
-  DatasetMeta m;
+  if ((version == kFormatVersionFields && out->empty()) || out->size() > 255)
+    return Status::Corruption("metadata format 3 declares " + std::to_string(out->size()) + " fields (1 to 255)");
+  return Status::Ok();
+}
+
+// label_counts (one per class, each and their sum at most count), mean,
+// std, stats_images, payload_bytes.
+Status ParseStatistics(const json& j, DatasetMeta* mp) {
+  DatasetMeta& m = *mp;
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  auto version = IntIn(j["format_version"], "format_version", 0, 1 << 30);
-  if (!version.ok()) return version.status();
-  m.format_version = static_cast<int>(*version);
-  if (m.format_version < 1 || m.format_version > kFormatVersionChecked)
-    return Status::NotSupported("format version " + std::to_string(m.format_version) +
-                                " (this build reads 1 to " + std::to_string(kFormatVersionChecked) + ")");
-  if (m.format_version >= kFormatVersionChecked && !j.contains("meta_checksum"))
-    return Status::Corruption("metadata of format " + std::to_string(m.format_version) +
-                              " lacks its meta_checksum (damaged)");
-  if (m.format_version == kFormatVersionFields) IMAGEPACK_RETURN_IF_ERROR(need("fields", V::array));
-  if (m.format_version >= kFormatVersionFields && j.contains("fields")) {
-    IMAGEPACK_RETURN_IF_ERROR(need("fields", V::array));
-    for (const auto& e : j["fields"]) {
-      if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("kind") ||
-          !e["kind"].is_string())
-        return Status::Corruption("metadata fields entry lacks a name or kind");
-      FieldSpec f;
-      f.name = e["name"].get<std::string>();
-      auto kind = ParseFieldKind(e["kind"].get<std::string>());
-      if (!kind.ok()) return Status::Corruption("metadata field '" + f.name + "': " + kind.status().message());
-      f.kind = kind.value();
-      if (f.name.empty()) return Status::Corruption("metadata field with an empty name");
-      for (const auto& other : m.fields)
-        if (other.name == f.name) return Status::Corruption("metadata field '" + f.name + "' declared twice");
-      if (e.contains("classes")) {
-        if (!e["classes"].is_array()) return Status::Corruption("metadata field '" + f.name + "' classes not a list");
-        for (const auto& c : e["classes"]) {
-          if (!c.is_string()) return Status::Corruption("metadata field '" + f.name + "' class names must be strings");
-          f.classes.push_back(c.get<std::string>());
-        }
-      }
-      if (e.contains("ignore")) {
-        auto ignore = IntIn(e["ignore"], "field '" + f.name + "' ignore", -1, 255);
-        if (!ignore.ok()) return ignore.status();
-        f.ignore = static_cast<int>(*ignore);
-      }
-      m.fields.push_back(std::move(f));
-    }
-    if ((m.format_version == kFormatVersionFields && m.fields.empty()) || m.fields.size() > 255)
-      return Status::Corruption("metadata format 3 declares " + std::to_string(m.fields.size()) +
-                                " fields (1 to 255)");
-  }
-  // Format 3's container layout is format 2's.
-  if (m.format_version == kFormatVersionFields) m.format_version = kFormatVersion;
-  if (m.format_version >= 2 && j.contains("records_per_value")) {
-    auto per_value = IntIn(j["records_per_value"], "records_per_value", 1, kMaxRecordsPerValue);
-    if (!per_value.ok()) return per_value.status();
-    m.records_per_value = static_cast<int>(*per_value);
-  }
-  auto count = IntIn(j["count"], "count", 0, kMax);
-  if (!count.ok()) return count.status();
-  m.count = *count;
-  for (const auto& c : j["classes"]) {
-    if (!c.is_string()) return Status::Corruption("metadata class names must be strings");
-    m.classes.push_back(c.get<std::string>());
-  }
-  auto enc = ParseEncoding(j["encoding"].get<std::string>());
-  if (!enc.ok()) return Status::Corruption("metadata: " + enc.status().message());
-  m.encoding = enc.value();
-  auto channels = IntIn(j["channels"], "channels", 1, 3);
-  if (!channels.ok() || *channels == 2) return Status::Corruption("metadata channels must be 1 or 3");
-  m.channels = static_cast<int>(*channels);
-  if (j.contains("key_width") && j["key_width"] != kKeyWidth)
-    return Status::NotSupported("key width " + j["key_width"].dump());
-  if (j.contains("shard") && j["shard"].is_object()) {
-    const auto& s = j["shard"];
-    if (!s.contains("index") || !s.contains("count"))
-      return Status::Corruption("metadata shard is not I/N with 0 <= I < N");
-    auto index = IntIn(s["index"], "shard index", 0, 1 << 30);
-    auto shards = IntIn(s["count"], "shard count", 1, 1 << 30);
-    if (!index.ok() || !shards.ok() || *index >= *shards)
-      return Status::Corruption("metadata shard is not I/N with 0 <= I < N");
-    m.shard = {static_cast<int>(*index), static_cast<int>(*shards)};
-  }
   auto numbers = [&](const char* key, auto& out) -> Status {
     if (!j.contains(key)) return Status::Ok();
     if (!j[key].is_array()) return Status::Corruption(std::string("metadata '") + key + "' is not an array");
@@ -278,6 +226,76 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
     if (!x.ok()) return x.status();
     *field = *x;
   }
+  return Status::Ok();
+}
+
+Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
+  json j = json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::Corruption("metadata is not a JSON object");
+  IMAGEPACK_RETURN_IF_ERROR(CheckMetaChecksum(data, size, j));
+  auto need = [&](const char* key, json::value_t t1, json::value_t t2 = json::value_t::discarded) -> Status {
+    if (!j.contains(key)) return Status::Corruption(std::string("metadata lacks '") + key + "'");
+    auto t = j[key].type();
+    if (t != t1 && t != t2) return Status::Corruption(std::string("metadata '") + key + "' has the wrong type");
+    return Status::Ok();
+  };
+  using V = json::value_t;
+  if (!j.contains("format") || j["format"] != "imagepack")
+    return Status::Corruption("metadata is not imagepack's (format != \"imagepack\")");
+  IMAGEPACK_RETURN_IF_ERROR(need("format_version", V::number_unsigned, V::number_integer));
+  IMAGEPACK_RETURN_IF_ERROR(need("count", V::number_unsigned, V::number_integer));
+  IMAGEPACK_RETURN_IF_ERROR(need("classes", V::array));
+  IMAGEPACK_RETURN_IF_ERROR(need("encoding", V::string));
+  IMAGEPACK_RETURN_IF_ERROR(need("channels", V::number_unsigned, V::number_integer));
+  DatasetMeta m;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  auto version = IntIn(j["format_version"], "format_version", 0, 1 << 30);
+  if (!version.ok()) return version.status();
+  m.format_version = static_cast<int>(*version);
+  if (m.format_version < 1 || m.format_version > kFormatVersionChecked)
+    return Status::NotSupported("format version " + std::to_string(m.format_version) +
+                                " (this build reads 1 to " + std::to_string(kFormatVersionChecked) + ")");
+  if (m.format_version >= kFormatVersionChecked && !j.contains("meta_checksum"))
+    return Status::Corruption("metadata of format " + std::to_string(m.format_version) +
+                              " lacks its meta_checksum (damaged)");
+  if (m.format_version == kFormatVersionFields) IMAGEPACK_RETURN_IF_ERROR(need("fields", V::array));
+  if (m.format_version >= kFormatVersionFields && j.contains("fields")) {
+    IMAGEPACK_RETURN_IF_ERROR(need("fields", V::array));
+    IMAGEPACK_RETURN_IF_ERROR(ParseFieldSpecs(j["fields"], m.format_version, &m.fields));
+  }
+  // Format 3's container layout is format 2's.
+  if (m.format_version == kFormatVersionFields) m.format_version = kFormatVersion;
+  if (m.format_version >= 2 && j.contains("records_per_value")) {
+    auto per_value = IntIn(j["records_per_value"], "records_per_value", 1, kMaxRecordsPerValue);
+    if (!per_value.ok()) return per_value.status();
+    m.records_per_value = static_cast<int>(*per_value);
+  }
+  auto count = IntIn(j["count"], "count", 0, kMax);
+  if (!count.ok()) return count.status();
+  m.count = *count;
+  for (const auto& c : j["classes"]) {
+    if (!c.is_string()) return Status::Corruption("metadata class names must be strings");
+    m.classes.push_back(c.get<std::string>());
+  }
+  auto enc = ParseEncoding(j["encoding"].get<std::string>());
+  if (!enc.ok()) return Status::Corruption("metadata: " + enc.status().message());
+  m.encoding = enc.value();
+  auto channels = IntIn(j["channels"], "channels", 1, 3);
+  if (!channels.ok() || *channels == 2) return Status::Corruption("metadata channels must be 1 or 3");
+  m.channels = static_cast<int>(*channels);
+  if (j.contains("key_width") && j["key_width"] != kKeyWidth)
+    return Status::NotSupported("key width " + j["key_width"].dump());
+  if (j.contains("shard") && j["shard"].is_object()) {
+    const auto& s = j["shard"];
+    if (!s.contains("index") || !s.contains("count"))
+      return Status::Corruption("metadata shard is not I/N with 0 <= I < N");
+    auto index = IntIn(s["index"], "shard index", 0, 1 << 30);
+    auto shards = IntIn(s["count"], "shard count", 1, 1 << 30);
+    if (!index.ok() || !shards.ok() || *index >= *shards)
+      return Status::Corruption("metadata shard is not I/N with 0 <= I < N");
+    m.shard = {static_cast<int>(*index), static_cast<int>(*shards)};
+  }
+  IMAGEPACK_RETURN_IF_ERROR(ParseStatistics(j, &m));
   m.tool = j.value("tool", std::string());
   m.source = j.value("source", std::string());
   m.created = j.value("created", std::string());

@@ -1,8 +1,9 @@
+// The pack pipeline (PackDataset): the source opened and checked, items
+// made into records on every core (record_maker.h), written in order,
+// the metadata summed up.
 #include "imagepack/pack.h"
 #include "imagepack/byte_source.h"
 
-#include <tbb/concurrent_queue.h>
-#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
@@ -15,9 +16,8 @@
 #include <filesystem>
 
 #include "imagepack/files.h"
-#include "imagepack/mask.h"
 #include "pixel_stats.h"
-#include "formats/text.h"
+#include "record_maker.h"
 #include "sources.h"
 #include "threads.h"
 #include "tsan_annotations.h"
@@ -27,388 +27,11 @@ namespace fs = std::filesystem;
 namespace imagepack {
 namespace {
 
+using internal::Packed;
 using internal::PixelMoments;
-using internal::SourceField;
+using internal::RecordMaker;
 using internal::SourceItem;
 
-// What one input became: its record, or the reason it has none.
-struct Packed {
-  size_t pos = 0;
-  std::vector<uint8_t> record;
-  std::string error;
-  bool passed_through = false;
-  PixelMoments moments;
-  int64_t bytes_in = 0;
-  int64_t payload = 0;
-  int32_t label = -1;
-  int64_t write_at = -1;  // parallel writes: where the record goes
-  std::vector<std::bitset<256>> mask_values;  // per field slot: mask values present
-};
-
-// Where a sample's spatial fields must line up: the image as stored (before
-// EXIF orientation) and as written.
-struct Geometry {
-  int stored_w = 0, stored_h = 0;
-  int orientation = 1;
-  int out_w = 0, out_h = 0;
-  int upright_w() const { return orientation >= 5 ? stored_h : stored_w; }
-  int upright_h() const { return orientation >= 5 ? stored_w : stored_h; }
-};
-
-// A point of the stored image in the upright one (the inverse of
-// ApplyOrientation's pixel mapping, on pixel edges).
-std::pair<float, float> Orient(float x, float y, int orientation, int W, int H) {
-  switch (orientation) {
-    case 2: return {W - x, y};
-    case 3: return {W - x, H - y};
-    case 4: return {x, H - y};
-    case 5: return {y, x};
-    case 6: return {H - y, x};
-    case 7: return {H - y, W - x};
-    case 8: return {y, W - x};
-    default: return {x, y};
-  }
-}
-
-// A record before it is sealed: its header fields and its payload. The
-// payload is either buffer[headroom..] with room for the header in front
-// (sealed in place, no copy: a JPEG kept as it was, pixels decoded straight
-// into the record) or the whole buffer (headroom 0: copied behind a header).
-struct Unsealed {
-  RecordFields fields;
-  std::vector<uint8_t> buffer;
-  size_t headroom = 0;
-  bool passed_through = false;
-  Image stats_image;  // JPEG made from pixels: those pixels, for the statistics
-  std::vector<uint8_t> field_section;  // the record's field entries (version 2)
-};
-
-Result<Image> DecodeForStats(const uint8_t* data, size_t size, int channels) {
-  DecodeOptions d;
-  d.channels = channels;
-  d.limit = {SizeLimit::Mode::kShorterEdge, 32};  // DCT-scaled: nearly free
-  return DecodeImage(data, size, d);
-}
-
-// Turns source items into records: PackDataset's parallel stage.
-class RecordMaker {
- public:
-  RecordMaker(const PackOptions& o, const std::vector<SourceItem>& items, const internal::DatasetSource& source)
-      : o_(o), items_(items), source_(source), db_(source.db.get()), root_(source.root), specs_(source.fields),
-        channels_(o.prepare.decode.channels) {
-    // Raw: exact statistics over every image (the pixels are at hand).
-    // JPEG: every stride-th image, decoded at reduced scale; 0: none.
-    const int64_t n = static_cast<int64_t>(items.size());
-    stats_stride_ = o.encoding == Encoding::kRaw ? 1
-                    : o.stats_sample <= 0        ? INT64_MAX
-                                                 : std::max<int64_t>(1, (n + o.stats_sample - 1) / o.stats_sample);
-  }
-
-  // Any thread. Every way through ends in Seal().
-  Packed Make(size_t pos) {
-    Packed p;
-    p.pos = pos;
-    p.label = items_[pos].label;
-    Geometry geometry;
-    auto unsealed = Build(items_[pos], &p.bytes_in, &geometry);
-    if (!unsealed.ok()) {
-      p.error = unsealed.status().message();
-      return p;
-    }
-    if (!specs_.empty()) {
-      geometry.out_w = static_cast<int>(unsealed->fields.width);
-      geometry.out_h = static_cast<int>(unsealed->fields.height);
-      p.mask_values.resize(specs_.size());
-      Status st = MakeFields(items_[pos], geometry, &unsealed.value(), &p);
-      if (!st.ok()) {
-        p.error = st.message();
-        return p;
-      }
-    }
-    Seal(std::move(unsealed.value()), pos, &p);
-    return p;
-  }
-
-  // Buffers of raw records already written (by the workers for a blob, or
-  // handed back by the LMDB writer) come back here for the next images:
-  // zero-filling a fresh 200-300 KB buffer per image was 3-4% of raw
-  // packing. Bounded by the records in flight: records made by DecodeImage
-  // (resize, CMYK) take no spare, so unbounded it would grow with the
-  // dataset.
-  bool WantsSpare(size_t in_flight) const {
-    return o_.encoding == Encoding::kRaw && spares_.unsafe_size() < in_flight;
-  }
-  void GiveSpare(std::vector<uint8_t>&& buffer) { spares_.push(std::move(buffer)); }
-  const void* spares_id() const { return &spares_; }
-
- private:
-  // The item's bytes: a file read with room for the record header in front
-  // (a clean JPEG then becomes its record with no copy at all), or a
-  // database record (raw pixels are re-made from the pixels).
-  Result<Unsealed> Build(const SourceItem& item, int64_t* bytes_in, Geometry* geometry) {
-    const size_t headroom = kRecordHeaderSize + item.rel.size();
-    std::vector<uint8_t> in;
-    if (db_) {
-      auto& cur = cursors_.local();
-      if (!cur) cur = db_->NewCursor();
-      auto r = cur->Read(item.db_index);
-      if (!r.ok()) return r.status();
-      *bytes_in = static_cast<int64_t>(r->payload_size);
-      if (r->fields.encoding == Encoding::kRaw) return FromPixels(r.value());
-      in.resize(headroom + r->payload_size);
-      std::memcpy(in.data() + headroom, r->payload, r->payload_size);
-    } else if (item.archive >= 0) {
-      auto f = ReadArchiveItem(source_, item, headroom);
-      if (!f.ok()) return f.status();
-      in = std::move(f.value());
-      *bytes_in = static_cast<int64_t>(item.size);
-    } else {
-      auto f = ReadFile((fs::path(root_) / item.rel).string(), headroom);
-      if (!f.ok()) return f.status();
-      in = std::move(f.value());
-      *bytes_in = static_cast<int64_t>(in.size() - headroom);
-    }
-    if (!specs_.empty()) {
-      auto info = ProbeImage(in.data() + headroom, in.size() - headroom);
-      if (!info.ok()) return info.status();
-      *geometry = {info->width, info->height, info->orientation, 0, 0};
-    }
-    return FromEncoded(std::move(in), headroom, item);
-  }
-
-  // The sample's other fields, in slot order, as the record's field
-  // section: images prepared as the record's image (same size rule, so the
-  // same output size), masks by nearest neighbour, boxes scaled; masks and
-  // boxes given in the stored pixel grid are turned upright with the image.
-  Status MakeFields(const SourceItem& item, const Geometry& g, Unsealed* u, Packed* p) {
-    std::vector<uint8_t>& out = u->field_section;
-    for (const SourceField& sf : item.fields) {
-      const FieldSpec& spec = specs_[sf.slot];
-      FieldView f;
-      f.slot = static_cast<uint8_t>(sf.slot);
-      f.kind = spec.kind;
-      std::vector<uint8_t> data;  // keeps f.data alive
-      auto named = [&](const Status& st) { return st.WithContext(spec.name + " " + sf.file); };
-      // A partner of another size than the image (upright), named.
-      auto other_size = [&](int w, int h) {
-        return named(Status::InvalidArgument("is " + std::to_string(w) + "x" + std::to_string(h) + ", the image is " +
-                                             std::to_string(g.upright_w()) + "x" + std::to_string(g.upright_h())));
-      };
-      switch (spec.kind) {
-        case FieldKind::kImage: {
-          auto bytes = internal::ReadFieldFile(source_, sf);
-          if (!bytes.ok()) return bytes.status();
-          auto info = ProbeImage(bytes->data(), bytes->size());
-          if (!info.ok()) return named(info.status());
-          if (info->upright_width() != g.upright_w() || info->upright_height() != g.upright_h())
-            return other_size(info->upright_width(), info->upright_height());
-          SourceItem none;
-          auto made = FromEncoded(std::move(bytes.value()), 0, none);
-          if (!made.ok()) return named(made.status());
-          if (int(made->fields.width) != g.out_w || int(made->fields.height) != g.out_h)
-            return named(Status::Corruption("came out at a size other than the image's"));
-          data.assign(made->buffer.begin() + made->headroom, made->buffer.end());
-          f.encoding = static_cast<uint8_t>(made->fields.encoding);
-          f.channels = static_cast<uint8_t>(made->fields.channels);
-          f.width = made->fields.width;
-          f.height = made->fields.height;
-          break;
-        }
-        case FieldKind::kMask: {
-          auto bytes = internal::ReadFieldFile(source_, sf);
-          if (!bytes.ok()) return bytes.status();
-          auto mask = DecodeMask(bytes->data(), bytes->size());
-          if (!mask.ok()) return named(mask.status());
-          Image m = std::move(mask.value());
-          if (m.width == g.stored_w && m.height == g.stored_h) {
-            m = ApplyOrientation(std::move(m), g.orientation);
-          } else if (m.width != g.upright_w() || m.height != g.upright_h()) {
-            return other_size(m.width, m.height);
-          }
-          if (m.width != g.out_w || m.height != g.out_h) m = ResizeMaskNearest(m.pixels.data(), m.width, m.height, g.out_w, g.out_h);
-          for (uint8_t v : m.pixels) p->mask_values[sf.slot].set(v);
-          if (!spec.classes.empty())  // verify's rule, applied before writing
-            for (int v = static_cast<int>(spec.classes.size()); v < 256; ++v)
-              if (p->mask_values[sf.slot][v] && v != spec.ignore)
-                return Status::InvalidArgument(spec.name + ": mask value " + std::to_string(v) +
-                                               " is outside the " + std::to_string(spec.classes.size()) +
-                                               " mask classes and is not the ignore value");
-          data = std::move(m.pixels);
-          f.encoding = 1;
-          f.channels = 1;
-          f.width = static_cast<uint32_t>(g.out_w);
-          f.height = static_cast<uint32_t>(g.out_h);
-          break;
-        }
-        case FieldKind::kBoxes: {
-          // Given on the stored grid: edges within a pixel outside the image
-          // clipped to it (rounding in other tools' exports), then checked
-          // there by verify's rule, turned upright and scaled with the image.
-          std::vector<Box> boxes = sf.boxes;
-          for (Box& b : boxes) {
-            const float w = float(g.stored_w), h = float(g.stored_h);
-            if (b.x0 < 0 && b.x0 >= -1) b.x0 = 0;
-            if (b.y0 < 0 && b.y0 >= -1) b.y0 = 0;
-            if (b.x1 > w && b.x1 <= w + 1) b.x1 = w;
-            if (b.y1 > h && b.y1 <= h + 1) b.y1 = h;
-          }
-          WriteBoxes(boxes, &data);
-          f.count = static_cast<uint32_t>(boxes.size());
-          f.data = data.data();
-          f.size = data.size();
-          IMAGEPACK_RETURN_IF_ERROR(CheckFieldContent(f, spec, g.stored_w, g.stored_h).WithContext(spec.name));
-          const float sx = float(g.out_w) / g.upright_w(), sy = float(g.out_h) / g.upright_h();
-          for (Box& b : boxes) {
-            auto [ax, ay] = Orient(b.x0, b.y0, g.orientation, g.stored_w, g.stored_h);
-            auto [bx, by] = Orient(b.x1, b.y1, g.orientation, g.stored_w, g.stored_h);
-            b.x0 = std::min(ax, bx) * sx;
-            b.x1 = std::max(ax, bx) * sx;
-            b.y0 = std::min(ay, by) * sy;
-            b.y1 = std::max(ay, by) * sy;
-          }
-          WriteBoxes(boxes, &data);
-          break;
-        }
-        case FieldKind::kInts:
-        case FieldKind::kFloats:
-          data.resize((spec.kind == FieldKind::kInts ? sf.ints.size() : sf.floats.size()) * 4);
-          if (!data.empty())
-            std::memcpy(data.data(), spec.kind == FieldKind::kInts ? static_cast<const void*>(sf.ints.data())
-                                                                   : static_cast<const void*>(sf.floats.data()),
-                        data.size());
-          break;
-        case FieldKind::kText: data.assign(sf.text.begin(), sf.text.end()); break;
-      }
-      f.data = data.data();
-      f.size = data.size();
-      if (!InfoOf(f.kind).spatial) {  // finite floats, UTF-8 text: verify's rule
-        f.count = static_cast<uint32_t>(f.size / InfoOf(f.kind).element_bytes);
-        IMAGEPACK_RETURN_IF_ERROR(CheckFieldContent(f, spec, 0, 0).WithContext(spec.name));
-      }
-      AppendField(out, f);
-    }
-    u->fields.field_count = static_cast<uint16_t>(item.fields.size());
-    u->fields.fields_size = static_cast<uint32_t>(out.size());
-    return Status::Ok();
-  }
-
-  // An encoded image (JPEG, PNG, ...) at in[headroom..].
-  Result<Unsealed> FromEncoded(std::vector<uint8_t> in, size_t headroom, const SourceItem& item) {
-    const uint8_t* data = in.data() + headroom;
-    const size_t size = in.size() - headroom;
-    Unsealed u;
-    if (o_.encoding == Encoding::kJpeg) {
-      if (!o_.prepare.reencode) {
-        auto info = ProbeImage(data, size);
-        if (info.ok() && CanPassThrough(data, size, info.value(), o_.prepare)) {
-          u.fields = {Encoding::kJpeg, info->components, item.label, uint32_t(info->height), uint32_t(info->width)};
-          u.buffer = std::move(in);
-          u.headroom = headroom;
-          u.passed_through = true;
-          return u;
-        }
-      }
-      auto prepared = PrepareJpeg(data, size, o_.prepare);
-      if (!prepared.ok()) return prepared.status();
-      u.fields = {Encoding::kJpeg, prepared->channels, item.label, uint32_t(prepared->height),
-                  uint32_t(prepared->width)};
-      u.passed_through = prepared->passed_through;
-      u.buffer = std::move(prepared->bytes);
-      return u;
-    }
-    std::vector<uint8_t> spare;
-    spares_.try_pop(spare);
-    auto direct = DecodeIntoRecord(data, size, item, std::move(spare));
-    if (direct.ok() || direct.status().code() != Status::Code::kNotSupported) return direct;
-    auto img = DecodeImage(data, size, o_.prepare.decode);
-    if (!img.ok()) return img.status();
-    u.fields = {Encoding::kRaw, img->channels, item.label, uint32_t(img->height), uint32_t(img->width)};
-    u.buffer = std::move(img->pixels);
-    return u;
-  }
-
-  // Raw packing's usual case: a plain JPEG already within the limits is
-  // decoded straight into its record (no image buffer copied into it
-  // after). NotSupported for anything that needs more than a decode (then
-  // DecodeImage, which also reports the pixel limit). `rec` may be a spent
-  // record's buffer: resizing it within its size initialises nothing.
-  Result<Unsealed> DecodeIntoRecord(const uint8_t* data, size_t size, const SourceItem& item,
-                                    std::vector<uint8_t> rec) {
-    const DecodeOptions& d = o_.prepare.decode;
-    auto info = ProbeImage(data, size);
-    if (!info.ok() || info->format != ImageFormat::kJpeg || int64_t(info->width) * info->height > d.max_pixels)
-      return Status::NotSupported("not a plain JPEG");
-    const size_t px = size_t(info->width) * info->height;  // JPEG sizes are 16-bit: no overflow
-    Unsealed u;
-    u.headroom = kRecordHeaderSize + item.rel.size();
-    rec.resize(u.headroom + px * d.channels);
-    IMAGEPACK_RETURN_IF_ERROR(DecodeJpegInto(data, size, info.value(), d, rec.data() + u.headroom));
-    u.fields = {Encoding::kRaw, d.channels, item.label, uint32_t(info->height), uint32_t(info->width)};
-    u.buffer = std::move(rec);
-    return u;
-  }
-
-  // A database's raw record: resized and converted like a decoded file.
-  Result<Unsealed> FromPixels(const RecordView& r) {
-    Image img;
-    img.width = static_cast<int>(r.fields.width);
-    img.height = static_cast<int>(r.fields.height);
-    img.channels = r.fields.channels;
-    img.pixels.assign(r.payload, r.payload + r.payload_size);
-    auto [tw, th] = TargetSize(img.width, img.height, o_.prepare.decode.limit);
-    if (tw != img.width || th != img.height) img = ResampleImage(img, tw, th, o_.prepare.decode.filter);
-    img = ConvertChannels(std::move(img), channels_);
-    Unsealed u;
-    u.fields = {o_.encoding, channels_, r.fields.label, uint32_t(img.height), uint32_t(img.width)};
-    if (o_.encoding == Encoding::kRaw) {
-      u.buffer = std::move(img.pixels);
-      return u;
-    }
-    auto enc = EncodeJpeg(img, o_.prepare.quality);
-    if (!enc.ok()) return enc.status();
-    u.buffer = std::move(enc.value());
-    u.stats_image = std::move(img);
-    return u;
-  }
-
-  // The one tail: statistics, then the record around the payload.
-  void Seal(Unsealed u, size_t pos, Packed* p) {
-    const uint8_t* payload = u.buffer.data() + u.headroom;
-    const size_t size = u.buffer.size() - u.headroom;
-    if (u.fields.encoding == Encoding::kRaw) {
-      p->moments.Add(payload, size_t(u.fields.width) * u.fields.height, u.fields.channels);
-    } else if (static_cast<int64_t>(pos) % stats_stride_ == 0) {
-      if (!u.stats_image.pixels.empty()) {
-        const Image& img = u.stats_image;
-        p->moments.Add(img.pixels.data(), size_t(img.width) * img.height, img.channels);
-      } else if (auto small = DecodeForStats(payload, size, channels_); small.ok()) {
-        p->moments.Add(small->pixels.data(), size_t(small->width) * small->height, small->channels);
-      }
-    }
-    p->passed_through = u.passed_through;
-    p->payload = static_cast<int64_t>(size + u.field_section.size());
-    if (u.headroom > 0) {
-      u.buffer.insert(u.buffer.end(), u.field_section.begin(), u.field_section.end());
-      SealRecord(u.buffer, u.fields, items_[pos].rel);
-      p->record = std::move(u.buffer);
-    } else {
-      p->record = EncodeRecord(u.fields, items_[pos].rel, payload, size, u.field_section.data());
-    }
-  }
-
-  const PackOptions& o_;
-  const std::vector<SourceItem>& items_;
-  const internal::DatasetSource& source_;
-  const RecordSource* db_;
-  const std::string& root_;
-  const std::vector<FieldSpec>& specs_;
-  const int channels_;
-  int64_t stats_stride_ = 1;
-  tbb::enumerable_thread_specific<std::unique_ptr<RecordCursor>> cursors_;
-  tbb::concurrent_queue<std::vector<uint8_t>> spares_;
-};
-
-// This shard's items, in sorted path order or shuffled by the seed.
 std::vector<SourceItem> ShardItems(std::vector<SourceItem> all, const PackOptions& o) {
   std::vector<SourceItem> items;
   for (auto& it : all)
@@ -426,10 +49,10 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-}  // namespace
-
-Result<PackSummary> PackDataset(const PackOptions& o) {
-  const auto t0 = std::chrono::steady_clock::now();
+// The source of a pack, with its listing's errors, ignored files and
+// problems moved into `summary`; items whose path a record cannot hold
+// become errors there too.
+Result<internal::DatasetSource> OpenForPack(const PackOptions& o, PackSummary* summary) {
   internal::SourceOptions so = o.source;
   // Gzipped shards inflate beside DST (its disk, not /tmp's), or in the
   // temporary folder while DST's folder does not exist yet.
@@ -443,35 +66,189 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   if (!source.ok()) return source.status();
   if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3)
     return Status::InvalidArgument("channels must be 1 or 3");
-  PackSummary summary;
-  summary.errors = std::move(source->errors);
-  summary.ignored = std::move(source->ignored);
-  summary.problems = std::move(source->problems);
+  summary->errors = std::move(source->errors);
+  summary->ignored = std::move(source->ignored);
+  summary->problems = std::move(source->problems);
   for (const auto& [ext, n] : source->unpacked_members)  // a warning line each, on stderr
-    summary.problems.push_back(std::to_string(n) + " ." + ext + " members not packed (--keep-members " + ext +
-                               " keeps them as text fields)");
+    summary->problems.push_back(std::to_string(n) + " ." + ext + " members not packed (--keep-members " + ext +
+                                " keeps them as text fields)");
   // A record the writer accepts is one the verifier accepts: path bytes and
   // length checked before anything is written.
-  {
-    std::vector<SourceItem> kept;
-    for (auto& item : source->items) {
-      Status ok = internal::CheckName(item.rel, "record path");
-      if (ok.ok() && item.rel.size() > 65535)
-        ok = Status::InvalidArgument("record path of " + std::to_string(item.rel.size()) + " bytes (at most 65535)");
-      if (!ok.ok()) summary.errors.push_back({internal::Shown(item.rel.substr(0, 200)), ok.message()});
-      else kept.push_back(std::move(item));
-    }
-    source->items = std::move(kept);
+  std::vector<SourceItem> kept;
+  for (auto& item : source->items) {
+    Status ok = internal::CheckName(item.rel, "record path");
+    if (ok.ok() && item.rel.size() > 65535)
+      ok = Status::InvalidArgument("record path of " + std::to_string(item.rel.size()) + " bytes (at most 65535)");
+    if (!ok.ok()) summary->errors.push_back({internal::Shown(item.rel.substr(0, 200)), ok.message()});
+    else kept.push_back(std::move(item));
   }
+  source->items = std::move(kept);
+  return source;
+}
+
+// What the records written add up to, for the metadata.
+struct Totals {
+  std::vector<int64_t> label_counts;
+  std::vector<std::bitset<256>> mask_values;  // per field slot: mask values present
+  PixelMoments moments;
+};
+
+// The pipeline's last two stages: `Write`, serial in record order (errors,
+// progress, totals; LMDB: the record itself; blob: its place reserved),
+// and `WriteReserved` (blob: the bytes, from any thread).
+class WriteStage {
+ public:
+  WriteStage(const PackOptions& o, const std::vector<SourceItem>& items, RecordWriter& w, RecordMaker& maker,
+             size_t tokens, PackSummary* summary, Totals* totals)
+      : o_(o), items_(items), w_(w), pw_(w.parallel()), maker_(maker), tokens_(tokens), summary_(summary),
+        totals_(totals) {}
+
+  Packed Write(Packed p) {
+    if (o_.progress) {
+      ++o_.progress->done;
+      o_.progress->bytes_in += p.bytes_in;
+    }
+    summary_->bytes_in += p.bytes_in;
+    if (!p.error.empty()) {
+      summary_->errors.push_back({items_[p.pos].rel, p.error});
+      if (o_.progress) ++o_.progress->failed;
+      p.record.clear();
+      return p;
+    }
+    if (!status_.ok() || failed_.load()) {
+      p.record.clear();
+      return p;
+    }
+    const int64_t record_bytes = static_cast<int64_t>(p.record.size());
+    if (pw_) {
+      auto at = pw_->Reserve(p.record.size());
+      if (at.ok()) p.write_at = static_cast<int64_t>(at.value());
+      else status_ = at.status();
+    } else {
+      status_ = w_.Add(std::move(p.record));
+      // LMDB hands back the buffers of committed records.
+      std::vector<uint8_t> spare;
+      while (maker_.WantsSpare(tokens_) && w_.TakeSpareBuffer(&spare)) maker_.GiveSpare(std::move(spare));
+      internal::TsanHappensBefore(maker_.spares_id());
+    }
+    if (!status_.ok()) {
+      failed_ = true;
+      p.record.clear();
+      return p;
+    }
+    if (p.label >= 0 && static_cast<size_t>(p.label) < totals_->label_counts.size()) ++totals_->label_counts[p.label];
+    summary_->payload_bytes += p.payload;
+    if (o_.progress) o_.progress->bytes_out += record_bytes;
+    summary_->passed_through += p.passed_through;
+    totals_->moments.Merge(p.moments);
+    for (size_t f = 0; f < p.mask_values.size(); ++f) totals_->mask_values[f] |= p.mask_values[f];
+    return p;
+  }
+
+  void WriteReserved(Packed p) {
+    if (p.write_at < 0) return;
+    // The writer keeps a failure (w.status()); stop feeding the pipeline.
+    if (!pw_->WriteReserved(static_cast<uint64_t>(p.write_at), p.record.data(), p.record.size()).ok())
+      failed_ = true;
+    if (maker_.WantsSpare(tokens_)) maker_.GiveSpare(std::move(p.record));
+    internal::TsanHappensBefore(maker_.spares_id());
+  }
+
+  bool failed() const { return failed_.load(); }  // read by the input stage
+  // After the pipeline: the first failure of either stage.
+  Status status() const { return !status_.ok() ? status_ : failed_ ? w_.status() : Status::Ok(); }
+
+ private:
+  const PackOptions& o_;
+  const std::vector<SourceItem>& items_;
+  RecordWriter& w_;
+  ParallelRecordWriter* const pw_;  // blob: null for LMDB
+  RecordMaker& maker_;
+  const size_t tokens_;
+  PackSummary* summary_;
+  Totals* totals_;
+  Status status_;                   // owned by Write
+  std::atomic<bool> failed_{false};
+};
+
+// Reads, makes and writes every item through a TBB pipeline of `threads`;
+// returns how many items the input stage handed out (fewer than all when
+// cancelled or failed).
+size_t RunPipeline(const PackOptions& o, const std::vector<SourceItem>& items, RecordMaker& maker, WriteStage& ws,
+                   int threads, size_t tokens) {
+  tbb::task_arena arena(std::max(threads, 1));
+  size_t next = 0;
+  arena.execute([&] {
+    tbb::parallel_pipeline(
+        tokens,
+        tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
+                                       [&](tbb::flow_control& fc) -> size_t {
+                                         if (next >= items.size() || ws.failed() || (o.cancel && o.cancel->load())) {
+                                           fc.stop();
+                                           return 0;
+                                         }
+                                         return next++;
+                                       }) &
+            tbb::make_filter<size_t, Packed>(tbb::filter_mode::parallel, [&](size_t pos) { return maker.Make(pos); }) &
+            tbb::make_filter<Packed, Packed>(tbb::filter_mode::serial_in_order,
+                                             [&](Packed p) { return ws.Write(std::move(p)); }) &
+            tbb::make_filter<Packed, void>(tbb::filter_mode::parallel,
+                                           [&](Packed p) { ws.WriteReserved(std::move(p)); }));
+  });
+  // The pipeline's end orders every stage before what follows (TBB's own
+  // synchronisation). Spare buffers reach this thread through it, last read
+  // by the LMDB writer's flush thread; freed here when the pack fails.
+  internal::TsanHappensAfter(maker.spares_id());
+  return next;
+}
+
+// The metadata of the finished pack.
+DatasetMeta PackMeta(const PackOptions& o, const internal::DatasetSource& source, const Totals& t, int64_t count,
+                     int64_t payload_bytes) {
+  DatasetMeta meta;
+  std::error_code ec;
+  meta.count = count;
+  meta.classes = source.classes;
+  meta.encoding = o.encoding;
+  meta.channels = o.prepare.decode.channels;
+  meta.shard = o.shard;
+  meta.label_counts = t.label_counts;
+  meta.payload_bytes = payload_bytes;
+  meta.tool = o.tool;
+  meta.options_json = o.options_json;
+  meta.source = fs::absolute(o.source.manifest.empty() ? o.src : o.source.manifest, ec).string();
+  meta.fields = source.fields;
+  // Masks without declared classes: classes 0 .. the largest value found
+  // (the ignore value aside), so verify and the trainer know the count.
+  for (size_t f = 0; f < meta.fields.size(); ++f) {
+    FieldSpec& spec = meta.fields[f];
+    if (spec.kind != FieldKind::kMask || !spec.classes.empty()) continue;
+    int top = -1;
+    for (int v = 0; v < 256; ++v)
+      if (t.mask_values[f][v] && v != spec.ignore) top = v;
+    for (int v = 0; v <= top; ++v) spec.classes.push_back(std::to_string(v));
+  }
+  meta.created = UtcNow();
+  meta.stats_images = t.moments.images;
+  t.moments.MeanStd(meta.channels, &meta.mean, &meta.std);
+  return meta;
+}
+
+}  // namespace
+
+Result<PackSummary> PackDataset(const PackOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  PackSummary summary;
+  auto source = OpenForPack(o, &summary);
+  if (!source.ok()) return source.status();
   if (source->items.empty() && !summary.errors.empty()) {
     summary.all_skipped = true;  // nothing is created under dst
     summary.seconds = SecondsSince(t0);
     return summary;
   }
-  const std::vector<std::string>& classes = source->classes;
   const std::vector<SourceItem> items = ShardItems(std::move(source->items), o);
   summary.inputs = static_cast<int64_t>(items.size());
-  summary.classes = static_cast<int64_t>(classes.size());
+  summary.classes = static_cast<int64_t>(source->classes.size());
   if (o.progress) o.progress->total = summary.inputs;
 
   WriterOptions wo;
@@ -485,139 +262,37 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   RecordWriter& w = *writer.value();
   // Blob: the writer stage only reserves each record's place, in order; the
   // bytes are written by the last stage, on any thread.
-  ParallelRecordWriter* const pw = w.parallel();
-  summary.direct_io = pw && pw->direct_io();
+  summary.direct_io = w.parallel() && w.parallel()->direct_io();
 
   RecordMaker maker(o, items, source.value());
-  std::vector<std::bitset<256>> mask_values(source->fields.size());
-  PixelMoments total;
-  std::vector<int64_t> label_counts(classes.size(), 0);
-  Status write_status;                    // owned by the writer stage
-  std::atomic<bool> write_failed{false};  // read by the input stage
+  Totals totals;
+  totals.label_counts.assign(source->classes.size(), 0);
+  totals.mask_values.resize(source->fields.size());
   const int threads = internal::ResolveThreads(o.threads);
-  tbb::task_arena arena(std::max(threads, 1));
   const size_t tokens = static_cast<size_t>(std::max(threads, 1)) * 4;  // records in flight
-
-  // Writer stage, serial in record order.
-  auto write = [&](Packed p) -> Packed {
-    if (o.progress) {
-      ++o.progress->done;
-      o.progress->bytes_in += p.bytes_in;
-    }
-    summary.bytes_in += p.bytes_in;
-    if (!p.error.empty()) {
-      summary.errors.push_back({items[p.pos].rel, p.error});
-      if (o.progress) ++o.progress->failed;
-      p.record.clear();
-      return p;
-    }
-    if (!write_status.ok() || write_failed.load()) {
-      p.record.clear();
-      return p;
-    }
-    const int64_t record_bytes = static_cast<int64_t>(p.record.size());
-    if (pw) {
-      auto at = pw->Reserve(p.record.size());
-      if (at.ok()) p.write_at = static_cast<int64_t>(at.value());
-      else write_status = at.status();
-    } else {
-      write_status = w.Add(std::move(p.record));
-      // LMDB hands back the buffers of committed records.
-      std::vector<uint8_t> spare;
-      while (maker.WantsSpare(tokens) && w.TakeSpareBuffer(&spare)) maker.GiveSpare(std::move(spare));
-      internal::TsanHappensBefore(maker.spares_id());
-    }
-    if (!write_status.ok()) {
-      write_failed = true;
-      p.record.clear();
-      return p;
-    }
-    if (p.label >= 0 && static_cast<size_t>(p.label) < label_counts.size()) ++label_counts[p.label];
-    summary.payload_bytes += p.payload;
-    if (o.progress) o.progress->bytes_out += record_bytes;
-    summary.passed_through += p.passed_through;
-    total.Merge(p.moments);
-    for (size_t f = 0; f < p.mask_values.size(); ++f) mask_values[f] |= p.mask_values[f];
-    return p;
-  };
-  // Blob only: a reserved record's bytes, from any thread.
-  auto write_reserved = [&](Packed p) {
-    if (p.write_at < 0) return;
-    // The writer keeps a failure (w.status()); stop feeding the pipeline.
-    if (!pw->WriteReserved(static_cast<uint64_t>(p.write_at), p.record.data(), p.record.size()).ok())
-      write_failed = true;
-    if (maker.WantsSpare(tokens)) maker.GiveSpare(std::move(p.record));
-    internal::TsanHappensBefore(maker.spares_id());
-  };
-
-  size_t next = 0;
-  arena.execute([&] {
-    tbb::parallel_pipeline(
-        tokens,
-        tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
-                                       [&](tbb::flow_control& fc) -> size_t {
-                                         if (next >= items.size() || write_failed.load() ||
-                                             (o.cancel && o.cancel->load())) {
-                                           fc.stop();
-                                           return 0;
-                                         }
-                                         return next++;
-                                       }) &
-            tbb::make_filter<size_t, Packed>(tbb::filter_mode::parallel, [&](size_t pos) { return maker.Make(pos); }) &
-            tbb::make_filter<Packed, Packed>(tbb::filter_mode::serial_in_order, write) &
-            tbb::make_filter<Packed, void>(tbb::filter_mode::parallel, write_reserved));
-  });
-  // The pipeline's end orders every stage before what follows (TBB's own
-  // synchronisation). Spare buffers reach this thread through it, last read
-  // by the LMDB writer's flush thread; freed here when the pack fails.
-  internal::TsanHappensAfter(maker.spares_id());
-  IMAGEPACK_RETURN_IF_ERROR(write_status);
-  if (write_failed) IMAGEPACK_RETURN_IF_ERROR(w.status());
+  WriteStage ws(o, items, w, maker, tokens, &summary, &totals);
+  const size_t handed = RunPipeline(o, items, maker, ws, threads, tokens);
+  IMAGEPACK_RETURN_IF_ERROR(ws.status());
   std::sort(summary.errors.begin(), summary.errors.end(),
             [](const FileError& a, const FileError& b) { return a.path < b.path; });
-  if (next >= items.size() && w.count() == 0 && !summary.errors.empty()) {
+  if (handed >= items.size() && w.count() == 0 && !summary.errors.empty()) {
     summary.all_skipped = true;  // the writer's destructor removes the temporary
     summary.seconds = SecondsSince(t0);
     return summary;
   }
-  if (next < items.size()) {
+  if (handed < items.size()) {
     summary.cancelled = true;  // the writer's destructor removes the temporary
     summary.seconds = SecondsSince(t0);
     return summary;
   }
-
-  DatasetMeta& meta = summary.meta;
-  std::error_code ec;
-  meta.count = w.count();
-  meta.classes = classes;
-  meta.encoding = o.encoding;
-  meta.channels = o.prepare.decode.channels;
-  meta.shard = o.shard;
-  meta.label_counts = label_counts;
-  meta.payload_bytes = summary.payload_bytes;
-  meta.tool = o.tool;
-  meta.options_json = o.options_json;
-  meta.source = fs::absolute(o.source.manifest.empty() ? o.src : o.source.manifest, ec).string();
-  meta.fields = source->fields;
-  // Masks without declared classes: classes 0 .. the largest value found
-  // (the ignore value aside), so verify and the trainer know the count.
-  for (size_t f = 0; f < meta.fields.size(); ++f) {
-    FieldSpec& spec = meta.fields[f];
-    if (spec.kind != FieldKind::kMask || !spec.classes.empty()) continue;
-    int top = -1;
-    for (int v = 0; v < 256; ++v)
-      if (mask_values[f][v] && v != spec.ignore) top = v;
-    for (int v = 0; v <= top; ++v) spec.classes.push_back(std::to_string(v));
-  }
-  meta.created = UtcNow();
-  meta.stats_images = total.images;
-  total.MeanStd(meta.channels, &meta.mean, &meta.std);
-  IMAGEPACK_RETURN_IF_ERROR(w.Finish(meta));
-  summary.written = meta.count;
+  summary.meta = PackMeta(o, source.value(), totals, w.count(), summary.payload_bytes);
+  IMAGEPACK_RETURN_IF_ERROR(w.Finish(summary.meta));
+  summary.written = summary.meta.count;
   if (IsObjectUrl(o.dst)) {
     auto obj = OpenByteSource(o.dst);
     summary.file_bytes = obj.ok() ? static_cast<int64_t>(obj.value()->size()) : 0;
   } else {
+    std::error_code ec;
     summary.file_bytes = static_cast<int64_t>(fs::file_size(o.dst, ec));
   }
   summary.seconds = SecondsSince(t0);

@@ -1,7 +1,7 @@
 // WebDataset shards (plain or gzipped) as a source (sources.h,
 // OpenWebDatasetSource): members grouped into samples by webdataset's key
 // rule, labels and fields from their members, every item a byte range of
-// its shard read with pread while packing.
+// its shard read through its byte source while packing.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -137,195 +137,216 @@ Result<DatasetSource> OpenObjectShards(const std::string& src, const SourceOptio
 
 }  // namespace
 
-Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceOptions& opts) {
-  if (src.find("s3://") != std::string::npos) return OpenObjectShards(src, opts);
-  auto shards = ShardList(src);
-  if (!shards.ok()) return shards.status();
-  DatasetSource s;
-  s.root = src;
-  s.scratch = std::make_shared<ScratchFiles>();
-  // Classes: the options', else meta.json beside the shards (export_db
-  // writes the database's metadata there, its class list exact), else
-  // classes.txt beside them.
-  std::vector<std::string> fixed;
-  const fs::path shard_dir = fs::path(shards->front()).parent_path();
+namespace {
+
+// The class list for shards in `shard_dir`: the options', else meta.json
+// beside the shards (export_db writes the database's metadata there, its
+// class list exact; a class-less database's export sets *no_class), else
+// classes.txt beside them. *beside: that meta.json (its fields too), if any.
+Status ShardClasses(const fs::path& shard_dir, const SourceOptions& opts, std::vector<std::string>* fixed,
+                    DatasetMeta* beside, bool* no_class) {
   std::error_code ec;
-  DatasetMeta beside_meta;
   bool have_meta = false;
   if (const fs::path mp = shard_dir / "meta.json"; fs::is_regular_file(mp, ec)) {
     auto bytes = ReadFile(mp.string());
     if (!bytes.ok()) return bytes.status();
     auto m = ParseMeta(bytes->data(), bytes->size());
     if (!m.ok()) return m.status().WithContext(mp.string());
-    beside_meta = std::move(m.value());
+    *beside = std::move(m.value());
     have_meta = true;
   }
-  bool no_class = opts.no_class;
-  if (opts.classes || !opts.classes_file.empty()) {
-    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
-  } else if (have_meta) {
-    fixed = beside_meta.classes;
-    no_class = no_class || fixed.empty();  // a class-less database's export
-  } else if (const fs::path beside = shard_dir / "classes.txt"; fs::is_regular_file(beside, ec)) {
+  *no_class = opts.no_class;
+  if (opts.classes || !opts.classes_file.empty()) return FixedClasses(opts, fixed);
+  if (have_meta) {
+    *fixed = beside->classes;
+    *no_class = *no_class || fixed->empty();
+    return Status::Ok();
+  }
+  if (const fs::path txt = shard_dir / "classes.txt"; fs::is_regular_file(txt, ec)) {
     SourceOptions with_beside = opts;
-    with_beside.classes_file = beside.string();
-    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(with_beside, &fixed));
+    with_beside.classes_file = txt.string();
+    return FixedClasses(with_beside, fixed);
   }
+  return Status::Ok();
+}
+
+// Per item: its field members (NAME -> member of KEY.NAME.EXT) and the
+// .json's other values, declared and filled once every shard is listed.
+struct Extra {
+  std::string where;
+  int archive = -1;
+  std::map<std::string, std::pair<std::string, TarMember>> members;  // NAME -> (member name, member)
+  nlohmann::json values = nlohmann::json::object();
+};
+
+// What the shards' samples gave, in item order.
+struct Listing {
   std::vector<RawLabel> raw;
-  std::vector<std::string> raw_where;
-  // Per item: its field members (NAME -> member of KEY.NAME.EXT) and the
-  // .json's other values, declared and filled once every shard is listed.
-  struct Extra {
-    std::string where;
-    int archive = -1;
-    std::map<std::string, std::pair<std::string, TarMember>> members;  // NAME -> (member name, member)
-    nlohmann::json values = nlohmann::json::object();
-  };
+  std::vector<std::string> where;
   std::vector<Extra> extras;
-  std::set<std::string> seen;
-  const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
-  for (const std::string& shard : *shards) {
-    Result<std::unique_ptr<ByteSource>> opened = Status::NotFound(shard);
-    if (IsGzipName(shard)) {
-      auto inflated = InflateToScratch(shard, scratch_dir, opts.cancel);
-      if (!inflated.ok()) return inflated.status();
-      opened = AdoptFileSource(*inflated, shard);
-    } else {
-      opened = OpenByteSource(shard);
+  std::set<std::string> seen;  // record paths
+};
+
+// One sample's members (extension -> member) in `shard`: its item, label
+// and extras; the reason it is skipped otherwise.
+struct Sample {
+  const std::string& key;
+  const std::map<std::string, TarMember>& parts;
+  const ByteSource& bytes;
+  const std::string& shard;
+  int archive;
+};
+
+// The label members (.cls and the like) and the .json: its path, label and
+// other values.
+std::string SampleValues(const Sample& m, const std::string& image_ext, const SourceOptions& opts, SourceItem* item,
+                         Extra* extra, RawLabel* label, std::map<std::string, int64_t>* unpacked) {
+  for (const auto& [ext, member] : m.parts) {
+    if (ext == image_ext) continue;
+    // KEY.NAME.EXT with an image EXT: spatial field NAME.
+    const auto dot = ext.rfind('.');
+    if (dot != std::string::npos && dot != 0 &&
+        std::find(std::begin(kImageExtensions), std::end(kImageExtensions), ext.substr(dot + 1)) !=
+            std::end(kImageExtensions)) {
+      extra->members[ext.substr(0, dot)] = {m.key + "." + ext, member};
+      continue;
     }
-    if (!opened.ok()) return opened.status();
-    const ByteSource& bytes = *opened.value();
-    s.scratch->archives.push_back(std::move(opened.value()));  // closed with the source
-    auto members = ListTarFile(bytes, shard);
-    if (!members.ok()) return members.status();
-    const int archive = static_cast<int>(s.archives.size());
-    s.archives.push_back(shard);
-    // Samples in the order their first member appears. A key seen again
-    // with the same extension is an error for that sample (webdataset's
-    // own reader raises one).
-    std::vector<std::string> order;
-    std::map<std::string, std::map<std::string, TarMember>> samples;
-    std::map<std::string, std::string> sample_error;
-    for (const auto& m : members.value()) {
-      auto [key, ext] = KeyAndExtension(m.name);
-      if (ext.empty()) continue;
-      auto [it, fresh] = samples.try_emplace(key);
-      if (fresh) order.push_back(key);
-      if (!it->second.emplace(ext, m).second && !sample_error.count(key))
-        sample_error[key] = "member " + Shown(key + "." + ext) + " appears twice in the shard";
+    if (ext == "json" || ext == "cls" || ext == "cls.txt" || ext == "class" || ext == "label" || ext == "label.txt")
+      continue;
+    if (std::find(opts.keep_members.begin(), opts.keep_members.end(), ext) != opts.keep_members.end()) {
+      auto text = ReadValueMember(m.bytes, member, m.shard);
+      if (!text.ok()) return text.status().message();
+      if (!IsUtf8(*text)) return "member " + Shown(m.key + "." + ext) + " is not UTF-8 text";
+      extra->values[ext] = std::move(text.value());
+      continue;
     }
-    for (const std::string& key : order) {
-      const auto& parts = samples[key];
-      const std::string where = shard + ":" + Shown(key);
-      if (auto e = sample_error.find(key); e != sample_error.end()) {
-        s.errors.push_back({where, e->second});
-        continue;
-      }
-      if (Status name_ok = CheckName(key, "sample key"); !name_ok.ok()) {
-        s.errors.push_back({where, name_ok.message()});
-        continue;
-      }
-      const TarMember* image = nullptr;
-      std::string image_ext;
-      for (const char* e : kImageExtensions)
-        if (auto it = parts.find(e); it != parts.end()) {
-          image = &it->second;
-          image_ext = e;
-          break;
-        }
-      if (!image) {
-        s.errors.push_back({where, "no image member (.jpg, .jpeg, .png, .webp, ...)"});
-        continue;
-      }
-      SourceItem item;
-      item.archive = archive;
-      item.offset = image->offset;
-      item.size = image->size;
-      item.rel = key + "." + image_ext;
-      Extra extra;
-      extra.where = where;
-      extra.archive = archive;
-      RawLabel label;
-      std::string bad;
-      for (const auto& [ext, m] : parts) {
-        if (ext == image_ext) continue;
-        // KEY.NAME.EXT with an image EXT: spatial field NAME.
-        const auto dot = ext.rfind('.');
-        if (dot != std::string::npos && dot != 0 &&
-            std::find(std::begin(kImageExtensions), std::end(kImageExtensions), ext.substr(dot + 1)) !=
-                std::end(kImageExtensions)) {
-          extra.members[ext.substr(0, dot)] = {key + "." + ext, m};
-          continue;
-        }
-        if (ext == "json" || ext == "cls" || ext == "cls.txt" || ext == "class" || ext == "label" || ext == "label.txt")
-          continue;
-        if (std::find(opts.keep_members.begin(), opts.keep_members.end(), ext) != opts.keep_members.end()) {
-          auto text = ReadValueMember(bytes, m, shard);
-          if (!text.ok()) {
-            bad = text.status().message();
-            break;
-          }
-          if (!IsUtf8(*text)) {
-            bad = "member " + Shown(key + "." + ext) + " is not UTF-8 text";
-            break;
-          }
-          extra.values[ext] = std::move(text.value());
-          continue;
-        }
-        ++s.unpacked_members[ext];
-      }
-      for (const char* e : {"cls", "cls.txt", "class", "label", "label.txt"})
-        if (auto it = parts.find(e); it != parts.end() && bad.empty()) {
-          auto text = ReadValueMember(bytes, it->second, shard);
-          if (!text.ok()) bad = text.status().message();
-          else label = LabelFromText(*text);
-          break;
-        }
-      if (auto it = parts.find("json"); it != parts.end() && bad.empty()) {
-        // The .json's values are data: a string is never opened as a file.
-        auto text = ReadValueMember(bytes, it->second, shard);
-        Result<nlohmann::json> parsed = text.ok() ? ParseJsonBounded(*text, Shown(key) + ".json") : text.status();
-        if (!parsed.ok()) {
-          bad = parsed.status().message();
-        } else if (!parsed->is_object()) {
-          bad = Shown(key) + ".json is not a JSON object";
-        } else {
-          nlohmann::json& j = parsed.value();
-          if (j.contains("path") && j["path"].is_string() && !j["path"].get<std::string>().empty())
-            item.rel = j["path"].get<std::string>();
-          if (!label.present && j.contains("label")) {
-            if (j["label"].is_number_integer()) label = LabelFromIndex(j["label"].get<int64_t>());
-            else if (j["label"].is_string()) label = LabelFromText(j["label"].get<std::string>());
-            else if (!j["label"].is_null()) bad = Shown(key) + ".json: \"label\" is not an integer or a string";
-          }
-          for (auto& [k, v] : j.items())
-            if (k != "path" && k != "label" && k != "class" && !v.is_null()) extra.values[k] = v;
-        }
-      }
-      if (bad.empty()) {
-        if (Status name_ok = CheckName(item.rel, "record path"); !name_ok.ok()) bad = name_ok.message();
-      }
-      if (!bad.empty()) {
-        s.errors.push_back({where, bad});
-        continue;
-      }
-      if (!seen.insert(item.rel).second) {
-        s.errors.push_back({where, item.rel + " is in the shards twice"});
-        continue;
-      }
-      s.items.push_back(std::move(item));
-      raw.push_back(label);
-      raw_where.push_back(where);
-      extras.push_back(std::move(extra));
-    }
+    ++(*unpacked)[ext];
   }
-  // Fields: those of meta.json beside the shards (export_db writes the
-  // database's metadata there: order, kinds, classes), then the others in
-  // the order they first appear: members (a mask when NAME starts with
-  // "mask", else an image), then the .json's other values (kinds as for
-  // a manifest).
+  for (const char* e : {"cls", "cls.txt", "class", "label", "label.txt"})
+    if (auto it = m.parts.find(e); it != m.parts.end()) {
+      auto text = ReadValueMember(m.bytes, it->second, m.shard);
+      if (!text.ok()) return text.status().message();
+      *label = LabelFromText(*text);
+      break;
+    }
+  auto it = m.parts.find("json");
+  if (it == m.parts.end()) return "";
+  // The .json's values are data: a string is never opened as a file.
+  auto text = ReadValueMember(m.bytes, it->second, m.shard);
+  Result<nlohmann::json> parsed = text.ok() ? ParseJsonBounded(*text, Shown(m.key) + ".json") : text.status();
+  if (!parsed.ok()) return parsed.status().message();
+  if (!parsed->is_object()) return Shown(m.key) + ".json is not a JSON object";
+  nlohmann::json& j = parsed.value();
+  if (j.contains("path") && j["path"].is_string() && !j["path"].get<std::string>().empty())
+    item->rel = j["path"].get<std::string>();
+  if (!label->present && j.contains("label")) {
+    if (j["label"].is_number_integer()) *label = LabelFromIndex(j["label"].get<int64_t>());
+    else if (j["label"].is_string()) *label = LabelFromText(j["label"].get<std::string>());
+    else if (!j["label"].is_null()) return Shown(m.key) + ".json: \"label\" is not an integer or a string";
+  }
+  for (auto& [k, v] : j.items())
+    if (k != "path" && k != "label" && k != "class" && !v.is_null()) extra->values[k] = v;
+  return "";
+}
+
+// One sample into `s` and `l`, or an error naming it.
+void AddSample(const Sample& m, const SourceOptions& opts, DatasetSource& s, Listing& l) {
+  const std::string where = m.shard + ":" + Shown(m.key);
+  if (Status name_ok = CheckName(m.key, "sample key"); !name_ok.ok()) {
+    s.errors.push_back({where, name_ok.message()});
+    return;
+  }
+  const TarMember* image = nullptr;
+  std::string image_ext;
+  for (const char* e : kImageExtensions)
+    if (auto it = m.parts.find(e); it != m.parts.end()) {
+      image = &it->second;
+      image_ext = e;
+      break;
+    }
+  if (!image) {
+    s.errors.push_back({where, "no image member (.jpg, .jpeg, .png, .webp, ...)"});
+    return;
+  }
+  SourceItem item;
+  item.archive = m.archive;
+  item.offset = image->offset;
+  item.size = image->size;
+  item.rel = m.key + "." + image_ext;
+  Extra extra;
+  extra.where = where;
+  extra.archive = m.archive;
+  RawLabel label;
+  std::string bad = SampleValues(m, image_ext, opts, &item, &extra, &label, &s.unpacked_members);
+  if (bad.empty()) {
+    if (Status name_ok = CheckName(item.rel, "record path"); !name_ok.ok()) bad = name_ok.message();
+  }
+  if (!bad.empty()) {
+    s.errors.push_back({where, bad});
+    return;
+  }
+  if (!l.seen.insert(item.rel).second) {
+    s.errors.push_back({where, item.rel + " is in the shards twice"});
+    return;
+  }
+  s.items.push_back(std::move(item));
+  l.raw.push_back(label);
+  l.where.push_back(where);
+  l.extras.push_back(std::move(extra));
+}
+
+// Opens a shard (a .tar.gz inflated into `scratch_dir` first), keeps it in
+// s.scratch, lists its members and adds its samples.
+Status AddShard(const std::string& shard, const std::string& scratch_dir, const SourceOptions& opts, DatasetSource& s,
+                Listing& l) {
+  Result<std::unique_ptr<ByteSource>> opened = Status::NotFound(shard);
+  if (IsGzipName(shard)) {
+    auto inflated = InflateToScratch(shard, scratch_dir, opts.cancel);
+    if (!inflated.ok()) return inflated.status();
+    opened = AdoptFileSource(*inflated, shard);
+  } else {
+    opened = OpenByteSource(shard);
+  }
+  if (!opened.ok()) return opened.status();
+  const ByteSource& bytes = *opened.value();
+  s.scratch->archives.push_back(std::move(opened.value()));  // closed with the source
+  auto members = ListTarFile(bytes, shard);
+  if (!members.ok()) return members.status();
+  const int archive = static_cast<int>(s.archives.size());
+  s.archives.push_back(shard);
+  // Samples in the order their first member appears. A key seen again
+  // with the same extension is an error for that sample (webdataset's
+  // own reader raises one).
+  std::vector<std::string> order;
+  std::map<std::string, std::map<std::string, TarMember>> samples;
+  std::map<std::string, std::string> sample_error;
+  for (const auto& m : members.value()) {
+    auto [key, ext] = KeyAndExtension(m.name);
+    if (ext.empty()) continue;
+    auto [it, fresh] = samples.try_emplace(key);
+    if (fresh) order.push_back(key);
+    if (!it->second.emplace(ext, m).second && !sample_error.count(key))
+      sample_error[key] = "member " + Shown(key + "." + ext) + " appears twice in the shard";
+  }
+  for (const std::string& key : order) {
+    if (auto e = sample_error.find(key); e != sample_error.end()) {
+      s.errors.push_back({shard + ":" + Shown(key), e->second});
+      continue;
+    }
+    AddSample(Sample{key, samples[key], bytes, shard, archive}, opts, s, l);
+  }
+  return Status::Ok();
+}
+
+// Fields: those of meta.json beside the shards (export_db writes the
+// database's metadata there: order, kinds, classes), then the others in
+// the order they first appear: members (a mask when NAME starts with
+// "mask", else an image), then the .json's other values (kinds as for a
+// manifest).
+Status DeclareShardFields(const DatasetMeta& beside, const std::vector<Extra>& extras, const SourceOptions& opts,
+                          DatasetSource& s) {
   std::map<std::string, int> slot_of;
-  for (const FieldSpec& f : beside_meta.fields) {
+  for (const FieldSpec& f : beside.fields) {
     slot_of[f.name] = static_cast<int>(s.fields.size());
     s.fields.push_back(f);
   }
@@ -345,6 +366,13 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
         slot_of[k] = *slot;
       }
   }
+  return Status::Ok();
+}
+
+// Each item's fields in slot order; per item, why it has none ("" if it
+// does).
+std::vector<std::string> FillShardFields(const std::vector<Extra>& extras, const fs::path& shard_dir,
+                                         DatasetSource& s) {
   std::vector<std::string> field_error(s.items.size());
   for (size_t i = 0; i < s.items.size() && !s.fields.empty(); ++i) {
     const Extra& x = extras[i];
@@ -367,17 +395,39 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
       s.items[i].fields.push_back(std::move(f));
     }
   }
+  return field_error;
+}
+
+}  // namespace
+
+Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceOptions& opts) {
+  if (src.find("s3://") != std::string::npos) return OpenObjectShards(src, opts);
+  auto shards = ShardList(src);
+  if (!shards.ok()) return shards.status();
+  DatasetSource s;
+  s.root = src;
+  s.scratch = std::make_shared<ScratchFiles>();
+  const fs::path shard_dir = fs::path(shards->front()).parent_path();
+  std::vector<std::string> fixed;
+  DatasetMeta beside;
+  bool no_class = false;
+  IMAGEPACK_RETURN_IF_ERROR(ShardClasses(shard_dir, opts, &fixed, &beside, &no_class));
+  const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
+  Listing l;
+  for (const std::string& shard : *shards) IMAGEPACK_RETURN_IF_ERROR(AddShard(shard, scratch_dir, opts, s, l));
+  IMAGEPACK_RETURN_IF_ERROR(DeclareShardFields(beside, l.extras, opts, s));
+  const std::vector<std::string> field_error = FillShardFields(l.extras, shard_dir, s);
   std::vector<int32_t> labels;
   std::vector<std::string> why;
-  IMAGEPACK_RETURN_IF_ERROR(ResolveLabelsUnless(no_class, raw, raw_where, fixed, &s.classes, &labels, &why));
+  IMAGEPACK_RETURN_IF_ERROR(ResolveLabelsUnless(no_class, l.raw, l.where, fixed, &s.classes, &labels, &why));
   std::vector<SourceItem> kept;
   for (size_t i = 0; i < s.items.size(); ++i) {
     if (!field_error[i].empty()) {
-      s.errors.push_back({extras[i].where, field_error[i]});
+      s.errors.push_back({l.extras[i].where, field_error[i]});
       continue;
     }
     if (!why[i].empty()) {
-      s.errors.push_back({extras[i].where, why[i] + (why[i] == "no label" ? " (.cls member or .json \"label\")" : "")});
+      s.errors.push_back({l.extras[i].where, why[i] + (why[i] == "no label" ? " (.cls member or .json \"label\")" : "")});
       continue;
     }
     s.items[i].label = labels[i];
