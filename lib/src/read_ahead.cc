@@ -57,28 +57,24 @@ void ReadAhead::Locate() {
     to_locate_.pop_front();
     const uint64_t generation = generation_;
     lock.unlock();
-    ranges.clear();
+    // The unit's runs of consecutive records (first, last).
+    std::vector<std::pair<int64_t, int64_t>> runs;
     const std::vector<int64_t>& r = u.records;
-    if (src_->remote()) {
-      Chunk c{u.id, {}, {}};
-      for (size_t i = 0; i < r.size();) {
-        size_t j = i + 1;
-        while (j < r.size() && r[j] == r[j - 1] + 1) ++j;
-        c.runs.emplace_back(r[i], r[j - 1]);
-        i = j;
-      }
-      lock.lock();
-      if (generation != generation_) continue;
-      queue_.push_back(std::move(c));
-      work_cv_.notify_all();
-      continue;
-    }
     for (size_t i = 0; i < r.size();) {
       size_t j = i + 1;
       while (j < r.size() && r[j] == r[j - 1] + 1) ++j;
-      src_->StoredRanges(r[i], r[j - 1], &ranges);
+      runs.emplace_back(r[i], r[j - 1]);
       i = j;
     }
+    if (src_->remote()) {
+      lock.lock();
+      if (generation != generation_) continue;
+      queue_.push_back(Chunk{u.id, {}, std::move(runs)});
+      work_cv_.notify_all();
+      continue;
+    }
+    ranges.clear();
+    for (const auto& [first, last] : runs) src_->StoredRanges(first, last, &ranges);
     for (const StoredRange& fr : ranges)
       if ((random_.count(fr.source) > 0) != u.runs) {
         fr.source->Advise(u.runs ? ByteSource::Access::kRandom : ByteSource::Access::kNormal);
