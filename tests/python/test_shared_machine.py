@@ -359,16 +359,19 @@ def test_every_byte_of_the_metadata_is_checked(tree, tmp_path, fmt):
                 imagepack.open(bad)
 
 
-def test_old_formats_still_load_byte_for_byte():
-    """tests/data/format3: databases with fields from before the metadata
-    checksum open, verify and read exactly as when they were written."""
-    expected = json.load(open(os.path.join(DATA, "format3", "expected.json")))
+@pytest.mark.parametrize("version", [3, 4])
+def test_old_formats_still_load_byte_for_byte(version):
+    """tests/data/format3 (fields, before the metadata checksum) and format4
+    (checksummed, before 16-bit fields): the databases open, verify and
+    read exactly as when they were written, masks value for value."""
+    folder = os.path.join(DATA, "format%d" % version)
+    expected = json.load(open(os.path.join(folder, "expected.json")))
     for name, want in expected.items():
-        path = os.path.join(DATA, "format3", name)
+        path = os.path.join(folder, name)
         r = subprocess.run([tool("verify_db"), path, "--decode"], capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
         db = read_db.open_db(path)
-        assert db.meta["format_version"] == 3 and "meta_checksum" not in db.meta
+        assert db.meta["format_version"] == version and ("meta_checksum" in db.meta) == (version >= 4)
         for i, rec in enumerate(want["records"]):
             raw = db.raw(i)
             assert hashlib.sha256(raw).hexdigest() == rec["record_sha256"]
@@ -382,6 +385,9 @@ def test_old_formats_still_load_byte_for_byte():
         for i, rec in enumerate(want["records"]):
             sample = ds[i]
             assert sample["label"] == rec["label"] and sample["image"].shape[:2] == (rec["height"], rec["width"])
+            if "mask_sha256" in rec:
+                assert sample["mask"].dtype == np.uint8
+                assert [hashlib.sha256(sample["mask"].tobytes()).hexdigest()] == rec["mask_sha256"]
 
 
 def test_a_state_from_another_dataset_is_refused(tree, tmp_path):
