@@ -25,7 +25,7 @@ struct Args {
   int max_size = 0, max_edge = 0;
   int64_t shuffle = -1;
   std::string format = "lmdb", encoding = "jpeg", shard_text = "0/1", filter_name = "triangle", errors_path;
-  std::string direct_io = "auto", images_dir, dct = "accurate";
+  std::string direct_io = "auto", images_dir, dct = "accurate", mask_dtype = "uint8";
   std::vector<std::string> positional;
 };
 
@@ -47,8 +47,8 @@ po::options_description Options(Args& a) {
       ("classes", po::value(&o.source.classes_file), "class order: one name per line (e.g. ImageNet's synset list)")
       ("labels", po::value(&o.source.labels_file), "flat SRC: lines 'FILENAME LABEL' (class name or index)")
       ("field", po::value(&o.source.fields)->composing(),
-       "NAME[:KIND]=DIR: a paired tree matched by relative path without extension (KIND image or mask; "
-       "NAME mask* is a mask); repeatable")
+       "NAME[:KIND]=DIR: a paired tree matched by relative path without extension (KIND image, mask or "
+       "depth; NAME mask* is a mask, depth* a depth map); repeatable")
       ("manifest", po::value(&o.source.manifest), "samples from a JSON Lines or CSV manifest (then only DST is given)")
       ("coco", po::value(&o.source.coco), "boxes from a COCO instances JSON; the images are in --images DIR")
       ("images", po::value(&a.images_dir), "with --coco: the folder its file_names are relative to")
@@ -59,8 +59,14 @@ po::options_description Options(Args& a) {
       ("allow-outside-paths", "manifest / COCO: allow paths outside the file's folder (absolute or ../)")
       ("no-class", "no class labels (label -1); for trees without class folders")
       ("mask-classes", po::value(&o.source.mask_classes), "masks: a classes file, or the class count N")
-      ("ignore-value", po::value(&o.source.mask_ignore)->default_value(o.source.mask_ignore),
-       "masks: the value outside any class (-1: none)")
+      ("mask-dtype", po::value(&a.mask_dtype)->default_value("uint8"),
+       "masks: uint8 (up to 256 classes) or uint16 (65,536: ADE20K's full set, panoptic ids)")
+      ("ignore-value", po::value(&o.source.mask_ignore),
+       "masks: the value outside any class (-1: none; default the dtype's largest, 255 or 65535)")
+      ("depth-scale", po::value(&o.source.depth_scale),
+       "depth maps (16-bit PNGs): units per stored value, kept in the metadata (0.001: millimetres as metres)")
+      ("depth-no-reading", po::value(&o.source.depth_no_reading)->default_value(0),
+       "depth maps: the value meaning no reading, and the loader's padding")
       ("box-classes", po::value(&o.source.box_classes), "manifest boxes: a classes file naming their classes")
       ("shuffle", po::value(&a.shuffle), "store records in a permutation fixed by SEED")
       ("shard", po::value(&a.shard_text)->default_value("0/1"), "I/N: pack only shard I of N")
@@ -112,7 +118,13 @@ std::string ResolvePaths(Args& a) {
 // usage error.
 std::string Resolve(Args& a, const po::variables_map& vm) {
   PackOptions& o = a.o;
-  if (o.source.mask_ignore < -1 || o.source.mask_ignore > 255) return "--ignore-value must be in -1..255";
+  if (a.mask_dtype != "uint8" && a.mask_dtype != "uint16") return "--mask-dtype must be uint8 or uint16";
+  o.source.mask_bits = a.mask_dtype == "uint16" ? 16 : 8;
+  const int top = (1 << o.source.mask_bits) - 1;
+  if (o.source.mask_ignore != SourceOptions::kMaskIgnoreTop && (o.source.mask_ignore < -1 || o.source.mask_ignore > top))
+    return "--ignore-value must be in -1.." + std::to_string(top) + " for a " + a.mask_dtype + " mask";
+  if (o.source.depth_scale < 0) return "--depth-scale must be positive";
+  if (o.source.depth_no_reading < 0 || o.source.depth_no_reading > 65535) return "--depth-no-reading must be in 0..65535";
   o.source.no_class = vm.count("no-class") > 0;
   o.source.allow_outside = vm.count("allow-outside-paths") > 0;
   if (a.max_size > 0 && a.max_edge > 0) return "give at most one of --max-size and --max-edge";

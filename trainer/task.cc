@@ -109,7 +109,10 @@ class Segmentation : public Task {
   }
   torch::Tensor Input(const torch::Tensor& x) const override { return norm_.Apply(x); }
   torch::Tensor Target(const BatchView& b, int n, const torch::Device& d) const override {
-    return ToDevice(ArrayOf(b, field_), n, torch::kUInt8, d).to(torch::kLong);
+    const BatchField& f = ArrayOf(b, field_);
+    if (f.dtype == DType::kUint16)  // LibTorch 1.13 has no uint16: the bits as int16, widened and masked
+      return ToDevice(f, n, torch::kInt16, d).to(torch::kLong).bitwise_and(0xFFFF);
+    return ToDevice(f, n, torch::kUInt8, d).to(torch::kLong);
   }
   torch::Tensor Loss(const torch::Tensor& out, const torch::Tensor& y) const override {
     return F::cross_entropy(out, y, F::CrossEntropyFuncOptions().ignore_index(ignore_ >= 0 ? ignore_ : -100));

@@ -66,6 +66,7 @@ py::array FieldArray(const BatchField& f, const std::shared_ptr<void>& hold) {
   switch (f.dtype) {
     case DType::kInt64: return View(reinterpret_cast<int64_t*>(f.data), shape, hold);
     case DType::kFloat32: return View(reinterpret_cast<float*>(f.data), shape, hold);
+    case DType::kUint16: return View(reinterpret_cast<uint16_t*>(f.data), shape, hold);
     case DType::kUint8: break;
   }
   return View(f.data, shape, hold);
@@ -317,8 +318,9 @@ class PyDataset {
     for (const FieldView& f : RecordFieldViews(rec.value())) {
       if (f.slot >= specs.size()) Raise(Status::Corruption("record " + RecordKey(i) + ": field slot out of range"));
       const std::string& name = specs[f.slot].name;
-      switch (f.kind) {
-        case FieldKind::kImage: {
+      const KindInfo& info = InfoOf(f.kind);
+      switch (info.layout) {
+        case FieldLayout::kPicture: {
           Image img;
           if (f.encoding == 0) {
             DecodeOptions d;
@@ -339,13 +341,14 @@ class PyDataset {
           out[py::str(name)] = View(owner->pixels.data(), {owner->height, owner->width, owner->channels}, owner);
           break;
         }
-        case FieldKind::kMask: {
-          py::array_t<uint8_t> m({py::ssize_t(f.height), py::ssize_t(f.width)});
+        case FieldLayout::kMap: {  // uint8 or uint16, as stored
+          py::array m = f.encoding == 2 ? py::array(py::array_t<uint16_t>({py::ssize_t(f.height), py::ssize_t(f.width)}))
+                                        : py::array(py::array_t<uint8_t>({py::ssize_t(f.height), py::ssize_t(f.width)}));
           std::memcpy(m.mutable_data(), f.data, f.size);
           out[py::str(name)] = m;
           break;
         }
-        case FieldKind::kBoxes: {
+        case FieldLayout::kBoxes: {
           const auto boxes = ReadBoxes(f);
           py::array_t<float> xy({py::ssize_t(boxes.size()), py::ssize_t(4)});
           py::array_t<int64_t> cls(py::ssize_t(boxes.size()));
@@ -358,7 +361,13 @@ class PyDataset {
           out[py::str(FieldLabelsName(name))] = cls;
           break;
         }
-        case FieldKind::kInts: {
+        case FieldLayout::kList: {
+          if (info.floats) {
+            py::array_t<float> v(py::ssize_t(f.count));
+            if (f.size) std::memcpy(v.mutable_data(), f.data, f.size);
+            out[py::str(name)] = v;
+            break;
+          }
           py::array_t<int64_t> v(py::ssize_t(f.count));
           for (uint32_t k = 0; k < f.count; ++k) {
             int32_t x;
@@ -368,13 +377,7 @@ class PyDataset {
           out[py::str(name)] = v;
           break;
         }
-        case FieldKind::kFloats: {
-          py::array_t<float> v(py::ssize_t(f.count));
-          if (f.size) std::memcpy(v.mutable_data(), f.data, f.size);
-          out[py::str(name)] = v;
-          break;
-        }
-        case FieldKind::kText:
+        case FieldLayout::kText:
           out[py::str(name)] = py::str(reinterpret_cast<const char*>(f.data), f.size);
           break;
       }

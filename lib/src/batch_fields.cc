@@ -19,23 +19,25 @@ FieldBatcher::FieldBatcher(std::vector<FieldSpec> fields, Shape shape) : fields_
   const int64_t B = s_.batch_size, S = s_.size, C = s_.channels;
   for (const FieldSpec& f : fields_) {
     outs_of_.push_back(template_.size());
-    switch (f.kind) {
-      case FieldKind::kImage:
+    const KindInfo& info = InfoOf(f.kind);
+    switch (info.layout) {
+      case FieldLayout::kPicture:
         template_.push_back({f.name, DType::kUint8,
                              s_.nchw ? std::vector<int64_t>{B, C, S, S} : std::vector<int64_t>{B, S, S, C}, {}});
         break;
-      case FieldKind::kMask: template_.push_back({f.name, DType::kUint8, {B, S, S}, {}}); break;
-      case FieldKind::kBoxes:
+      case FieldLayout::kMap:
+        template_.push_back({f.name, MapSampleBytes(f) == 2 ? DType::kUint16 : DType::kUint8, {B, S, S}, {}});
+        break;
+      case FieldLayout::kBoxes:
         template_.push_back({f.name, DType::kFloat32, {B, 0, 4}, {}});
         template_.push_back({FieldLabelsName(f.name), DType::kInt64, {B, 0}, {}});
         template_.push_back({FieldCountName(f.name), DType::kInt64, {B}, {}});
         break;
-      case FieldKind::kInts:
-      case FieldKind::kFloats:
-        template_.push_back({f.name, f.kind == FieldKind::kInts ? DType::kInt64 : DType::kFloat32, {B, 0}, {}});
+      case FieldLayout::kList:
+        template_.push_back({f.name, info.floats ? DType::kFloat32 : DType::kInt64, {B, 0}, {}});
         template_.push_back({FieldCountName(f.name), DType::kInt64, {B}, {}});
         break;
-      case FieldKind::kText:
+      case FieldLayout::kText:
         template_.push_back({f.name, DType::kUint8, {0}, {}});
         template_.push_back({f.name + "_offsets", DType::kInt64, {B + 1}, {}});
         break;
@@ -48,10 +50,10 @@ void FieldBatcher::Prepare(FieldArrays* a) const {
   const int64_t B = s_.batch_size;
   if (a->outs.empty()) a->outs = template_;
   for (size_t slot = 0; slot < fields_.size(); ++slot) {
-    if (fields_[slot].kind != FieldKind::kImage && fields_[slot].kind != FieldKind::kMask) continue;
+    if (!InfoOf(fields_[slot].kind).from_file()) continue;  // sized by Finish
     FieldOut& o = a->outs[outs_of_[slot]];
     o.shape[0] = B;
-    size_t n = 1;
+    size_t n = DTypeBytes(o.dtype);
     for (int64_t d : o.shape) n *= size_t(d);
     o.bytes.resize(n);
   }
@@ -69,34 +71,38 @@ Status FieldBatcher::RenderSample(const RecordView& rec, const CropBox& box, boo
     return Status::Corruption("holds " + std::to_string(views.size()) + " fields, the dataset declares " +
                               std::to_string(fields_.size()));
   const int S = s_.size;
-  const size_t image_bytes = size_t(S) * S * size_t(s_.channels);
   for (size_t slot = 0; slot < views.size(); ++slot) {
     const FieldView& f = views[slot];
     const FieldSpec& spec = fields_[slot];
     if (f.slot != slot || f.kind != spec.kind)
       return Status::Corruption("field " + std::to_string(slot) + " is not the declared " + spec.name);
-    if (InfoOf(f.kind).spatial && f.kind != FieldKind::kBoxes &&
-        (f.width != rec.fields.width || f.height != rec.fields.height))
+    const KindInfo& info = InfoOf(f.kind);
+    if (info.from_file() && (f.width != rec.fields.width || f.height != rec.fields.height))
       return Status::Corruption(spec.name + " is " + std::to_string(f.width) + "x" + std::to_string(f.height) +
                                 ", the image " + std::to_string(rec.fields.width) + "x" +
                                 std::to_string(rec.fields.height));
     FieldOut& out = a->outs[outs_of_[slot]];
     std::vector<uint8_t>& var = a->var[slot][size_t(i)];
-    switch (f.kind) {
-      case FieldKind::kImage: {
+    switch (info.layout) {
+      case FieldLayout::kPicture: {
+        const size_t image_bytes = size_t(S) * S * size_t(s_.channels);
         Status st = render(static_cast<Encoding>(f.encoding), f.data, f.size, f.channels,
                            out.bytes.data() + size_t(i) * image_bytes);
         if (!st.ok()) return st.WithContext(spec.name);
         break;
       }
-      case FieldKind::kMask:
-        RenderMask(f.data, int(f.width), int(f.height), box, S, S, flip, vflip,
-                   static_cast<uint8_t>(spec.ignore >= 0 ? spec.ignore : 0), out.bytes.data() + size_t(i) * S * S);
+      case FieldLayout::kMap: {
+        const int bytes = MapSampleBytes(spec);
+        if (f.encoding != bytes)
+          return Status::Corruption(spec.name + " holds " + std::to_string(8 * f.encoding) + "-bit samples, the "
+                                    "dataset declares " + std::to_string(spec.bits));
+        RenderMask(f.data, int(f.width), int(f.height), box, S, S, flip, vflip, static_cast<uint16_t>(MapFill(spec)),
+                   out.bytes.data() + size_t(i) * S * S * bytes, bytes);
         break;
-      case FieldKind::kBoxes: IMAGEPACK_RETURN_IF_ERROR(RenderBoxes(f, box, flip, vflip, &var)); break;
-      case FieldKind::kInts:
-      case FieldKind::kFloats:
-      case FieldKind::kText: var.assign(f.data, f.data + f.size); break;
+      }
+      case FieldLayout::kBoxes: IMAGEPACK_RETURN_IF_ERROR(RenderBoxes(f, box, flip, vflip, &var)); break;
+      case FieldLayout::kList:
+      case FieldLayout::kText: var.assign(f.data, f.data + f.size); break;
     }
   }
   const int64_t crop[6] = {box.x, box.y, box.w, box.h, flip, vflip};
@@ -132,16 +138,15 @@ Status FieldBatcher::RenderBoxes(const FieldView& f, const CropBox& box, bool fl
 void FieldBatcher::Finish(FieldArrays* a, int count) const {
   const size_t n = size_t(count);
   for (size_t slot = 0; slot < fields_.size(); ++slot) {
-    const FieldKind kind = fields_[slot].kind;
+    const KindInfo& info = InfoOf(fields_[slot].kind);
     FieldOut* out = &a->outs[outs_of_[slot]];
     const auto& var = a->var[slot];
-    switch (kind) {
-      case FieldKind::kImage:
-      case FieldKind::kMask: out->shape[0] = int64_t(n); break;  // made for batch_size samples
-      case FieldKind::kText: PadText(var, n, out); break;
-      case FieldKind::kBoxes: PadBoxes(var, n, out); break;
-      case FieldKind::kInts:
-      case FieldKind::kFloats: PadList(kind, var, n, out); break;
+    switch (info.layout) {
+      case FieldLayout::kPicture:
+      case FieldLayout::kMap: out->shape[0] = int64_t(n); break;  // made for batch_size samples
+      case FieldLayout::kText: PadText(var, n, out); break;
+      case FieldLayout::kBoxes: PadBoxes(var, n, out); break;
+      case FieldLayout::kList: PadList(info.floats, var, n, out); break;
     }
   }
   a->outs.back().shape[0] = int64_t(n);
@@ -198,7 +203,7 @@ void FieldBatcher::PadBoxes(const std::vector<std::vector<uint8_t>>& var, size_t
 
 // Ints: [n, m] int64, -1 past a sample's count; floats: [n, m] float32, 0
 // past it; counts [n].
-void FieldBatcher::PadList(FieldKind kind, const std::vector<std::vector<uint8_t>>& var, size_t n,
+void FieldBatcher::PadList(bool floats, const std::vector<std::vector<uint8_t>>& var, size_t n,
                            FieldOut* out) const {
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) m = std::max(m, var[i].size() / 4);
@@ -207,7 +212,7 @@ void FieldBatcher::PadList(FieldKind kind, const std::vector<std::vector<uint8_t
   counts.bytes.resize(n * 8);
   int64_t* count = reinterpret_cast<int64_t*>(counts.bytes.data());
   out->shape = {int64_t(n), int64_t(m)};
-  if (kind == FieldKind::kInts) {
+  if (!floats) {
     out->bytes.resize(n * m * 8);
     int64_t* v = reinterpret_cast<int64_t*>(out->bytes.data());
     std::fill(v, v + n * m, -1);

@@ -65,7 +65,7 @@ class FieldBatcher {
  private:
   Status RenderBoxes(const FieldView& f, const CropBox& box, bool flip, bool vflip, std::vector<uint8_t>* var) const;
   void PadBoxes(const std::vector<std::vector<uint8_t>>& var, size_t n, FieldOut* out) const;
-  void PadList(FieldKind kind, const std::vector<std::vector<uint8_t>>& var, size_t n, FieldOut* out) const;
+  void PadList(bool floats, const std::vector<std::vector<uint8_t>>& var, size_t n, FieldOut* out) const;
   void PadText(const std::vector<std::vector<uint8_t>>& var, size_t n, FieldOut* out) const;
 
   std::vector<FieldSpec> fields_;

@@ -231,9 +231,9 @@ Status RecordMembers(const RecordView& r, const DatasetMeta& meta, std::vector<M
   }
   for (const FieldView& f : RecordFieldViews(r)) {
     const FieldSpec& spec = meta.fields.at(f.slot);
-    switch (f.kind) {
-      case FieldKind::kImage:
-      case FieldKind::kMask: {
+    const KindInfo& info = InfoOf(f.kind);
+    switch (info.layout) {
+      case FieldLayout::kPicture: {
         Member m;
         const char* fext = "png";
         IMAGEPACK_RETURN_IF_ERROR(ImageBytes(f.encoding == 0 ? Encoding::kJpeg : Encoding::kRaw, f.channels, f.height,
@@ -242,25 +242,35 @@ Status RecordMembers(const RecordView& r, const DatasetMeta& meta, std::vector<M
         out->push_back(std::move(m));
         break;
       }
-      case FieldKind::kInts: {
-        std::vector<int32_t> v(f.count);
-        std::memcpy(v.data(), f.data, v.size() * 4);
-        j[spec.name] = v;
+      case FieldLayout::kMap: {  // a gray PNG of the map's own sample width, 8 or 16 bits
+        Image map;
+        map.width = static_cast<int>(f.width);
+        map.height = static_cast<int>(f.height);
+        map.channels = f.encoding;
+        map.pixels.assign(f.data, f.data + f.size);
+        auto png = EncodeMaskPng(map);
+        if (!png.ok()) return png.status().WithContext(spec.name);
+        out->push_back({"." + spec.name + ".png", std::move(png.value())});
         break;
       }
-      case FieldKind::kFloats: {
-        std::vector<float> v(f.count);
-        std::memcpy(v.data(), f.data, v.size() * 4);
-        j[spec.name] = v;
+      case FieldLayout::kList:
+        if (info.floats) {
+          std::vector<float> v(f.count);
+          std::memcpy(v.data(), f.data, v.size() * 4);
+          j[spec.name] = v;
+        } else {
+          std::vector<int32_t> v(f.count);
+          std::memcpy(v.data(), f.data, v.size() * 4);
+          j[spec.name] = v;
+        }
         break;
-      }
-      case FieldKind::kBoxes: {
+      case FieldLayout::kBoxes: {
         json boxes = json::array();
         for (const Box& b : ReadBoxes(f)) boxes.push_back({b.x0, b.y0, b.x1, b.y1, b.label});
         j[spec.name] = boxes;
         break;
       }
-      case FieldKind::kText: j[spec.name] = std::string(reinterpret_cast<const char*>(f.data), f.size); break;
+      case FieldLayout::kText: j[spec.name] = std::string(reinterpret_cast<const char*>(f.data), f.size); break;
     }
   }
   const std::string js = j.dump(-1, ' ', false, json::error_handler_t::replace);  // an old record's path may not be UTF-8

@@ -10,13 +10,16 @@
 namespace imagepack {
 namespace {
 
+// The kind table. Columns: kind, name, layout, element bytes, name prefix,
+// floats, classes, fixed bits, fill key, default fill.
 constexpr KindInfo kKinds[] = {
-    {FieldKind::kImage, "image", true, 0},
-    {FieldKind::kMask, "mask", true, 0},
-    {FieldKind::kInts, "ints", false, 4},
-    {FieldKind::kBoxes, "boxes", true, kBoxBytes},
-    {FieldKind::kFloats, "floats", false, 4},
-    {FieldKind::kText, "text", false, 1},
+    {FieldKind::kImage, "image", FieldLayout::kPicture, 0, nullptr, false, false, 0, nullptr, 0},
+    {FieldKind::kMask, "mask", FieldLayout::kMap, 0, "mask", false, true, 0, "ignore", -1},
+    {FieldKind::kInts, "ints", FieldLayout::kList, 4, nullptr, false, false, 0, nullptr, 0},
+    {FieldKind::kBoxes, "boxes", FieldLayout::kBoxes, kBoxBytes, nullptr, false, true, 0, nullptr, 0},
+    {FieldKind::kFloats, "floats", FieldLayout::kList, 4, nullptr, true, false, 0, nullptr, 0},
+    {FieldKind::kText, "text", FieldLayout::kText, 1, nullptr, false, false, 0, nullptr, 0},
+    {FieldKind::kDepth, "depth", FieldLayout::kMap, 0, "depth", false, false, 16, "no_reading", 0},
 };
 
 using internal::Get;
@@ -32,10 +35,22 @@ const KindInfo* FindKind(uint8_t byte) {
 
 const KindInfo& InfoOf(FieldKind kind) { return *FindKind(static_cast<uint8_t>(kind)); }
 
+std::string KindNames() {
+  std::string out;
+  for (const auto& k : kKinds) out += (out.empty() ? "" : ", ") + std::string(k.name);
+  return out;
+}
+
 Result<FieldKind> ParseFieldKind(const std::string& name) {
   for (const auto& k : kKinds)
     if (name == k.name) return k.kind;
-  return Status::InvalidArgument("unknown field kind '" + name + "' (expected image, mask, ints, boxes, floats or text)");
+  return Status::InvalidArgument("unknown field kind '" + name + "' (expected one of " + KindNames() + ")");
+}
+
+FieldKind KindOfFileField(const std::string& name) {
+  for (const auto& k : kKinds)
+    if (k.name_prefix != nullptr && name.rfind(k.name_prefix, 0) == 0) return k.kind;
+  return FieldKind::kImage;
 }
 
 void AppendField(std::vector<uint8_t>& out, const FieldView& f) {
@@ -57,27 +72,34 @@ void AppendField(std::vector<uint8_t>& out, const FieldView& f) {
 Status CheckFieldLayout(const FieldView& f) {
   const KindInfo& info = InfoOf(f.kind);
   const std::string what = std::string(info.name) + " field " + std::to_string(f.slot);
-  if (info.element_bytes > 0) {
-    if (f.width != 0 || f.encoding != 0 || f.channels != 0)
-      return Status::Corruption(what + ": list entry has geometry bytes set");
-    if (uint64_t(f.count) * info.element_bytes != f.size)
-      return Status::Corruption(what + ": " + std::to_string(f.count) + " elements but " + std::to_string(f.size) +
-                                " bytes");
-    return Status::Ok();
+  int sample_bytes = 0;  // bytes per pixel of a raw picture or map
+  switch (info.layout) {
+    case FieldLayout::kBoxes:
+    case FieldLayout::kList:
+    case FieldLayout::kText:
+      if (f.width != 0 || f.encoding != 0 || f.channels != 0)
+        return Status::Corruption(what + ": list entry has geometry bytes set");
+      if (uint64_t(f.count) * info.element_bytes != f.size)
+        return Status::Corruption(what + ": " + std::to_string(f.count) + " elements but " + std::to_string(f.size) +
+                                  " bytes");
+      return Status::Ok();
+    case FieldLayout::kMap:
+      if ((f.encoding != 1 && f.encoding != 2) || f.channels != 1)
+        return Status::Corruption(what + ": a " + info.name + " must be raw (encoding 1: uint8, 2: uint16) with 1 channel");
+      sample_bytes = f.encoding;
+      break;
+    case FieldLayout::kPicture:
+      if (f.encoding > 1) return Status::Corruption(what + ": bad encoding byte " + std::to_string(f.encoding));
+      if (f.channels != 1 && f.channels != 3)
+        return Status::Corruption(what + ": bad channel count " + std::to_string(f.channels));
+      sample_bytes = f.encoding == 1 ? f.channels : 0;
+      break;
   }
   if (f.width == 0 || f.height == 0) return Status::Corruption(what + ": zero width or height");
-  if (f.kind == FieldKind::kMask) {
-    if (f.encoding != 1 || f.channels != 1)
-      return Status::Corruption(what + ": a mask must be raw (encoding 1) with 1 channel");
-  } else {
-    if (f.encoding > 1) return Status::Corruption(what + ": bad encoding byte " + std::to_string(f.encoding));
-    if (f.channels != 1 && f.channels != 3)
-      return Status::Corruption(what + ": bad channel count " + std::to_string(f.channels));
-  }
-  if (f.encoding == 1 && uint64_t(f.width) * f.height * f.channels != f.size)
+  if (sample_bytes > 0 && uint64_t(f.width) * f.height * sample_bytes != f.size)
     return Status::Corruption(what + ": raw data is " + std::to_string(f.size) + " bytes, not " +
                               std::to_string(f.height) + "x" + std::to_string(f.width) + "x" +
-                              std::to_string(f.channels));
+                              std::to_string(sample_bytes));
   return Status::Ok();
 }
 
@@ -122,53 +144,72 @@ void WriteBoxes(const std::vector<Box>& boxes, std::vector<uint8_t>* out) {
   }
 }
 
+namespace {
+
+// A map's values: a mask's within its classes or the ignore value (maps of
+// other kinds hold measurements: any value).
+template <typename T>
+Status CheckMapValues(const FieldView& f, const FieldSpec& spec, uint32_t W) {
+  if (!InfoOf(spec.kind).classes || spec.classes.empty()) return Status::Ok();
+  const size_t n = spec.classes.size();
+  const size_t count = f.size / sizeof(T);
+  for (size_t i = 0; i < count; ++i) {
+    T v;
+    std::memcpy(&v, f.data + i * sizeof(T), sizeof(T));
+    if (size_t(v) >= n && int(v) != spec.ignore)
+      return Status::Corruption("value " + std::to_string(v) + " at (" + std::to_string(i % W) + ", " +
+                                std::to_string(i / W) + ") is neither a class [0," + std::to_string(n) +
+                                ") nor the ignore value " + std::to_string(spec.ignore));
+  }
+  return Status::Ok();
+}
+
+Status CheckBoxes(const FieldView& f, const FieldSpec& spec, uint32_t W, uint32_t H, const std::string& size) {
+  const auto boxes = ReadBoxes(f);
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    const Box& b = boxes[i];
+    const std::string which = "box " + std::to_string(i);
+    if (!std::isfinite(b.x0) || !std::isfinite(b.y0) || !std::isfinite(b.x1) || !std::isfinite(b.y1))
+      return Status::Corruption(which + " is not finite");
+    if (b.x0 < 0 || b.y0 < 0 || b.x1 > float(W) || b.y1 > float(H) || b.x0 > b.x1 || b.y0 > b.y1)
+      return Status::Corruption(which + " (" + std::to_string(b.x0) + ", " + std::to_string(b.y0) + ", " +
+                                std::to_string(b.x1) + ", " + std::to_string(b.y1) + ") is not inside the " + size +
+                                " image");
+    if (b.label < 0 || (!spec.classes.empty() && size_t(b.label) >= spec.classes.size()))
+      return Status::Corruption(which + " class " + std::to_string(b.label) + " out of range [0," +
+                                std::to_string(spec.classes.size()) + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status CheckFieldContent(const FieldView& f, const FieldSpec& spec, uint32_t W, uint32_t H) {
   if (f.kind != spec.kind)
     return Status::Corruption(std::string("is stored as ") + InfoOf(f.kind).name + ", metadata says " +
                               InfoOf(spec.kind).name);
   auto size_text = [](uint32_t w, uint32_t h) { return std::to_string(w) + "x" + std::to_string(h); };
-  switch (f.kind) {
-    case FieldKind::kImage:
-    case FieldKind::kMask:
+  const KindInfo& info = InfoOf(f.kind);
+  switch (info.layout) {
+    case FieldLayout::kPicture:
+    case FieldLayout::kMap:
       if (f.width != W || f.height != H)
         return Status::Corruption("is " + size_text(f.width, f.height) + ", the image is " + size_text(W, H));
-      if (f.kind == FieldKind::kMask && !spec.classes.empty()) {
-        const size_t n = spec.classes.size();
-        for (size_t i = 0; i < f.size; ++i) {
-          const int v = f.data[i];
-          if (size_t(v) >= n && v != spec.ignore)
-            return Status::Corruption("value " + std::to_string(v) + " at (" + std::to_string(i % W) + ", " +
-                                      std::to_string(i / W) + ") is neither a class [0," + std::to_string(n) +
-                                      ") nor the ignore value " + std::to_string(spec.ignore));
-        }
-      }
+      if (info.layout == FieldLayout::kPicture) return Status::Ok();
+      if (f.encoding != MapSampleBytes(spec))
+        return Status::Corruption("holds " + std::to_string(8 * f.encoding) + "-bit samples, metadata says " +
+                                  std::to_string(spec.bits));
+      return f.encoding == 2 ? CheckMapValues<uint16_t>(f, spec, W) : CheckMapValues<uint8_t>(f, spec, W);
+    case FieldLayout::kBoxes: return CheckBoxes(f, spec, W, H, size_text(W, H));
+    case FieldLayout::kList:
+      if (info.floats)
+        for (uint32_t i = 0; i < f.count; ++i)
+          if (!std::isfinite(Get<float>(f.data + 4 * size_t(i))))
+            return Status::Corruption("element " + std::to_string(i) + " is not finite");
       return Status::Ok();
-    case FieldKind::kBoxes: {
-      const auto boxes = ReadBoxes(f);
-      for (size_t i = 0; i < boxes.size(); ++i) {
-        const Box& b = boxes[i];
-        const std::string which = "box " + std::to_string(i);
-        if (!std::isfinite(b.x0) || !std::isfinite(b.y0) || !std::isfinite(b.x1) || !std::isfinite(b.y1))
-          return Status::Corruption(which + " is not finite");
-        if (b.x0 < 0 || b.y0 < 0 || b.x1 > float(W) || b.y1 > float(H) || b.x0 > b.x1 || b.y0 > b.y1)
-          return Status::Corruption(which + " (" + std::to_string(b.x0) + ", " + std::to_string(b.y0) + ", " +
-                                    std::to_string(b.x1) + ", " + std::to_string(b.y1) +
-                                    ") is not inside the " + size_text(W, H) + " image");
-        if (b.label < 0 || (!spec.classes.empty() && size_t(b.label) >= spec.classes.size()))
-          return Status::Corruption(which + " class " + std::to_string(b.label) + " out of range [0," +
-                                    std::to_string(spec.classes.size()) + ")");
-      }
-      return Status::Ok();
-    }
-    case FieldKind::kFloats:
-      for (uint32_t i = 0; i < f.count; ++i)
-        if (!std::isfinite(Get<float>(f.data + 4 * size_t(i))))
-          return Status::Corruption("element " + std::to_string(i) + " is not finite");
-      return Status::Ok();
-    case FieldKind::kText:
+    case FieldLayout::kText:
       if (!IsValidUtf8(f.data, f.size)) return Status::Corruption("is not valid UTF-8");
       return Status::Ok();
-    case FieldKind::kInts: return Status::Ok();
   }
   return Status::Ok();
 }
@@ -177,13 +218,12 @@ std::string FieldLabelsName(const std::string& field) { return field == "boxes" 
 std::string FieldCountName(const std::string& field) { return field == "boxes" ? "num_boxes" : "num_" + field; }
 
 std::vector<std::string> BatchKeysOf(const FieldSpec& f) {
-  switch (f.kind) {
-    case FieldKind::kImage:
-    case FieldKind::kMask: return {f.name};
-    case FieldKind::kBoxes: return {f.name, FieldLabelsName(f.name), FieldCountName(f.name)};
-    case FieldKind::kInts:
-    case FieldKind::kFloats: return {f.name, FieldCountName(f.name)};
-    case FieldKind::kText: return {f.name, f.name + "_offsets"};
+  switch (InfoOf(f.kind).layout) {
+    case FieldLayout::kPicture:
+    case FieldLayout::kMap: return {f.name};
+    case FieldLayout::kBoxes: return {f.name, FieldLabelsName(f.name), FieldCountName(f.name)};
+    case FieldLayout::kList: return {f.name, FieldCountName(f.name)};
+    case FieldLayout::kText: return {f.name, f.name + "_offsets"};
   }
   return {f.name};
 }

@@ -234,14 +234,15 @@ Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::strin
   c.Text(o.db + ": epoch " + std::to_string(o.epoch) + ", seed " + std::to_string(o.seed) + ", " + o.augment + " " +
              std::to_string(s) + "x" + std::to_string(s),
          6, 6, 15);
-  const BatchField* mask = nullptr;
+  const BatchField* mask = nullptr;  // the first map of classes, tinted by value
   int mask_ignore = -1;
   std::vector<std::pair<const BatchField*, std::pair<const BatchField*, const BatchField*>>> boxes;
   for (const auto& f : b.fields) {
     for (const auto& spec : meta.fields) {
       if (spec.name != f.name) continue;
-      if (spec.kind == FieldKind::kMask && !mask) mask = &f, mask_ignore = spec.ignore;
-      if (spec.kind == FieldKind::kBoxes) {
+      const KindInfo& info = InfoOf(spec.kind);
+      if (info.layout == FieldLayout::kMap && info.classes && !mask) mask = &f, mask_ignore = spec.ignore;
+      if (info.layout == FieldLayout::kBoxes) {
         const std::string lab = FieldLabelsName(f.name);
         const std::string num = FieldCountName(f.name);
         const BatchField *fl = nullptr, *fn = nullptr;
@@ -263,10 +264,12 @@ Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::strin
     im.pixels.assign(src, src + size_t(s) * s * 3);
     c.Blit(im, x, y, zoom);
     if (mask) {
-      const uint8_t* m = mask->data + size_t(i) * s * s;
+      const size_t bytes = DTypeBytes(mask->dtype);
+      const uint8_t* m = mask->data + size_t(i) * s * s * bytes;
       for (int yy = 0; yy < z; ++yy)
         for (int xx = 0; xx < z; ++xx) {
-          const int v = m[size_t(yy / zoom) * s + xx / zoom];
+          const uint8_t* at = m + (size_t(yy / zoom) * s + xx / zoom) * bytes;
+          const int v = bytes == 2 ? at[0] | at[1] << 8 : at[0];
           if (v != mask_ignore && v != 0) c.Tint(x + xx, y + yy, ColourOf(v), 0.45f);
         }
     }

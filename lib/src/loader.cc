@@ -24,6 +24,16 @@
 
 namespace imagepack {
 
+size_t DTypeBytes(DType t) {
+  switch (t) {
+    case DType::kUint8: return 1;
+    case DType::kUint16: return 2;
+    case DType::kFloat32: return 4;
+    case DType::kInt64: return 8;
+  }
+  return 1;
+}
+
 std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world,
                                   bool even_partition, int64_t start) {
   OrderSpec spec;

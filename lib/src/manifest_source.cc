@@ -59,7 +59,7 @@ FieldKind KindOfValue(const std::string& key, const json& v, bool paths) {
   if (v.is_string()) {
     if (!paths) return FieldKind::kText;
     const std::string s = v.get<std::string>();
-    if (HasImageExtension(s)) return key.rfind("mask", 0) == 0 ? FieldKind::kMask : FieldKind::kImage;
+    if (HasImageExtension(s)) return KindOfFileField(key);
     return FieldKind::kText;
   }
   if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number(); }))
@@ -71,13 +71,14 @@ FieldKind KindOfValue(const std::string& key, const json& v, bool paths) {
 // One manifest value as the field of `spec`'s kind; an error says why not.
 Status FillField(const FieldSpec& spec, const json& v, const fs::path& base, SourceField* f) {
   const std::string& name = spec.name;
-  switch (spec.kind) {
-    case FieldKind::kImage:
-    case FieldKind::kMask:
+  const KindInfo& info = InfoOf(spec.kind);
+  switch (info.layout) {
+    case FieldLayout::kPicture:
+    case FieldLayout::kMap:
       if (!v.is_string() || v.get<std::string>().empty()) return Status::InvalidArgument(name + " is not a path");
       f->file = (base / v.get<std::string>()).string();
       return Status::Ok();
-    case FieldKind::kBoxes:
+    case FieldLayout::kBoxes:
       if (!v.is_array()) return Status::InvalidArgument("boxes is not a list of [x0, y0, x1, y1, class]");
       for (const auto& b : v) {
         if (!b.is_array() || b.size() != 5 || !std::all_of(b.begin(), b.end(), [](const json& e) { return e.is_number(); }))
@@ -88,22 +89,21 @@ Status FillField(const FieldSpec& spec, const json& v, const fs::path& base, Sou
                             static_cast<int32_t>(b[4].get<int64_t>())});
       }
       return Status::Ok();
-    case FieldKind::kInts:
-      if (!v.is_array()) return Status::InvalidArgument(name + " is not a list of integers");
+    case FieldLayout::kList:
+      if (!v.is_array())
+        return Status::InvalidArgument(name + " is not a list of " + (info.floats ? "numbers" : "integers"));
       for (const auto& e : v) {
+        if (info.floats) {
+          if (!e.is_number()) return Status::InvalidArgument(name + " holds " + e.dump() + ", not a number");
+          f->floats.push_back(e.get<float>());
+          continue;
+        }
         if (!e.is_number_integer() || e.get<int64_t>() < INT32_MIN || e.get<int64_t>() > INT32_MAX)
           return Status::InvalidArgument(name + " holds " + e.dump() + ", not a 32-bit integer");
         f->ints.push_back(static_cast<int32_t>(e.get<int64_t>()));
       }
       return Status::Ok();
-    case FieldKind::kFloats:
-      if (!v.is_array()) return Status::InvalidArgument(name + " is not a list of numbers");
-      for (const auto& e : v) {
-        if (!e.is_number()) return Status::InvalidArgument(name + " holds " + e.dump() + ", not a number");
-        f->floats.push_back(e.get<float>());
-      }
-      return Status::Ok();
-    case FieldKind::kText: f->text = v.is_string() ? v.get<std::string>() : v.dump(); return Status::Ok();
+    case FieldLayout::kText: f->text = v.is_string() ? v.get<std::string>() : v.dump(); return Status::Ok();
   }
   return Status::Ok();
 }
@@ -231,7 +231,7 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
       SourceField f;
       f.slot = static_cast<int>(slot);
       if (!row.contains(spec.name)) {
-        if (InfoOf(spec.kind).spatial && spec.kind != FieldKind::kBoxes)
+        if (InfoOf(spec.kind).from_file())
           bad = Status::InvalidArgument("no " + spec.name + " for " + item.rel);
       } else {
         bad = FillField(spec, row[spec.name], base, &f);

@@ -38,7 +38,7 @@ void OnWarning(png_structp, png_const_charp) {}
 
 // The decode proper; libpng reports errors by longjmp, so no object with a
 // destructor may live in this frame across the setjmp.
-bool DecodePng(PngReadState* s, Image* out, bool* sixteen_big) {
+bool DecodePng(PngReadState* s, int bits, Image* out, bool* sixteen_big) {
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, s, OnError, OnWarning);
   if (!png) return false;
   png_infop info = png_create_info_struct(png);
@@ -66,8 +66,9 @@ bool DecodePng(PngReadState* s, Image* out, bool* sixteen_big) {
   const size_t rowbytes = png_get_rowbytes(png, info);
   std::vector<uint8_t>& px = out->pixels;
   std::vector<uint8_t>& wide = s->wide;
+  const bool widen = bits > 8 && depth <= 8;  // 8-bit samples as uint16
   uint8_t* base;
-  if (depth == 16) {
+  if (depth == 16 || widen) {
     wide.resize(rowbytes * h);
     base = wide.data();
   } else {
@@ -79,9 +80,19 @@ bool DecodePng(PngReadState* s, Image* out, bool* sixteen_big) {
   png_read_image(png, s->rows.data());
   png_read_end(png, nullptr);
   png_destroy_read_struct(&png, &info, nullptr);
-  if (depth == 16) {  // big-endian samples; values must fit a byte
-    px.resize(size_t(w) * h);
-    for (size_t i = 0; i < px.size(); ++i) {
+  out->width = static_cast<int>(w);
+  out->height = static_cast<int>(h);
+  out->channels = bits > 8 ? 2 : 1;
+  const size_t n = size_t(w) * h;
+  if (widen) {  // one byte per sample in, little-endian uint16 out
+    px.assign(2 * n, 0);
+    for (size_t i = 0; i < n; ++i) px[2 * i] = wide[i];
+  } else if (depth == 16 && bits > 8) {  // big-endian samples to little-endian
+    px.resize(2 * n);
+    for (size_t i = 0; i < n; ++i) px[2 * i] = wide[2 * i + 1], px[2 * i + 1] = wide[2 * i];
+  } else if (depth == 16) {  // values must fit a byte
+    px.resize(n);
+    for (size_t i = 0; i < n; ++i) {
       const int v = (wide[2 * i] << 8) | wide[2 * i + 1];
       if (v > 255) {
         *sixteen_big = true;
@@ -90,9 +101,6 @@ bool DecodePng(PngReadState* s, Image* out, bool* sixteen_big) {
       px[i] = static_cast<uint8_t>(v);
     }
   }
-  out->width = static_cast<int>(w);
-  out->height = static_cast<int>(h);
-  out->channels = 1;
   return true;
 }
 
@@ -108,7 +116,7 @@ inline int Nearest(int i, int n, int start, int len) {
 
 }  // namespace
 
-Result<Image> DecodeMask(const uint8_t* data, size_t size) {
+Result<Image> DecodeMask(const uint8_t* data, size_t size, int bits) {
   const ImageFormat fmt = SniffFormat(data, size);
   if (fmt == ImageFormat::kJpeg)
     return Status::InvalidArgument("mask is a JPEG: lossy compression changes label values; masks must be PNG");
@@ -117,22 +125,22 @@ Result<Image> DecodeMask(const uint8_t* data, size_t size) {
   PngReadState s{data, size, 0, {}, {}, {}};
   Image out;
   bool sixteen_big = false;
-  if (!DecodePng(&s, &out, &sixteen_big)) {
-    if (sixteen_big) return Status::NotSupported("16-bit mask holds values over 255 (masks are uint8)");
+  if (!DecodePng(&s, bits, &out, &sixteen_big)) {
+    if (sixteen_big)
+      return Status::NotSupported("16-bit mask holds values over 255, the field is uint8 (pack it as uint16: "
+                                  "--mask-dtype uint16)");
     return Status::Corruption("mask PNG: " + s.error);
   }
   return out;
 }
 
-Result<std::vector<uint8_t>> EncodeMaskPng(const Image& mask) {
-  if (mask.channels != 1) return Status::InvalidArgument("a mask PNG is 1 channel, non-empty");
-  return EncodePng(mask);
-}
+namespace {
 
-Result<std::vector<uint8_t>> EncodePng(const Image& img) {
-  if ((img.channels != 1 && img.channels != 3) || img.width < 1 || img.height < 1)
-    return Status::InvalidArgument("a PNG is encoded from a non-empty 1- or 3-channel image");
+// An image of `depth`-bit samples (8: gray or RGB bytes; 16: gray, one
+// little-endian uint16 per pixel) as a PNG.
+Result<std::vector<uint8_t>> WritePng(const Image& img, int depth) {
   std::vector<uint8_t> out;
+  std::vector<uint8_t> row;  // a 16-bit row in PNG's big-endian order
   PngReadState s{nullptr, 0, 0, {}, {}, {}};
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &s, OnError, OnWarning);
   if (!png) return Status::IOError("png_create_write_struct failed");
@@ -142,39 +150,77 @@ Result<std::vector<uint8_t>> EncodePng(const Image& img) {
     return Status::IOError("PNG encode: " + s.error);
   }
   png_set_write_fn(png, &out, WriteToVector, nullptr);
-  png_set_IHDR(png, info, img.width, img.height, 8, img.channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB,
+  png_set_IHDR(png, info, img.width, img.height, depth, img.channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY,
                PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_set_compression_level(png, 6);
   png_write_info(png, info);
   const size_t stride = size_t(img.width) * img.channels;
-  for (int y = 0; y < img.height; ++y) png_write_row(png, const_cast<png_bytep>(img.pixels.data() + size_t(y) * stride));
+  row.resize(stride);
+  for (int y = 0; y < img.height; ++y) {
+    const uint8_t* src = img.pixels.data() + size_t(y) * stride;
+    if (depth == 16) {
+      for (size_t i = 0; i < stride; i += 2) row[i] = src[i + 1], row[i + 1] = src[i];
+      src = row.data();
+    }
+    png_write_row(png, const_cast<png_bytep>(src));
+  }
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
   return out;
 }
 
-Image ResizeMaskNearest(const uint8_t* src, int w, int h, int tw, int th) {
-  Image out;
-  out.width = tw;
-  out.height = th;
-  out.channels = 1;
-  out.pixels.resize(size_t(tw) * th);
+}  // namespace
+
+Result<std::vector<uint8_t>> EncodeMaskPng(const Image& mask) {
+  if ((mask.channels != 1 && mask.channels != 2) || mask.width < 1 || mask.height < 1)
+    return Status::InvalidArgument("a mask PNG is made from a non-empty map of 1 or 2 bytes per pixel");
+  return WritePng(mask, mask.channels == 2 ? 16 : 8);
+}
+
+Result<std::vector<uint8_t>> EncodePng(const Image& img) {
+  if ((img.channels != 1 && img.channels != 3) || img.width < 1 || img.height < 1)
+    return Status::InvalidArgument("a PNG is encoded from a non-empty 1- or 3-channel image");
+  return WritePng(img, 8);
+}
+
+namespace {
+
+// Samples are moved with memcpy: a record's map may start at an odd byte.
+template <typename T>
+inline void CopySample(uint8_t* dst, const uint8_t* src) {
+  std::memcpy(dst, src, sizeof(T));
+}
+
+template <typename T>
+void ResizeNearest(const uint8_t* src, int w, int h, int tw, int th, uint8_t* dst) {
+  constexpr size_t B = sizeof(T);
   std::vector<int> xs(tw);
   for (int x = 0; x < tw; ++x) xs[x] = Nearest(x, tw, 0, w);
   for (int y = 0; y < th; ++y) {
-    const uint8_t* row = src + size_t(Nearest(y, th, 0, h)) * w;
-    uint8_t* o = out.pixels.data() + size_t(y) * tw;
-    for (int x = 0; x < tw; ++x) o[x] = row[xs[x]];
+    const uint8_t* row = src + size_t(Nearest(y, th, 0, h)) * w * B;
+    uint8_t* o = dst + size_t(y) * tw * B;
+    for (int x = 0; x < tw; ++x) CopySample<T>(o + x * B, row + size_t(xs[x]) * B);
   }
-  return out;
 }
 
-void RenderMask(const uint8_t* src, int w, int h, const CropBox& box, int out_w, int out_h, bool hflip, bool vflip,
-                uint8_t fill, uint8_t* dst) {
+// `n` samples of value `fill` at dst.
+template <typename T>
+inline void FillSamples(uint8_t* dst, int n, T fill) {
+  if constexpr (sizeof(T) == 1) {
+    std::memset(dst, fill, size_t(n));
+    return;
+  }
+  for (int i = 0; i < n; ++i) std::memcpy(dst + size_t(i) * sizeof(T), &fill, sizeof(T));
+}
+
+template <typename T>
+void Render(const uint8_t* src, int w, int h, const CropBox& box, int out_w, int out_h, bool hflip, bool vflip, T fill,
+            uint8_t* dst) {
   // Source columns once per sample; the columns that fall inside the mask
   // form one run [lo, hi) (the mapping is monotonic), so each row is a fill,
   // a branch-free gather and a fill. Rows that map to the source row of the
   // row before (crops smaller than the output) are copies of it.
+  constexpr size_t B = sizeof(T);
   thread_local std::vector<int> xs;
   xs.resize(out_w);
   for (int x = 0; x < out_w; ++x) xs[x] = Nearest(hflip ? out_w - 1 - x : x, out_w, box.x, box.w);
@@ -182,23 +228,47 @@ void RenderMask(const uint8_t* src, int w, int h, const CropBox& box, int out_w,
   while (lo < hi && (xs[lo] < 0 || xs[lo] >= w)) ++lo;
   while (hi > lo && (xs[hi - 1] < 0 || xs[hi - 1] >= w)) --hi;
   int prev_sy = INT32_MIN;
+  const size_t row_bytes = size_t(out_w) * B;
   for (int y = 0; y < out_h; ++y) {
     const int sy = Nearest(vflip ? out_h - 1 - y : y, out_h, box.y, box.h);
-    uint8_t* o = dst + size_t(y) * out_w;
+    uint8_t* o = dst + size_t(y) * row_bytes;
     if (sy == prev_sy) {
-      std::memcpy(o, o - out_w, out_w);
+      std::memcpy(o, o - row_bytes, row_bytes);
       continue;
     }
     prev_sy = sy;
     if (sy < 0 || sy >= h) {
-      std::memset(o, fill, out_w);
+      FillSamples<T>(o, out_w, fill);
       continue;
     }
-    const uint8_t* row = src + size_t(sy) * w;
-    std::memset(o, fill, lo);
-    for (int x = lo; x < hi; ++x) o[x] = row[xs[x]];
-    std::memset(o + hi, fill, out_w - hi);
+    const uint8_t* row = src + size_t(sy) * w * B;
+    FillSamples<T>(o, lo, fill);
+    for (int x = lo; x < hi; ++x) CopySample<T>(o + x * B, row + size_t(xs[x]) * B);
+    FillSamples<T>(o + hi * B, out_w - hi, fill);
   }
+}
+
+}  // namespace
+
+Image ResizeMaskNearest(const uint8_t* src, int w, int h, int tw, int th, int bytes) {
+  Image out;
+  out.width = tw;
+  out.height = th;
+  out.channels = bytes;
+  out.pixels.resize(size_t(tw) * th * bytes);
+  if (bytes == 2)
+    ResizeNearest<uint16_t>(src, w, h, tw, th, out.pixels.data());
+  else
+    ResizeNearest<uint8_t>(src, w, h, tw, th, out.pixels.data());
+  return out;
+}
+
+void RenderMask(const uint8_t* src, int w, int h, const CropBox& box, int out_w, int out_h, bool hflip, bool vflip,
+                uint16_t fill, uint8_t* dst, int bytes) {
+  if (bytes == 2)
+    Render<uint16_t>(src, w, h, box, out_w, out_h, hflip, vflip, fill, dst);
+  else
+    Render<uint8_t>(src, w, h, box, out_w, out_h, hflip, vflip, static_cast<uint8_t>(fill), dst);
 }
 
 }  // namespace imagepack

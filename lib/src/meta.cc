@@ -1,5 +1,7 @@
 #include "imagepack/meta.h"
 
+#include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <limits>
 #include <type_traits>
@@ -67,7 +69,10 @@ std::string DatasetMeta::ToJson() const {
   json j;
   j["format"] = "imagepack";
   const bool checked = format_version >= kFormatVersionChecked;
-  j["format_version"] = checked ? kFormatVersionChecked : fields.empty() ? format_version : kFormatVersionFields;
+  const bool wide = std::any_of(fields.begin(), fields.end(), [](const FieldSpec& f) { return f.bits > 8; });
+  j["format_version"] = checked ? (wide ? kFormatVersionWide : kFormatVersionChecked)
+                        : fields.empty() ? format_version
+                                         : kFormatVersionFields;
   if (checked) j["meta_checksum"] = std::string(kChecksumDigits, '0');
   j["count"] = count;
   j["classes"] = classes;
@@ -85,9 +90,12 @@ std::string DatasetMeta::ToJson() const {
   if (!fields.empty()) {
     json fs = json::array();
     for (const auto& f : fields) {
-      json e = {{"name", f.name}, {"kind", InfoOf(f.kind).name}};
+      const KindInfo& info = InfoOf(f.kind);
+      json e = {{"name", f.name}, {"kind", info.name}};
       if (!f.classes.empty()) e["classes"] = f.classes;
-      if (f.kind == FieldKind::kMask) e["ignore"] = f.ignore;
+      if (info.fill_key != nullptr) e[info.fill_key] = f.ignore;
+      if (info.layout == FieldLayout::kMap && info.fixed_bits == 0 && f.bits != 8) e["dtype"] = "uint16";
+      if (f.scale > 0) e["scale"] = f.scale;
       fs.push_back(e);
     }
     j["fields"] = fs;
@@ -149,9 +157,48 @@ Status CheckMetaChecksum(const uint8_t* data, size_t size, const json& j) {
   return Status::Corruption(std::string(msg) + ": the metadata was changed or damaged after packing");
 }
 
+// A map field's own entries: its sample width (depth 16 bits; a mask
+// "dtype" uint8 or, from format 5, uint16), its fill value within that
+// width (a mask's "ignore" may be -1, none), a depth map's "scale".
+Status ParseMapSpec(const json& e, int version, FieldSpec* f) {
+  const KindInfo& info = InfoOf(f->kind);
+  const std::string what = "metadata field '" + f->name + "'";
+  if (info.layout != FieldLayout::kMap) {
+    if (e.contains("ignore") || e.contains("dtype") || e.contains("scale"))
+      return Status::Corruption(what + " (" + info.name + ") has map entries (ignore, dtype, scale)");
+    return Status::Ok();
+  }
+  f->bits = info.fixed_bits > 0 ? info.fixed_bits : 8;
+  if (e.contains("dtype")) {
+    if (info.fixed_bits > 0 || !e["dtype"].is_string() ||
+        (e["dtype"] != "uint8" && e["dtype"] != "uint16"))
+      return Status::Corruption(what + " dtype is not uint8 or uint16");
+    f->bits = e["dtype"] == "uint16" ? 16 : 8;
+  }
+  if (f->bits > 8 && version < kFormatVersionWide)
+    return Status::Corruption(what + " is 16-bit in format " + std::to_string(version) + " metadata (format 5 and later)");
+  const int top = f->bits > 8 ? 65535 : 255;
+  f->ignore = info.default_fill;
+  if (e.contains(info.fill_key)) {
+    auto fill = IntIn(e[info.fill_key], "field '" + f->name + "' " + info.fill_key, info.default_fill < 0 ? -1 : 0, top);
+    if (!fill.ok()) return fill.status();
+    f->ignore = static_cast<int>(*fill);
+  }
+  if (e.contains("scale")) {
+    if (info.classes || !e["scale"].is_number() || !(e["scale"].get<double>() > 0) ||
+        !std::isfinite(e["scale"].get<double>()))
+      return Status::Corruption(what + " scale is not a positive number");
+    f->scale = e["scale"].get<double>();
+  }
+  if (info.classes && f->classes.size() > size_t(top) + 1)
+    return Status::Corruption(what + " declares " + std::to_string(f->classes.size()) + " classes for " +
+                              std::to_string(f->bits) + "-bit values");
+  return Status::Ok();
+}
+
 // The "fields" array (format 3 and later): names unique and non-empty,
-// kinds known, classes strings, ignore in -1..255; 1 to 255 of them in
-// format 3.
+// kinds known, classes strings, map entries as ParseMapSpec; 1 to 255 of
+// them in format 3.
 Status ParseFieldSpecs(const json& fields, int version, std::vector<FieldSpec>* out) {
   for (const auto& e : fields) {
     if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("kind") ||
@@ -172,11 +219,7 @@ Status ParseFieldSpecs(const json& fields, int version, std::vector<FieldSpec>* 
         f.classes.push_back(c.get<std::string>());
       }
     }
-    if (e.contains("ignore")) {
-      auto ignore = IntIn(e["ignore"], "field '" + f.name + "' ignore", -1, 255);
-      if (!ignore.ok()) return ignore.status();
-      f.ignore = static_cast<int>(*ignore);
-    }
+    IMAGEPACK_RETURN_IF_ERROR(ParseMapSpec(e, version, &f));
     out->push_back(std::move(f));
   }
   if ((version == kFormatVersionFields && out->empty()) || out->size() > 255)
@@ -252,9 +295,9 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
   auto version = IntIn(j["format_version"], "format_version", 0, 1 << 30);
   if (!version.ok()) return version.status();
   m.format_version = static_cast<int>(*version);
-  if (m.format_version < 1 || m.format_version > kFormatVersionChecked)
+  if (m.format_version < 1 || m.format_version > kFormatVersionWide)
     return Status::NotSupported("format version " + std::to_string(m.format_version) +
-                                " (this build reads 1 to " + std::to_string(kFormatVersionChecked) + ")");
+                                " (this build reads 1 to " + std::to_string(kFormatVersionWide) + ")");
   if (m.format_version >= kFormatVersionChecked && !j.contains("meta_checksum"))
     return Status::Corruption("metadata of format " + std::to_string(m.format_version) +
                               " lacks its meta_checksum (damaged)");

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bitset>
 #include <cmath>
 #include <chrono>
 #include <cstring>
@@ -89,7 +88,7 @@ Result<internal::DatasetSource> OpenForPack(const PackOptions& o, PackSummary* s
 // What the records written add up to, for the metadata.
 struct Totals {
   std::vector<int64_t> label_counts;
-  std::vector<std::bitset<256>> mask_values;  // per field slot: mask values present
+  std::vector<int> map_top;  // per field slot: a map's largest value but its fill value, -1: none
   PixelMoments moments;
 };
 
@@ -141,7 +140,7 @@ class WriteStage {
     if (o_.progress) o_.progress->bytes_out += record_bytes;
     summary_->passed_through += p.passed_through;
     totals_->moments.Merge(p.moments);
-    for (size_t f = 0; f < p.mask_values.size(); ++f) totals_->mask_values[f] |= p.mask_values[f];
+    for (size_t f = 0; f < p.map_top.size(); ++f) totals_->map_top[f] = std::max(totals_->map_top[f], p.map_top[f]);
     return p;
   }
 
@@ -218,15 +217,14 @@ DatasetMeta PackMeta(const PackOptions& o, const internal::DatasetSource& source
   meta.options_json = o.options_json;
   meta.source = fs::absolute(o.source.manifest.empty() ? o.src : o.source.manifest, ec).string();
   meta.fields = source.fields;
-  // Masks without declared classes: classes 0 .. the largest value found
-  // (the ignore value aside), so verify and the trainer know the count.
+  // Maps whose values are classes, declared none: classes 0 .. the largest
+  // value found (the ignore value aside), so verify and the trainer know
+  // the count.
   for (size_t f = 0; f < meta.fields.size(); ++f) {
     FieldSpec& spec = meta.fields[f];
-    if (spec.kind != FieldKind::kMask || !spec.classes.empty()) continue;
-    int top = -1;
-    for (int v = 0; v < 256; ++v)
-      if (t.mask_values[f][v] && v != spec.ignore) top = v;
-    for (int v = 0; v <= top; ++v) spec.classes.push_back(std::to_string(v));
+    const KindInfo& info = InfoOf(spec.kind);
+    if (info.layout != FieldLayout::kMap || !info.classes || !spec.classes.empty()) continue;
+    for (int v = 0; v <= t.map_top[f]; ++v) spec.classes.push_back(std::to_string(v));
   }
   meta.created = UtcNow();
   meta.stats_images = t.moments.images;
@@ -267,7 +265,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
   RecordMaker maker(o, items, source.value());
   Totals totals;
   totals.label_counts.assign(source->classes.size(), 0);
-  totals.mask_values.resize(source->fields.size());
+  totals.map_top.assign(source->fields.size(), -1);
   const int threads = internal::ResolveThreads(o.threads);
   const size_t tokens = static_cast<size_t>(std::max(threads, 1)) * 4;  // records in flight
   WriteStage ws(o, items, w, maker, tokens, &summary, &totals);

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bitset>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -42,7 +41,7 @@ struct Packed {
   int64_t payload = 0;
   int32_t label = -1;
   int64_t write_at = -1;  // parallel writes: where the record goes
-  std::vector<std::bitset<256>> mask_values;  // per field slot: mask values present
+  std::vector<int> map_top;  // per field slot: a map's largest value but its fill value, -1: none
 };
 
 // Where a sample's spatial fields must line up: the image as stored (before
@@ -118,7 +117,7 @@ class RecordMaker {
     if (!specs_.empty()) {
       geometry.out_w = static_cast<int>(unsealed->fields.width);
       geometry.out_h = static_cast<int>(unsealed->fields.height);
-      p.mask_values.resize(specs_.size());
+      p.map_top.assign(specs_.size(), -1);
       Status st = MakeFields(items_[pos], geometry, &unsealed.value(), &p);
       if (!st.ok()) {
         p.error = st.message();
@@ -213,31 +212,35 @@ class RecordMaker {
     return Status::Ok();
   }
 
-  // A label map: decoded to values, turned upright with the image (when
-  // stored at the image's stored size), resized by nearest neighbour, its
-  // values checked against the declared classes (verify's rule).
-  Status MakeMaskField(const SourceField& sf, const FieldSpec& spec, const Geometry& g, FieldView* f,
-                       std::vector<uint8_t>* data, std::bitset<256>* values) {
+  // A map: decoded to values of its sample width, turned upright with the
+  // image (when stored at the image's stored size), resized by nearest
+  // neighbour, its values checked against declared classes (verify's rule).
+  Status MakeMapField(const SourceField& sf, const FieldSpec& spec, const Geometry& g, FieldView* f,
+                      std::vector<uint8_t>* data, int* top) {
     auto bytes = internal::ReadFieldFile(source_, sf);
     if (!bytes.ok()) return bytes.status();
-    auto mask = DecodeMask(bytes->data(), bytes->size());
-    if (!mask.ok()) return Named(spec, sf, mask.status());
-    Image m = std::move(mask.value());
+    const int B = MapSampleBytes(spec);
+    auto map = DecodeMask(bytes->data(), bytes->size(), spec.bits);
+    if (!map.ok()) return Named(spec, sf, map.status());
+    Image m = std::move(map.value());
     if (m.width == g.stored_w && m.height == g.stored_h) {
       m = ApplyOrientation(std::move(m), g.orientation);
     } else if (m.width != g.upright_w() || m.height != g.upright_h()) {
       return OtherSize(spec, sf, g, m.width, m.height);
     }
-    if (m.width != g.out_w || m.height != g.out_h) m = ResizeMaskNearest(m.pixels.data(), m.width, m.height, g.out_w, g.out_h);
-    for (uint8_t v : m.pixels) values->set(v);
-    if (!spec.classes.empty())
-      for (int v = static_cast<int>(spec.classes.size()); v < 256; ++v)
-        if ((*values)[v] && v != spec.ignore)
-          return Status::InvalidArgument(spec.name + ": mask value " + std::to_string(v) + " is outside the " +
-                                         std::to_string(spec.classes.size()) +
-                                         " mask classes and is not the ignore value");
+    if (m.width != g.out_w || m.height != g.out_h)
+      m = ResizeMaskNearest(m.pixels.data(), m.width, m.height, g.out_w, g.out_h, B);
+    *top = -1;
+    for (size_t i = 0; i < m.pixels.size(); i += B) {
+      const int v = B == 2 ? m.pixels[i] | (m.pixels[i + 1] << 8) : m.pixels[i];
+      if (v > *top && v != spec.ignore) *top = v;
+    }
+    if (InfoOf(spec.kind).classes && !spec.classes.empty() && *top >= static_cast<int>(spec.classes.size()))
+      return Status::InvalidArgument(spec.name + ": " + InfoOf(spec.kind).name + " value " + std::to_string(*top) +
+                                     " is outside the " + std::to_string(spec.classes.size()) + " " +
+                                     InfoOf(spec.kind).name + " classes and is not the ignore value");
     *data = std::move(m.pixels);
-    f->encoding = 1;
+    f->encoding = static_cast<uint8_t>(B);
     f->channels = 1;
     f->width = static_cast<uint32_t>(g.out_w);
     f->height = static_cast<uint32_t>(g.out_h);
@@ -284,26 +287,26 @@ class RecordMaker {
       f.slot = static_cast<uint8_t>(sf.slot);
       f.kind = spec.kind;
       std::vector<uint8_t> data;  // keeps f.data alive
-      switch (spec.kind) {
-        case FieldKind::kImage: IMAGEPACK_RETURN_IF_ERROR(MakeImageField(sf, spec, g, &f, &data)); break;
-        case FieldKind::kMask:
-          IMAGEPACK_RETURN_IF_ERROR(MakeMaskField(sf, spec, g, &f, &data, &p->mask_values[sf.slot]));
+      const KindInfo& info = InfoOf(spec.kind);
+      switch (info.layout) {
+        case FieldLayout::kPicture: IMAGEPACK_RETURN_IF_ERROR(MakeImageField(sf, spec, g, &f, &data)); break;
+        case FieldLayout::kMap:
+          IMAGEPACK_RETURN_IF_ERROR(MakeMapField(sf, spec, g, &f, &data, &p->map_top[sf.slot]));
           break;
-        case FieldKind::kBoxes: IMAGEPACK_RETURN_IF_ERROR(MakeBoxesField(sf, spec, g, &f, &data)); break;
-        case FieldKind::kInts:
-        case FieldKind::kFloats:
-          data.resize((spec.kind == FieldKind::kInts ? sf.ints.size() : sf.floats.size()) * 4);
+        case FieldLayout::kBoxes: IMAGEPACK_RETURN_IF_ERROR(MakeBoxesField(sf, spec, g, &f, &data)); break;
+        case FieldLayout::kList:
+          data.resize((info.floats ? sf.floats.size() : sf.ints.size()) * 4);
           if (!data.empty())
-            std::memcpy(data.data(), spec.kind == FieldKind::kInts ? static_cast<const void*>(sf.ints.data())
-                                                                   : static_cast<const void*>(sf.floats.data()),
+            std::memcpy(data.data(), info.floats ? static_cast<const void*>(sf.floats.data())
+                                                 : static_cast<const void*>(sf.ints.data()),
                         data.size());
           break;
-        case FieldKind::kText: data.assign(sf.text.begin(), sf.text.end()); break;
+        case FieldLayout::kText: data.assign(sf.text.begin(), sf.text.end()); break;
       }
       f.data = data.data();
       f.size = data.size();
-      if (!InfoOf(f.kind).spatial) {  // finite floats, UTF-8 text: verify's rule
-        f.count = static_cast<uint32_t>(f.size / InfoOf(f.kind).element_bytes);
+      if (!info.spatial()) {  // finite floats, UTF-8 text: verify's rule
+        f.count = static_cast<uint32_t>(f.size / info.element_bytes);
         IMAGEPACK_RETURN_IF_ERROR(CheckFieldContent(f, spec, 0, 0).WithContext(spec.name));
       }
       AppendField(out, f);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -134,19 +135,52 @@ std::string WithoutExtension(const std::string& rel) {
   return dot == std::string::npos || (slash != std::string::npos && dot < slash) ? rel : rel.substr(0, dot);
 }
 
-// Mask classes: a classes file, or a count N (names "0".."N-1").
-Result<std::vector<std::string>> MaskClasses(const std::string& text) {
+// Mask classes: a classes file, or a count N (names "0".."N-1"), at most
+// the values a `bits`-bit mask holds.
+Result<std::vector<std::string>> MaskClasses(const std::string& text, int bits) {
   if (text.empty()) return std::vector<std::string>{};
+  const int most = 1 << bits;
+  const std::string dtype = bits > 8 ? "uint16" : "uint8";
   if (IsIndex(text)) {
-    const int n = std::stoi(text);
-    if (n < 1 || n > 256) return Status::InvalidArgument("--mask-classes " + text + ": a count must be in 1..256");
+    const long n = text.size() > 6 ? -1 : std::stol(text);
+    if (n < 1 || n > most)
+      return Status::InvalidArgument("--mask-classes " + text + ": a count must be in 1.." + std::to_string(most) +
+                                     " for a " + dtype + " mask" + (bits > 8 ? "" : " (--mask-dtype uint16: 65536)"));
     std::vector<std::string> out;
-    for (int i = 0; i < n; ++i) out.push_back(std::to_string(i));
+    for (long i = 0; i < n; ++i) out.push_back(std::to_string(i));
     return out;
   }
   auto c = ReadClassList(text);
-  if (c.ok() && c->size() > 256) return Status::InvalidArgument(text + ": a uint8 mask holds at most 256 classes");
+  if (c.ok() && c->size() > size_t(most))
+    return Status::InvalidArgument(text + ": a " + dtype + " mask holds at most " + std::to_string(most) + " classes");
   return c;
+}
+
+// A map field's own declarations from the options: a mask's dtype,
+// classes and ignore value; a depth map's scale and no-reading value.
+Status DeclareMap(const SourceOptions& opts, FieldSpec* f) {
+  const KindInfo& info = InfoOf(f->kind);
+  f->bits = info.fixed_bits > 0 ? info.fixed_bits : opts.mask_bits;
+  if (f->bits != 8 && f->bits != 16) return Status::InvalidArgument("a mask is uint8 or uint16");
+  const int top = f->bits > 8 ? 65535 : 255;
+  if (info.classes) {
+    auto c = MaskClasses(opts.mask_classes, f->bits);
+    if (!c.ok()) return c.status();
+    f->classes = std::move(c.value());
+    f->ignore = opts.mask_ignore == SourceOptions::kMaskIgnoreTop ? top : opts.mask_ignore;
+    if (f->ignore < -1 || f->ignore > top)
+      return Status::InvalidArgument("--ignore-value " + std::to_string(f->ignore) + " does not fit a " +
+                                     std::to_string(f->bits) + "-bit mask (-1.." + std::to_string(top) + ")");
+    return Status::Ok();
+  }
+  f->ignore = opts.depth_no_reading;
+  f->scale = opts.depth_scale;
+  if (f->ignore < 0 || f->ignore > top)
+    return Status::InvalidArgument("--depth-no-reading " + std::to_string(f->ignore) + " is not in 0.." +
+                                   std::to_string(top));
+  if (f->scale < 0 || !std::isfinite(f->scale))
+    return Status::InvalidArgument("--depth-scale must be a positive number");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -168,15 +202,19 @@ Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, c
     all.push_back(f);
     IMAGEPACK_RETURN_IF_ERROR(CheckBatchKeys(all));
   }
-  if (kind == FieldKind::kMask) {
-    auto c = MaskClasses(opts.mask_classes);
-    if (!c.ok()) return c.status();
-    f.classes = std::move(c.value());
-    f.ignore = opts.mask_ignore;
-  } else if (kind == FieldKind::kBoxes && !opts.box_classes.empty()) {
-    auto c = ReadClassList(opts.box_classes);
-    if (!c.ok()) return c.status();
-    f.classes = std::move(c.value());
+  const KindInfo& info = InfoOf(kind);
+  switch (info.layout) {
+    case FieldLayout::kMap: IMAGEPACK_RETURN_IF_ERROR(DeclareMap(opts, &f)); break;
+    case FieldLayout::kBoxes:
+      if (!opts.box_classes.empty()) {
+        auto c = ReadClassList(opts.box_classes);
+        if (!c.ok()) return c.status();
+        f.classes = std::move(c.value());
+      }
+      break;
+    case FieldLayout::kPicture:
+    case FieldLayout::kList:
+    case FieldLayout::kText: break;
   }
   s.fields.push_back(std::move(f));
   return static_cast<int>(s.fields.size() - 1);
@@ -245,12 +283,13 @@ Result<PairedTree> ParsePairedTree(const std::string& text) {
   PairedTree t;
   t.name = text.substr(0, eq);
   t.dir = text.substr(eq + 1);
-  t.kind = t.name.rfind("mask", 0) == 0 ? FieldKind::kMask : FieldKind::kImage;
+  t.kind = KindOfFileField(t.name);
   if (const auto colon = t.name.find(':'); colon != std::string::npos) {
     auto kind = ParseFieldKind(t.name.substr(colon + 1));
     if (!kind.ok()) return kind.status();
-    if (!InfoOf(*kind).spatial || *kind == FieldKind::kBoxes)
-      return Status::InvalidArgument("--field " + text + ": a paired tree holds images or masks");
+    if (!InfoOf(*kind).from_file())
+      return Status::InvalidArgument("--field " + text + ": a paired tree holds files of the image's size (image, "
+                                     "mask, depth), not " + InfoOf(*kind).name);
     t.kind = *kind;
     t.name = t.name.substr(0, colon);
   }

@@ -92,7 +92,7 @@ void CheckFields(const VerifyOptions& o, const DatasetMeta& meta, const std::str
     }
     const FieldSpec& spec = meta.fields[i];
     Status st = CheckFieldContent(f, spec, v.fields.width, v.fields.height);
-    if (st.ok() && o.decode && f.kind == FieldKind::kImage && f.encoding == 0) {
+    if (st.ok() && o.decode && InfoOf(f.kind).layout == FieldLayout::kPicture && f.encoding == 0) {
       DecodeOptions dopt;
       dopt.channels = meta.channels;
       dopt.apply_orientation = false;

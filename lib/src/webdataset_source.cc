@@ -340,8 +340,9 @@ Status AddShard(const std::string& shard, const std::string& scratch_dir, const 
 
 // Fields: those of meta.json beside the shards (export_db writes the
 // database's metadata there: order, kinds, classes), then the others in
-// the order they first appear: members (a mask when NAME starts with
-// "mask", else an image), then the .json's other values (kinds as for a
+// the order they first appear: members (by name: a mask when NAME starts
+// with "mask" or is a --mask-member, a depth map with "depth", else an
+// image), then the .json's other values (kinds as for a
 // manifest).
 Status DeclareShardFields(const DatasetMeta& beside, const std::vector<Extra>& extras, const SourceOptions& opts,
                           DatasetSource& s) {
@@ -353,9 +354,9 @@ Status DeclareShardFields(const DatasetMeta& beside, const std::vector<Extra>& e
   for (const Extra& x : extras) {
     for (const auto& [name, m] : x.members)
       if (!slot_of.count(name)) {
-        const bool mask = name.rfind("mask", 0) == 0 ||
-                          std::find(opts.mask_members.begin(), opts.mask_members.end(), name) != opts.mask_members.end();
-        auto slot = Declare(s, name, mask ? FieldKind::kMask : FieldKind::kImage, opts);
+        const bool listed =
+            std::find(opts.mask_members.begin(), opts.mask_members.end(), name) != opts.mask_members.end();
+        auto slot = Declare(s, name, listed ? FieldKind::kMask : KindOfFileField(name), opts);
         if (!slot.ok()) return slot.status().WithContext(x.where);
         slot_of[name] = *slot;
       }
@@ -380,13 +381,13 @@ std::vector<std::string> FillShardFields(const std::vector<Extra>& extras, const
       const FieldSpec& spec = s.fields[slot];
       SourceField f;
       f.slot = static_cast<int>(slot);
-      if (auto it = x.members.find(spec.name); it != x.members.end() && InfoOf(spec.kind).spatial) {
+      if (auto it = x.members.find(spec.name); it != x.members.end() && InfoOf(spec.kind).spatial()) {
         f.file = s.archives[size_t(x.archive)] + ":" + it->second.first;
         f.archive = x.archive;
         f.offset = it->second.second.offset;
         f.size = it->second.second.size;
-      } else if (InfoOf(spec.kind).spatial && spec.kind != FieldKind::kBoxes) {
-        // An image or mask comes only from a member of the shard itself.
+      } else if (InfoOf(spec.kind).from_file()) {
+        // An image or map comes only from a member of the shard itself.
         field_error[i] = "no " + spec.name + " member";
       } else if (x.values.contains(spec.name)) {
         Status st = FillField(spec, x.values[spec.name], shard_dir, &f);

@@ -18,24 +18,59 @@ namespace imagepack {
 // Stored as one byte in each field entry; never renumber.
 enum class FieldKind : uint8_t {
   kImage = 1,   // a second image of the same geometry (paired target): JPEG or raw uint8
-  kMask = 2,    // per-pixel label map, raw uint8, the image's geometry
+  kMask = 2,    // per-pixel label map, raw uint8 or uint16, the image's geometry
   kInts = 3,    // int32 list (multi-label classes, ids)
   kBoxes = 4,   // n x (float32 x0, y0, x1, y1 in pixels; int32 class)
   kFloats = 5,  // float32 vector (regression targets)
   kText = 6,    // UTF-8 text (captions, JSON metadata)
+  kDepth = 7,   // per-pixel uint16 measurement (depth in declared units), the image's geometry
 };
 
-// How each kind behaves, in one place.
+// How a kind's data is stored and handled. Every stage switches on this,
+// exhaustively (no default: -Wswitch names a stage that misses one), never
+// on the kind itself; a new kind of an existing layout is one entry in the
+// kind table (fields.cc) and touches no stage.
+enum class FieldLayout : uint8_t {
+  kPicture,  // JPEG or raw HWC uint8 of the image's geometry, rendered as the image is
+  kMap,      // raw H x W samples, uint8 or uint16 little-endian (encoding byte 1 or
+             // 2); resized and cropped by nearest neighbour, the fill value outside
+  kBoxes,    // count x 20 bytes (kBoxBytes), mapped under the crop and flips
+  kList,     // count x 4 bytes, int32 or float32, padded to the batch's longest
+  kText,     // UTF-8 bytes, concatenated with offsets in a batch
+};
+
+// Everything a stage needs to know about a kind: one row of the kind table.
 struct KindInfo {
   FieldKind kind;
-  const char* name;       // "image", "mask", "ints", "boxes", "floats", "text"
-  bool spatial;           // follows the image's geometry (resize, crop, flip)
-  size_t element_bytes;   // list kinds: bytes per element (boxes 20); 0 otherwise
+  const char* name;       // as metadata and --field NAME:KIND spell it
+  FieldLayout layout;
+  size_t element_bytes;   // boxes 20, lists 4, text 1; 0 for pictures and maps
+  // Pictures and maps: a paired tree, manifest key or WebDataset member
+  // whose name starts with this holds this kind ("mask", "depth"); null:
+  // only the default (a second image) or --field NAME:KIND.
+  const char* name_prefix;
+  bool floats;            // lists: float32 (padded with 0), else int32 (padded with -1)
+  bool classes;           // the field may declare class names (masks: values; boxes: box classes)
+  int fixed_bits;         // maps: bits per sample every such field has (depth 16); 0: declared per field
+  // Maps: the metadata key of the value outside the data, which the loader
+  // pads with (masks "ignore", depth "no_reading").
+  const char* fill_key;
+  int default_fill;       // ... when a source declares none (mask -1: none, read as 0; depth 0)
+  // Follows the image's geometry (resize, crop, flips).
+  bool spatial() const { return from_file() || layout == FieldLayout::kBoxes; }
+  // A file of the image's size (a picture or a map), not a value.
+  bool from_file() const { return layout == FieldLayout::kPicture || layout == FieldLayout::kMap; }
 };
 const KindInfo& InfoOf(FieldKind kind);
 // Null for a byte that names no kind.
 const KindInfo* FindKind(uint8_t byte);
 Result<FieldKind> ParseFieldKind(const std::string& name);
+// "image, mask, ..." : every kind's name, for messages.
+std::string KindNames();
+// The kind of a file-valued field named `name` (a paired tree, a manifest
+// key whose value is an image path, a WebDataset member): the picture or
+// map kind whose name_prefix `name` starts with, else a second image.
+FieldKind KindOfFileField(const std::string& name);
 
 // Bytes of one box in a record: x0, y0, x1, y1 (float32), class (int32).
 constexpr size_t kBoxBytes = 20;
@@ -45,20 +80,30 @@ constexpr size_t kBoxBytes = 20;
 struct FieldSpec {
   std::string name;
   FieldKind kind = FieldKind::kText;
-  // kMask: the name of each value (value v is classes[v]); kBoxes: the box
+  // Masks: the name of each value (value v is classes[v]); boxes: the box
   // classes. Empty: not declared (no value check).
   std::vector<std::string> classes;
-  int ignore = -1;  // kMask: the value outside any class (255 usually); -1: none
+  // Maps: the value outside the data (the kind's fill_key: a mask's ignore
+  // value, 255 usually, -1 for none; depth's "no reading", 0 usually).
+  int ignore = -1;
+  int bits = 8;       // maps: bits per sample, 8 or 16 (depth: 16)
+  double scale = 0;   // depth: units per stored value (0.001: millimetres as metres); 0: not declared
 
   bool operator==(const FieldSpec& o) const {
-    return name == o.name && kind == o.kind && classes == o.classes && ignore == o.ignore;
+    return name == o.name && kind == o.kind && classes == o.classes && ignore == o.ignore && bits == o.bits &&
+           scale == o.scale;
   }
   bool operator!=(const FieldSpec& o) const { return !(*this == o); }
 };
 
+// The value a map field holds outside its data (the loader's padding).
+inline int MapFill(const FieldSpec& spec) { return spec.ignore >= 0 ? spec.ignore : 0; }
+// Bytes per stored sample of a map field (1 or 2).
+inline int MapSampleBytes(const FieldSpec& spec) { return spec.bits > 8 ? 2 : 1; }
+
 // One stored field of a record. `data` points into the record.
-//   image: encoding 0 (JPEG) or 1 (raw HWC), channels 1 or 3, height, width
-//   mask:  encoding 1 (raw), channels 1, height, width
+//   picture: encoding 0 (JPEG) or 1 (raw HWC), channels 1 or 3, height, width
+//   map:     encoding 1 (raw uint8) or 2 (raw uint16 LE), channels 1, height, width
 //   ints, floats, boxes: count elements; text: count = size in bytes
 struct FieldView {
   uint8_t slot = 0;
@@ -74,7 +119,7 @@ struct FieldView {
 // The 16-byte entry header that precedes each field's data in a record.
 constexpr size_t kFieldHeaderSize = 16;
 
-// Appends one field entry (header + data) to `out`. For image and mask,
+// Appends one field entry (header + data) to `out`. For pictures and maps,
 // height/width are the geometry; for the list kinds, count is taken from
 // size / element_bytes and height = count, width = 0.
 void AppendField(std::vector<uint8_t>& out, const FieldView& field);
@@ -84,8 +129,8 @@ void AppendField(std::vector<uint8_t>& out, const FieldView& field);
 Status CheckFieldLayout(const FieldView& f);
 
 // What a record's field holds, checked against its spec and the record's
-// image (width x height): a mask of the image's size with only declared
-// values or the ignore value, boxes finite and inside the image with
+// image (width x height): a map of the image's size and the declared
+// sample width, a mask with only declared values or the ignore value, boxes finite and inside the image with
 // classes in range, text that is valid UTF-8,
 // a second image of the image's size. The first problem, or Ok.
 Status CheckFieldContent(const FieldView& f, const FieldSpec& spec, uint32_t width, uint32_t height);

@@ -22,7 +22,8 @@ enum class TransformKind {
   kPadCropEval,  // small images, evaluation: centre crop of size (no pad, no flip)
 };
 enum class Layout { kNCHW, kNHWC };
-enum class DType { kUint8, kInt64, kFloat32 };
+enum class DType { kUint8, kInt64, kFloat32, kUint16 };
+size_t DTypeBytes(DType t);
 enum class CorruptPolicy {
   kFail,  // Next() returns the error, naming the record
   kSkip,  // the slot takes the next readable record of the epoch; counted
@@ -89,7 +90,8 @@ struct LoaderOptions {
 // One named array of a batch beyond its images and labels: a dataset's
 // fields (docs/LOADER.md, "Fields"), samples first (shape[0] = batch
 // count). Per kind: image NAME uint8 [B, C, S, S] (or NHWC); mask NAME
-// uint8 [B, S, S]; boxes NAME float32 [B, M, 4] with NAME's classes
+// uint8 or uint16 [B, S, S] (the field's dtype), depth NAME uint16 [B, S,
+// S], both padded with their fill value (ignore, no reading); boxes NAME float32 [B, M, 4] with NAME's classes
 // int64 [B, M] ("box_labels" for a field named "boxes", else
 // NAME_labels, -1 past a sample's count) and counts int64 [B]
 // ("num_boxes", else num_NAME), M the batch's largest count; ints NAME

@@ -17,14 +17,19 @@ namespace imagepack {
 // declared fields (masks, boxes, ...: `fields`). Format 4, what pack
 // writes, is format 3 (fields optional) whose metadata carries its own
 // checksum, `meta_checksum` (docs/FORMAT.md); every open checks it.
+// Format 5 is format 4 with 16-bit fields (a mask of dtype uint16, a depth
+// map); pack writes it only for such a dataset, so a build that reads 4
+// refuses the file by its version instead of misreading the samples.
 constexpr int kFormatVersion = 2;
 constexpr int kFormatVersionFields = 3;
 constexpr int kFormatVersionChecked = 4;
+constexpr int kFormatVersionWide = 5;
 constexpr int kMaxRecordsPerValue = 65536;
 
 struct DatasetMeta {
-  // What ToJson writes: 4 (checksummed), or an older version as parsed
-  // (formats 2 and 3 parse as 2; ToJson writes 3 when there are fields).
+  // What ToJson writes: 4 (checksummed; 5 when a field is 16-bit), or an
+  // older version as parsed (formats 2 and 3 parse as 2; ToJson writes 3
+  // when there are fields).
   int format_version = kFormatVersionChecked;
   int64_t count = 0;
   std::vector<std::string> classes;

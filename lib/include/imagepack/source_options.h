@@ -20,19 +20,27 @@ struct SourceOptions {
   const std::vector<std::string>* classes = nullptr;
   bool no_class = false;     // every item label -1, no class list
   // Paired trees matched to the images by relative path: "NAME[:KIND]=DIR"
-  // (KIND image or mask; a NAME starting with "mask" is a mask).
+  // (KIND image, mask or depth; a NAME starting with "mask" is a mask, with
+  // "depth" a depth map, any other a second image).
   std::vector<std::string> fields;
   std::string manifest;      // JSON Lines (.jsonl, .json) or CSV (.csv) with a header
   std::string coco;          // COCO instances JSON; the images are below the source path
   std::string mask_classes;  // masks: a classes file, or N (classes "0".."N-1"); empty: 0 .. the largest value
-  int mask_ignore = 255;     // masks: the value outside any class (-1: none)
+  int mask_bits = 8;         // masks: 8 (uint8) or 16 (uint16: up to 65,536 classes)
+  // Masks: the value outside any class (-1: none); kMaskIgnoreTop: the
+  // dtype's largest value (255 for uint8, 65535 for uint16).
+  static constexpr int kMaskIgnoreTop = -2;
+  int mask_ignore = kMaskIgnoreTop;
+  double depth_scale = 0;    // depth maps: units per stored value (0.001: mm as m; KITTI 1/256); 0: not declared
+  int depth_no_reading = 0;  // depth maps: the value that means "no reading" (padding too)
   std::string box_classes;   // boxes: a classes file (manifests; COCO names its own)
   std::string scratch_dir;   // gzipped shards are inflated here (default: the temp folder)
   // WebDataset members kept as text fields named by their extension
   // (e.g. "txt" for img2dataset's captions); others are counted.
   std::vector<std::string> keep_members;
   // WebDataset members KEY.NAME.png that are label maps (masks) for these
-  // NAMEs, besides NAMEs starting with "mask" (e.g. "seg").
+  // NAMEs, besides NAMEs starting with "mask" (e.g. "seg"); depth maps are
+  // NAMEs starting with "depth".
   std::vector<std::string> mask_members;
   // Manifests and COCO: image paths that leave their folder (absolute, or
   // through "..") are refused unless this is set.

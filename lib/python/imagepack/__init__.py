@@ -201,8 +201,15 @@ class Loader:
                 out[name] = [raw[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(len(offsets) - 1)]
         out.update(fields)
         if self._torch is not None:
-            out = {k: (v if isinstance(v, list) else self._torch.from_numpy(v)) for k, v in out.items()}
+            out = {k: (v if isinstance(v, list) else self._to_torch(v)) for k, v in out.items()}
         return out
+
+    def _to_torch(self, array):
+        """A tensor over the array's memory; uint16 maps (16-bit masks,
+        depth) as int32, torch having no uint16 (a copy, values unchanged)."""
+        if array.dtype == np.uint16:
+            array = array.astype(np.int32)
+        return self._torch.from_numpy(array)
 
     def state_dict(self):
         """Where the loader is: the epoch and how many positions of its order
