@@ -16,13 +16,14 @@ import numpy as np
 
 HEADER = struct.Struct("<QIHBBiIIHHII")  # docs/FORMAT.md, "Record"
 FIELD = struct.Struct("<BBBBIII")        # docs/FORMAT.md, "Fields"
-KINDS = {1: "image", 2: "mask", 3: "ints", 4: "boxes", 5: "floats", 6: "text"}
+KINDS = {1: "image", 2: "mask", 3: "ints", 4: "boxes", 5: "floats", 6: "text", 7: "depth"}
+MAP_DTYPES = {1: np.uint8, 2: np.dtype("<u2")}  # a map's encoding byte: bytes per sample
 
 
 def parse_fields(buf, count):
     """The field section of a version 2 record -> list of dicts (slot,
     kind, value): image {encoding, channels, height, width, payload},
-    mask HxW uint8, ints int32, floats float32, boxes (N x 4 float32,
+    mask and depth HxW uint8 or uint16 (as stored), ints int32, floats float32, boxes (N x 4 float32,
     N int32 classes), text str."""
     out, at = [], 0
     for _ in range(count):
@@ -35,8 +36,10 @@ def parse_fields(buf, count):
         if kind == "image":
             value = dict(encoding="raw" if encoding else "jpeg", channels=channels, height=dim0, width=dim1,
                          payload=np.frombuffer(data, np.uint8).reshape(dim0, dim1, channels) if encoding else data)
-        elif kind == "mask":
-            value = np.frombuffer(data, np.uint8).reshape(dim0, dim1)
+        elif kind in ("mask", "depth"):
+            if encoding not in MAP_DTYPES:
+                raise ValueError("bad map encoding %d" % encoding)
+            value = np.frombuffer(data, MAP_DTYPES[encoding]).reshape(dim0, dim1)
         elif kind == "ints":
             value = np.frombuffer(data, "<i4")
         elif kind == "floats":

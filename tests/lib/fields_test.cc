@@ -105,6 +105,47 @@ TEST(Fields, ContentChecksNameWhatIsWrong) {
   EXPECT_NE(CheckFieldContent(t, {"t", FieldKind::kText, {}, -1}, 1, 1).message().find("UTF-8"), std::string::npos);
 }
 
+// 16-bit maps: the entry's encoding byte says the sample width, its size
+// must agree, and the metadata's dtype must match; mask values past the
+// classes (but the ignore value) are named, depth values are not checked.
+TEST(Fields, SixteenBitMapsAreCheckedByLayoutAndDtype) {
+  std::vector<uint8_t> m(2 * 2 * 2);
+  const uint16_t values[4] = {0, 60000, 65535, 2};
+  std::memcpy(m.data(), values, sizeof values);
+  FieldView f{0, FieldKind::kMask, 2, 1, 2, 2, 0, m.data(), m.size()};
+  EXPECT_OK(CheckFieldLayout(f));
+  FieldView shorter = f;
+  shorter.size = 6;
+  EXPECT_NE(CheckFieldLayout(shorter).message().find("raw data is 6 bytes, not 2x2x2"), std::string::npos);
+  FieldView three = f;
+  three.encoding = 3;
+  EXPECT_NE(CheckFieldLayout(three).message().find("mask must be raw"), std::string::npos);
+
+  FieldSpec wide{"seg", FieldKind::kMask, {}, 65535};
+  wide.bits = 16;
+  for (int i = 0; i <= 60000; ++i) wide.classes.push_back(std::to_string(i));
+  EXPECT_OK(CheckFieldContent(f, wide, 2, 2));
+  wide.classes.resize(50000);
+  EXPECT_NE(CheckFieldContent(f, wide, 2, 2).message().find("value 60000 at (1, 0)"), std::string::npos);
+  FieldSpec narrow{"seg", FieldKind::kMask, {}, 255};
+  EXPECT_NE(CheckFieldContent(f, narrow, 2, 2).message().find("16-bit samples, metadata says 8"), std::string::npos);
+
+  FieldSpec depth{"depth", FieldKind::kDepth, {}, 0};
+  depth.bits = 16;
+  FieldView d = f;
+  d.kind = FieldKind::kDepth;
+  EXPECT_OK(CheckFieldContent(d, depth, 2, 2));
+  FieldView d8 = d;
+  d8.encoding = 1;
+  d8.size = 4;
+  EXPECT_FALSE(CheckFieldContent(d8, depth, 2, 2).ok());
+  EXPECT_EQ(InfoOf(FieldKind::kDepth).layout, FieldLayout::kMap);
+  EXPECT_EQ(KindOfFileField("depth_left"), FieldKind::kDepth);
+  EXPECT_EQ(KindOfFileField("mask2"), FieldKind::kMask);
+  EXPECT_EQ(KindOfFileField("target"), FieldKind::kImage);
+  EXPECT_EQ(BatchKeysOf(depth), std::vector<std::string>{"depth"});
+}
+
 TEST(Fields, Utf8Validation) {
   for (const char* good : {"", "plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"})
     EXPECT_TRUE(IsValidUtf8(reinterpret_cast<const uint8_t*>(good), std::strlen(good))) << good;

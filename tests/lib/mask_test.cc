@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <set>
 #include <string>
 
@@ -76,6 +78,60 @@ TEST(Mask, RenderFillsOutsideAndFlips) {
   std::vector<uint8_t> flipped(4);
   RenderMask(src.data(), 2, 2, CropBox{0, 0, 2, 2}, 2, 2, true, true, 0, flipped.data());
   EXPECT_EQ(flipped, (std::vector<uint8_t>{4, 3, 2, 1}));
+}
+
+// A 16-bit map: any gray PNG decodes to its values as uint16 (an 8-bit one
+// widened, never scaled), encodes to a 16-bit PNG that decodes to the same
+// values, and resizes and renders by nearest neighbour from a source at
+// an odd address (a record's map need not be aligned), filling outside
+// with any uint16.
+TEST(Mask, SixteenBitMapsDecodeEncodeResizeAndRender) {
+  auto bytes = Golden("mask_gray16.png");
+  auto wide = DecodeMask(bytes.data(), bytes.size(), 16);
+  ASSERT_OK(wide);
+  ASSERT_EQ(wide->channels, 2);
+  auto at = [](const Image& m, int x, int y) {
+    return m.pixels[2 * (y * m.width + x)] | m.pixels[2 * (y * m.width + x) + 1] << 8;
+  };
+  EXPECT_EQ(at(wide.value(), 4, 1), (4 + 2) % 5 * 40);
+  auto pal = Golden("mask_palette.png");
+  auto widened = DecodeMask(pal.data(), pal.size(), 16);
+  ASSERT_OK(widened);
+  EXPECT_EQ(at(widened.value(), 3, 2), (3 + 4) % 5);
+
+  Image m;
+  m.width = 5;
+  m.height = 3;
+  m.channels = 2;
+  for (int i = 0; i < 15; ++i) {
+    const int v = 60000 + 300 * i - (i % 2) * 59000;
+    m.pixels.push_back(uint8_t(v & 0xFF));
+    m.pixels.push_back(uint8_t(v >> 8));
+  }
+  auto png = EncodeMaskPng(m);
+  ASSERT_OK(png);
+  EXPECT_EQ((*png)[24], 16);  // IHDR bit depth
+  auto back = DecodeMask(png->data(), png->size(), 16);
+  ASSERT_OK(back);
+  EXPECT_EQ(back->pixels, m.pixels);
+  auto narrow = DecodeMask(png->data(), png->size());
+  EXPECT_NE(narrow.status().message().find("--mask-dtype uint16"), std::string::npos) << narrow.status().ToString();
+
+  std::vector<uint8_t> odd(1 + m.pixels.size());
+  std::memcpy(odd.data() + 1, m.pixels.data(), m.pixels.size());
+  Image r = ResizeMaskNearest(odd.data() + 1, 5, 3, 10, 6, 2);
+  ASSERT_EQ(r.channels, 2);
+  for (int y = 0; y < 6; ++y)
+    for (int x = 0; x < 10; ++x) EXPECT_EQ(at(r, x, y), at(m, x / 2, y / 2)) << x << "," << y;
+
+  std::vector<uint8_t> out(2 * 4 * 4 + 1);
+  RenderMask(odd.data() + 1, 5, 3, CropBox{-1, 0, 4, 4}, 4, 4, /*hflip=*/true, false, 65000, out.data() + 1, 2);
+  auto px = [&](int x, int y) { return out[1 + 2 * (y * 4 + x)] | out[2 + 2 * (y * 4 + x)] << 8; };
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 4; ++x) {
+      const int sx = -1 + (3 - x), sy = y;  // 4 -> 4: no scaling; flipped
+      EXPECT_EQ(px(x, y), sx < 0 || sy >= 3 ? 65000 : at(m, sx, sy)) << x << "," << y;
+    }
 }
 
 }  // namespace

@@ -290,7 +290,8 @@ class Dataset:
     """Random access to the records of one database or of its shards:
     ds[i] -> (HxWxC uint8 numpy array, label); for a dataset with fields, a
     dict {"image", "label", "path", and each field: second images HxWxC,
-    masks HxW uint8, boxes Nx4 float32 with "box_labels", ints, floats,
+    masks HxW uint8 or uint16 (the field's dtype), depth maps HxW uint16,
+    boxes Nx4 float32 with "box_labels", ints, floats,
     text as str}. Decoding runs in C++ without the GIL. Safe in DataLoader
     worker processes: each process opens the database for itself on first
     use."""
