@@ -21,6 +21,13 @@ using nlohmann::json;
 
 namespace {
 
+// Class names that are their own indices, "0" .. "N-1" (N >= 1).
+bool IsCount(const std::vector<std::string>& classes) {
+  for (size_t i = 0; i < classes.size(); ++i)
+    if (classes[i] != std::to_string(i)) return false;
+  return !classes.empty();
+}
+
 // How the checksum entry is written, and found again in the text.
 constexpr std::string_view kChecksumKey = "\"meta_checksum\": \"";
 constexpr size_t kChecksumDigits = 16;
@@ -92,7 +99,10 @@ std::string DatasetMeta::ToJson() const {
     for (const auto& f : fields) {
       const KindInfo& info = InfoOf(f.kind);
       json e = {{"name", f.name}, {"kind", info.name}};
-      if (!f.classes.empty()) e["classes"] = f.classes;
+      if (IsCount(f.classes) && f.bits > 8)
+        e["classes"] = f.classes.size();  // format 5: N for "0".."N-1" (a 16-bit mask may have 65,536)
+      else if (!f.classes.empty())
+        e["classes"] = f.classes;
       if (info.fill_key != nullptr) e[info.fill_key] = f.ignore;
       if (info.layout == FieldLayout::kMap && info.fixed_bits == 0 && f.bits != 8) e["dtype"] = "uint16";
       if (f.scale > 0) e["scale"] = f.scale;
@@ -212,7 +222,11 @@ Status ParseFieldSpecs(const json& fields, int version, std::vector<FieldSpec>* 
     if (f.name.empty()) return Status::Corruption("metadata field with an empty name");
     for (const auto& other : *out)
       if (other.name == f.name) return Status::Corruption("metadata field '" + f.name + "' declared twice");
-    if (e.contains("classes")) {
+    if (e.contains("classes") && e["classes"].is_number() && version >= kFormatVersionWide) {
+      auto n = IntIn(e["classes"], "field '" + f.name + "' class count", 1, 65536);
+      if (!n.ok()) return n.status();
+      for (int64_t i = 0; i < *n; ++i) f.classes.push_back(std::to_string(i));
+    } else if (e.contains("classes")) {
       if (!e["classes"].is_array()) return Status::Corruption("metadata field '" + f.name + "' classes not a list");
       for (const auto& c : e["classes"]) {
         if (!c.is_string()) return Status::Corruption("metadata field '" + f.name + "' class names must be strings");

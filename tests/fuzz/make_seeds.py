@@ -86,6 +86,7 @@ def main(bindir):
                         for mode in (0x01, 0x03, 0x07, 0x1F, 0x2B):
                             put("fuzz_verify", "seed-%s-%s-%02x" % (enc, tag, mode), bytes([mode]) + chunks)
         field_seeds(bindir, tmp)
+        wide_field_seeds(bindir, tmp)
 
 
 def field_seeds(bindir, tmp):
@@ -121,6 +122,37 @@ def field_seeds(bindir, tmp):
             chunks += struct.pack("<BH", 2, len(meta)) + meta
             for mode in (0x01, 0x03, 0x07):
                 put("fuzz_verify", "seed-fields-lmdb-%02x" % mode, bytes([mode]) + chunks)
+
+
+def wide_field_seeds(bindir, tmp):
+    """Records with a uint16 mask and a depth map (format 5), written from
+    16-bit PNGs by Pillow: records for fuzz_record, the metadata for
+    fuzz_meta, the blob for fuzz_verify."""
+    import numpy as np
+    from PIL import Image
+    rows = []
+    for i, g in enumerate(["rgb.jpg", "gray.jpg"]):
+        y, x = np.mgrid[0:48, 0:64]
+        Image.fromarray(((x * 997 + y * 31 + i) % 60001).astype(np.uint16)).save(os.path.join(tmp, "m16-%d.png" % i))
+        Image.fromarray((x * 40 + y).astype(np.uint16)).save(os.path.join(tmp, "d16-%d.png" % i))
+        rows.append({"image": os.path.join(DATA, g), "mask": os.path.join(tmp, "m16-%d.png" % i),
+                     "depth": os.path.join(tmp, "d16-%d.png" % i)})
+    manifest = os.path.join(tmp, "wide.jsonl")
+    with open(manifest, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    db = os.path.join(tmp, "wide.blob")
+    subprocess.run([os.path.join(bindir, "pack_lmdb"), "--manifest", manifest, db, "--format", "blob",
+                    "--max-size", "8", "--mask-dtype", "uint16", "--depth-scale", "0.001", "--quiet", "--direct-io", "off",
+                    "--allow-outside-paths"], check=True)
+    r = read_db.open_db(db)
+    blob = open(db, "rb").read()
+    magic, _, _, count, index_off, meta_off, meta_len = struct.unpack_from("<8sIIQQQQ", blob, 0)
+    put("fuzz_meta", "seed-format5-fields", blob[meta_off:meta_off + meta_len])
+    for mode in (0x00, 0x02, 0x06):
+        put("fuzz_verify", "seed-fields16-blob-%02x" % mode, bytes([mode]) + blob)
+    for i in range(r.meta["count"]):
+        put("fuzz_record", "seed-fields16-%d" % i, r.raw(i))
+
 
 if __name__ == "__main__":
     main(sys.argv[1])

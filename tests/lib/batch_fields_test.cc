@@ -156,5 +156,55 @@ TEST(BatchFields, CropsMasksByNearestNeighbourAndNamesAMismatchedRecord) {
   EXPECT_NE(st.message().find("holds 6 fields, the dataset declares 1"), std::string::npos) << st.ToString();
 }
 
+// A uint16 mask and a depth map: uint16 arrays of the output size, each
+// crop by nearest neighbour from the record's samples (at whatever address
+// the record puts them), outside the map the field's own fill value (the
+// mask's ignore value, depth's no-reading value).
+TEST(BatchFields, SixteenBitMapsKeepTheirValuesAndPadWithTheirFill) {
+  FieldSpec seg{"seg", FieldKind::kMask, {}, 65535};
+  seg.bits = 16;
+  FieldSpec depth{"depth", FieldKind::kDepth, {}, 7};
+  depth.bits = 16;
+  FieldBatcher::Shape shape;
+  shape.batch_size = 2;
+  shape.size = 3;
+  FieldBatcher fb({seg, depth}, shape);
+  FieldArrays a;
+  fb.Prepare(&a);
+  std::vector<uint16_t> ids(9), mm(9);
+  for (int i = 0; i < 9; ++i) ids[i] = uint16_t(60000 - i), mm[i] = uint16_t(1000 + i);
+  std::vector<uint8_t> image(3 * 3 * 3, 9), section;
+  AppendField(section, {0, FieldKind::kMask, 2, 1, 3, 3, 0, reinterpret_cast<const uint8_t*>(ids.data()), 18});
+  AppendField(section, {1, FieldKind::kDepth, 2, 1, 3, 3, 0, reinterpret_cast<const uint8_t*>(mm.data()), 18});
+  RecordFields f{Encoding::kRaw, 3, 0, 3, 3};
+  f.field_count = 2;
+  f.fields_size = static_cast<uint32_t>(section.size());
+  const auto r = EncodeRecord(f, "odd", image.data(), image.size(), section.data());  // odd path: odd offsets
+  auto v = ParseRecord(r.data(), r.size());
+  ASSERT_OK(v);
+  RenderImageFn render = [](Encoding, const uint8_t*, size_t, int, uint8_t*) { return Status::Ok(); };
+  ASSERT_OK(fb.RenderSample(v.value(), CropBox{0, 0, 3, 3}, false, false, render, &a, 0));
+  ASSERT_OK(fb.RenderSample(v.value(), CropBox{1, -1, 3, 3}, true, false, render, &a, 1));
+  fb.Finish(&a, 2);
+  auto by = ByName(a);
+  EXPECT_EQ(by["seg"]->dtype, DType::kUint16);
+  EXPECT_EQ(by["depth"]->dtype, DType::kUint16);
+  EXPECT_EQ(by["seg"]->shape, (std::vector<int64_t>{2, 3, 3}));
+  const auto s = As<uint16_t>(*by["seg"]), d = As<uint16_t>(*by["depth"]);
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(s[i], ids[i]);
+    EXPECT_EQ(d[i], mm[i]);
+  }
+  // Sample 1: source box x 1..3, y -1..1, flipped: output (x, y) takes
+  // source (3 - x, y - 1); column 3 and row -1 are outside.
+  for (int y = 0; y < 3; ++y)
+    for (int x = 0; x < 3; ++x) {
+      const int sx = 3 - x, sy = y - 1;
+      const bool in = sx < 3 && sy >= 0;
+      EXPECT_EQ(s[9 + y * 3 + x], in ? ids[sy * 3 + sx] : 65535) << x << "," << y;
+      EXPECT_EQ(d[9 + y * 3 + x], in ? mm[sy * 3 + sx] : 7) << x << "," << y;
+    }
+}
+
 }  // namespace
 }  // namespace imagepack::internal

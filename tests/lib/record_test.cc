@@ -1,6 +1,8 @@
 #include "imagepack/record.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdio>
 #include <xxhash.h>
 
 #include <cstring>
@@ -124,6 +126,55 @@ TEST(Meta, RoundTripsAndRejectsBadJson) {
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), Status::Code::kCorruption) << r.status().ToString();
   }
+}
+
+// Format 5: written only for a dataset with a 16-bit field; a mask's dtype,
+// fill value and class count (not 60,001 names) and a depth map's scale
+// and no-reading value round-trip; a format-4 text claiming a 16-bit field
+// is refused.
+TEST(Meta, SixteenBitFieldsAreFormatFiveAndRoundTrip) {
+  DatasetMeta m;
+  m.count = 1;
+  m.classes = {"a"};
+  m.label_counts = {1};
+  FieldSpec seg{"seg", FieldKind::kMask, {}, 65535};
+  seg.bits = 16;
+  for (int i = 0; i <= 60000; ++i) seg.classes.push_back(std::to_string(i));
+  FieldSpec depth{"depth", FieldKind::kDepth, {}, 0};
+  depth.bits = 16;
+  depth.scale = 0.001;
+  m.fields = {seg, depth};
+  std::string j = m.ToJson();
+  EXPECT_NE(j.find("\"format_version\": 5"), std::string::npos);
+  EXPECT_NE(j.find("\"classes\": 60001"), std::string::npos);
+  EXPECT_LT(j.size(), 2000u);
+  auto back = ParseMeta(reinterpret_cast<const uint8_t*>(j.data()), j.size());
+  ASSERT_OK(back);
+  ASSERT_EQ(back->fields.size(), 2u);
+  EXPECT_EQ(back->fields[0], seg);
+  EXPECT_EQ(back->fields[1], depth);
+  EXPECT_EQ(back->format_version, 5);
+
+  m.fields = {{"seg", FieldKind::kMask, {"0", "1"}, 255}};
+  j = m.ToJson();
+  EXPECT_NE(j.find("\"format_version\": 4"), std::string::npos);
+  EXPECT_NE(j.find("\"classes\": [\n"), std::string::npos);  // 8 bits: the names, as format 4 has them
+  // A format-4 text with a uint16 mask (checksum fixed up): refused by name.
+  FieldSpec named{"seg", FieldKind::kMask, {"road", "car"}, 65535};
+  named.bits = 16;
+  m.fields = {named};
+  j = m.ToJson();
+  const size_t v = j.find("\"format_version\": 5");
+  ASSERT_NE(v, std::string::npos);
+  j[v + 18] = '4';
+  uint64_t sum = 0, stored = 0;
+  ASSERT_TRUE(MetaChecksum(reinterpret_cast<const uint8_t*>(j.data()), j.size(), &sum, &stored));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sum));
+  j.replace(j.find("\"meta_checksum\": \"") + 18, 16, hex);
+  auto old = ParseMeta(reinterpret_cast<const uint8_t*>(j.data()), j.size());
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("16-bit in format 4"), std::string::npos) << old.status().ToString();
 }
 
 }  // namespace
