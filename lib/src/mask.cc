@@ -2,6 +2,8 @@
 
 #include <png.h>
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <climits>
 #include <csetjmp>
@@ -213,20 +215,77 @@ inline void FillSamples(uint8_t* dst, int n, T fill) {
   for (int i = 0; i < n; ++i) std::memcpy(dst + size_t(i) * sizeof(T), &fill, sizeof(T));
 }
 
+// The byte gather of one row's inside run [lo, hi) in 16-output chunks:
+// where the 16 source columns of a chunk lie within 32 bytes of the row
+// (any crop up to twice the output's width), one or two 16-byte loads and
+// a byte shuffle (SSSE3) instead of 16 loads. The plan depends only on the
+// columns, so it is made once per sample and used for every row.
+struct GatherChunk {
+  int out;   // first output column
+  int base;  // first source byte loaded
+  bool two;  // a second load at base + 16
+  alignas(16) uint8_t lo[16], hi[16];  // shuffle controls (0x80: zero)
+};
+
+void PlanGather(const int* xs, int lo, int hi, int w, std::vector<GatherChunk>* plan, int* scalar_from) {
+  plan->clear();
+  int x = lo;
+  for (; x + 16 <= hi; x += 16) {
+    const int a = std::min(xs[x], xs[x + 15]), b = std::max(xs[x], xs[x + 15]);
+    if (b - a >= 32 || a + 32 > w) break;  // too wide, or a load would pass the row's end
+    GatherChunk c;
+    c.out = x;
+    c.base = a;
+    c.two = b - a >= 16;
+    for (int i = 0; i < 16; ++i) {
+      const int d = xs[x + i] - a;
+      c.lo[i] = d < 16 ? uint8_t(d) : 0x80;
+      c.hi[i] = d >= 16 ? uint8_t(d - 16) : 0x80;
+    }
+    plan->push_back(c);
+  }
+  *scalar_from = x;
+}
+
+__attribute__((target("ssse3"))) void GatherRowSsse3(const uint8_t* row, const std::vector<GatherChunk>& plan,
+                                                    uint8_t* o) {
+  for (const GatherChunk& c : plan) {
+    const __m128i v = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c.base)),
+                                       _mm_load_si128(reinterpret_cast<const __m128i*>(c.lo)));
+    __m128i r = v;
+    if (c.two)
+      r = _mm_or_si128(v, _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c.base + 16)),
+                                           _mm_load_si128(reinterpret_cast<const __m128i*>(c.hi))));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + c.out), r);
+  }
+}
+
+bool HasSsse3() {
+  static const bool yes = __builtin_cpu_supports("ssse3");
+  return yes;
+}
+
 template <typename T>
 void Render(const uint8_t* src, int w, int h, const CropBox& box, int out_w, int out_h, bool hflip, bool vflip, T fill,
             uint8_t* dst) {
   // Source columns once per sample; the columns that fall inside the mask
   // form one run [lo, hi) (the mapping is monotonic), so each row is a fill,
-  // a branch-free gather and a fill. Rows that map to the source row of the
-  // row before (crops smaller than the output) are copies of it.
+  // a gather and a fill. Rows that map to the source row of the row before
+  // (crops smaller than the output) are copies of it.
   constexpr size_t B = sizeof(T);
-  thread_local std::vector<int> xs;
-  xs.resize(out_w);
+  thread_local std::vector<int> columns;
+  thread_local std::vector<GatherChunk> chunks;
+  std::vector<int>& xv = columns;  // thread_local looked up once, not per pixel
+  std::vector<GatherChunk>& plan = chunks;
+  xv.resize(out_w);
+  int* const xs = xv.data();
   for (int x = 0; x < out_w; ++x) xs[x] = Nearest(hflip ? out_w - 1 - x : x, out_w, box.x, box.w);
   int lo = 0, hi = out_w;
   while (lo < hi && (xs[lo] < 0 || xs[lo] >= w)) ++lo;
   while (hi > lo && (xs[hi - 1] < 0 || xs[hi - 1] >= w)) --hi;
+  int scalar_from = lo;
+  plan.clear();
+  if (B == 1 && HasSsse3()) PlanGather(xs, lo, hi, w, &plan, &scalar_from);
   int prev_sy = INT32_MIN;
   const size_t row_bytes = size_t(out_w) * B;
   for (int y = 0; y < out_h; ++y) {
@@ -243,7 +302,8 @@ void Render(const uint8_t* src, int w, int h, const CropBox& box, int out_w, int
     }
     const uint8_t* row = src + size_t(sy) * w * B;
     FillSamples<T>(o, lo, fill);
-    for (int x = lo; x < hi; ++x) CopySample<T>(o + x * B, row + size_t(xs[x]) * B);
+    if (!plan.empty()) GatherRowSsse3(row, plan, o);
+    for (int x = scalar_from; x < hi; ++x) CopySample<T>(o + x * B, row + size_t(xs[x]) * B);
     FillSamples<T>(o + hi * B, out_w - hi, fill);
   }
 }
