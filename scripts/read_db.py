@@ -16,15 +16,19 @@ import numpy as np
 
 HEADER = struct.Struct("<QIHBBiIIHHII")  # docs/FORMAT.md, "Record"
 FIELD = struct.Struct("<BBBBIII")        # docs/FORMAT.md, "Fields"
-KINDS = {1: "image", 2: "mask", 3: "ints", 4: "boxes", 5: "floats", 6: "text", 7: "depth"}
+# The kind byte of a field entry: its name and layout (docs/FORMAT.md,
+# "Fields"); the layout says how the entry is read.
+KINDS = {1: ("image", "picture"), 2: ("mask", "map"), 3: ("ints", "list"), 4: ("boxes", "boxes"),
+         5: ("floats", "list"), 6: ("text", "text"), 7: ("depth", "map")}
 MAP_DTYPES = {1: np.uint8, 2: np.dtype("<u2")}  # a map's encoding byte: bytes per sample
+LIST_DTYPES = {"ints": "<i4", "floats": "<f4"}
 
 
 def parse_fields(buf, count):
     """The field section of a version 2 record -> list of dicts (slot,
     kind, value): image {encoding, channels, height, width, payload},
-    mask and depth HxW uint8 or uint16 (as stored), ints int32, floats float32, boxes (N x 4 float32,
-    N int32 classes), text str."""
+    mask and depth HxW uint8 or uint16 (as stored), ints int32, floats
+    float32, boxes (N x 4 float32, N int32 classes), text str."""
     out, at = [], 0
     for _ in range(count):
         slot, kind, encoding, channels, dim0, dim1, size = FIELD.unpack_from(buf, at)
@@ -32,19 +36,17 @@ def parse_fields(buf, count):
         if len(data) != size or kind not in KINDS:
             raise ValueError("bad field entry")
         at += 16 + size
-        kind = KINDS[kind]
-        if kind == "image":
+        kind, layout = KINDS[kind]
+        if layout == "picture":
             value = dict(encoding="raw" if encoding else "jpeg", channels=channels, height=dim0, width=dim1,
                          payload=np.frombuffer(data, np.uint8).reshape(dim0, dim1, channels) if encoding else data)
-        elif kind in ("mask", "depth"):
+        elif layout == "map":
             if encoding not in MAP_DTYPES:
                 raise ValueError("bad map encoding %d" % encoding)
             value = np.frombuffer(data, MAP_DTYPES[encoding]).reshape(dim0, dim1)
-        elif kind == "ints":
-            value = np.frombuffer(data, "<i4")
-        elif kind == "floats":
-            value = np.frombuffer(data, "<f4")
-        elif kind == "boxes":
+        elif layout == "list":
+            value = np.frombuffer(data, LIST_DTYPES[kind])
+        elif layout == "boxes":
             rec = np.frombuffer(data, np.dtype([("xy", "<f4", 4), ("cls", "<i4")]))
             value = (rec["xy"].copy(), rec["cls"].copy())
         else:

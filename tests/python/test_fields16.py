@@ -14,7 +14,12 @@ import pytest
 from PIL import Image
 
 import imagepack
-from conftest import tool
+from conftest import SCRIPTS, tool
+
+import importlib.util
+_spec = importlib.util.spec_from_file_location("read_db", os.path.join(SCRIPTS, "read_db.py"))
+read_db = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(read_db)
 
 IGNORE = 65535   # the uint16 mask's default ignore value
 NO_READING = 0   # depth's default
@@ -105,6 +110,14 @@ def test_values_survive_pack_and_python_bit_for_bit(tree16, db16):
         label, depth = maps[s["path"]]
         assert s["seg"].dtype == np.uint16 and s["depth"].dtype == np.uint16
         assert np.array_equal(s["seg"], label) and np.array_equal(s["depth"], depth)
+    # The pure-Python reader (the format's documented layout) reads the same.
+    db = read_db.open_db(db16)
+    for i in range(len(ds)):
+        rec = read_db.parse_record(db.raw(i))
+        fields = {f["kind"]: f["value"] for f in rec["fields"]}
+        label, depth = maps[rec["path"]]
+        assert fields["mask"].dtype == np.dtype("<u2") and np.array_equal(fields["mask"], label)
+        assert np.array_equal(fields["depth"], depth)
 
 
 def crop_reference(src, box, size, fill):
