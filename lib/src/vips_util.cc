@@ -143,6 +143,129 @@ Result<ImageInfo> VipsProbe(const uint8_t* data, size_t size) {
   return info;
 }
 
+namespace {
+
+// The format's own rules before anything else: an OS/2 2.x BMP refused,
+// a BMP's unused fourth byte dropped (BmpRules), packed encodings (8-bit
+// CIELab TIFFs load as LABQ) to plain bands, which every later step reads.
+Status ApplyFormatRules(const uint8_t* data, size_t size, ImageFormat format, Ref& im) {
+  Ref next;
+  if (format == ImageFormat::kBmp) {
+    const BmpRules bmp = ReadBmpRules(data, size);
+    if (bmp.os2_v2)
+      return Status::NotSupported("OS/2 2.x BMP is not supported (its palette would be read wrongly); "
+                                  "convert it to PNG first");
+    if (bmp.drop_alpha && vips_image_get_bands(im.get()) == 4) {
+      if (vips_extract_band(im.get(), next.out(), 0, "n", 3, nullptr) != 0) return Status::Corruption(TakeVipsError());
+      im.swap_in(next);
+    }
+  }
+  if (vips_image_get_coding(im.get()) != VIPS_CODING_NONE) {
+    if (vips_image_decode(im.get(), next.out()) != 0) return Status::Corruption(TakeVipsError());
+    im.swap_in(next);
+  }
+  return Status::Ok();
+}
+
+// A GIF whose first frame leaves part of the screen uncovered: that part is
+// transparent (and so white, as all transparency here); the GIF reader
+// leaves it black when the frame itself has no transparency.
+Status WhitenGifBorder(const uint8_t* data, size_t size, Ref& im) {
+  const Rect f = GifFirstFrame(data, size);
+  const int W = vips_image_get_width(im.get()), H = vips_image_get_height(im.get());
+  const int x0 = std::clamp(f.x, 0, W), y0 = std::clamp(f.y, 0, H);
+  const int x1 = std::clamp(f.x + f.w, x0, W), y1 = std::clamp(f.y + f.h, y0, H);
+  if (x0 == 0 && y0 == 0 && x1 == W && y1 == H) return Status::Ok();
+  VipsImage* copy = vips_image_copy_memory(im.get());
+  if (!copy) return Status::Corruption(TakeVipsError());
+  Ref next(copy);
+  im.swap_in(next);
+  std::vector<double> white(size_t(vips_image_get_bands(im.get())), 255.0);
+  const int n = int(white.size());
+  const int rects[4][4] = {{0, 0, W, y0}, {0, y1, W, H - y1}, {0, y0, x0, y1 - y0}, {x1, y0, W - x1, y1 - y0}};
+  for (const auto& r : rects)
+    if (r[2] > 0 && r[3] > 0 &&
+        vips_draw_rect(im.get(), white.data(), n, r[0], r[1], r[2], r[3], "fill", TRUE, nullptr) != 0)
+      return Status::Corruption(TakeVipsError());
+  return Status::Ok();
+}
+
+// CMYK by the same plain rule as CMYK JPEGs (cmyk.h), not libvips' colour
+// management with a fallback profile.
+Result<Image> CmykPixels(Ref& im, int channels) {
+  Ref next;
+  if (vips_image_get_format(im.get()) != VIPS_FORMAT_UCHAR) {
+    if (vips_msb(im.get(), next.out(), nullptr) != 0) return Status::Corruption(TakeVipsError());
+    im.swap_in(next);
+  }
+  const int bands = std::min(vips_image_get_bands(im.get()), 5);
+  if (vips_image_get_bands(im.get()) != bands) {
+    if (vips_extract_band(im.get(), next.out(), 0, "n", bands, nullptr) != 0) return Status::Corruption(TakeVipsError());
+    im.swap_in(next);
+  }
+  auto cmyk = PixelsOf(im.get());
+  if (!cmyk.ok()) return cmyk.status();
+  Image out;
+  out.width = vips_image_get_width(im.get());
+  out.height = vips_image_get_height(im.get());
+  out.channels = channels;
+  out.pixels.resize(out.stride() * out.height);
+  CmykTo(cmyk->data(), bands, size_t(out.width) * out.height, false, channels, out.pixels.data());
+  return out;
+}
+
+// Every other interpretation: alpha flattened over white, gray kept gray
+// and the rest made sRGB, 8 bits, then `channels` by our own rules.
+Result<Image> GrayOrRgbPixels(Ref& im, int channels) {
+  Ref next;
+  // CIELab (with alpha, say) to sRGB before the flatten: white is 255 in
+  // every band only there.
+  if (vips_image_get_interpretation(im.get()) == VIPS_INTERPRETATION_LAB) {
+    if (vips_colourspace(im.get(), next.out(), VIPS_INTERPRETATION_sRGB, nullptr) != 0)
+      return Status::NotSupported(TakeVipsError());
+    im.swap_in(next);
+  }
+  if (vips_image_hasalpha(im.get())) {
+    const VipsBandFormat bf = vips_image_get_format(im.get());
+    double white = (bf == VIPS_FORMAT_USHORT || bf == VIPS_FORMAT_SHORT) ? 65535.0 : 255.0;
+    VipsArrayDouble* bg = vips_array_double_new(&white, 1);
+    int rc = vips_flatten(im.get(), next.out(), "background", bg, nullptr);
+    vips_area_unref(VIPS_AREA(bg));
+    if (rc != 0) return Status::Corruption(TakeVipsError());
+    im.swap_in(next);
+  }
+  // Gray stays gray; everything else becomes sRGB, and 1-channel output is
+  // then our Rec. 601 luma, the same as for JPEG (libvips' B_W is CIE L*).
+  const VipsInterpretation interp = vips_image_get_interpretation(im.get());
+  const bool gray = interp == VIPS_INTERPRETATION_B_W || interp == VIPS_INTERPRETATION_GREY16;
+  const VipsInterpretation want = gray ? VIPS_INTERPRETATION_B_W : VIPS_INTERPRETATION_sRGB;
+  if (vips_colourspace(im.get(), next.out(), want, nullptr) != 0) return Status::NotSupported(TakeVipsError());
+  im.swap_in(next);
+  const int want_bands = gray ? 1 : 3;
+  if (vips_image_get_bands(im.get()) > want_bands) {
+    if (vips_extract_band(im.get(), next.out(), 0, "n", want_bands, nullptr) != 0)
+      return Status::Corruption(TakeVipsError());
+    im.swap_in(next);
+  }
+  if (vips_image_get_format(im.get()) != VIPS_FORMAT_UCHAR) {
+    if (vips_cast(im.get(), next.out(), VIPS_FORMAT_UCHAR, nullptr) != 0) return Status::Corruption(TakeVipsError());
+    im.swap_in(next);
+  }
+  if (vips_image_get_bands(im.get()) != want_bands)
+    return Status::NotSupported("cannot convert image with " + std::to_string(vips_image_get_bands(im.get())) +
+                                " bands");
+  auto pixels = PixelsOf(im.get());
+  if (!pixels.ok()) return pixels.status();
+  Image out;
+  out.width = vips_image_get_width(im.get());
+  out.height = vips_image_get_height(im.get());
+  out.channels = want_bands;
+  out.pixels = std::move(pixels.value());
+  return ConvertChannels(std::move(out), channels);
+}
+
+}  // namespace
+
 Result<Image> VipsDecode(const uint8_t* data, size_t size, const DecodeOptions& opts) {
   auto opened = Open(data, size);
   if (!opened.ok()) return opened.status();
@@ -155,45 +278,10 @@ Result<Image> VipsDecode(const uint8_t* data, size_t size, const DecodeOptions& 
         " pixels, over the limit of " + std::to_string(opts.max_pixels) + " (--max-pixels)");
   }
   const ImageFormat format = SniffFormat(data, size);
+  IMAGEPACK_RETURN_IF_ERROR(ApplyFormatRules(data, size, format, im));
+  if (format == ImageFormat::kGif && !vips_image_hasalpha(im.get()))
+    IMAGEPACK_RETURN_IF_ERROR(WhitenGifBorder(data, size, im));
   Ref next;
-  if (format == ImageFormat::kBmp) {
-    const BmpRules bmp = ReadBmpRules(data, size);
-    if (bmp.os2_v2)
-      return Status::NotSupported("OS/2 2.x BMP is not supported (its palette would be read wrongly); "
-                                  "convert it to PNG first");
-    if (bmp.drop_alpha && vips_image_get_bands(im.get()) == 4) {
-      if (vips_extract_band(im.get(), next.out(), 0, "n", 3, nullptr) != 0) return Status::Corruption(TakeVipsError());
-      im.swap_in(next);
-    }
-  }
-  // Packed encodings (8-bit CIELab TIFFs load as LABQ) to plain bands first:
-  // every step below reads bands.
-  if (vips_image_get_coding(im.get()) != VIPS_CODING_NONE) {
-    if (vips_image_decode(im.get(), next.out()) != 0) return Status::Corruption(TakeVipsError());
-    im.swap_in(next);
-  }
-  // A GIF whose first frame leaves part of the screen uncovered: that part is
-  // transparent (and so white, as all transparency here); the GIF reader
-  // leaves it black when the frame itself has no transparency.
-  if (format == ImageFormat::kGif && !vips_image_hasalpha(im.get())) {
-    const Rect f = GifFirstFrame(data, size);
-    const int W = vips_image_get_width(im.get()), H = vips_image_get_height(im.get());
-    const int x0 = std::clamp(f.x, 0, W), y0 = std::clamp(f.y, 0, H);
-    const int x1 = std::clamp(f.x + f.w, x0, W), y1 = std::clamp(f.y + f.h, y0, H);
-    if (x0 > 0 || y0 > 0 || x1 < W || y1 < H) {
-      VipsImage* copy = vips_image_copy_memory(im.get());
-      if (!copy) return Status::Corruption(TakeVipsError());
-      next.reset(copy);
-      im.swap_in(next);
-      std::vector<double> white(size_t(vips_image_get_bands(im.get())), 255.0);
-      const int n = int(white.size());
-      const int rects[4][4] = {{0, 0, W, y0}, {0, y1, W, H - y1}, {0, y0, x0, y1 - y0}, {x1, y0, W - x1, y1 - y0}};
-      for (const auto& r : rects)
-        if (r[2] > 0 && r[3] > 0 &&
-            vips_draw_rect(im.get(), white.data(), n, r[0], r[1], r[2], r[3], "fill", TRUE, nullptr) != 0)
-          return Status::Corruption(TakeVipsError());
-    }
-  }
   if (opts.apply_orientation) {
     if (vips_autorot(im.get(), next.out(), nullptr) != 0) return Status::Corruption(TakeVipsError());
     im.swap_in(next);
@@ -206,73 +294,11 @@ Result<Image> VipsDecode(const uint8_t* data, size_t size, const DecodeOptions& 
       return Status::Corruption(TakeVipsError());
     im.swap_in(next);
   }
-  Image out;
-  if (vips_image_get_interpretation(im.get()) == VIPS_INTERPRETATION_CMYK && vips_image_get_bands(im.get()) >= 4) {
-    // CMYK by the same plain rule as CMYK JPEGs (cmyk.h), not libvips'
-    // colour management with a fallback profile.
-    if (vips_image_get_format(im.get()) != VIPS_FORMAT_UCHAR) {
-      if (vips_msb(im.get(), next.out(), nullptr) != 0) return Status::Corruption(TakeVipsError());
-      im.swap_in(next);
-    }
-    const int bands = std::min(vips_image_get_bands(im.get()), 5);
-    if (vips_image_get_bands(im.get()) != bands) {
-      if (vips_extract_band(im.get(), next.out(), 0, "n", bands, nullptr) != 0)
-        return Status::Corruption(TakeVipsError());
-      im.swap_in(next);
-    }
-    auto cmyk = PixelsOf(im.get());
-    if (!cmyk.ok()) return cmyk.status();
-    out.width = vips_image_get_width(im.get());
-    out.height = vips_image_get_height(im.get());
-    out.channels = opts.channels;
-    out.pixels.resize(out.stride() * out.height);
-    CmykTo(cmyk->data(), bands, size_t(out.width) * out.height, false, opts.channels, out.pixels.data());
-  } else {
-    // CIELab (with alpha, say) to sRGB before the flatten: white is 255 in
-    // every band only there.
-    if (vips_image_get_interpretation(im.get()) == VIPS_INTERPRETATION_LAB) {
-      if (vips_colourspace(im.get(), next.out(), VIPS_INTERPRETATION_sRGB, nullptr) != 0)
-        return Status::NotSupported(TakeVipsError());
-      im.swap_in(next);
-    }
-    if (vips_image_hasalpha(im.get())) {
-      const VipsBandFormat bf = vips_image_get_format(im.get());
-      double white = (bf == VIPS_FORMAT_USHORT || bf == VIPS_FORMAT_SHORT) ? 65535.0 : 255.0;
-      VipsArrayDouble* bg = vips_array_double_new(&white, 1);
-      int rc = vips_flatten(im.get(), next.out(), "background", bg, nullptr);
-      vips_area_unref(VIPS_AREA(bg));
-      if (rc != 0) return Status::Corruption(TakeVipsError());
-      im.swap_in(next);
-    }
-    // Gray stays gray; everything else becomes sRGB, and 1-channel output is
-    // then our Rec. 601 luma, the same as for JPEG (libvips' B_W is CIE L*).
-    const VipsInterpretation interp = vips_image_get_interpretation(im.get());
-    const bool gray = interp == VIPS_INTERPRETATION_B_W || interp == VIPS_INTERPRETATION_GREY16;
-    const VipsInterpretation want = gray ? VIPS_INTERPRETATION_B_W : VIPS_INTERPRETATION_sRGB;
-    if (vips_colourspace(im.get(), next.out(), want, nullptr) != 0) return Status::NotSupported(TakeVipsError());
-    im.swap_in(next);
-    const int want_bands = gray ? 1 : 3;
-    if (vips_image_get_bands(im.get()) > want_bands) {
-      if (vips_extract_band(im.get(), next.out(), 0, "n", want_bands, nullptr) != 0)
-        return Status::Corruption(TakeVipsError());
-      im.swap_in(next);
-    }
-    if (vips_image_get_format(im.get()) != VIPS_FORMAT_UCHAR) {
-      if (vips_cast(im.get(), next.out(), VIPS_FORMAT_UCHAR, nullptr) != 0)
-        return Status::Corruption(TakeVipsError());
-      im.swap_in(next);
-    }
-    if (vips_image_get_bands(im.get()) != want_bands)
-      return Status::NotSupported("cannot convert image with " + std::to_string(vips_image_get_bands(im.get())) +
-                                  " bands");
-    auto pixels = PixelsOf(im.get());
-    if (!pixels.ok()) return pixels.status();
-    out.width = vips_image_get_width(im.get());
-    out.height = vips_image_get_height(im.get());
-    out.channels = want_bands;
-    out.pixels = std::move(pixels.value());
-    out = ConvertChannels(std::move(out), opts.channels);
-  }
+  const bool cmyk =
+      vips_image_get_interpretation(im.get()) == VIPS_INTERPRETATION_CMYK && vips_image_get_bands(im.get()) >= 4;
+  auto made = cmyk ? CmykPixels(im, opts.channels) : GrayOrRgbPixels(im, opts.channels);
+  if (!made.ok()) return made.status();
+  Image out = std::move(made.value());
   if (out.width != tw || out.height != th) {
     // The shrink's output is a whole number of pixels; the picture in it is
     // up_w / factor wide (its last pixel may be partial or cut).
