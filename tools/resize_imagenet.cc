@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
       ("dct", po::value(&dct)->default_value("accurate"),
        "JPEG IDCT at full scale: accurate (Pillow's pixels) or fast")
       ("reencode", "re-encode every image (no byte-for-byte pass-through)")
-      ("mask", "SRC is a tree of label maps (PNG): nearest neighbour, PNG out, never a new value")
+      ("mask", "SRC is a tree of label or depth maps (PNG, 8 or 16 bits kept): nearest neighbour, PNG out, never a new value")
       ("max-pixels", po::value(&max_pixels)->default_value(200000000),
        "refuse sources with more pixels than this (decompression bombs)")
       ("threads", po::value(&threads)->default_value(0), "worker threads (0: all cores)")

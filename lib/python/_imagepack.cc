@@ -67,6 +67,7 @@ py::array FieldArray(const BatchField& f, const std::shared_ptr<void>& hold) {
     case DType::kInt64: return View(reinterpret_cast<int64_t*>(f.data), shape, hold);
     case DType::kFloat32: return View(reinterpret_cast<float*>(f.data), shape, hold);
     case DType::kUint16: return View(reinterpret_cast<uint16_t*>(f.data), shape, hold);
+    case DType::kInt32: return View(reinterpret_cast<int32_t*>(f.data), shape, hold);
     case DType::kUint8: break;
   }
   return View(f.data, shape, hold);
@@ -98,6 +99,7 @@ void BindLoaderOptions(py::module_& m) {
   py::class_<O>(m, "LoaderOptions")
       .def(py::init<>())
       .def_readwrite("paths", &O::paths)
+      .def_readwrite("wide_maps_int32", &O::wide_maps_int32)
       .def_readwrite("in_ram", &O::in_ram)
       .def_readwrite("lock_in_ram", &O::lock_in_ram)
       .def_readwrite("cache_dir", &O::cache_dir)

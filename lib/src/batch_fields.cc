@@ -26,7 +26,12 @@ FieldBatcher::FieldBatcher(std::vector<FieldSpec> fields, Shape shape) : fields_
                              s_.nchw ? std::vector<int64_t>{B, C, S, S} : std::vector<int64_t>{B, S, S, C}, {}});
         break;
       case FieldLayout::kMap:
-        template_.push_back({f.name, MapSampleBytes(f) == 2 ? DType::kUint16 : DType::kUint8, {B, S, S}, {}});
+        template_.push_back({f.name,
+                             MapSampleBytes(f) == 1 ? DType::kUint8
+                             : s_.wide_maps_int32   ? DType::kInt32
+                                                    : DType::kUint16,
+                             {B, S, S},
+                             {}});
         break;
       case FieldLayout::kBoxes:
         template_.push_back({f.name, DType::kFloat32, {B, 0, 4}, {}});
@@ -96,8 +101,20 @@ Status FieldBatcher::RenderSample(const RecordView& rec, const CropBox& box, boo
         if (f.encoding != bytes)
           return Status::Corruption(spec.name + " holds " + std::to_string(8 * f.encoding) + "-bit samples, the "
                                     "dataset declares " + std::to_string(spec.bits));
-        RenderMask(f.data, int(f.width), int(f.height), box, S, S, flip, vflip, static_cast<uint16_t>(MapFill(spec)),
-                   out.bytes.data() + size_t(i) * S * S * bytes, bytes);
+        const size_t n = size_t(S) * S;
+        const uint16_t fill = static_cast<uint16_t>(MapFill(spec));
+        if (out.dtype != DType::kInt32) {
+          RenderMask(f.data, int(f.width), int(f.height), box, S, S, flip, vflip, fill,
+                     out.bytes.data() + size_t(i) * n * bytes, bytes);
+          break;
+        }
+        thread_local std::vector<uint16_t> narrow;  // the uint16 crop, then widened
+        std::vector<uint16_t>& tmp = narrow;
+        tmp.resize(n);
+        RenderMask(f.data, int(f.width), int(f.height), box, S, S, flip, vflip, fill,
+                   reinterpret_cast<uint8_t*>(tmp.data()), bytes);
+        int32_t* wide = reinterpret_cast<int32_t*>(out.bytes.data()) + size_t(i) * n;
+        for (size_t k = 0; k < n; ++k) wide[k] = tmp[k];
         break;
       }
       case FieldLayout::kBoxes: IMAGEPACK_RETURN_IF_ERROR(RenderBoxes(f, box, flip, vflip, &var)); break;

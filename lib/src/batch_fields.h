@@ -48,6 +48,7 @@ class FieldBatcher {
     int channels = 3;  // of second images, as the image's
     bool nchw = true;
     double min_box_visible = 0;  // LoaderOptions::min_box_visible
+    bool wide_maps_int32 = false;  // LoaderOptions::wide_maps_int32
   };
   FieldBatcher(std::vector<FieldSpec> fields, Shape shape);
 

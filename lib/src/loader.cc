@@ -28,7 +28,8 @@ size_t DTypeBytes(DType t) {
   switch (t) {
     case DType::kUint8: return 1;
     case DType::kUint16: return 2;
-    case DType::kFloat32: return 4;
+    case DType::kFloat32:
+    case DType::kInt32: return 4;
     case DType::kInt64: return 8;
   }
   return 1;
@@ -103,7 +104,8 @@ class LoaderImpl : public Loader {
         channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
         arena_(internal::ResolveThreads(o_.threads)),
         fields_(src_->meta().fields,
-                {o_.batch_size, o_.size, channels_, o_.layout == Layout::kNCHW, o_.min_box_visible}),
+                {o_.batch_size, o_.size, channels_, o_.layout == Layout::kNCHW, o_.min_box_visible,
+                 o_.wide_maps_int32}),
         renderer_(o_, channels_, static_cast<int64_t>(src_->meta().classes.size()), &fields_), spec_(spec),
         epoch_spec_(spec) {
     sample_bytes_ = size_t(o_.size) * o_.size * channels_;

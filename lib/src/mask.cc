@@ -215,33 +215,36 @@ inline void FillSamples(uint8_t* dst, int n, T fill) {
   for (int i = 0; i < n; ++i) std::memcpy(dst + size_t(i) * sizeof(T), &fill, sizeof(T));
 }
 
-// The byte gather of one row's inside run [lo, hi) in 16-output chunks:
-// where the 16 source columns of a chunk lie within 32 bytes of the row
-// (any crop up to twice the output's width), one or two 16-byte loads and
-// a byte shuffle (SSSE3) instead of 16 loads. The plan depends only on the
-// columns, so it is made once per sample and used for every row.
+// The gather of one row's inside run [lo, hi) in chunks of 16 bytes of
+// output (16 uint8 samples or 8 uint16): where a chunk's source columns lie
+// within 32 bytes of the row (any crop up to twice the output's width), one
+// or two 16-byte loads and a byte shuffle (SSSE3) instead of a load per
+// sample. The plan depends only on the columns, so it is made once per
+// sample and used for every row.
 struct GatherChunk {
-  int out;   // first output column
+  int out;   // first output byte
   int base;  // first source byte loaded
   bool two;  // a second load at base + 16
   alignas(16) uint8_t lo[16], hi[16];  // shuffle controls (0x80: zero)
 };
 
-void PlanGather(const int* xs, int lo, int hi, int w, std::vector<GatherChunk>* plan, int* scalar_from) {
+void PlanGather(const int* xs, int lo, int hi, int w, int bytes, std::vector<GatherChunk>* plan, int* scalar_from) {
   plan->clear();
+  const int per = 16 / bytes;  // samples per chunk
   int x = lo;
-  for (; x + 16 <= hi; x += 16) {
-    const int a = std::min(xs[x], xs[x + 15]), b = std::max(xs[x], xs[x + 15]);
-    if (b - a >= 32 || a + 32 > w) break;  // too wide, or a load would pass the row's end
+  for (; x + per <= hi; x += per) {
+    const int a = std::min(xs[x], xs[x + per - 1]), b = std::max(xs[x], xs[x + per - 1]);
+    if ((b - a + 1) * bytes > 32 || (a + 32 / bytes) > w) break;  // too wide, or a load would pass the row's end
     GatherChunk c;
-    c.out = x;
-    c.base = a;
-    c.two = b - a >= 16;
-    for (int i = 0; i < 16; ++i) {
-      const int d = xs[x + i] - a;
-      c.lo[i] = d < 16 ? uint8_t(d) : 0x80;
-      c.hi[i] = d >= 16 ? uint8_t(d - 16) : 0x80;
-    }
+    c.out = x * bytes;
+    c.base = a * bytes;
+    c.two = (b - a + 1) * bytes > 16;
+    for (int i = 0; i < per; ++i)
+      for (int k = 0; k < bytes; ++k) {
+        const int d = (xs[x + i] - a) * bytes + k;
+        c.lo[i * bytes + k] = d < 16 ? uint8_t(d) : 0x80;
+        c.hi[i * bytes + k] = d >= 16 ? uint8_t(d - 16) : 0x80;
+      }
     plan->push_back(c);
   }
   *scalar_from = x;
@@ -285,7 +288,7 @@ void Render(const uint8_t* src, int w, int h, const CropBox& box, int out_w, int
   while (hi > lo && (xs[hi - 1] < 0 || xs[hi - 1] >= w)) --hi;
   int scalar_from = lo;
   plan.clear();
-  if (B == 1 && HasSsse3()) PlanGather(xs, lo, hi, w, &plan, &scalar_from);
+  if (HasSsse3()) PlanGather(xs, lo, hi, w, int(B), &plan, &scalar_from);
   int prev_sy = INT32_MIN;
   const size_t row_bytes = size_t(out_w) * B;
   for (int y = 0; y < out_h; ++y) {

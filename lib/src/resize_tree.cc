@@ -33,15 +33,18 @@ struct Item {
   int64_t bytes_out = 0;
 };
 
-// A label map resized by nearest neighbour, as PNG bytes; `same` when it
-// needed no resize (its bytes are then kept).
+// A label or depth map resized by nearest neighbour, as PNG bytes of its
+// own sample width (a 16-bit PNG stays 16-bit: ids over 255, depth in mm);
+// `same` when it needed no resize (its bytes are then kept).
 Result<std::vector<uint8_t>> ResizeMask(const std::vector<uint8_t>& data, const SizeLimit& limit, bool* same) {
-  auto mask = DecodeMask(data.data(), data.size());
+  // IHDR's bit depth, byte 24 of a PNG (DecodeMask refuses anything else).
+  const int bits = data.size() > 24 && data[24] == 16 ? 16 : 8;
+  auto mask = DecodeMask(data.data(), data.size(), bits);
   if (!mask.ok()) return mask.status();
   auto [tw, th] = TargetSize(mask->width, mask->height, limit);
   *same = tw == mask->width && th == mask->height;
   if (*same) return data;
-  return EncodeMaskPng(ResizeMaskNearest(mask->pixels.data(), mask->width, mask->height, tw, th));
+  return EncodeMaskPng(ResizeMaskNearest(mask->pixels.data(), mask->width, mask->height, tw, th, mask->channels));
 }
 
 Item ProcessOne(const ResizeTreeOptions& opts, const std::string& rel, size_t index) {

@@ -204,6 +204,23 @@ TEST(BatchFields, SixteenBitMapsKeepTheirValuesAndPadWithTheirFill) {
       EXPECT_EQ(s[9 + y * 3 + x], in ? ids[sy * 3 + sx] : 65535) << x << "," << y;
       EXPECT_EQ(d[9 + y * 3 + x], in ? mm[sy * 3 + sx] : 7) << x << "," << y;
     }
+  // wide_maps_int32 (the Python package with torch): the same values as int32.
+  shape.wide_maps_int32 = true;
+  FieldBatcher wide({seg, depth}, shape);
+  FieldArrays w;
+  wide.Prepare(&w);
+  ASSERT_OK(wide.RenderSample(v.value(), CropBox{0, 0, 3, 3}, false, false, render, &w, 0));
+  ASSERT_OK(wide.RenderSample(v.value(), CropBox{1, -1, 3, 3}, true, false, render, &w, 1));
+  wide.Finish(&w, 2);
+  auto wb = ByName(w);
+  EXPECT_EQ(wb["seg"]->dtype, DType::kInt32);
+  EXPECT_EQ(wb["depth"]->dtype, DType::kInt32);
+  const auto s32 = As<int32_t>(*wb["seg"]), d32 = As<int32_t>(*wb["depth"]);
+  ASSERT_EQ(s32.size(), s.size());
+  for (size_t k = 0; k < s.size(); ++k) {
+    EXPECT_EQ(s32[k], int32_t(s[k]));
+    EXPECT_EQ(d32[k], int32_t(d[k]));
+  }
 }
 
 }  // namespace

@@ -134,7 +134,7 @@ TEST(Mask, SixteenBitMapsDecodeEncodeResizeAndRender) {
     }
 }
 
-// RenderMask against the rule written out per pixel, over random boxes
+// RenderMask (8 and 16 bits) against the rule written out per pixel, over random boxes
 // from a tenth to three times the output (the shuffle gather's one- and
 // two-load chunks, its fallback, and the boxes reaching outside), both
 // flips, odd widths; the source is an exact-size heap buffer, so a load
@@ -145,24 +145,29 @@ TEST(Mask, RenderEqualsThePerPixelRuleOverRandomBoxes) {
     seed = seed * 1664525u + 1013904223u;
     return int((seed >> 8) % uint32_t(n));
   };
-  for (int trial = 0; trial < 400; ++trial) {
-    const int w = 17 + next(300), h = 5 + next(60), out = 1 + next(120);
-    std::vector<uint8_t> src(size_t(w) * h);
-    for (auto& v : src) v = uint8_t(next(250));
-    const int bw = std::max(1, out / 10 + next(3 * out)), bh = 1 + next(2 * h);
-    const CropBox box{next(w + 20) - 10, next(h + 10) - 5, bw, bh};
-    const bool hf = next(2), vf = next(2);
-    std::vector<uint8_t> got(size_t(out) * out);
-    RenderMask(src.data(), w, h, box, out, out, hf, vf, 255, got.data());
-    for (int y = 0; y < out; ++y)
-      for (int x = 0; x < out; ++x) {
-        const int xx = hf ? out - 1 - x : x, yy = vf ? out - 1 - y : y;
-        const int sx = box.x + int((2 * int64_t(xx) + 1) * box.w / (2 * out));
-        const int sy = box.y + int((2 * int64_t(yy) + 1) * box.h / (2 * out));
-        const int want = sx < 0 || sx >= w || sy < 0 || sy >= h ? 255 : src[size_t(sy) * w + sx];
-        ASSERT_EQ(got[size_t(y) * out + x], want) << "trial " << trial << " at " << x << "," << y;
-      }
-  }
+  for (int bytes : {1, 2})
+    for (int trial = 0; trial < 400; ++trial) {
+      const int w = 17 + next(300), h = 5 + next(60), out = 1 + next(120);
+      std::vector<uint8_t> src(size_t(w) * h * bytes);
+      for (auto& v : src) v = uint8_t(next(250));
+      const int bw = std::max(1, out / 10 + next(3 * out)), bh = 1 + next(2 * h);
+      const CropBox box{next(w + 20) - 10, next(h + 10) - 5, bw, bh};
+      const bool hf = next(2), vf = next(2);
+      const int fill = bytes == 2 ? 65000 : 255;
+      std::vector<uint8_t> got(size_t(out) * out * bytes);
+      RenderMask(src.data(), w, h, box, out, out, hf, vf, uint16_t(fill), got.data(), bytes);
+      auto sample = [&](const uint8_t* p) { return bytes == 2 ? p[0] | p[1] << 8 : p[0]; };
+      for (int y = 0; y < out; ++y)
+        for (int x = 0; x < out; ++x) {
+          const int xx = hf ? out - 1 - x : x, yy = vf ? out - 1 - y : y;
+          const int sx = box.x + int((2 * int64_t(xx) + 1) * box.w / (2 * out));
+          const int sy = box.y + int((2 * int64_t(yy) + 1) * box.h / (2 * out));
+          const int want =
+              sx < 0 || sx >= w || sy < 0 || sy >= h ? fill : sample(&src[(size_t(sy) * w + sx) * bytes]);
+          ASSERT_EQ(sample(&got[(size_t(y) * out + x) * bytes]), want)
+              << bytes << " bytes, trial " << trial << " at " << x << "," << y;
+        }
+    }
 }
 
 }  // namespace

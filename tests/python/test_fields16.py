@@ -269,3 +269,16 @@ def test_a_uint8_mask_field_refuses_wide_values_and_verify_checks_classes(tree16
     r = run(tool("pack_lmdb"), root / "img", tmp_path / "i.lmdb", "-q", "--field", "seg:mask=%s" % (root / "label"),
             "--ignore-value", "70000", "--mask-dtype", "uint16", ok=(2,))
     assert "--ignore-value" in r.stderr
+
+
+def test_resize_imagenet_keeps_16_bit_maps_16_bit(tree16, tmp_path):
+    """resize_imagenet --mask on the 16-bit label tree: 16-bit PNGs out,
+    nearest neighbour of the source (40x32 -> 25x20 at --max-size 20)."""
+    root, maps = tree16
+    run(tool("resize_imagenet"), root / "label", tmp_path / "small", "--mask", "--max-size", "20", "-q")
+    xs = ((2 * np.arange(25) + 1) * 40) // 50
+    ys = ((2 * np.arange(20) + 1) * 32) // 40
+    for rel, (label, _) in maps.items():
+        path = tmp_path / "small" / (rel[:-len(".jpg")] + ".png")
+        assert path.read_bytes()[24:26] == b"\x10\x00"
+        assert np.array_equal(read_png(str(path)), label[np.ix_(ys, xs)])

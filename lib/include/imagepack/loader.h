@@ -22,7 +22,7 @@ enum class TransformKind {
   kPadCropEval,  // small images, evaluation: centre crop of size (no pad, no flip)
 };
 enum class Layout { kNCHW, kNHWC };
-enum class DType { kUint8, kInt64, kFloat32, kUint16 };
+enum class DType { kUint8, kInt64, kFloat32, kUint16, kInt32 };
 size_t DTypeBytes(DType t);
 enum class CorruptPolicy {
   kFail,  // Next() returns the error, naming the record
@@ -85,13 +85,18 @@ struct LoaderOptions {
   // Boxes: one whose part inside the crop is below this fraction of its
   // area (after the crop's scaling) is dropped; an empty one always is.
   double min_box_visible = 0.0;
+  // uint16 maps (16-bit masks, depth) handed over as int32 arrays
+  // (DType::kInt32), widened by the workers: for consumers without uint16,
+  // such as torch (the Python package sets it with as_torch).
+  bool wide_maps_int32 = false;
 };
 
 // One named array of a batch beyond its images and labels: a dataset's
 // fields (docs/LOADER.md, "Fields"), samples first (shape[0] = batch
 // count). Per kind: image NAME uint8 [B, C, S, S] (or NHWC); mask NAME
 // uint8 or uint16 [B, S, S] (the field's dtype), depth NAME uint16 [B, S,
-// S], both padded with their fill value (ignore, no reading); boxes NAME float32 [B, M, 4] with NAME's classes
+// S] (int32 with LoaderOptions::wide_maps_int32), both padded with their
+// fill value (ignore, no reading); boxes NAME float32 [B, M, 4] with NAME's classes
 // int64 [B, M] ("box_labels" for a field named "boxes", else
 // NAME_labels, -1 past a sample's count) and counts int64 [B]
 // ("num_boxes", else num_NAME), M the batch's largest count; ints NAME

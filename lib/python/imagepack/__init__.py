@@ -145,8 +145,9 @@ class Loader:
         o.cache_dir = os.fspath(cache_dir) if cache_dir else ""
         self._options = dict(batch_size=o.batch_size, size=o.size, transform=transform, seed=o.seed, rank=o.rank,
                              world_size=o.world_size, shuffle=self._shuffle, vflip=o.vflip)
-        self._loader = _imagepack.Loader(o)
         self._torch = _torch() if as_torch else None
+        o.wide_maps_int32 = self._torch is not None  # torch has no uint16: the workers widen
+        self._loader = _imagepack.Loader(o)
         self._has_fields = bool(self.meta.get("fields"))
         self._epoch = 0
         self._resume = None    # (epoch, position, order, world, block, window): where the next iteration continues
@@ -205,8 +206,9 @@ class Loader:
         return out
 
     def _to_torch(self, array):
-        """A tensor over the array's memory; uint16 maps (16-bit masks,
-        depth) as int32, torch having no uint16 (a copy, values unchanged)."""
+        """A tensor over the array's memory. uint16 maps (16-bit masks,
+        depth) come as int32 already (wide_maps_int32); a uint16 array is
+        widened here all the same, torch having no uint16."""
         if array.dtype == np.uint16:
             array = array.astype(np.int32)
         return self._torch.from_numpy(array)
