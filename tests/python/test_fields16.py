@@ -94,9 +94,11 @@ def test_metadata_is_format_5_with_dtype_scale_and_fill(db16):
     meta = imagepack.open(db16).meta
     assert meta["format_version"] == 5
     seg, depth = meta["fields"]
-    # Classes 0 .. the largest value but the ignore value, written as a
-    # count (format 5) rather than 60,001 names.
-    assert seg == {"name": "seg", "kind": "mask", "dtype": "uint16", "ignore": IGNORE, "classes": 60001}
+    # Classes 0 .. the largest value but the ignore value: stored as a count
+    # (format 5) rather than 60,001 names, handed to Python as the names.
+    assert seg == {"name": "seg", "kind": "mask", "dtype": "uint16", "ignore": IGNORE,
+                   "classes": [str(v) for v in range(60001)]}
+    assert read_db.open_db(db16).meta["fields"][0]["classes"] == 60001
     assert depth == {"name": "depth", "kind": "depth", "no_reading": 0, "scale": 0.001}
     run(tool("verify_db"), db16, "--decode")
 

@@ -67,6 +67,17 @@ def _distributed():
     return 0, 1
 
 
+def _parse_meta(text):
+    """The metadata as a dict, a field's class count (format 5 writes N
+    for the names "0".."N-1") given as that list of names, as every other
+    field's classes are."""
+    meta = json.loads(text)
+    for field in meta.get("fields", []):
+        if isinstance(field.get("classes"), int):
+            field["classes"] = [str(v) for v in range(field["classes"])]
+    return meta
+
+
 class Loader:
     """Batches of augmented uint8 images from imagepack databases.
 
@@ -257,7 +268,7 @@ class Loader:
     @property
     def meta(self):
         if getattr(self, "_meta", None) is None:
-            self._meta = json.loads(self._loader.meta_json)
+            self._meta = _parse_meta(self._loader.meta_json)
         return self._meta
 
     @property
@@ -305,7 +316,7 @@ class Dataset:
         self._pid = None
         self._ds = None
         self._open()
-        self.meta = json.loads(self._ds.meta_json)
+        self.meta = _parse_meta(self._ds.meta_json)
         self.classes = self.meta["classes"]
         self.fields = self.meta.get("fields", [])
 
