@@ -48,3 +48,22 @@ def jpeg_db(tree, tmp_path_factory):
 def raw_db(tree, tmp_path_factory):
     return pack(tree, tmp_path_factory.mktemp("db") / "raw.blob", "--format", "blob", "--encoding", "raw",
                 "--max-size", "48")
+
+
+def nearest_reference(src, box, size, fill):
+    """A plain numpy nearest-neighbour crop of the loader's crop_box row
+    (x, y, w, h, hflip, vflip): output pixel i takes source pixel
+    x + floor((i + 0.5) * w / size), reversed for a flip, `fill` outside
+    the source; the source's dtype (uint8 or uint16 maps)."""
+    x, y, w, h, hf, vf = (int(v) for v in box)
+    xs = x + ((2 * np.arange(size) + 1) * w) // (2 * size)
+    ys = y + ((2 * np.arange(size) + 1) * h) // (2 * size)
+    if hf:
+        xs = xs[::-1]
+    if vf:
+        ys = ys[::-1]
+    H, W = src.shape
+    out = np.full((size, size), fill, src.dtype)
+    inside_y, inside_x = (ys >= 0) & (ys < H), (xs >= 0) & (xs < W)
+    out[np.ix_(inside_y, inside_x)] = src[np.ix_(ys[inside_y], xs[inside_x])]
+    return out

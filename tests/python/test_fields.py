@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 import imagepack
-from conftest import SCRIPTS, tool
+from conftest import SCRIPTS, nearest_reference, tool
 
 spec = importlib.util.spec_from_file_location("read_db", os.path.join(SCRIPTS, "read_db.py"))
 read_db = importlib.util.module_from_spec(spec)
@@ -101,23 +101,6 @@ def test_round_trip_every_field_read_by_the_python_reader(seg_tree, seg_db):
 def batches(loader, epoch=0):
     loader.set_epoch(epoch)
     return [{k: (np.array(v) if not isinstance(v, list) else v) for k, v in b.items()} for b in loader]
-
-
-def nearest_reference(src, box, size, fill):
-    """A plain numpy nearest-neighbour crop: output pixel i takes source pixel
-    x + floor((i + 0.5) * w / size), reversed for a flip."""
-    x, y, w, h, hf, vf = (int(v) for v in box)
-    xs = x + ((2 * np.arange(size) + 1) * w) // (2 * size)
-    ys = y + ((2 * np.arange(size) + 1) * h) // (2 * size)
-    if hf:
-        xs = xs[::-1]
-    if vf:
-        ys = ys[::-1]
-    H, W = src.shape
-    out = np.full((size, size), fill, np.uint8)
-    inside_y, inside_x = (ys >= 0) & (ys < H), (xs >= 0) & (xs < W)
-    out[np.ix_(inside_y, inside_x)] = src[np.ix_(ys[inside_y], xs[inside_x])]
-    return out
 
 
 @pytest.mark.parametrize("transform", ["train", "pad_crop", "eval"])

@@ -2,7 +2,8 @@
 maps (uint16 millimetres, 0 for no reading), from paired trees, manifests
 and WebDataset shards through pack_lmdb, verify_db, the loader, Python and
 export_db back to 16-bit PNGs. The references are Pillow (which wrote and
-reads the PNGs) and a numpy nearest-neighbour crop written here."""
+reads the PNGs) and a numpy nearest-neighbour crop (conftest.py)."""
+import importlib.util
 import io
 import json
 import os
@@ -14,9 +15,8 @@ import pytest
 from PIL import Image
 
 import imagepack
-from conftest import SCRIPTS, tool
+from conftest import SCRIPTS, nearest_reference, tool
 
-import importlib.util
 _spec = importlib.util.spec_from_file_location("read_db", os.path.join(SCRIPTS, "read_db.py"))
 read_db = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(read_db)
@@ -122,21 +122,6 @@ def test_values_survive_pack_and_python_bit_for_bit(tree16, db16):
         assert np.array_equal(fields["depth"], depth)
 
 
-def crop_reference(src, box, size, fill):
-    """numpy nearest neighbour of the loader's crop box: output pixel i takes
-    source pixel x + floor((i + 0.5) * w / size), reversed for a flip, the
-    fill value outside the source."""
-    x, y, w, h, hf, vf = (int(v) for v in box)
-    xs = x + ((2 * np.arange(size) + 1) * w) // (2 * size)
-    ys = y + ((2 * np.arange(size) + 1) * h) // (2 * size)
-    xs, ys = (xs[::-1] if hf else xs), (ys[::-1] if vf else ys)
-    H, W = src.shape
-    out = np.full((size, size), fill, src.dtype)
-    iy, ix = (ys >= 0) & (ys < H), (xs >= 0) & (xs < W)
-    out[np.ix_(iy, ix)] = src[np.ix_(ys[iy], xs[ix])]
-    return out
-
-
 @pytest.mark.parametrize("transform", ["train", "pad_crop", "eval"])
 def test_loader_crops_equal_the_numpy_reference_and_pad_with_the_fill(db16, transform):
     ds = imagepack.open(db16)
@@ -152,8 +137,8 @@ def test_loader_crops_equal_the_numpy_reference_and_pad_with_the_fill(db16, tran
             for k, index in enumerate(b["index"]):
                 label, depth = src[index]
                 box = b["crop_box"][k]
-                want_seg = crop_reference(label, box, 24, IGNORE)
-                want_depth = crop_reference(depth, box, 24, NO_READING)
+                want_seg = nearest_reference(label, box, 24, IGNORE)
+                want_depth = nearest_reference(depth, box, 24, NO_READING)
                 assert np.array_equal(b["seg"][k], want_seg), (epoch, index, box)
                 assert np.array_equal(b["depth"][k], want_depth), (epoch, index, box)
                 # No value the source does not hold (or the fill).
