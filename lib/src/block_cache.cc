@@ -192,6 +192,52 @@ void BlockCache::Publish(uint64_t b, Block data) {
   }
 }
 
+// Adjacent blocks in one ranged GET (at most 16 blocks), all in flight,
+// into buffers let go by earlier blocks where there are some; each block
+// then points into its range's buffer (no copy), and goes to the disk
+// cache.
+Status BlockCache::Download(std::vector<uint64_t> remote, int64_t* fetched,
+                            std::vector<std::pair<uint64_t, Block>>* done) {
+  if (remote.empty()) return Status::Ok();
+  std::sort(remote.begin(), remote.end());
+  std::vector<ByteRange> ranges;
+  std::vector<std::vector<uint64_t>> members;
+  for (size_t i = 0; i < remote.size();) {
+    size_t j = i + 1;
+    while (j < remote.size() && remote[j] == remote[j - 1] + 1 && j - i < 16) ++j;
+    const uint64_t lo = remote[i] * block_, hi = remote[j - 1] * block_ + BlockSize(remote[j - 1]);
+    ranges.push_back({lo, hi - lo});
+    members.emplace_back(remote.begin() + static_cast<std::ptrdiff_t>(i), remote.begin() + static_cast<std::ptrdiff_t>(j));
+    i = j;
+  }
+  std::vector<std::shared_ptr<Buffer>> bufs(ranges.size());
+  std::vector<uint8_t*> outs;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    bufs[i] = NewBuffer();
+    outs.push_back(bufs[i]->Reserve(ranges[i].size));
+  }
+  Status st = bytes_->ReadRanges(ranges, outs);
+  if (!st.ok()) return st;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    *fetched += static_cast<int64_t>(ranges[i].size);
+    for (uint64_t b : members[i]) {
+      const uint8_t* p = bufs[i]->p.get() + (b * block_ - ranges[i].offset);
+      if (disk_) disk_->Store(b, p, BlockSize(b));
+      done->emplace_back(b, std::make_shared<BlockBytes>(p, BlockSize(b), bufs[i]));
+    }
+  }
+  return Status::Ok();
+}
+
+// Blocks on disk are taken from there; the others this process claims and
+// downloads, releasing its claims, and only then waits for the blocks that
+// other processes were downloading: a process never waits while it holds
+// a claim, so two processes whose claims interleave (each waiting for a
+// block the other holds) cannot block each other. A block still missing
+// after its claim ended (its downloader died or failed) is downloaded
+// here, claimed if it can be without waiting, else downloaded all the same
+// (a second GET of it; the block file is written whole under a temporary
+// name either way).
 Status BlockCache::Load(const std::vector<uint64_t>& blocks, int64_t* fetched, Block* first) {
   std::vector<std::pair<uint64_t, Block>> done;
   std::vector<uint64_t> remote, claimed, waited;
@@ -205,45 +251,22 @@ Status BlockCache::Load(const std::vector<uint64_t>& blocks, int64_t* fetched, B
       waited.push_back(b);  // another process is downloading it
     }
   }
-  for (uint64_t b : waited) {
-    disk_->WaitClaim(b);
-    if (Block v = disk_->Load(b, BlockSize(b))) {
-      done.emplace_back(b, std::move(v));
-    } else {
-      remote.push_back(b);  // it died or failed: ours now
+  Status st = Download(std::move(remote), fetched, &done);
+  if (disk_)
+    for (uint64_t b : claimed) disk_->Release(b);
+  claimed.clear();
+  remote.clear();
+  if (st.ok()) {
+    for (uint64_t b : waited) disk_->WaitClaim(b);  // holding no claim
+    for (uint64_t b : waited) {
+      if (Block v = disk_->Load(b, BlockSize(b))) {
+        done.emplace_back(b, std::move(v));
+        continue;
+      }
+      remote.push_back(b);  // its downloader died or failed: ours now
       if (disk_->TryClaim(b)) claimed.push_back(b);
     }
-  }
-  // Adjacent blocks in one ranged GET (at most 16 blocks), all in flight.
-  std::sort(remote.begin(), remote.end());
-  std::vector<ByteRange> ranges;
-  std::vector<std::vector<uint64_t>> members;
-  for (size_t i = 0; i < remote.size();) {
-    size_t j = i + 1;
-    while (j < remote.size() && remote[j] == remote[j - 1] + 1 && j - i < 16) ++j;
-    const uint64_t lo = remote[i] * block_, hi = remote[j - 1] * block_ + BlockSize(remote[j - 1]);
-    ranges.push_back({lo, hi - lo});
-    members.emplace_back(remote.begin() + static_cast<std::ptrdiff_t>(i), remote.begin() + static_cast<std::ptrdiff_t>(j));
-    i = j;
-  }
-  // Into buffers let go by earlier blocks where there are some; each block
-  // then points into its range's buffer (no copy).
-  std::vector<std::shared_ptr<Buffer>> bufs(ranges.size());
-  std::vector<uint8_t*> outs;
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    bufs[i] = NewBuffer();
-    outs.push_back(bufs[i]->Reserve(ranges[i].size));
-  }
-  Status st = bytes_->ReadRanges(ranges, outs);
-  if (st.ok()) {
-    for (size_t i = 0; i < ranges.size(); ++i) {
-      *fetched += static_cast<int64_t>(ranges[i].size);
-      for (uint64_t b : members[i]) {
-        const uint8_t* p = bufs[i]->p.get() + (b * block_ - ranges[i].offset);
-        if (disk_) disk_->Store(b, p, BlockSize(b));
-        done.emplace_back(b, std::make_shared<BlockBytes>(p, BlockSize(b), bufs[i]));
-      }
-    }
+    st = Download(std::move(remote), fetched, &done);
   }
   if (disk_)
     for (uint64_t b : claimed) disk_->Release(b);

@@ -100,6 +100,9 @@ class BlockCache {
   // unmarked, so a later Get tries again).
   // `first`, when given, receives blocks[0]'s data.
   Status Load(const std::vector<uint64_t>& blocks, int64_t* fetched, Block* first);
+  // GETs `remote` (sorted here) in ranges of adjacent blocks; each block to
+  // `done` and the disk cache.
+  Status Download(std::vector<uint64_t> remote, int64_t* fetched, std::vector<std::pair<uint64_t, Block>>* done);
   void Publish(uint64_t b, Block data);
   // A block buffer: one let go earlier when there is one (its memory is
   // already faulted in: fresh memory costs a page fault per 4 KB), else new.

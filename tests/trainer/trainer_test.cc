@@ -522,6 +522,24 @@ TEST(Tasks, SegmentationFiguresFromAHandCountedConfusionMatrix) {
   EXPECT_NEAR(task->Loss(out, y).item<double>(), loss, 1e-9);
 }
 
+// A uint16 mask (LibTorch 1.13 has no uint16): every id up to 65535 reaches
+// the loss as itself, the ignore value 65535 included.
+TEST(Tasks, SegmentationTargetsOfAUint16MaskKeepTheirValues) {
+  DatasetMeta m = SegMeta();
+  m.fields[0].bits = 16;
+  m.fields[0].ignore = 65535;
+  for (int i = 3; i < 40000; ++i) m.fields[0].classes.push_back(std::to_string(i));
+  auto task = MakeTask({"segmentation"}, m, 1, torch::kCPU);
+  std::vector<uint16_t> ids = {0, 1, 32767, 32768, 39999, 65535};
+  BatchView b;
+  b.count = 1;
+  b.fields.push_back({"mask", DType::kUint16, {1, 2, 3}, reinterpret_cast<uint8_t*>(ids.data())});
+  const auto y = task->Target(b, 1, torch::kCPU);
+  ASSERT_EQ(y.scalar_type(), torch::kLong);
+  ASSERT_EQ(y.numel(), 6);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y.flatten()[i].item<int64_t>(), ids[i]) << i;
+}
+
 TEST(Tasks, RestorationPsnrOfOutputAndInput) {
   DatasetMeta m;
   m.channels = 1;
