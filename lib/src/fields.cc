@@ -1,5 +1,6 @@
 #include "imagepack/fields.h"
 
+#include <iterator>
 #include <map>
 
 #include <cmath>
@@ -22,15 +23,22 @@ constexpr KindInfo kKinds[] = {
     {FieldKind::kDepth, "depth", FieldLayout::kMap, 0, "depth", false, false, 16, "no_reading", 0},
 };
 
+// Row i holds kind byte i + 1, so a kind is found by its byte without a
+// search (the loader looks kinds up per field per sample).
+constexpr bool RowsInByteOrder() {
+  for (size_t i = 0; i < std::size(kKinds); ++i)
+    if (static_cast<size_t>(kKinds[i].kind) != i + 1) return false;
+  return true;
+}
+static_assert(RowsInByteOrder(), "kKinds rows must be in kind-byte order, from 1");
+
 using internal::Get;
 using internal::Put;
 
 }  // namespace
 
 const KindInfo* FindKind(uint8_t byte) {
-  for (const auto& k : kKinds)
-    if (static_cast<uint8_t>(k.kind) == byte) return &k;
-  return nullptr;
+  return byte >= 1 && byte <= std::size(kKinds) ? &kKinds[byte - 1] : nullptr;
 }
 
 const KindInfo& InfoOf(FieldKind kind) { return *FindKind(static_cast<uint8_t>(kind)); }

@@ -145,6 +145,14 @@ Result<ImageInfo> VipsProbe(const uint8_t* data, size_t size) {
 
 namespace {
 
+// The first `n` bands of `im`, in place.
+Status KeepBands(Ref& im, int n) {
+  Ref next;
+  if (vips_extract_band(im.get(), next.out(), 0, "n", n, nullptr) != 0) return Status::Corruption(TakeVipsError());
+  im.swap_in(next);
+  return Status::Ok();
+}
+
 // The format's own rules before anything else: an OS/2 2.x BMP refused,
 // a BMP's unused fourth byte dropped (BmpRules), packed encodings (8-bit
 // CIELab TIFFs load as LABQ) to plain bands, which every later step reads.
@@ -155,10 +163,7 @@ Status ApplyFormatRules(const uint8_t* data, size_t size, ImageFormat format, Re
     if (bmp.os2_v2)
       return Status::NotSupported("OS/2 2.x BMP is not supported (its palette would be read wrongly); "
                                   "convert it to PNG first");
-    if (bmp.drop_alpha && vips_image_get_bands(im.get()) == 4) {
-      if (vips_extract_band(im.get(), next.out(), 0, "n", 3, nullptr) != 0) return Status::Corruption(TakeVipsError());
-      im.swap_in(next);
-    }
+    if (bmp.drop_alpha && vips_image_get_bands(im.get()) == 4) IMAGEPACK_RETURN_IF_ERROR(KeepBands(im, 3));
   }
   if (vips_image_get_coding(im.get()) != VIPS_CODING_NONE) {
     if (vips_image_decode(im.get(), next.out()) != 0) return Status::Corruption(TakeVipsError());
@@ -199,10 +204,7 @@ Result<Image> CmykPixels(Ref& im, int channels) {
     im.swap_in(next);
   }
   const int bands = std::min(vips_image_get_bands(im.get()), 5);
-  if (vips_image_get_bands(im.get()) != bands) {
-    if (vips_extract_band(im.get(), next.out(), 0, "n", bands, nullptr) != 0) return Status::Corruption(TakeVipsError());
-    im.swap_in(next);
-  }
+  if (vips_image_get_bands(im.get()) != bands) IMAGEPACK_RETURN_IF_ERROR(KeepBands(im, bands));
   auto cmyk = PixelsOf(im.get());
   if (!cmyk.ok()) return cmyk.status();
   Image out;
@@ -242,11 +244,7 @@ Result<Image> GrayOrRgbPixels(Ref& im, int channels) {
   if (vips_colourspace(im.get(), next.out(), want, nullptr) != 0) return Status::NotSupported(TakeVipsError());
   im.swap_in(next);
   const int want_bands = gray ? 1 : 3;
-  if (vips_image_get_bands(im.get()) > want_bands) {
-    if (vips_extract_band(im.get(), next.out(), 0, "n", want_bands, nullptr) != 0)
-      return Status::Corruption(TakeVipsError());
-    im.swap_in(next);
-  }
+  if (vips_image_get_bands(im.get()) > want_bands) IMAGEPACK_RETURN_IF_ERROR(KeepBands(im, want_bands));
   if (vips_image_get_format(im.get()) != VIPS_FORMAT_UCHAR) {
     if (vips_cast(im.get(), next.out(), VIPS_FORMAT_UCHAR, nullptr) != 0) return Status::Corruption(TakeVipsError());
     im.swap_in(next);

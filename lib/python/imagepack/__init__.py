@@ -213,16 +213,9 @@ class Loader:
                 out[name] = [raw[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(len(offsets) - 1)]
         out.update(fields)
         if self._torch is not None:
-            out = {k: (v if isinstance(v, list) else self._to_torch(v)) for k, v in out.items()}
+            # uint16 maps come as int32 already (wide_maps_int32).
+            out = {k: (v if isinstance(v, list) else self._torch.from_numpy(v)) for k, v in out.items()}
         return out
-
-    def _to_torch(self, array):
-        """A tensor over the array's memory. uint16 maps (16-bit masks,
-        depth) come as int32 already (wide_maps_int32); a uint16 array is
-        widened here all the same, torch having no uint16."""
-        if array.dtype == np.uint16:
-            array = array.astype(np.int32)
-        return self._torch.from_numpy(array)
 
     def state_dict(self):
         """Where the loader is: the epoch and how many positions of its order
