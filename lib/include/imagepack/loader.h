@@ -31,6 +31,13 @@ enum class CorruptPolicy {
 
 struct LoaderOptions {
   std::vector<std::string> paths;  // one container or the shards of one dataset
+  // The class list labels are given in (the training data's, for a
+  // validation loader): the dataset's labels are matched to it by name
+  // (MatchClasses, classes.h) and handed out as indices into it; meta()
+  // then names these classes. Open fails naming a class of the dataset
+  // that this list lacks. Empty: the dataset's own classes.
+  std::vector<std::string> classes;
+  std::string classes_from;        // who defines `classes`, for messages (a path)
   bool in_ram = false;             // one shared copy per machine (OpenOptions::in_ram)
   bool lock_in_ram = false;        // and mlock it
   // Object storage (s3:// paths): the node-local cache of fetched blocks
