@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "imagepack/classes.h"
 #include "imagepack/fields.h"
 #include "imagepack/image.h"
 #include "imagepack/loader.h"
@@ -99,6 +100,8 @@ void BindLoaderOptions(py::module_& m) {
   py::class_<O>(m, "LoaderOptions")
       .def(py::init<>())
       .def_readwrite("paths", &O::paths)
+      .def_readwrite("classes", &O::classes)
+      .def_readwrite("classes_from", &O::classes_from)
       .def_readwrite("wide_maps_int32", &O::wide_maps_int32)
       .def_readwrite("in_ram", &O::in_ram)
       .def_readwrite("lock_in_ram", &O::lock_in_ram)
@@ -437,6 +440,20 @@ PYBIND11_MODULE(_imagepack, m) {
       .def_property_readonly("meta_json", &PyDataset::meta_json)
       .def("describe", &PyDataset::describe);
 
+  m.def(
+      "match_classes",
+      [](const std::vector<std::string>& reference, const std::string& reference_name,
+         const std::vector<std::string>& other, const std::string& other_name, const std::string& what) {
+        const ClassMap map = Take(MatchClasses(reference, reference_name, other, other_name, what));
+        std::vector<int64_t> to_reference = map.to_reference;
+        if (map.identity())
+          for (int64_t i = 0; i < map.other_classes; ++i) to_reference.push_back(i);
+        return py::make_tuple(to_reference, map.absent, map.Describe());
+      },
+      py::arg("reference"), py::arg("reference_name"), py::arg("other"), py::arg("other_name"),
+      py::arg("what") = "classes",
+      "(labels of `other` as indices of `reference`, reference classes `other` lacks, a one-line description); "
+      "ValueError naming the first class of `other` that `reference` lacks (classes.h).");
   m.def(
       "epoch_indices",
       [](int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world, bool even, int64_t start) {
