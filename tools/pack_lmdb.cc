@@ -77,10 +77,8 @@ po::options_description Options(Args& a) {
        "blob: on (O_DIRECT, no page-cache copy), off, auto (on except on tmpfs)")
       ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
       ("overwrite", "replace DST if it exists")
-      ("errors", po::value(&a.errors_path), "write every skipped input and its reason to FILE")
-      ("quiet,q", "no progress line")
-      ("help,h", "show this help and exit")
-      ("version", "show the version and exit");
+      ("errors", po::value(&a.errors_path), "write every skipped input and its reason to FILE");
+  cli::AddStandardOptions(opts);
   return opts;
 }
 
