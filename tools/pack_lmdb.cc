@@ -48,7 +48,8 @@ po::options_description Options(Args& a) {
       ("labels", po::value(&o.source.labels_file), "flat SRC: lines 'FILENAME LABEL' (class name or index)")
       ("field", po::value(&o.source.fields)->composing(),
        "NAME[:KIND]=DIR: a paired tree matched by relative path without extension (KIND image, mask or "
-       "depth; NAME mask* is a mask, depth* a depth map); repeatable")
+       "depth; NAME mask* is a mask, depth* a depth map, any other an image); with --manifest, NAME:KIND "
+       "declares a key's kind (e.g. target:image, source:text); repeatable")
       ("manifest", po::value(&o.source.manifest), "samples from a JSON Lines or CSV manifest (then only DST is given)")
       ("coco", po::value(&o.source.coco), "boxes from a COCO instances JSON; the images are in --images DIR")
       ("images", po::value(&a.images_dir), "with --coco: the folder its file_names are relative to")
@@ -104,11 +105,15 @@ std::string ResolvePaths(Args& a) {
   if (!so.manifest.empty() && (!o.src.empty() || !so.coco.empty()))
     return "--manifest takes DST only (paths are relative to the manifest)";
   if (so.manifest.empty() && (o.src.empty() || o.dst.empty())) return "SRC and DST are required";
-  for (const auto& f : so.fields)
-    if (f.find('=') == std::string::npos || f.front() == '=' || f.back() == '=')
-      return "--field " + f + ": expected NAME=DIR or NAME:KIND=DIR";
-  if (!so.fields.empty() && (!so.manifest.empty() || !so.coco.empty()))
-    return "--field pairs image trees; with --manifest or --coco, name the partner files there";
+  // A tree pairs --field NAME[:KIND]=DIR; a manifest's --field NAME:KIND
+  // declares a key's kind (the library checks the rest).
+  if (!so.fields.empty() && !so.coco.empty()) return "--field goes with an image tree or a manifest, not --coco";
+  for (const auto& f : so.fields) {
+    if (!so.manifest.empty() && f.find('=') != std::string::npos)
+      return "--field " + f + ": with --manifest, NAME:KIND declares a key's kind (paths are in the manifest)";
+    if (so.manifest.empty() && (f.find('=') == std::string::npos || f.front() == '=' || f.back() == '='))
+      return "--field " + f + ": expected NAME=DIR or NAME:KIND=DIR (NAME:KIND alone goes with --manifest)";
+  }
   return "";
 }
 

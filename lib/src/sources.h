@@ -61,6 +61,9 @@ struct PairedTree {
   std::string dir;
 };
 Result<PairedTree> ParsePairedTree(const std::string& text);
+// A manifest key's declared kind: `--field NAME:KIND` (any kind, text
+// included), which overrides the rule by name and value (KindOfValue).
+Result<std::pair<std::string, FieldKind>> ParseDeclaredField(const std::string& text);
 
 using imagepack::SourceOptions;  // imagepack/source_options.h
 
@@ -103,11 +106,11 @@ Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOption
 // One sample per row of a JSON Lines or CSV manifest; paths relative to the
 // manifest's folder. Keys: "image" (the image), "label" (class index or
 // name), "boxes" ([[x0, y0, x1, y1, class], ...]); any other key is a field
-// whose kind follows from its first value: a path with an image extension
-// is an image, or a mask when the key starts with "mask"; a list of
-// integers is ints, of numbers floats; any other value is text (JSON for
-// objects). A row that lacks the image or a spatial field, or whose value
-// does not fit the field's kind, goes to `errors` as MANIFEST:LINE.
+// of the kind opts.fields declares for it ("NAME:KIND"), else of the kind
+// KindOfValue gives its first value: only a key named as a file kind
+// (mask*, depth*, image*) holds paths that are opened. A row that lacks the
+// image or a file field, or whose value does not fit the field's kind,
+// goes to `errors` as MANIFEST:LINE.
 Result<DatasetSource> OpenManifestSource(const std::string& manifest, const SourceOptions& opts);
 
 // A COCO instances file: every image of "images" (below `images_root`),
@@ -158,10 +161,11 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
 // classes from the options) and returns its slot.
 Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, const SourceOptions& opts);
 
-// The kind a manifest (or WebDataset .json) key's first value says its
-// field is: boxes for "boxes"; a path with an image extension an image (a
-// mask when the key starts with "mask"); a list of integers ints, of
-// numbers floats; text otherwise.
+// The kind of a manifest (or WebDataset .json) key's field by rule: boxes
+// for "boxes"; a string under a key that starts with a file kind's name
+// prefix (KindOfFileField: "mask", "depth", "image") is a path of that
+// kind, any other string text, whatever it looks like; a list of integers
+// ints, of numbers floats; text otherwise (JSON for objects).
 // With `paths` false (a shard's .json, whose values are data), a string is
 // always text.
 FieldKind KindOfValue(const std::string& key, const nlohmann::json& v, bool paths = true);

@@ -320,7 +320,8 @@ def test_fields_export_as_members(tmp_path):
         rows.append({"image": "img/%d.jpg" % i, "mask": "img/%d.mask.png" % i, "target": "img/%d.t.jpg" % i,
                      "label": i % 2, "boxes": [[1, 2, 10, 12, 0]], "ids": [i, 7]})
     (root / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    run(tool("pack_lmdb"), "--manifest", root / "m.jsonl", tmp_path / "f.lmdb", "-q", "--mask-classes", "3")
+    run(tool("pack_lmdb"), "--manifest", root / "m.jsonl", tmp_path / "f.lmdb", "-q", "--mask-classes", "3",
+        "--field", "target:image")  # "target" is not named as an image: declared
     run(tool("export_db"), tmp_path / "f.lmdb", tmp_path / "w", "-q")
     db = read_db.open_db(str(tmp_path / "f.lmdb"))
     with tarfile.open(tmp_path / "w" / "shard-000000.tar") as t:
