@@ -368,6 +368,8 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path) {
   DatasetSource s;
   s.db = std::move(db.value());
   s.classes = s.db->meta().classes;
+  s.packed_as = s.db->meta();
+  s.stored_order = true;
   if (!s.db->meta().fields.empty())
     return Status::NotSupported(path + " holds fields beyond image and class; converting such a database is not "
                                        "supported (pack its sources again)");

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "imagepack/byte_source.h"
 #include "imagepack/fields.h"
 #include "imagepack/files.h"
+#include "imagepack/meta.h"
 #include "imagepack/progress.h"
 #include "imagepack/source_options.h"
 #include "imagepack/status.h"
@@ -44,7 +46,10 @@ struct SourceField {
 struct SourceItem {
   std::string rel;        // below DatasetSource::root; database: the record's stored path
   int32_t label = -1;
-  int64_t db_index = -1;  // database: the record's index
+  // The record's index where the source states it: a database's record
+  // (read from there), or the "index" export_db writes into a shard's .json
+  // (only the order).
+  int64_t db_index = -1;
   std::vector<SourceField> fields;  // in slot order, every declared field
   // Archives (tar shards, pickled LMDB): the image is `size` bytes at
   // `offset` of DatasetSource::archives[archive].
@@ -80,7 +85,9 @@ struct DatasetSource {
   std::string root;                      // where items' `rel` paths are relative to
   std::vector<std::string> classes;
   std::vector<FieldSpec> fields;         // declared fields beyond image and class
-  std::vector<SourceItem> items;         // labelled inputs: tree, sorted by path; database, record order
+  // Labelled inputs: tree, manifest, sorted by path; database, record
+  // order; shards, the order of their "index" (else by path).
+  std::vector<SourceItem> items;
   std::vector<std::string> unlabelled;   // tree images without a label, sorted
   std::vector<FileError> errors;         // labels-file misses; unreadable database records
   std::vector<std::string> ignored;      // non-images; images outside any class, with why
@@ -89,6 +96,15 @@ struct DatasetSource {
   std::unique_ptr<RecordSource> db;      // a database source: where its items are read
   std::vector<std::string> archives;     // files items with `archive` >= 0 are read from
   std::shared_ptr<ScratchFiles> scratch;
+  // How the records were packed where the source says so: a database's
+  // metadata, or the meta.json export_db writes beside its shards. pack
+  // keeps its encoding, channels and quality where the caller left them
+  // open (PackOptions::from_source).
+  std::optional<DatasetMeta> packed_as;
+  // The items are in the order of the records they were (a database, or
+  // shards whose every sample carries its index), so the stored order,
+  // shuffled or not, is kept.
+  bool stored_order = false;
 };
 
 // The ImageFolder rule: the first folder of `rel` names its class. Empty for
