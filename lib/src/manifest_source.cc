@@ -201,13 +201,23 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
       if (name == key) return &kind;
     return nullptr;
   };
-  // Fields in the order their keys first appear, then declared ones no row
-  // has.
+  // Fields in the order their keys first show their kind, then keys whose
+  // every value is null or an empty list (an empty list is ints, nulls
+  // text), then declared ones no row has. A first row without tags ([])
+  // does not make a tags field text.
   std::map<std::string, int> slot_of;
+  std::vector<std::pair<std::string, bool>> undecided;  // key, seen as a list
+  auto says_nothing = [](const json& v) { return v.is_null() || (v.is_array() && v.empty()); };
   for (auto& [n, row] : rows.value())
     for (auto& [key, v] : row.items())
       if (key != "image" && key != "label" && !slot_of.count(key)) {
         const FieldKind* given = declared_kind(key);
+        if (!given && key != "boxes" && says_nothing(v)) {
+          auto it = std::find_if(undecided.begin(), undecided.end(), [&](const auto& u) { return u.first == key; });
+          if (it == undecided.end()) undecided.emplace_back(key, v.is_array());
+          else it->second = it->second || v.is_array();
+          continue;
+        }
         const FieldKind kind = given ? *given : KindOfValue(key, v);
         auto slot = Declare(s, key, kind, opts);
         if (!slot.ok()) return slot.status().WithContext(manifest + ":" + std::to_string(n));
@@ -219,6 +229,12 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
                                "declared with --field " + key + ":KIND (image, mask, depth), or named image*, mask* " +
                                "or depth*, are opened as files");
       }
+  for (const auto& [key, list] : undecided)
+    if (!slot_of.count(key)) {
+      auto slot = Declare(s, key, list ? FieldKind::kInts : FieldKind::kText, opts);
+      if (!slot.ok()) return slot.status().WithContext(manifest);
+      slot_of[key] = *slot;
+    }
   for (const auto& [name, kind] : declared)
     if (!slot_of.count(name)) {
       auto slot = Declare(s, name, kind, opts);
@@ -256,7 +272,7 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
       const FieldSpec& spec = s.fields[slot];
       SourceField f;
       f.slot = static_cast<int>(slot);
-      if (!row.contains(spec.name)) {
+      if (!row.contains(spec.name) || row[spec.name].is_null()) {  // null: as absent
         if (InfoOf(spec.kind).from_file())
           bad = Status::InvalidArgument("no " + spec.name + " for " + item.rel);
       } else {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -205,6 +206,23 @@ TEST(Manifest, DeclaredKindsOverrideNamesAndDeclareAbsentKeys) {
   EXPECT_EQ(s->fields[1].kind, FieldKind::kText);
   ASSERT_EQ(s->problems.size(), 1u);
   EXPECT_NE(s->problems[0].find("--field target:KIND"), std::string::npos) << s->problems[0];
+}
+
+// The first value that shows a key's kind decides it: a first row without
+// tags ([]) or with a null does not make the field text.
+TEST(Manifest, EmptyListsAndNullsDoNotDecideAKind) {
+  TempDir d;
+  Text(d / "m.jsonl",
+       "{\"image\": \"a.png\", \"tags\": [], \"note\": null, \"empty\": []}\n"
+       "{\"image\": \"b.png\", \"tags\": [3, 4], \"note\": \"x\", \"empty\": null}\n");
+  auto s = OpenManifestSource(d / "m.jsonl", SourceOptions());
+  ASSERT_OK(s);
+  std::map<std::string, FieldKind> kinds;
+  for (const auto& f : s->fields) kinds[f.name] = f.kind;
+  EXPECT_EQ(kinds, (std::map<std::string, FieldKind>{
+                       {"tags", FieldKind::kInts}, {"note", FieldKind::kText}, {"empty", FieldKind::kInts}}));
+  ASSERT_EQ(s->items.size(), 2u);
+  EXPECT_TRUE(s->errors.empty());
 }
 
 }  // namespace
