@@ -74,24 +74,6 @@ py::array FieldArray(const BatchField& f, const std::shared_ptr<void>& hold) {
   return View(f.data, shape, hold);
 }
 
-TransformKind ParseTransform(const std::string& s) {
-  if (s == "train") return TransformKind::kTrain;
-  if (s == "eval") return TransformKind::kEval;
-  if (s == "pad_crop") return TransformKind::kPadCrop;
-  if (s == "pad_crop_eval") return TransformKind::kPadCropEval;
-  Raise(Status::InvalidArgument("transform must be train, eval, pad_crop or pad_crop_eval, not '" + s + "'"));
-}
-
-const char* TransformName(TransformKind t) {
-  switch (t) {
-    case TransformKind::kTrain: return "train";
-    case TransformKind::kEval: return "eval";
-    case TransformKind::kPadCrop: return "pad_crop";
-    case TransformKind::kPadCropEval: return "pad_crop_eval";
-  }
-  return "?";
-}
-
 // LoaderOptions as Python sees it: every field under its C++ name, with
 // the C++ defaults (the package reads them from here rather than writing
 // them again); enums as the strings the package documents.
@@ -113,7 +95,7 @@ void BindLoaderOptions(py::module_& m) {
       .def_readwrite("pad", &O::pad)
       .def_property(
           "transform", [](const O& o) { return TransformName(o.transform); },
-          [](O& o, const std::string& v) { o.transform = ParseTransform(v); })
+          [](O& o, const std::string& v) { o.transform = Take(ParseTransform(v)); })
       .def_readwrite("scale_min", &O::scale_min)
       .def_readwrite("scale_max", &O::scale_max)
       .def_readwrite("ratio_min", &O::ratio_min)

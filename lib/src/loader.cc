@@ -36,6 +36,45 @@ size_t DTypeBytes(DType t) {
   return 1;
 }
 
+namespace {
+
+// The transforms' names, one per kind, and the old spellings still read.
+struct TransformEntry {
+  TransformKind kind;
+  const char* name;
+};
+constexpr TransformEntry kTransforms[] = {
+    {TransformKind::kTrain, "train"},
+    {TransformKind::kEval, "eval"},
+    {TransformKind::kPadCrop, "pad_crop"},
+    {TransformKind::kPadCropEval, "pad_crop_eval"},
+};
+constexpr TransformEntry kTransformAliases[] = {
+    {TransformKind::kPadCrop, "padcrop"},  // inspect_db --augment and bench_loader --transform until the names were one
+};
+
+}  // namespace
+
+const char* TransformName(TransformKind t) {
+  for (const auto& e : kTransforms)
+    if (e.kind == t) return e.name;
+  return "?";
+}
+
+std::string TransformNames() {
+  std::string out;
+  for (const auto& e : kTransforms) out += (out.empty() ? "" : ", ") + std::string(e.name);
+  return out;
+}
+
+Result<TransformKind> ParseTransform(const std::string& name) {
+  for (const auto& e : kTransforms)
+    if (name == e.name) return e.kind;
+  for (const auto& e : kTransformAliases)
+    if (name == e.name) return e.kind;
+  return Status::InvalidArgument("unknown transform '" + name + "' (expected " + TransformNames() + ")");
+}
+
 std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world,
                                   bool even_partition, int64_t start) {
   OrderSpec spec;

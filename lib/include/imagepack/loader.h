@@ -21,6 +21,15 @@ enum class TransformKind {
   kPadCrop,   // small images: pad, random crop size x size, flip
   kPadCropEval,  // small images, evaluation: centre crop of size (no pad, no flip)
 };
+// The one spelling of each transform, for every tool option and binding
+// that names one (inspect_db --augment, bench_loader --transform, Python's
+// transform=): "train", "eval", "pad_crop", "pad_crop_eval".
+const char* TransformName(TransformKind t);
+// A transform by its name; "padcrop", the tools' spelling before the names
+// were one, is read as "pad_crop". The error lists the names.
+Result<TransformKind> ParseTransform(const std::string& name);
+// "train, eval, pad_crop, pad_crop_eval": for help texts and messages.
+std::string TransformNames();
 enum class Layout { kNCHW, kNHWC };
 enum class DType { kUint8, kInt64, kFloat32, kUint16, kInt32 };
 size_t DTypeBytes(DType t);
