@@ -82,6 +82,7 @@ def _readme_tour(ctx):
     assert got == "12", "len(imagepack.open('train.lmdb')) printed %r, not 12" % got
     assert "n01" in ctx.out("scripts/read_db.py train.lmdb 0"), "read_db.py printed no record"
     _exists(ctx, "runs/r50/checkpoint.pt", "runs/r50/metrics.jsonl")
+    assert "gloo" in ctx.out("scripts/launch.sh").lower(), "the launch does not say Gloo"
 
 
 # -- FORMAT.md ---------------------------------------------------------------
@@ -153,6 +154,7 @@ assert -1 <= float(blurry.min()) and float(sharp.max()) <= 1
 """
 DET_POST = """
 assert targets["boxes"].ndim == 2 and targets["boxes"].shape[1] == 4, targets["boxes"].shape
+assert float(targets["boxes"].min()) >= 0 and float(targets["boxes"].max()) <= 512, "boxes not in output pixels"
 assert set(targets["labels"].tolist()) <= {0, 1}
 """
 OPEN_POST = """
@@ -174,7 +176,7 @@ _x, _y = next(iter(_dl))
 assert tuple(_x.shape) == (8, 3, 224, 224), _x.shape
 """
 ELSEWHERE_POST = """
-assert any(n.endswith(".jpg") for n in names) and any(n.endswith(".cls") for n in names), names[:6]
+assert all(any(n.endswith(e) for n in names) for e in (".jpg", ".cls", ".json")), names[:6]
 assert len(ds) == 6 and len(ds.classes) == 3
 assert isinstance(leaks, list)
 """
@@ -213,6 +215,9 @@ def _usage_import(ctx):
     for src, n in (("data/shards/", 3), ("'data/train-{000000..000146}.tar'", 147),
                    ("'data/{train,extra}-{00..09}.tar'", 22), ("laion/00000.tar", 3), ("imagenet_train.lmdb", 6)):
         assert re.search(r"\b%d records" % n, outs[src]), "pack_lmdb %s: no '%d records' in %r" % (src, n, outs[src][-300:])
+    fields = _read_db(ctx).open_db(ctx.dirs[3] + "/laion.lmdb").meta.get("fields", [])
+    assert {"name": "txt", "kind": "text"} in [{k: f.get(k) for k in ("name", "kind")} for f in fields], \
+        "laion.lmdb keeps no txt captions: fields %s" % fields
 
 
 def _usage_export(ctx):
