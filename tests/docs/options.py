@@ -157,7 +157,10 @@ def commands(text, registry):
             out.append((tool, opts))
             return out + commands(shlex.join(rest[k + 1:]), registry)
         w = w.strip("[](),")
-        for alt in w.split("|"):
+        alts = w.split("|")
+        if w.startswith("--") and "=" not in w and "/" in w:      # `--data/--val`
+            alts = w.split("/")
+        for alt in alts:
             m = OPTION.match(alt)
             if m:
                 opts.append(m.group(1))

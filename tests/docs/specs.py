@@ -350,7 +350,90 @@ def _python_recipe_options(ctx):
     assert not missing, "scripts/train_imagepack.py --help lacks the C++ trainer's %s" % " ".join(missing)
 
 
+def _doc_paragraph(ctx, doc, first, stop):
+    """The lines of DOC from the one holding `first` up to (not including)
+    the first after it matching `stop`."""
+    import os
+    lines = open(os.path.join(ctx.runner.root, doc), encoding="utf-8").read().split("\n")
+    k = next(i for i, l in enumerate(lines) if first in l)
+    out = [lines[k]]
+    for l in lines[k + 1:]:
+        if re.match(stop, l):
+            break
+        out.append(l)
+    return "\n".join(out)
+
+
+PY_KEYWORDS = """
+import imagepack, inspect, json, sys
+names, values = json.loads(sys.argv[1])
+known = set(inspect.signature(imagepack.Loader.__init__).parameters) | set(imagepack.Loader.options_defaults())
+bad = ["Loader has no keyword %s" % n for n in names if n not in known]
+for name, value in values:
+    try:
+        imagepack.Loader("train.lmdb", 4, 32, **{name: value})
+    except Exception as e:
+        bad.append("Loader(..., %s=%r): %s: %s" % (name, value, type(e).__name__, e))
+print("\\n".join(bad))
+"""
+
+
+def _python_keywords(ctx):
+    """Every keyword PYTHON.md lists is one imagepack.Loader takes, and every
+    value it shows (`transform="pad_crop"`, `order` `"blocks"`) is accepted."""
+    import json
+    import shlex
+    para = _doc_paragraph(ctx, "docs/PYTHON.md", "- Options (keyword arguments", r"^- ")
+    names, values, last = [], [], None
+    for span in re.findall(r"`([^`]+)`", para):
+        m = re.fullmatch(r'([a-z_]+)(?:=("?)([\w.]+)\2)?', span)
+        if m:
+            last = m.group(1)
+            names.append(last)
+            if m.group(3) is not None:
+                values.append((last, m.group(3) if m.group(2) else {"False": False, "True": True}.get(
+                    m.group(3), m.group(3))))
+        elif re.fullmatch(r'"\w+"', span) and last:
+            values.append((last, span.strip('"')))
+    assert len(names) > 20, "found only %s in PYTHON.md's options" % names
+    out = ctx.run("/usr/bin/python3 -c %s %s" % (shlex.quote(PY_KEYWORDS), shlex.quote(json.dumps([names, values]))))
+    assert not out.strip(), out.strip().replace("\n", "; ")
+
+
+def _loader_options(ctx):
+    """LOADER.md's table of LoaderOptions: each field it names is one of the
+    struct's (loader.h), each kName constant one the headers define."""
+    import glob
+    import os
+    inc = os.path.join(ctx.runner.root, "lib", "include", "imagepack")
+    header = open(os.path.join(inc, "loader.h"), encoding="utf-8").read()
+    struct = header[header.index("struct LoaderOptions"):]
+    struct = struct[:struct.index("\n};")]
+    struct = re.sub(r"//.*", "", struct)
+    every = "".join(open(h, encoding="utf-8").read() for h in glob.glob(os.path.join(inc, "*.h")))
+    table = _doc_paragraph(ctx, "docs/LOADER.md", "## Options (`LoaderOptions`)", r"^## ")
+    bad, n = [], 0
+    for row in table.split("\n"):
+        if not row.startswith("| `"):
+            continue
+        first = row.split("|")[1]
+        for span in re.findall(r"`([^`]+)`", first) + re.findall(r"`(\w+)` \(\d", row):
+            m = re.fullmatch(r"(\w+?)_min/max", span)
+            for field in ([m.group(1) + "_min", m.group(1) + "_max"] if m else [span]):
+                n += 1
+                if not re.search(r"[\s,]%s\s*(=|;|,)" % re.escape(field), struct):
+                    bad.append("LoaderOptions has no field %s" % field)
+        for k in re.findall(r"`(k[A-Z]\w*)`", row):
+            n += 1
+            if not re.search(r"\b%s\b" % k, every):
+                bad.append("no header defines %s" % k)
+    assert n > 20, "found only %d names in LOADER.md's options table" % n
+    assert not bad, "; ".join(bad)
+
+
 CLAIMS = [
+    Claim("docs/PYTHON.md", "- Options (keyword arguments, the C++ loader's", _python_keywords),
+    Claim("docs/LOADER.md", "## Options (`LoaderOptions`)", _loader_options),
     Claim("docs/USAGE.md", "shards/ back.lmdb` gives back the same records", _round_trip),
     Claim("docs/USAGE.md", "pixel. `0`: no statistics.", _no_statistics),
     Claim("docs/OBJECT_STORAGE.md", "(shards comma-separated, read", _val_shards),
