@@ -469,13 +469,7 @@ def option_exception(doc, tool, option):
 # runner says to remove it.
 KNOWN_BLOCK_FAILURES = {}
 # (doc, tool, option) -> the finding.
-KNOWN_OPTION_FAILURES = {
-    ("README.md", "shuffle_quality", "-q"): "README: every tool takes -q; shuffle_quality has none",
-    ("README.md", "bench_loader", "-q"): "README: every tool takes -q; bench_loader has none",
-    ("README.md", "bench_jpeg_ceiling", "-q"): "README: every tool takes -q; bench_jpeg_ceiling has none",
-    ("docs/USAGE.md", "inspect_db", "--augment padcrop"):
-        "inspect_db takes --augment padcrop (lib/src/inspect.cc) but its --help says 'train ... or eval'",
-}
+KNOWN_OPTION_FAILURES = {}
 
 
 def known_block_failure(block):
@@ -492,18 +486,7 @@ def known_option_failure(doc, tool, option):
     return None
 
 
-KNOWN_CLAIM_FAILURES = {
-    ("docs/USAGE.md", "shards/ back.lmdb` gives back the same records"):
-        "issue 43: export_db then pack_lmdb gives a shuffled pack back in path order, and raw 1-channel "
-        "records back as JPEGs",
-    ("docs/USAGE.md", "pixel. `0`: no statistics."):
-        "issue 43: pack_lmdb --stats-sample 0 writes one image's mean/std (stats_images 1)",
-    ("docs/OBJECT_STORAGE.md", "(shards comma-separated, read"):
-        "issue 43: train --val A,B is opened as one path ('No such file or directory')",
-    ("docs/PYTHON.md", "the C++ trainer's SGD and schedule options"):
-        "issue 43: scripts/train_imagepack.py lacks --nesterov, --label-smoothing, --warmup-epochs "
-        "(it has --warmup), --lr-scale-batch",
-}
+KNOWN_CLAIM_FAILURES = {}
 
 
 def all_known():
