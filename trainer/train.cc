@@ -1,4 +1,4 @@
-// train --data DB[,DB...] --val DB --arch A --epochs E --batch-size B --lr LR --output DIR [options]
+// train --data DB[,DB...] --val DB[,DB...] --arch A --epochs E --batch-size B --lr LR --output DIR [options]
 // Trains on what pack_lmdb wrote and reports accuracy; see docs/TRAINING.md.
 // Option parsing only: the run itself is Trainer (trainer.h).
 #include <iostream>
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   po::options_description opts("Options");
   opts.add_options()
       ("data", po::value(&a.data), "training database(s), comma-separated shards")
-      ("val", po::value(&a.val), "validation database")
+      ("val", po::value(&a.val), "validation database(s), comma-separated shards")
       ("task", po::value(&a.task)->default_value("classification"),
        "classification, segmentation (a mask field), restoration (a target image field)")
       ("arch", po::value(&a.arch),

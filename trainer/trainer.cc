@@ -51,11 +51,8 @@ Trainer::Trainer(const TrainOptions& o)
     if (!torch::cuda::is_available()) throw std::runtime_error("--device cuda, but no CUDA device is available");
     ConfigureCuda();
   }
-  // Threads: split the cores between the local ranks unless told.
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  const char* local = std::getenv("LOCAL_WORLD_SIZE");
-  const int local_ranks = std::max(1, local ? std::atoi(local) : env_.world_size);
-  per_rank_threads_ = std::max(1, cores / local_ranks);
+  // Threads: the rank's share of the CPUs (ReadDistEnv) unless told.
+  per_rank_threads_ = env_.threads;
   torch::set_num_threads(o_.threads > 0 ? o_.threads : per_rank_threads_);
   torch::manual_seed(static_cast<uint64_t>(o_.seed));
   InstallStopHandlers();
@@ -64,7 +61,7 @@ Trainer::Trainer(const TrainOptions& o)
   // The loaders' transforms depend on the task; the task on the data
   // (the loaders hand out the dataset's channels).
   {
-    auto val = Check(OpenDatabase(o_.val));
+    auto val = Check(OpenDatabase(o_.val.substr(0, o_.val.find(','))));
     task_ = MakeTask({o_.task, o_.label_smoothing}, val->meta(), val->meta().channels, device_);
   }
   arch_ = o_.arch.empty() ? task_->default_arch() : o_.arch;
@@ -137,7 +134,7 @@ void Trainer::SetUpLoaders() {
   lo_.pad = 2;
   lo_.layout = o_.channels_last ? Layout::kNHWC : Layout::kNCHW;
   LoaderOptions vo = lo_;
-  vo.paths = {o_.val};
+  boost::split(vo.paths, o_.val, boost::is_any_of(","));  // the shards of one dataset, as --data
   vo.shuffle = false;
   vo.even_partition = false;
   vo.io_threads = -1;
