@@ -49,9 +49,12 @@ stop_pidfile() {  # stop_pidfile FILE
   rm -f "$1"
 }
 
-# The nodes as "NAME ADDR NETNS" lines (NETNS "-" for none).
+# The nodes as "NAME ADDR NETNS" lines (NETNS "-" for none): those `start`
+# was given, kept in DIR/nodes for the other commands.
 nodes() {
-  if [ -n "${IMAGEPACK_SLURM_NODES:-}" ]; then
+  if [ "$cmd" != start ] && [ -f "$DIR/nodes" ]; then
+    cat "$DIR/nodes"
+  elif [ -n "${IMAGEPACK_SLURM_NODES:-}" ]; then
     local spec
     for spec in $IMAGEPACK_SLURM_NODES; do
       [[ $spec =~ ^([A-Za-z0-9-]+)=([0-9.]+)(@([A-Za-z0-9_.-]+))?$ ]] ||
@@ -67,6 +70,22 @@ in_ns() {  # in_ns NETNS COMMAND...: run COMMAND in network namespace NETNS ("-"
   local ns=$1
   shift
   if [ "$ns" = - ]; then "$@"; else ip netns exec "$ns" "$@"; fi
+}
+
+# daemon_in NETNS COMMAND...: start a daemon in network namespace NETNS
+# ("-": this one). Not `ip netns exec`, whose fresh /sys has no
+# /sys/fs/cgroup, which slurmd 22.05 needs even with proctrack/pgid: the
+# daemon joins the namespace's network only, in a mount namespace of its
+# own where /etc/hosts names every node (so its jobs resolve them).
+daemon_in() {
+  local ns=$1
+  shift
+  if [ "$ns" = - ]; then
+    env SLURM_CONF="$CONF" "$@"
+  else
+    nsenter --net="/run/netns/$ns" unshare --mount --propagation private \
+      sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$DIR/hosts" env SLURM_CONF="$CONF" "$@"
+  fi
 }
 
 write_conf() {  # write_conf PORT
@@ -141,6 +160,8 @@ start)
   chown slurm:slurm "$DIR/state" "$DIR/log" "$DIR/run"
   # The cluster's own key, so it never talks to another munged.
   [ -f "$DIR/munge/munge.key" ] || runuser -u munge -- mungekey --create --keyfile="$DIR/munge/munge.key"
+  nodes >"$DIR/nodes"
+  { cat /etc/hosts; nodes | awk '$3 != "-" {print $2, $1}'; } >"$DIR/hosts"
   write_conf "$PORT"
   echo "export SLURM_CONF=$CONF" >"$DIR/env"
   runuser -u munge -- munged --socket="$DIR/munge/munge.socket" --key-file="$DIR/munge/munge.key" \
@@ -149,10 +170,10 @@ start)
   read -r _ _ first_ns < <(nodes | head -n 1)
   # Every daemon gets SLURM_CONF in its environment: `stop` finds the job
   # steps (slurmstepd) of this cluster by it.
-  in_ns "$first_ns" env SLURM_CONF="$CONF" slurmctld
+  daemon_in "$first_ns" slurmctld
   while read -r name addr ns; do
     mkdir -p "$DIR/spool/$name"
-    in_ns "$ns" env SLURM_CONF="$CONF" slurmd -N "$name"
+    daemon_in "$ns" slurmd -N "$name"
   done < <(nodes)
   if [ "$first_ns" = - ]; then
     wait_for 30 "the node(s)" all_idle
@@ -184,14 +205,19 @@ stop)
   stop_pidfile "$DIR/run/slurmctld.pid"
   # Job steps left over: slurmstepd and what it started carry this
   # cluster's SLURM_CONF in their environment (the jobs' from sbatch's).
+  # Builtins only: there may be many processes.
   for p in /proc/[0-9]*; do
     pid=${p#/proc/}
     [ "$pid" = $$ ] && continue
-    env=$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null) || continue
-    grep -qxF "SLURM_CONF=$CONF" <<<"$env" || continue
-    if [ "$(cat "$p/comm" 2>/dev/null)" = slurmstepd ] || grep -q '^SLURM_JOB_ID=' <<<"$env"; then
-      kill -9 "$pid" 2>/dev/null || true
-    fi
+    { mapfile -d '' -t env <"$p/environ"; } 2>/dev/null || continue
+    ours=0 job=0
+    for e in "${env[@]}"; do
+      [ "$e" = "SLURM_CONF=$CONF" ] && ours=1
+      [[ $e == SLURM_JOB_ID=* ]] && job=1
+    done
+    [ $ours = 1 ] || continue
+    { read -r comm <"$p/comm"; } 2>/dev/null || continue
+    if [ "$comm" = slurmstepd ] || [ $job = 1 ]; then kill -9 "$pid" 2>/dev/null || true; fi
   done
   stop_pidfile "$DIR/munge/munged.pid"
   ;;

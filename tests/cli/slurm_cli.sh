@@ -25,7 +25,7 @@ for b in slurmctld slurmd munged sbatch; do
   command -v "$b" >/dev/null || { echo "SKIP: $b is not installed (scripts/setup.sh installs slurm-wlm and munge)"; exit 77; }
 done
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/tiny_classes.sh"
+source "$(dirname "$0")/tiny_data.sh"
 CLUSTER=$(mktemp -d /tmp/imagepack-slurm-XXXXXX)
 cleanup() {
   "$SCRIPTS/slurm_cluster.sh" stop "$CLUSTER" >/dev/null 2>&1
@@ -92,24 +92,7 @@ export IMAGEPACK_BUILD_DIR=$(cd "$BIN/.." && pwd)
 
 # An ImageNet-shaped source: 3 classes x 8 train images, 9 val images.
 S=$WORK/imagenet
-$PY - "$S" <<'PYEOF'
-import sys, os
-from PIL import Image
-root = sys.argv[1]
-base = Image.effect_noise((120, 90), 40).convert("RGB")
-wnids = ["n01440764", "n01443537", "n01484850"]
-for c, wnid in enumerate(wnids):
-    os.makedirs(f"{root}/train/{wnid}")
-    for i in range(8):
-        base.rotate(11 * i + c).save(f"{root}/train/{wnid}/{wnid}_{i}.JPEG", quality=90)
-os.makedirs(f"{root}/val")
-with open(f"{root}/LOC_val_solution.csv", "w") as f:
-    f.write("ImageId,PredictionString\n")
-    for i in range(9):
-        name = "ILSVRC2012_val_%08d" % (i + 1)
-        base.rotate(5 * i).save(f"{root}/val/{name}.JPEG", quality=90)
-        f.write("%s,%s 1 2 3 4\n" % (name, wnids[i % 3]))
-PYEOF
+tiny_imagenet "$S"
 
 # --- Arrays of three forms, each with its final check as a dependent job.
 T1=$SECONDS
@@ -119,10 +102,10 @@ counts=(3 3 4)
 for k in 0 1 2; do
   ARRAY[$k]=$(sbatch --parsable --array="${specs[$k]}" -o "$WORK/a$k-%A_%a.out" \
     scripts/slurm_prepare.sbatch "$S" "$WORK/o$k" --max-size 32)
-  CHECK[$k]=$(sbatch --parsable --dependency=afterok:"${ARRAY[$k]}" -o "$WORK/c$k.out" \
+  CHECK[$k]=$(sbatch --parsable --kill-on-invalid-dep=yes --dependency=afterok:"${ARRAY[$k]}" -o "$WORK/c$k.out" \
     scripts/slurm_prepare_check.sh "$S" "$WORK/o$k" --max-size 32)
 done
-wait_jobs 150 "${ARRAY[@]}" "${CHECK[@]}"
+wait_jobs 120 "${ARRAY[@]}" "${CHECK[@]}"
 for k in 0 1 2; do
   n=${counts[$k]}
   spec=${specs[$k]}
@@ -187,7 +170,7 @@ wait_for 60 "a task of the array to start" started
 log=$(grep -ls '^classes:' "$WORK"/ok/prepare-*-of-2.log | head -n 1)
 killed=$(basename "$log" | sed 's/prepare-\([0-9]*\)-of-2.log/\1/')
 scancel --signal=KILL "${K}_$killed"
-wait_jobs 90 "$K"
+wait_jobs 60 "$K"
 expect_not_in "ok/prepare-$killed-of-2.log" "== done"  # it was killed mid-way
 expect_true "! scontrol -o show job ${K}_$killed | grep -q JobState=COMPLETED" "the killed task is not completed"
 
@@ -207,7 +190,7 @@ for f in cd1 ck1; do
   cmd=$(sed -n 's/^  \(sbatch --array=.*\)$/\1/p' "$WORK/$f.out")
   again+=("$(eval "${cmd/sbatch /sbatch --parsable -o $WORK/$f-%A_%a.out }")")
 done
-wait_jobs 90 "${again[@]}"
+wait_jobs 60 "${again[@]}"
 run cd2 "$SCRIPTS/slurm_prepare_check.sh" "$S" "$WORK/o1" --max-size 32
 expect_rc 0 "the deleted shard prepared again: complete" cd2
 expect_in cd2.out "all 3 shard(s) verify together against $S"
@@ -228,14 +211,14 @@ J1=$(sbatch --parsable -n 2 -o "$WORK/t1.out" scripts/slurm_train.sh "${TR[@]}" 
 J2=$(sbatch --parsable -n 2 -o "$WORK/t2.out" scripts/slurm_train.sh "${TR[@]}" --output "$WORK/t2" \
   --log-samples "$WORK/t2.samples")
 lines() { [ -f "$1" ] && [ "$(wc -l <"$1")" -ge "$2" ]; }
-wait_for 120 "the second training job to take 10 steps" lines "$WORK/t2.samples.rank0" 10
+wait_for 90 "the second training job to take 10 steps" lines "$WORK/t2.samples.rank0" 10
 scancel --signal=USR1 "$J2"
 # The job requeues itself; Slurm would start it again after the
 # credential lifetime (2 min): released at once here.
 requeued() { local j; j=$(scontrol -o show job "$J2"); [[ $j == *JobState=PENDING* && $j == *Restarts=1* ]]; }
 wait_for 60 "the preempted job to requeue itself" requeued
 scontrol update JobId="$J2" StartTime=now
-wait_jobs 120 "$J1" "$J2"
+wait_jobs 90 "$J1" "$J2"
 expect_true "scontrol -o show job $J1 | grep -q 'JobState=COMPLETED .*Restarts=0 .*ExitCode=0:0'" \
   "the uninterrupted job completed: $(scontrol -o show job "$J1" | grep -o 'JobState=[A-Z]*\|Restarts=[0-9]*\|ExitCode=[0-9:]*' | tr '\n' ' ')"
 expect_true "scontrol -o show job $J2 | grep -q 'JobState=COMPLETED .*Restarts=1 .*ExitCode=0:0'" \
@@ -256,13 +239,18 @@ echo "slurm_cli: training, preempted and requeued, in $((SECONDS - T3)) s"
 # --- Stopped: no daemon and no job step of this cluster is left.
 run stop "$SCRIPTS/slurm_cluster.sh" stop "$CLUSTER"
 expect_rc 0 "the cluster stops" stop
-left=$(for p in /proc/[0-9]*; do
-  env=$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null) || continue
-  grep -qxF "SLURM_CONF=$CLUSTER/slurm.conf" <<<"$env" || continue
-  comm=$(cat "$p/comm" 2>/dev/null)
-  case $comm in slurmctld | slurmd | slurmstepd | slurmscriptd | munged) echo "$comm";; esac
-  grep -q '^SLURM_JOB_ID=' <<<"$env" && echo "$comm"
-done | tr '\n' ' ')
+left=""
+for p in /proc/[0-9]*; do
+  { mapfile -d '' -t env <"$p/environ"; } 2>/dev/null || continue
+  ours=0 job=0
+  for e in "${env[@]}"; do
+    [ "$e" = "SLURM_CONF=$CLUSTER/slurm.conf" ] && ours=1
+    [[ $e == SLURM_JOB_ID=* ]] && job=1
+  done
+  [ $ours = 1 ] || continue
+  { read -r comm <"$p/comm"; } 2>/dev/null || continue
+  case $comm in slurmctld | slurmd | slurmstepd | slurmscriptd | munged) left+="$comm ";; *) [ $job = 1 ] && left+="$comm ";; esac
+done
 expect_true "[ -z '$left' ]" "processes of the cluster left after stop: $left"
 run status "$SCRIPTS/slurm_cluster.sh" status "$CLUSTER"
 expect_rc 1 "status says the cluster is down" status

@@ -149,6 +149,13 @@ TEST(Rendezvous, ReadsTorchrunThenSlurmVariables) {
   for (const char* v : vars) unsetenv(v);
 }
 
+// Gloo binds the address this host reaches the master from (two network
+// namespaces: tests/cli/netns_ddp_cli.sh).
+TEST(Rendezvous, LocalAddressTowardTheMaster) {
+  EXPECT_EQ(LocalAddressToward("127.0.0.1", 29500), "127.0.0.1");
+  EXPECT_EQ(LocalAddressToward("not an address", 29500), "");
+}
+
 // A small raw dataset: 64 records of 8x8 gray noise-like images, 4 classes.
 // mirrored: every row is its own mirror image.
 std::string MakeDb(const TempDir& d, bool mirrored = false, int n = 64) {
