@@ -15,8 +15,8 @@
 # (scripts/setup.sh). DIR must be reachable by the munge and slurm users.
 # IMAGEPACK_SLURM_NODES="NAME=ADDR[@NETNS] ..." makes several nodes instead
 # of one: each slurmd runs with its own name and address, inside the network
-# namespace NETNS if given (slurmctld in the first node's); see
-# docs/TRAINING.md, "Slurm".
+# namespace NETNS if given (slurmctld in the first node's; run the client
+# commands there); see docs/TRAINING.md, "Two nodes on one machine".
 set -euo pipefail
 
 cmd=${1:?usage: slurm_cluster.sh start|status|stop DIR [PORT]}
@@ -89,8 +89,8 @@ daemon_in() {
 }
 
 write_conf() {  # write_conf PORT
-  local port=$1 first name addr ns hw
-  read -r first addr ns < <(nodes | head -n 1)
+  local port=$1 name addr ns hw
+  read -r _ addr ns < <(nodes | head -n 1)
   # The node's sockets, cores, threads and memory as slurmd measures them.
   hw=$(slurmd -C | head -n 1 | sed -e 's/^NodeName=[^ ]* //')
   cat >"$CONF.tmp" <<EOF
@@ -185,7 +185,8 @@ start)
 _idle) all_idle ;;
 status)
   [ -f "$CONF" ] || { echo "slurm_cluster: no cluster in $DIR"; exit 1; }
-  scontrol ping && sinfo -N && squeue
+  read -r _ _ first_ns < <(nodes | head -n 1)
+  in_ns "$first_ns" scontrol ping && in_ns "$first_ns" sinfo -N && in_ns "$first_ns" squeue
   ;;
 stop)
   [ -f "$CONF" ] || exit 0

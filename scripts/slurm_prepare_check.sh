@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -n "${SLURM_JOB_ID:-}" ]; then
-  cd "${SLURM_SUBMIT_DIR:-.}"  # sbatch runs a copy of this file
+  cd "${SLURM_SUBMIT_DIR:-.}" || exit 1  # sbatch runs a copy of this file
   HERE=$PWD
   [ "$THREADS" != 0 ] || THREADS=${SLURM_CPUS_PER_TASK:-$(nproc)}
 else

@@ -22,12 +22,12 @@
 #SBATCH --requeue
 set -uo pipefail
 # sbatch runs a copy of this file: the project is where it was submitted.
-cd "${SLURM_SUBMIT_DIR:-.}"
+cd "${SLURM_SUBMIT_DIR:-.}" || exit 1
 case ${IMAGEPACK_BUILD_DIR:-build} in
   /*) TRAIN=$IMAGEPACK_BUILD_DIR/trainer/train;;
   *) TRAIN=${IMAGEPACK_BUILD_DIR:-build}/trainer/train;;
 esac
-[ -x "$TRAIN" ] || { echo "slurm_train.sh: no $PWD/$TRAIN: submit from the imagepack folder, after scripts/build.sh" >&2; exit 1; }
+[ -x "$TRAIN" ] || { echo "slurm_train.sh: no $TRAIN in $PWD: submit from the imagepack folder, after scripts/build.sh" >&2; exit 1; }
 echo "slurm_train.sh: job $SLURM_JOB_ID (restart ${SLURM_RESTART_COUNT:-0}), $SLURM_NTASKS task(s) on $SLURM_JOB_NODELIST"
 srun "$TRAIN" --resume auto --checkpoint-minutes 30 "$@"
 rc=$?

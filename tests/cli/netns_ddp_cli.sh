@@ -114,8 +114,9 @@ else
   run sinfo in_a sinfo -h -N -o '%N %T'
   expect_in sinfo.out "n1 idle"
   expect_in sinfo.out "n2 idle"
-  cd "$ROOT"
-  export IMAGEPACK_BUILD_DIR=$(cd "$BIN/.." && pwd)
+  cd "$ROOT" || exit 1
+  IMAGEPACK_BUILD_DIR=$(cd "$BIN/.." && pwd)
+  export IMAGEPACK_BUILD_DIR
   tiny_imagenet "$WORK/imagenet"
   P=$(in_a sbatch --parsable --array=0-1 -o "$WORK/p-%A_%a.out" scripts/slurm_prepare.sbatch "$WORK/imagenet" "$WORK/o" --max-size 32)
   J=$(in_a sbatch --parsable -N 2 -n 2 -o "$WORK/slurm.out" scripts/slurm_train.sh "${TR[@]}" --output "$WORK/slurm")

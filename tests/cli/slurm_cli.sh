@@ -87,8 +87,9 @@ expect_in sinfo.out "idle $(slurmd -C | sed -n 's/.*CPUs=\([0-9]*\).*/\1/p') "
 echo "slurm_cli: cluster up in $((SECONDS - T0)) s"
 
 # sbatch from the project root, as users do; the scripts find the build here.
-cd "$ROOT"
-export IMAGEPACK_BUILD_DIR=$(cd "$BIN/.." && pwd)
+cd "$ROOT" || exit 1
+IMAGEPACK_BUILD_DIR=$(cd "$BIN/.." && pwd)
+export IMAGEPACK_BUILD_DIR
 
 # An ImageNet-shaped source: 3 classes x 8 train images, 9 val images.
 S=$WORK/imagenet
@@ -115,7 +116,8 @@ for k in 0 1 2; do
   got=$(cat "$WORK"/a$k-*.out | sed -n 's/.*prepares shard \([0-9]*\) of \([0-9]*\) .*/\1 of \2/p' | sort -n | tr '\n' ',')
   want=$(for ((i = 0; i < n; i++)); do echo "$i of $n"; done | tr '\n' ',')
   expect_true "[ '$got' = '$want' ]" "array $spec: shards prepared '$got', expected '$want'"
-  expect_true "[ $(ls "$WORK/o$k" | grep -c '^train-.*\.lmdb$') -eq $n ]" "array $spec: $n train shards, no others"
+  shards=("$WORK/o$k"/train-*.lmdb)
+  expect_true "[ ${#shards[@]} -eq $n ]" "array $spec: ${#shards[@]} train shards, expected $n"
   # Verified here too, not only by the check job.
   mapfile -t train < <(for ((i = 0; i < n; i++)); do echo "$WORK/o$k/train-$i-of-$n.lmdb"; done)
   run v$k "$BIN/verify_db" "${train[@]}" --against "$S/train" -q

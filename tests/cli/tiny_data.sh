@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the Slurm and two-node tests.
 # tiny_classes DIR BINDIR: DIR/tiny.lmdb, a classification dataset that
 # small_cnn trains on in seconds (4 classes x 128 gray 8x8 images, raw
