@@ -7,9 +7,11 @@
 #    once, which verify together against the source, with the final check
 #    as a job that depends on the array (afterok);
 #  - a task run again after success changes nothing;
-#  - a deleted shard and a task killed mid-way: the check (a plain script)
-#    names them and prints the command that prepares just those again,
-#    which, run, completes the dataset;
+#  - a deleted shard, a damaged one and a task killed mid-way: the check
+#    (a plain script) names them and prints the command that prepares just
+#    those again, which, run, completes the dataset;
+#  - the training command the check prints (shards for --data and --val)
+#    trains;
 #  - DDP training (sbatch -n 2 scripts/slurm_train.sh) preempted with
 #    scancel --signal=USR1: it checkpoints, requeues itself, continues and
 #    ends with the uninterrupted job's final weights.
@@ -131,6 +133,14 @@ for k in 0 1 2; do
   expect_in c$k.out "all $n shard(s) verify together against $S"
 done
 echo "slurm_cli: 3 arrays (10 tasks) and 3 checks in $((SECONDS - T1)) s"
+# The training command the check prints takes the shards as they are
+# (--val too: all 9 validation images, from 3 shards).
+cmd=$(sed -n 's/^  \(train --data .*\) \.\.\.$/\1/p' "$WORK/c0.out")
+read -ra cmd <<<"$cmd"  # train --data A,B,C --val D,E,F: no spaces in these paths
+run trainshards "$IMAGEPACK_BUILD_DIR/trainer/${cmd[0]}" "${cmd[@]:1}" --arch small_cnn --epochs 1 --batch-size 8 --threads 1 \
+  --print-freq 1000 --output "$WORK/shardrun"
+expect_rc 0 "train with the check's command" trainshards
+expect_in trainshards.out "(9 samples)"
 
 # --- A task run again after success changes nothing.
 T2=$SECONDS
@@ -176,12 +186,21 @@ wait_jobs 60 "$K"
 expect_not_in "ok/prepare-$killed-of-2.log" "== done"  # it was killed mid-way
 expect_true "! scontrol -o show job ${K}_$killed | grep -q JobState=COMPLETED" "the killed task is not completed"
 
+# Shard 1 deleted, shard 2 damaged (a byte of a JPEG record flipped).
 rm "$WORK/o1/train-1-of-3.lmdb"
+$PY - "$WORK/o1/val-2-of-3.lmdb" <<'PYEOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[b.index(b"\xff\xd8\xff") + 200] ^= 0x55
+open(sys.argv[1], "wb").write(b)
+PYEOF
 run cd1 "$SCRIPTS/slurm_prepare_check.sh" "$S" "$WORK/o1" --max-size 32
-expect_rc 1 "the check finds the deleted shard" cd1
+expect_rc 1 "the check finds the deleted and the damaged shard" cd1
 expect_in cd1.out "shard 1: train-1-of-3.lmdb missing"
-expect_in cd1.out "1 of 3 shard(s) missing or failed: 1"
-expect_in cd1.out "  sbatch --array=1 scripts/slurm_prepare.sbatch --shards 3 $S $WORK/o1 --max-size 32"
+expect_in cd1.out "shard 2: val-2-of-3.lmdb fails verify_db: PROBLEM"
+expect_in cd1.out "checksum mismatch"
+expect_in cd1.out "2 of 3 shard(s) missing or failed: 1 2"
+expect_in cd1.out "  sbatch --array=1,2 scripts/slurm_prepare.sbatch --shards 3 $S $WORK/o1 --max-size 32"
 run ck1 "$SCRIPTS/slurm_prepare_check.sh" "$B" "$WORK/ok" --max-size 32
 expect_rc 1 "the check finds the killed task's shard" ck1
 expect_in ck1.out "shard $killed: train-$killed-of-2.lmdb missing"
@@ -194,7 +213,7 @@ for f in cd1 ck1; do
 done
 wait_jobs 60 "${again[@]}"
 run cd2 "$SCRIPTS/slurm_prepare_check.sh" "$S" "$WORK/o1" --max-size 32
-expect_rc 0 "the deleted shard prepared again: complete" cd2
+expect_rc 0 "the deleted and the damaged shard prepared again: complete" cd2
 expect_in cd2.out "all 3 shard(s) verify together against $S"
 run ck2 "$SCRIPTS/slurm_prepare_check.sh" "$B" "$WORK/ok" --max-size 32
 expect_rc 0 "the killed task run again: complete" ck2
