@@ -32,7 +32,8 @@ class ImagepackDataset(torch.utils.data.Dataset):
         meta = read_db.open_db(path).meta
         self.classes = meta["classes"]
         self.count = meta["count"]
-        self.mean, self.std = meta["mean"], meta["std"]
+        self.channels = meta["channels"]
+        self.mean, self.std = meta["mean"], meta["std"]  # empty when packed without statistics
 
     def __len__(self):
         return self.count
@@ -43,7 +44,7 @@ class ImagepackDataset(torch.utils.data.Dataset):
         rec = read_db.read_record(self._db, i, self.verify)
         if rec["encoding"] == "jpeg":
             img = Image.open(io.BytesIO(rec["payload"]))
-            img = img.convert("RGB" if len(self.mean) == 3 else "L")
+            img = img.convert("RGB" if self.channels == 3 else "L")
         else:
             px = rec["payload"]
             img = Image.fromarray(px[:, :, 0] if px.shape[2] == 1 else px)

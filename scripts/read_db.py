@@ -158,9 +158,11 @@ def main():
         sys.exit("read_db.py: %s: no such database" % sys.argv[1])
     db = open_db(sys.argv[1])
     meta = db.meta
-    print("count %d, %d classes, encoding %s, channels %d, mean %s, std %s" % (
-        meta["count"], len(meta["classes"]), meta["encoding"], meta["channels"],
-        [round(x, 4) for x in meta["mean"]], [round(x, 4) for x in meta["std"]]))
+    # Empty mean and std: packed without statistics (--stats-sample 0).
+    stats = ("mean %s, std %s" % ([round(x, 4) for x in meta["mean"]], [round(x, 4) for x in meta["std"]])
+             if meta["mean"] else "no statistics")
+    print("count %d, %d classes, encoding %s, channels %d, %s" % (
+        meta["count"], len(meta["classes"]), meta["encoding"], meta["channels"], stats))
     if sys.argv[2:] == ["--check"]:
         counts = [0] * len(meta["classes"])
         for i in range(meta["count"]):

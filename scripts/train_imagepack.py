@@ -1,33 +1,48 @@
 #!/usr/bin/python3
-"""Train a torchvision model from imagepack databases: a recipe to copy.
+"""Train a model from imagepack databases with PyTorch: a recipe to copy.
 
     scripts/launch.sh --nproc 2 -- scripts/train_imagepack.py \\
-        --data train.lmdb --val val.lmdb --arch resnet50 --epochs 90 --batch-size 64
+        --data train.lmdb --val val.lmdb --arch resnet50 --epochs 90 --batch-size 64 --output runs/r50
 
-One process per rank (scripts/launch.sh, or torchrun, sets RANK,
-WORLD_SIZE, MASTER_ADDR, MASTER_PORT); DistributedDataParallel over Gloo on
-CPU, NCCL on CUDA. Input: imagepack.Loader, decoding and augmenting in C++
-threads (no DataLoader worker processes); uint8 batches are normalised on
-the device with the database's mean/std. --amp: bf16 autocast on CPU, fp16
-with a GradScaler on CUDA. SGD with momentum, cosine or step schedule,
-optionally no weight decay on BN and bias parameters: the C++ trainer's
-recipe (build/trainer/train), so the two can be compared.
+One process per rank (scripts/launch.sh, torchrun or srun set the
+variables: RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, or Slurm's);
+DistributedDataParallel over Gloo on CPU, NCCL on CUDA. Input:
+imagepack.Loader, decoding and augmenting in C++ threads (no DataLoader
+worker processes); uint8 batches are normalised on the device.
+
+The C++ trainer's recipe and options (build/trainer/train, docs/TRAINING.md),
+so the two can be compared: SGD with momentum (--nesterov), step, cosine or
+onecycle schedules with linear warm-up, --lr-scale-batch, --label-smoothing,
+--no-bn-wd, --zero-init-residual; --amp (bf16 autocast on a CPU with native
+bf16, fp32 with a notice on others; fp16 with a GradScaler on CUDA).
+
+The data contract is the C++ trainer's: the classes, channels and
+normalisation come from --data; the validation set's classes are matched to
+them by name or refused naming the first that differs; with no statistics in
+the training data the input is normalised with 0.5 / 0.25, and the log says
+which.
+
+Checkpoints (OUTPUT/checkpoint.pt, written atomically at each epoch's end,
+every --checkpoint-every steps and on SIGTERM/SIGUSR1, which then exit 75)
+describe themselves: --resume auto (or a path) continues mid-epoch with
+exactly the uninterrupted run's batches and needs no option repeated; an
+option given again with another value is used and said, except --arch and
+--task (refused). --evaluate --resume CKPT --val DB needs nothing else.
 
 --arch: any torchvision.models name (resnet18, resnet50, ...) or small_cnn
 (the C++ trainer's small network, for 28-px images such as Fashion-MNIST).
 Small images (small_cnn, or --size <= 64) use pad-and-crop augmentation,
 larger ones RandomResizedCrop + flip and the resize + centre-crop eval.
-
---task segmentation (a dataset with a mask field) and --task restoration (a
-dataset with a target image field) train the C++ trainer's dense models
-(scripts/dense_models.py: fcn_small, unet_small) on imagepack.Loader's dict
-batches with its recipe: cross entropy skipping the ignore value and mIoU,
-or L1 on [-1, 1] and PSNR against the target and the input.
+--task segmentation (a mask field) and --task restoration (a target image
+field) train the C++ trainer's dense models (scripts/dense_models.py:
+fcn_small, unet_small) on the loader's dict batches, reporting mIoU / PSNR.
 """
 import argparse
+import hashlib
 import json
 import math
 import os
+import signal
 import sys
 import time
 
@@ -41,6 +56,127 @@ import imagepack
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dense_models  # noqa: E402
 
+EXIT_PREEMPTED = 75
+# Options that belong to one invocation, never taken from a checkpoint.
+PER_INVOCATION = ("resume", "evaluate", "stop_at_step")
+# Options that define the saved model: a resumed run may not change them.
+MODEL_DEFINING = ("arch", "task")
+
+
+def make_parser():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    a = p.add_argument
+    a("--data", help="training database(s), comma-separated shards; defines the classes, channels, normalisation")
+    a("--val", help="validation database(s), comma-separated shards; classes matched to --data's by name")
+    a("--task", choices=["classification", "segmentation", "restoration"], default="classification")
+    a("--arch", default="", help="torchvision model or small_cnn (default: resnet18; dense tasks: their model)")
+    a("--epochs", type=int, default=90)
+    a("--batch-size", "-b", type=int, default=64, help="per process")
+    a("--lr", type=float, default=0.1)
+    a("--lr-scale-batch", action="store_true", help="scale lr by global batch / 256")
+    a("--schedule", choices=["step", "cosine", "onecycle"], default="step")
+    a("--step-size", type=int, default=30, help="step schedule: epochs between decays")
+    a("--warmup-epochs", "--warmup", dest="warmup_epochs", type=float, default=0, help="linear warm-up epochs")
+    a("--momentum", type=float, default=0.9)
+    a("--nesterov", action="store_true")
+    a("--wd", type=float, default=1e-4, help="weight decay")
+    a("--no-bn-wd", action="store_true", help="no weight decay on BN and bias parameters")
+    a("--label-smoothing", type=float, default=0.0)
+    a("--zero-init-residual", action="store_true", help="torchvision ResNets: zero-init each block's last BN")
+    a("--size", type=int, default=0, help="input size (0: 28 for small_cnn, 96 for dense tasks, else 224)")
+    a("--amp", nargs="?", const="auto", default="", choices=["auto", "bf16", "fp16"],
+      help="autocast (bf16 on a CPU with native bf16, fp32 with a notice on others; --amp=bf16 forces it)")
+    a("--threads", type=int, default=0, help="loader threads per process (0: cores / local processes)")
+    a("--in-ram", action="store_true", help="hold the databases in RAM, one shared copy per machine")
+    a("--order", default="auto", help="training order: random, blocks or auto")
+    a("--seed", type=int, default=0)
+    a("--output", default="", help="folder for checkpoint.pt, metrics.jsonl and model.pt")
+    a("--resume", default="", help="checkpoint to continue ('auto': OUTPUT/checkpoint.pt if present)")
+    a("--evaluate", action="store_true", help="only evaluate --val with the --resume checkpoint")
+    a("--no-val", action="store_true", help="skip the per-epoch evaluation")
+    a("--checkpoint-every", type=int, default=0, help="also write checkpoint.pt every N steps (0: epoch ends)")
+    a("--stop-at-step", type=int, default=0, help="write a checkpoint and exit 0 after global step K")
+    a("--print-freq", type=int, default=100)
+    return p
+
+
+def given_options(parser, argv):
+    """The dests of the options present on the command line."""
+    given = set()
+    for action in parser._actions:
+        for s in action.option_strings:
+            if any(w == s or (s.startswith("--") and w.startswith(s + "=")) for w in argv):
+                given.add(action.dest)
+    return given
+
+
+def parse(argv):
+    """(args, checkpoint or None, notes): the options, with those not given
+    taken from the checkpoint being resumed."""
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    given = given_options(parser, argv)
+    path = args.resume
+    if path == "auto":
+        if not args.output:
+            parser.error("--resume auto needs --output")
+        path = os.path.join(args.output, "checkpoint.pt")
+        path = path if os.path.exists(path) else ""
+    ckpt, notes = None, []
+    if path:
+        if not os.path.exists(path):
+            sys.exit("train_imagepack: --resume %s: no such checkpoint" % path)
+        ckpt = torch.load(path, map_location="cpu")
+        ckpt["path"] = path
+        for key, value in ckpt["args"].items():
+            if key in PER_INVOCATION or not hasattr(args, key):
+                continue
+            if key not in given:
+                setattr(args, key, value)
+            elif getattr(args, key) != value:
+                if key in MODEL_DEFINING:
+                    sys.exit("train_imagepack: --%s %s contradicts %s, whose model was trained with --%s %s: leave "
+                             "--%s out to resume or evaluate it, or start a new run in another --output" % (
+                                 key, getattr(args, key), path, key, value, key))
+                notes.append("--%s %s (the checkpoint's run: %s)" % (key.replace("_", "-"), getattr(args, key), value))
+    if args.evaluate and not ckpt:
+        parser.error("--evaluate needs --resume CHECKPOINT")
+    if args.evaluate and not args.val:
+        parser.error("--evaluate needs --val")
+    if not args.evaluate and (not args.data or not (args.val or args.no_val)):
+        parser.error("--data and --val (or --no-val) are required")
+    return args, ckpt, notes
+
+
+def cpu_has_native_bf16():
+    """x86 AVX512-BF16 or AMX-BF16 (IMAGEPACK_CPU_BF16=0/1 overrides), as the C++ trainer decides."""
+    forced = os.environ.get("IMAGEPACK_CPU_BF16", "")
+    if forced:
+        return forced != "0"
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def learning_rate(args, base_lr, progress):
+    """The C++ trainer's schedules (trainer/schedule.h) at `progress` epochs."""
+    t, w, total = progress, args.warmup_epochs, args.epochs
+    if args.schedule != "onecycle" and w > 0 and t < w:
+        return base_lr * (t + 1e-3) / w
+    if args.schedule == "cosine":
+        f = min(1.0, max(0.0, (t - w) / max(1e-9, total - w)))
+        return base_lr * 0.5 * (1 + math.cos(math.pi * f))
+    if args.schedule == "onecycle":
+        up, start, end = 0.3 * total, base_lr / 25.0, base_lr / 1e4
+        if t < up:
+            return start + (base_lr - start) * 0.5 * (1 - math.cos(math.pi * t / max(up, 1e-9)))
+        f = min(1.0, (t - up) / max(1e-9, total - up))
+        return end + (base_lr - end) * 0.5 * (1 + math.cos(math.pi * f))
+    return base_lr * 0.1 ** math.floor(t / args.step_size)
+
 
 def small_cnn(in_channels, num_classes):
     """The C++ trainer's small_cnn (trainer/models.cc), layer for layer."""
@@ -50,11 +186,16 @@ def small_cnn(in_channels, num_classes):
                          *block(64, 128), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, num_classes))
 
 
-def make_model(arch, in_channels, num_classes):
+def make_model(arch, in_channels, outputs, zero_init_residual):
     if arch == "small_cnn":
-        return small_cnn(in_channels, num_classes)
+        return small_cnn(in_channels, outputs)
+    if arch == "fcn_small":
+        return dense_models.fcn_small(in_channels, outputs)
+    if arch == "unet_small":
+        return dense_models.unet_small(in_channels, outputs)
     import torchvision
-    model = getattr(torchvision.models, arch)(num_classes=num_classes)
+    kwargs = {"zero_init_residual": True} if zero_init_residual and arch.startswith(("resnet", "resnext", "wide")) else {}
+    model = getattr(torchvision.models, arch)(num_classes=outputs, **kwargs)
     if in_channels != 3:  # gray input: the first convolution takes 1 channel
         conv = model.conv1
         model.conv1 = nn.Conv2d(in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
@@ -62,253 +203,401 @@ def make_model(arch, in_channels, num_classes):
     return model
 
 
-def learning_rate(args, progress):
-    """The C++ trainer's schedules (trainer/schedule.h) at `progress` epochs."""
-    if args.warmup > 0 and progress < args.warmup:
-        return args.lr * (progress + 1e-3) / args.warmup
-    if args.schedule == "cosine":
-        f = min(1.0, max(0.0, (progress - args.warmup) / max(1e-9, args.epochs - args.warmup)))
-        return args.lr * 0.5 * (1 + math.cos(math.pi * f))
-    return args.lr * 0.1 ** math.floor(progress / args.step_size)
+class Classification:
+    default_arch = "resnet18"
+
+    def __init__(self, meta, args, normalise):
+        self.classes = list(meta["classes"])
+        if not self.classes:
+            sys.exit("train_imagepack: classification needs training data with classes")
+        self.outputs, self.normalise, self.smoothing = len(self.classes), normalise, args.label_smoothing
+
+    def match_eval(self, val):  # the Loader maps the labels (classes=); nothing more to do
+        return ""
+
+    def prepare(self, batch, device, eval_batch=False):
+        images, labels = batch
+        return self.normalise(images), labels.to(device, non_blocking=True)
+
+    def loss(self, out, y, training=True):
+        return F.cross_entropy(out, y, label_smoothing=self.smoothing if training else 0.0)
+
+    def tally(self, out, x, y):
+        top = out.topk(min(5, out.size(1)), 1).indices
+        hit = top.eq(y.view(-1, 1))
+        return torch.tensor([hit[:, :1].sum().item(), hit.sum().item(), len(y)], dtype=torch.float64)
+
+    def figures(self, t):
+        return {"acc1": 100 * t[0].item() / t[2].item(), "acc5": 100 * t[1].item() / t[2].item()}
+
+    def line(self, f):
+        return "Acc@1 %.3f  Acc@5 %.3f" % (f["acc1"], f["acc5"])
+
+    def score(self, f):
+        return f["acc1"]
+
+    def result(self, f):
+        return "test accuracy %.2f%%" % f["acc1"]
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--data", required=True, help="training database(s), comma-separated shards")
-    p.add_argument("--val", required=True, help="validation database")
-    p.add_argument("--arch", default="resnet18")
-    p.add_argument("--epochs", type=int, default=90)
-    p.add_argument("--batch-size", type=int, default=64, help="per process")
-    p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--momentum", type=float, default=0.9)
-    p.add_argument("--wd", type=float, default=1e-4)
-    p.add_argument("--no-bn-wd", action="store_true", help="no weight decay on BN and bias parameters")
-    p.add_argument("--schedule", choices=["cosine", "step"], default="step")
-    p.add_argument("--step-size", type=int, default=30)
-    p.add_argument("--warmup", type=float, default=0)
-    p.add_argument("--size", type=int, default=0, help="input size (0: 28 for small_cnn, else 224)")
-    p.add_argument("--amp", action="store_true")
-    p.add_argument("--threads", type=int, default=0, help="loader threads per process (0: cores / processes)")
-    p.add_argument("--in-ram", action="store_true")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--output", default="", help="folder for metrics.jsonl and the final weights")
-    p.add_argument("--print-freq", type=int, default=100)
-    p.add_argument("--task", choices=["classification", "segmentation", "restoration"], default="classification")
-    args = p.parse_args()
-    if args.task != "classification":
-        return train_dense(args)
+class Segmentation:
+    default_arch = "fcn_small"
 
-    rank, world, device, cuda, cores = setup_process(args)
-    local_rank = device.index if cuda else 0
-    log = print if rank == 0 else (lambda *a, **k: None)
+    def __init__(self, meta, args, normalise):
+        field = next((f for f in meta.get("fields", []) if f["kind"] == "mask"), None)
+        if field is None:
+            sys.exit("train_imagepack: --task segmentation needs training data with a mask field")
+        self.field, self.eval_field = field["name"], field["name"]
+        self.names, self.ignore = list(field["classes"]), field.get("ignore", -1)
+        self.outputs, self.normalise, self.lut = len(self.names), normalise, None
 
-    small = args.arch == "small_cnn" or 0 < args.size <= 64
-    size = args.size or (28 if args.arch == "small_cnn" else 224)
-    common = dict(batch_size=args.batch_size, size=size, in_ram=args.in_ram, seed=args.seed,
-                  threads=args.threads or cores, pad=2)
-    train = imagepack.Loader(args.data.split(","), transform="pad_crop" if small else "train", **common)
-    val = imagepack.Loader(args.val, transform="pad_crop_eval" if small else "eval", **common)
-    meta = val.meta
-    C = val.channels
-    mean = torch.tensor(meta["mean"] if len(meta["mean"]) == C else [0.5] * C).view(1, C, 1, 1).mul(255)
-    std = torch.tensor(meta["std"] if len(meta["std"]) == C else [0.25] * C).view(1, C, 1, 1).mul(255)
-    mean, std = mean.to(device), std.clamp_min(1e-3).to(device)
+    def match_eval(self, val):
+        """The validation mask's classes matched to the training data's by
+        name; its values then mapped (values of no training class ignored)."""
+        field = next((f for f in val.fields if f["kind"] == "mask"), None)
+        if field is None:
+            sys.exit("train_imagepack: %s has no mask field; the training data has '%s'" % (
+                ",".join(val._paths), self.field))
+        m = imagepack.match_classes(self.names, field["classes"], what="mask classes")
+        self.eval_field = field["name"]
+        if not m.identity or field.get("ignore", -1) != self.ignore:
+            fill = self.ignore if self.ignore >= 0 else -100
+            lut = torch.full((65536 if field.get("dtype") == "uint16" else 256,), fill, dtype=torch.long)
+            lut[:len(m.to_train)] = torch.tensor(m.to_train, dtype=torch.long)
+            self.lut = lut
+        return "mask '%s': %s" % (field["name"], m)
 
-    def to_input(images):  # uint8 NCHW -> normalised float on the device
-        return images.to(device, non_blocking=cuda).float().sub_(mean).div_(std)
+    def prepare(self, b, device, eval_batch=False):
+        y = b[self.eval_field if eval_batch else self.field].long()
+        if eval_batch and self.lut is not None:
+            y = self.lut[y]
+        return self.normalise(b["image"]), y.to(device)
 
-    model = make_model(args.arch, C, len(meta["classes"])).to(device)
-    decay = [q for q in model.parameters() if not (args.no_bn_wd and q.dim() <= 1)]
-    no_decay = [q for q in model.parameters() if args.no_bn_wd and q.dim() <= 1]
-    groups = [{"params": decay}] + ([{"params": no_decay, "weight_decay": 0.0}] if no_decay else [])
-    optimizer = torch.optim.SGD(groups, lr=args.lr, momentum=args.momentum, weight_decay=args.wd)
-    if world > 1:  # buffers (BN statistics) are broadcast from rank 0 every step
-        model = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if cuda else None)
-    amp_dtype = torch.float16 if cuda else torch.bfloat16
-    scaler = torch.cuda.amp.GradScaler(enabled=args.amp and cuda)
-    log("=> %s, %d classes, %d process(es) [%s], batch %d/rank, %d train / %d val samples%s" % (
-        args.arch, len(meta["classes"]), world, "nccl" if cuda else "gloo", args.batch_size, train.dataset_size,
-        val.dataset_size, ", AMP " + str(amp_dtype).replace("torch.", "") if args.amp else ""))
+    def loss(self, out, y, training=True):
+        return F.cross_entropy(out, y, ignore_index=self.ignore if self.ignore >= 0 else -100)
 
-    if args.output and rank == 0:
-        os.makedirs(args.output, exist_ok=True)
-    metrics = open(os.path.join(args.output, "metrics.jsonl"), "a") if args.output and rank == 0 else None
-    steps = len(train)
-    best = 0.0
-    for epoch in range(args.epochs):
-        model.train()
-        train.set_epoch(epoch)
-        t0, seen, wait = time.time(), 0, 0.0
-        t_data = time.time()
-        for step, (images, labels) in enumerate(train):
-            wait += time.time() - t_data
-            lr = learning_rate(args, epoch + step / steps)
-            for g in optimizer.param_groups:
-                g["lr"] = lr
-            x, y = to_input(images), labels.to(device, non_blocking=cuda)
-            with torch.autocast(device.type, dtype=amp_dtype, enabled=args.amp):
-                out = model(x)
-            loss = F.cross_entropy(out.float(), y)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-            seen += len(labels)
-            if step % args.print_freq == 0 or step + 1 == steps:
-                log("Epoch: [%d][%d/%d]  Loss %.4f  LR %.5f" % (epoch, step, steps, loss.item(), lr))
-            t_data = time.time()
-        elapsed = time.time() - t0
-        rate = seen * world / elapsed
+    def tally(self, out, x, y):
+        c = dense_models.Confusion(self.outputs)
+        c.add(out, y)
+        return c.m
 
-        model.eval()
-        val.set_epoch(0)
-        correct = torch.zeros(2, dtype=torch.float64)
-        with torch.no_grad():
-            for images, labels in val:
-                with torch.autocast(device.type, dtype=amp_dtype, enabled=args.amp):
-                    out = model(to_input(images))
-                correct[0] += (out.float().argmax(1).cpu() == labels).sum().item()
-                correct[1] += len(labels)
-        if world > 1:  # every validation sample is counted once across ranks
-            dist.all_reduce(correct)
-        acc = 100.0 * correct[0].item() / correct[1].item()
-        best = max(best, acc)
-        log(" * Epoch %d  Acc@1 %.3f  (%d samples)  %.1f images/s, %.0f%% of the time waiting for input" % (
-            epoch, acc, correct[1].item(), rate, 100 * wait / elapsed))
-        if metrics:
-            metrics.write(json.dumps({"type": "eval", "epoch": epoch, "acc1": acc, "images_per_s": rate,
-                                      "input_wait": wait / elapsed}) + "\n")
-            metrics.flush()
-    if args.output and rank == 0:
-        net = model.module if world > 1 else model
-        torch.save(net.state_dict(), os.path.join(args.output, "model.pt"))
-    log("train_imagepack: test accuracy %.2f%% (best %.2f%%)" % (acc, best))
-    if world > 1:
-        dist.destroy_process_group()
+    def figures(self, t):
+        c = dense_models.Confusion(self.outputs)
+        c.m = t
+        return c.figures()
+
+    def line(self, f):
+        return "mIoU %.3f  PixAcc %.3f" % (f["miou"], f["pixel_acc"])
+
+    def score(self, f):
+        return f["miou"]
+
+    def result(self, f):
+        return "test mIoU %.2f%%" % f["miou"]
+
+
+class Restoration:
+    default_arch = "unet_small"
+
+    def __init__(self, meta, args, normalise):
+        field = next((f for f in meta.get("fields", []) if f["kind"] == "image"), None)
+        if field is None:
+            sys.exit("train_imagepack: --task restoration needs training data with a target image field")
+        self.field = self.eval_field = field["name"]
+        self.outputs = None  # the input's channels
+
+    def match_eval(self, val):
+        field = next((f for f in val.fields if f["kind"] == "image"), None)
+        if field is None:
+            sys.exit("train_imagepack: %s has no target image field" % ",".join(val._paths))
+        self.eval_field = field["name"]
+        return "target image '%s'" % field["name"]
+
+    def prepare(self, b, device, eval_batch=False):
+        def scaled(t):
+            return t.to(device).float().div_(127.5).sub_(1)
+        return scaled(b["image"]), scaled(b[self.eval_field if eval_batch else self.field])
+
+    def loss(self, out, y, training=True):
+        return F.l1_loss(out, y)
+
+    def tally(self, out, x, y):
+        return torch.tensor([dense_models.psnr_sum(out, y), dense_models.psnr_sum(x, y), len(x)],
+                            dtype=torch.float64)
+
+    def figures(self, t):
+        psnr, psnr_in = t[0].item() / t[2].item(), t[1].item() / t[2].item()
+        return {"psnr": psnr, "psnr_input": psnr_in, "psnr_gain": psnr - psnr_in}
+
+    def line(self, f):
+        return "PSNR %.3f  Input %.3f  Gain %.3f" % (f["psnr"], f["psnr_input"], f["psnr_gain"])
+
+    def score(self, f):
+        return f["psnr"]
+
+    def result(self, f):
+        return "test PSNR %.2f dB (input %.2f dB, gain %+.2f dB)" % (f["psnr"], f["psnr_input"], f["psnr_gain"])
+
+
+TASKS = {"classification": Classification, "segmentation": Segmentation, "restoration": Restoration}
 
 
 def setup_process(args):
-    """(rank, world, device, cuda, cores) after joining the process group."""
-    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    """(rank, world, local_world, device) after joining the process group."""
+    rank, world, local_world, _ = imagepack.distributed_env()
+    local_rank = int(os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", 0)))
     cuda = torch.cuda.is_available()
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    if world > 1:
+    if world > 1 and not dist.is_initialized():
+        if "MASTER_ADDR" not in os.environ:
+            sys.exit("train_imagepack: MASTER_ADDR must be set for %d processes" % world)
         dist.init_process_group("nccl" if cuda else "gloo", init_method="env://", rank=rank, world_size=world)
-    cores = max(1, (os.cpu_count() or 1) // local_world)
-    torch.set_num_threads(cores)
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
     torch.manual_seed(args.seed)
-    return rank, world, device, cuda, cores
+    return rank, world, local_world, device
 
 
-def train_dense(args):
-    """Segmentation or restoration: the C++ trainer's task (trainer/task.cc)
-    and model, fed by imagepack.Loader's dict batches."""
-    rank, world, device, cuda, cores = setup_process(args)
+def save_atomically(obj, path):
+    """torch.save to a temporary beside `path`, fsync, rename, fsync the folder."""
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "wb") as f:
+        torch.save(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def weights_digest(model):
+    h = hashlib.sha256()
+    for t in list(model.state_dict().values()):
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def main(argv=None):
+    args, ckpt, notes = parse(sys.argv[1:] if argv is None else argv)
+    rank, world, local_world, device = setup_process(args)
     log = print if rank == 0 else (lambda *a, **k: None)
-    seg = args.task == "segmentation"
-    size = args.size or 96
-    common = dict(batch_size=args.batch_size, size=size, in_ram=args.in_ram, seed=args.seed,
-                  threads=args.threads or cores)
-    if seg:  # the C++ trainer's crops: RandomResizedCrop(scale 0.35-1) + flip; whole image for evaluation
-        train = imagepack.Loader(args.data.split(","), transform="train", scale=(0.35, 1.0), **common)
-        val = imagepack.Loader(args.val, transform="eval", eval_resize=size, **common)
-    else:  # crops at the stored scale, both flips; the centre crop for evaluation
-        train = imagepack.Loader(args.data.split(","), transform="pad_crop", pad=0, vflip=True, **common)
-        val = imagepack.Loader(args.val, transform="pad_crop_eval", **common)
-    meta, C = val.meta, val.channels
-    kind = "mask" if seg else "image"
-    field = next((f for f in meta.get("fields", []) if f["kind"] == kind), None)
-    if field is None:
-        sys.exit("train_imagepack: --task %s needs a dataset with a %s field" % (args.task, kind))
-    name = field["name"]
-    if seg:
-        classes, ignore = len(field["classes"]), field.get("ignore", -1)
-        mean = torch.tensor(meta["mean"] if len(meta["mean"]) == C else [0.5] * C).view(1, C, 1, 1).mul(255)
-        std = torch.tensor(meta["std"] if len(meta["std"]) == C else [0.25] * C).view(1, C, 1, 1).mul(255)
-        mean, std = mean.to(device), std.clamp_min(1e-3).to(device)
-        model = dense_models.fcn_small(C, classes).to(device)
+    for n in notes:
+        log("=> %s: the option given is used" % n)
+    cuda = device.type == "cuda"
 
-        def prepare(b):
-            x = b["image"].to(device).float().sub_(mean).div_(std)
-            return x, b[name].to(device).long()
-
-        def loss_of(out, y):
-            return F.cross_entropy(out, y, ignore_index=ignore if ignore >= 0 else -100)
+    # The training data defines the classes, channels and normalisation (a
+    # checkpoint keeps those it was trained with).
+    saved = ckpt["run"] if ckpt else None
+    if args.data:
+        meta = imagepack.open(args.data.split(",")).meta
+        if saved and list(saved["meta"]["classes"]) != list(meta["classes"]):
+            sys.exit("train_imagepack: %s was trained on the classes of %s, and --data %s has others: resume with "
+                     "that data, or start a new run in another --output" % (ckpt["path"], saved["data"], args.data))
     else:
-        model = dense_models.unet_small(C, C).to(device)
+        meta = saved["meta"]
+    channels = saved["channels"] if saved else meta["channels"]
+    if saved:
+        mean, std, source = saved["mean"], saved["std"], saved["normalisation"]
+    elif len(meta.get("mean", [])) == channels:
+        mean, std, source = meta["mean"], meta["std"], "the training data's statistics"
+    else:
+        mean, std = [0.5] * channels, [0.25] * channels
+        source = "mean 0.5, std 0.25 (the training data holds no statistics: packed with --stats-sample 0)"
+    mean_t = torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1).mul(255).to(device)
+    std_t = torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1).mul(255).clamp_min(1e-3).to(device)
 
-        def prepare(b):
-            return b["image"].to(device).float().div_(127.5).sub_(1), b[name].to(device).float().div_(127.5).sub_(1)
+    def normalise(images):  # uint8 NCHW -> normalised float on the device
+        return images.to(device, non_blocking=cuda).float().sub_(mean_t).div_(std_t)
 
-        def loss_of(out, y):
-            return F.l1_loss(out, y)
-    arch = "fcn_small" if seg else "unet_small"
+    task = TASKS[args.task](meta, args, normalise)
+    arch = args.arch or task.default_arch
+    outputs = task.outputs or channels
+    if args.task != "restoration":
+        log("=> normalising the input with %s: mean %s, std %s" % (
+            source, ", ".join("%.4f" % m for m in mean), ", ".join("%.4f" % s for s in std)))
+
+    amp_dtype = torch.float16 if cuda else torch.bfloat16
+    amp = bool(args.amp)
+    if amp and not cuda and args.amp == "auto" and not cpu_has_native_bf16():
+        amp = False
+        log("=> --amp: this CPU has no native bf16 (AVX512-BF16 or AMX-BF16), where bf16 autocast runs several "
+            "times slower than fp32: training in fp32 (--amp=bf16 forces bf16)")
+
+    small = arch == "small_cnn" or (args.task == "classification" and 0 < args.size <= 64)
+    size = args.size or (28 if arch == "small_cnn" else 96 if args.task != "classification" else 224)
+    common = dict(batch_size=args.batch_size, size=size, in_ram=args.in_ram, seed=args.seed, threads=args.threads,
+                  channels=channels)
+    if args.task == "segmentation":  # crops of at least a third; the whole image for evaluation
+        train_kw, val_kw = dict(transform="train", scale=(0.35, 1.0)), dict(transform="eval", eval_resize=size)
+    elif args.task == "restoration":  # crops at the stored scale, both flips; the centre crop
+        train_kw, val_kw = dict(transform="pad_crop", pad=0, vflip=True), dict(transform="pad_crop_eval")
+    elif small:
+        train_kw, val_kw = dict(transform="pad_crop", pad=2), dict(transform="pad_crop_eval")
+    else:
+        train_kw, val_kw = dict(transform="train"), dict(transform="eval")
+    train = None
+    if not args.evaluate:
+        train = imagepack.Loader(args.data.split(","), order=args.order, **common, **train_kw)
+    val = None
+    if args.val:
+        if args.task == "classification":  # the training data's classes, matched by name
+            val_kw["classes"] = train if train is not None else meta["classes"]
+        val = imagepack.Loader(args.val.split(","), **common, **val_kw)
+        matched = task.match_eval(val)
+        if args.task == "classification":
+            matched = str(imagepack.match_classes(meta["classes"], imagepack.open(args.val.split(",")).classes))
+        log("=> validation %s: %d samples, %s" % (args.val, val.dataset_size, matched))
+
+    model = make_model(arch, channels, outputs, args.zero_init_residual).to(device)
     decay = [q for q in model.parameters() if not (args.no_bn_wd and q.dim() <= 1)]
     no_decay = [q for q in model.parameters() if args.no_bn_wd and q.dim() <= 1]
     groups = [{"params": decay}] + ([{"params": no_decay, "weight_decay": 0.0}] if no_decay else [])
-    optimizer = torch.optim.SGD(groups, lr=args.lr, momentum=args.momentum, weight_decay=args.wd)
-    if world > 1:
+    base_lr = args.lr * args.batch_size * world / 256 if args.lr_scale_batch else args.lr
+    optimizer = torch.optim.SGD(groups, lr=base_lr, momentum=args.momentum, nesterov=args.nesterov,
+                                weight_decay=args.wd)
+    scaler = torch.cuda.amp.GradScaler(enabled=amp and cuda)
+    epoch, position, step, best = 0, 0, 0, 0.0
+    if ckpt:
+        model.load_state_dict(ckpt["model"])
+        if not args.evaluate:
+            optimizer.load_state_dict(ckpt["optimizer"])
+            scaler.load_state_dict(ckpt["scaler"])
+            torch.set_rng_state(ckpt["rng"])
+            train.load_state_dict(ckpt["loader"])  # refuses another dataset mid-epoch, by name
+            epoch, position, step, best = (ckpt["loader"]["epoch"], ckpt["loader"]["position"], ckpt["global_step"],
+                                           ckpt["best"])
+        log("=> resumed from %s (%s, %s, %d px, trained on %s) at epoch %d%s" % (
+            ckpt["path"], saved["arch"], saved["task"], saved["size"], saved["data"], epoch,
+            ", position %d" % position if position else ""))
+    net = model
+    if world > 1:  # buffers (BN statistics) are broadcast from rank 0 every step
         model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if cuda else None)
-    log("=> %s (%d parameters), %s, %d process(es), batch %d/rank, %d train / %d val samples" % (
-        arch, sum(q.numel() for q in model.parameters()), args.task, world, args.batch_size, train.dataset_size,
-        val.dataset_size))
+    log("=> %s (%d parameters), %s, %d output(s), %d process(es) [%s], batch %d/rank, %s%s" % (
+        arch, sum(q.numel() for q in net.parameters()), args.task, outputs, world, "nccl" if cuda else "gloo",
+        args.batch_size, "%d train / " % train.dataset_size if train else "",
+        "%d val samples" % val.dataset_size if val else "no validation") + (
+        ", AMP " + str(amp_dtype).replace("torch.", "") if amp else ""))
+
+    run = {"arch": arch, "task": args.task, "size": size, "channels": channels, "mean": mean, "std": std,
+           "normalisation": source, "data": args.data or saved["data"], "meta": meta}
     if args.output and rank == 0:
         os.makedirs(args.output, exist_ok=True)
     metrics = open(os.path.join(args.output, "metrics.jsonl"), "a") if args.output and rank == 0 else None
-    steps = len(train)
-    for epoch in range(args.epochs):
-        model.train()
-        train.set_epoch(epoch)
-        t0, seen = time.time(), 0
-        for step, b in enumerate(train):
-            lr = learning_rate(args, epoch + step / steps)
-            for g in optimizer.param_groups:
-                g["lr"] = lr
-            x, y = prepare(b)
-            loss = loss_of(model(x).float(), y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            seen += len(x)
-            if step % args.print_freq == 0 or step + 1 == steps:
-                log("Epoch: [%d][%d/%d]  Loss %.4f  LR %.5f" % (epoch, step, steps, loss.item(), lr))
-        rate = seen * world / (time.time() - t0)
+
+    def emit(row):
+        if metrics:
+            metrics.write(json.dumps(row) + "\n")
+            metrics.flush()
+
+    def checkpoint(state_epoch):
+        if args.output and rank == 0:
+            save_atomically({"model": net.state_dict(), "optimizer": optimizer.state_dict(),
+                             "scaler": scaler.state_dict(), "rng": torch.get_rng_state(),
+                             "loader": train.state_dict(), "epoch": state_epoch, "global_step": step, "best": best,
+                             "args": vars(args), "run": run}, os.path.join(args.output, "checkpoint.pt"))
+        if world > 1:
+            dist.barrier()
+
+    def evaluate(at_epoch):
         model.eval()
         val.set_epoch(0)
-        conf = dense_models.Confusion(classes) if seg else None
-        sums = torch.zeros(3, dtype=torch.float64)  # restoration: PSNR output, PSNR input, images
+        tally, loss_sum = None, torch.zeros(2, dtype=torch.float64)
         with torch.no_grad():
             for b in val:
-                x, y = prepare(b)
-                out = model(x).float()
-                if seg:
-                    conf.add(out, y)
-                else:
-                    sums += torch.tensor([dense_models.psnr_sum(out, y), dense_models.psnr_sum(x, y), len(x)],
+                x, y = task.prepare(b, device, eval_batch=True)
+                with torch.autocast(device.type, dtype=amp_dtype, enabled=amp):
+                    out = model(x)
+                out = out.float()
+                t = task.tally(out, x, y)
+                tally = t if tally is None else tally + t
+                loss_sum += torch.tensor([task.loss(out, y, training=False).item() * len(x), len(x)],
                                          dtype=torch.float64)
-        if world > 1:
-            dist.all_reduce(conf.m if seg else sums)
-        if seg:
-            fig = conf.figures()
-            log(" * Epoch %d  mIoU %.3f  PixAcc %.3f  %.1f images/s" % (epoch, fig["miou"], fig["pixel_acc"], rate))
-            row = {"type": "eval", "epoch": epoch, "miou": fig["miou"], "pixel_acc": fig["pixel_acc"]}
-        else:
-            psnr, psnr_in = sums[0].item() / sums[2].item(), sums[1].item() / sums[2].item()
-            log(" * Epoch %d  PSNR %.3f  Input %.3f  Gain %.3f  %.1f images/s" % (epoch, psnr, psnr_in, psnr - psnr_in,
-                                                                            rate))
-            row = {"type": "eval", "epoch": epoch, "psnr": psnr, "psnr_input": psnr_in, "psnr_gain": psnr - psnr_in}
-        if metrics:
-            metrics.write(json.dumps(dict(row, images_per_s=rate)) + "\n")
-            metrics.flush()
-    log("train_imagepack: " + ("test mIoU %.2f%%" % row["miou"] if seg else
-                               "test PSNR %.2f dB (input %.2f dB, gain %+.2f dB)" % (
-                                   row["psnr"], row["psnr_input"], row["psnr_gain"])))
+        if world > 1:  # every validation sample is counted once across ranks
+            dist.all_reduce(tally)
+            dist.all_reduce(loss_sum)
+        f = task.figures(tally)
+        log(" * Epoch %d  %s  Loss %.4f  (%d samples)" % (at_epoch, task.line(f), loss_sum[0] / loss_sum[1],
+                                                         loss_sum[1].item()))
+        emit(dict({k: v for k, v in f.items() if k != "iou"}, type="eval", epoch=at_epoch,
+                  loss=(loss_sum[0] / loss_sum[1]).item(), samples=int(loss_sum[1].item())))
+        return f
+
+    if args.evaluate:
+        f = evaluate(epoch)
+        log("train_imagepack: " + task.result(f))
+        return 0
+
+    stop = {"signal": 0}
+
+    def on_signal(sig, frame):
+        if stop["signal"]:  # a second signal stops at once
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        stop["signal"] = sig
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGUSR1, on_signal)
+
+    steps_per_epoch = math.ceil(math.ceil(train.dataset_size / world) / args.batch_size)
+    f = None
+    for epoch in range(epoch, args.epochs):
+        model.train()
+        train.set_epoch(epoch)  # keeps a restored position of this epoch
+        first = position // (args.batch_size * world)
+        position = 0
+        t0, seen, wait = time.time(), 0, 0.0
+        t_data = time.time()
+        for i, b in enumerate(train):
+            wait += time.time() - t_data
+            lr = learning_rate(args, base_lr, epoch + (first + i) / steps_per_epoch)
+            for g in optimizer.param_groups:
+                g["lr"] = lr
+            x, y = task.prepare(b, device)
+            with torch.autocast(device.type, dtype=amp_dtype, enabled=amp):
+                out = model(x)
+            loss = task.loss(out.float(), y)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            step += 1
+            seen += len(x)
+            if (first + i) % args.print_freq == 0:
+                log("Epoch: [%d][%d/%d]  Loss %.4f  LR %.5f" % (epoch, first + i, steps_per_epoch, loss.item(), lr))
+            # Stop and checkpoint decisions are taken together (a signal may reach one rank).
+            flags = torch.tensor([stop["signal"] != 0, 0 < args.stop_at_step <= step,
+                                  args.checkpoint_every > 0 and step % args.checkpoint_every == 0], dtype=torch.float64)
+            if world > 1:
+                dist.all_reduce(flags)
+            if flags.sum() > 0:
+                checkpoint(epoch)
+                if flags[0] > 0 or flags[1] > 0:
+                    log("=> %s: checkpoint at epoch %d, position %d, step %d in %s" % (
+                        "stop requested by a signal" if flags[0] > 0 else "--stop-at-step reached", epoch,
+                        train.state_dict()["position"], step, os.path.join(args.output, "checkpoint.pt")))
+                    log("final weights digest %s" % weights_digest(net))
+                    return EXIT_PREEMPTED if flags[0] > 0 else 0
+            t_data = time.time()
+        elapsed = time.time() - t0
+        rate = seen * world / max(elapsed, 1e-9)
+        log("Epoch %d: %.1f images/s, %.0f%% of the time waiting for input" % (epoch, rate, 100 * wait / elapsed))
+        emit({"type": "epoch", "epoch": epoch, "images_per_s": rate, "input_wait": wait / elapsed})
+        if val is not None and not args.no_val:
+            f = evaluate(epoch)
+            best = max(best, task.score(f))
+        train.set_epoch(epoch + 1)
+        checkpoint(epoch + 1)
+    if args.output and rank == 0:
+        torch.save(net.state_dict(), os.path.join(args.output, "model.pt"))
+    log("final weights digest %s" % weights_digest(net))
+    if f is not None:
+        log("train_imagepack: %s (best %.2f)" % (task.result(f), best))
     if world > 1:
         dist.destroy_process_group()
+    return 0
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ int main(int argc, char** argv) {
       "quality", po::value(&quality)->default_value(90), "JPEG quality")(
       "repeat", po::value(&repeat)->default_value(1), "passes over the files")(
       "yuv", "decode to and encode from Y/Cb/Cr planes")(
-      "decode-only", "full-size RGB decodes only (the loader's ceiling)")(
-      "help,h", "show this help")("version", "show the version");
+      "decode-only", "full-size RGB decodes only (the loader's ceiling)");
+  cli::AddStandardOptions(opts);
   po::options_description hidden;
   hidden.add_options()("dir", po::value(&dir));
   po::positional_options_description pos;
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
 
   auto listing = ListTree(dir);
   if (!listing.ok()) {
-    std::fprintf(stderr, "%s\n", listing.status().message().c_str());
+    std::fprintf(stderr, "%s: %s\n", cli::ProgramName().c_str(), listing.status().message().c_str());
     return cli::kExitFatal;
   }
   std::vector<std::vector<uint8_t>> files;

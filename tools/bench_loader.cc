@@ -48,7 +48,7 @@ std::string ParseArgs(int argc, char** argv, Run& r) {
       ("batch", po::value(&o.batch_size)->default_value(d.batch_size), "batch size")
       ("threads", po::value(&o.threads)->default_value(d.threads), "decode threads (0: all cores)")
       ("size", po::value(&o.size)->default_value(d.size), "output size")
-      ("transform", po::value(&transform)->default_value("train"), "train, eval, padcrop")
+      ("transform", po::value(&transform)->default_value("train"), TransformNames().c_str())
       ("layout", po::value(&layout)->default_value("nchw"), "nchw or nhwc")
       ("channels", po::value(&o.channels)->default_value(d.channels), "1 or 3 (0: the dataset's)")
       ("in-ram", "hold the database in RAM (one shared copy per machine)")
@@ -68,19 +68,17 @@ std::string ParseArgs(int argc, char** argv, Run& r) {
       ("epochs", po::value(&epochs)->default_value(1), "passes over the data")
       ("batches", po::value(&max_batches)->default_value(0), "stop after N batches per epoch (0: all)")
       ("seed", po::value(&o.seed)->default_value(d.seed), "sampling and augmentation seed")
-      ("digest", "print each batch's XXH3-64 of images and of labels (to compare runs and bindings)")
-      ("help,h", "show this help and exit")
-      ("version", "show the version and exit");
+      ("digest", "print each batch's XXH3-64 of images and of labels (to compare runs and bindings)");
+  cli::AddStandardOptions(opts);
   po::options_description hidden;
   hidden.add_options()("db", po::value(&o.paths)->multitoken());
   po::positional_options_description pos;
   pos.add("db", -1);
   auto vm = cli::ParseOrExit(argc, argv, "DB... [options]", opts, hidden, pos);
   if (o.paths.empty()) return "give at least one database";
-  if (transform == "train") o.transform = TransformKind::kTrain;
-  else if (transform == "eval") o.transform = TransformKind::kEval;
-  else if (transform == "padcrop") o.transform = TransformKind::kPadCrop;
-  else return "unknown --transform '" + transform + "'";
+  auto parsed_transform = ParseTransform(transform);
+  if (!parsed_transform.ok()) return parsed_transform.status().message();
+  o.transform = parsed_transform.value();
   if (layout != "nchw" && layout != "nhwc") return "unknown --layout '" + layout + "'";
   o.layout = layout == "nhwc" ? Layout::kNHWC : Layout::kNCHW;
   o.in_ram = vm.count("in-ram") > 0;

@@ -42,6 +42,13 @@ std::string Duration(double s) {
 
 std::string ProgramName() { return g_program; }
 
+void AddStandardOptions(po::options_description& opts) {
+  opts.add_options()
+      ("quiet,q", "no progress line on stderr")
+      ("help,h", "show this help and exit")
+      ("version", "show the version and exit");
+}
+
 po::variables_map ParseOrExit(int argc, char** argv, const std::string& synopsis,
                               const po::options_description& visible,
                               const po::options_description& hidden,

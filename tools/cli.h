@@ -27,6 +27,10 @@ enum ExitCode {
 
 namespace po = boost::program_options;
 
+// The options every tool takes, appended to `opts`: -q/--quiet (no
+// progress line on stderr), -h/--help and --version (docs/USAGE.md).
+void AddStandardOptions(po::options_description& opts);
+
 // Parses argv. Prints --help to stdout and exits 0; --version likewise; a bad
 // option prints the message and the usage to stderr and exits 2.
 po::variables_map ParseOrExit(int argc, char** argv, const std::string& synopsis,

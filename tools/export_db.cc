@@ -23,10 +23,8 @@ int main(int argc, char** argv) {
       ("prefix", po::value(&o.prefix)->default_value("shard"), "webdataset: shard names PREFIX-000000.tar")
       ("first", po::value(&o.first)->default_value(0), "first record exported")
       ("last", po::value(&o.last)->default_value(-1), "export records before this one (-1: to the end)")
-      ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
-      ("quiet,q", "no progress line")
-      ("help,h", "show this help and exit")
-      ("version", "show the version and exit");
+      ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)");
+  cli::AddStandardOptions(opts);
   po::options_description hidden;
   std::vector<std::string> args;
   hidden.add_options()("args", po::value(&args)->multitoken());

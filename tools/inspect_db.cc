@@ -11,6 +11,7 @@
 #include "imagepack/duplicates.h"
 #include "imagepack/files.h"
 #include "imagepack/inspect.h"
+#include "imagepack/loader.h"
 
 using namespace imagepack;
 namespace po = boost::program_options;
@@ -103,16 +104,14 @@ int main(int argc, char** argv) {
       ("epoch", po::value(&io.epoch)->default_value(0), "grid: the loader's epoch")
       ("batch", po::value(&io.batch)->default_value(32), "grid: samples shown")
       ("crop", po::value(&io.crop)->default_value(0), "grid: crop size (0: the tile size)")
-      ("augment", po::value(&io.augment)->default_value("train"), "grid: train (random crop + flip) or eval")
+      ("augment", po::value(&io.augment)->default_value("train"), ("grid: the loader's transform, " + TransformNames()).c_str())
       ("max-distance", po::value(&d.max_distance)->default_value(d.max_distance), "duplicates: hash bits (0..11)")
       ("min-similarity", po::value(&d.min_similarity)->default_value(d.min_similarity),
        "duplicates: thumbnail correlation")
       ("min-detail", po::value(&d.min_detail)->default_value(d.min_detail), "duplicates: fine-detail correlation")
       ("sheet-pairs", po::value(&sheet_pairs)->default_value(48), "duplicates: pairs shown in duplicates.png")
-      ("threads", po::value(&d.threads)->default_value(0), "worker threads (0: all cores)")
-      ("quiet,q", "no progress line")
-      ("help,h", "show this help and exit")
-      ("version", "show the version and exit");
+      ("threads", po::value(&d.threads)->default_value(0), "worker threads (0: all cores)");
+  cli::AddStandardOptions(opts);
   po::options_description hidden;
   hidden.add_options()("db", po::value(&dbs)->multitoken());
   po::positional_options_description pos;
@@ -120,6 +119,7 @@ int main(int argc, char** argv) {
   auto vm = cli::ParseOrExit(argc, argv, "DB... --out DIR [--sheet] [--grid] [--summary] [--duplicates]", opts,
                              hidden, pos);
   if (dbs.empty() || out.empty()) return cli::UsageError("give a database and --out DIR");
+  if (auto t = ParseTransform(io.augment); !t.ok()) return cli::UsageError("--augment: " + t.status().message());
   const bool dup = vm.count("duplicates") > 0;
   bool sheet = vm.count("sheet") > 0, grid = vm.count("grid") > 0, summary = vm.count("summary") > 0;
   if (!dup && !sheet && !grid && !summary) sheet = grid = summary = true;

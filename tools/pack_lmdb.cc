@@ -34,11 +34,11 @@ po::options_description Options(Args& a) {
   po::options_description opts("Options");
   opts.add_options()
       ("format", po::value(&a.format)->default_value("lmdb"), "lmdb or blob (one file to read into RAM or mmap)")
-      ("encoding", po::value(&a.encoding)->default_value("jpeg"), "jpeg (bytes) or raw (decoded uint8 HWC pixels)")
-      ("channels", po::value(&o.prepare.decode.channels)->default_value(3), "3 (RGB) or 1 (gray)")
+      ("encoding", po::value(&a.encoding)->default_value("jpeg"), "jpeg (bytes) or raw (decoded uint8 HWC pixels); not given: a database's or exported shards' own, else jpeg")
+      ("channels", po::value(&o.prepare.decode.channels)->default_value(3), "3 (RGB) or 1 (gray); not given: a database's or exported shards' own, else 3")
       ("max-size", po::value(&a.max_size), "resize while packing: cap the shorter edge at N")
       ("max-edge", po::value(&a.max_edge), "resize while packing: cap the longer edge at N")
-      ("quality", po::value(&o.prepare.quality)->default_value(90), "JPEG quality of re-encoded images")
+      ("quality", po::value(&o.prepare.quality)->default_value(90), "JPEG quality of re-encoded images; not given: a database's or exported shards' own, else 90")
       ("filter", po::value(&a.filter_name)->default_value("triangle"), "box, triangle, catrom, lanczos3")
       ("dct", po::value(&a.dct)->default_value("accurate"),
        "JPEG IDCT of what is decoded and stored (raw, resized): accurate (Pillow's pixels) or fast")
@@ -48,7 +48,8 @@ po::options_description Options(Args& a) {
       ("labels", po::value(&o.source.labels_file), "flat SRC: lines 'FILENAME LABEL' (class name or index)")
       ("field", po::value(&o.source.fields)->composing(),
        "NAME[:KIND]=DIR: a paired tree matched by relative path without extension (KIND image, mask or "
-       "depth; NAME mask* is a mask, depth* a depth map); repeatable")
+       "depth; NAME mask* is a mask, depth* a depth map, any other an image); with --manifest, NAME:KIND "
+       "declares a key's kind (e.g. target:image, source:text); repeatable")
       ("manifest", po::value(&o.source.manifest), "samples from a JSON Lines or CSV manifest (then only DST is given)")
       ("coco", po::value(&o.source.coco), "boxes from a COCO instances JSON; the images are in --images DIR")
       ("images", po::value(&a.images_dir), "with --coco: the folder its file_names are relative to")
@@ -77,10 +78,8 @@ po::options_description Options(Args& a) {
        "blob: on (O_DIRECT, no page-cache copy), off, auto (on except on tmpfs)")
       ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
       ("overwrite", "replace DST if it exists")
-      ("errors", po::value(&a.errors_path), "write every skipped input and its reason to FILE")
-      ("quiet,q", "no progress line")
-      ("help,h", "show this help and exit")
-      ("version", "show the version and exit");
+      ("errors", po::value(&a.errors_path), "write every skipped input and its reason to FILE");
+  cli::AddStandardOptions(opts);
   return opts;
 }
 
@@ -106,11 +105,15 @@ std::string ResolvePaths(Args& a) {
   if (!so.manifest.empty() && (!o.src.empty() || !so.coco.empty()))
     return "--manifest takes DST only (paths are relative to the manifest)";
   if (so.manifest.empty() && (o.src.empty() || o.dst.empty())) return "SRC and DST are required";
-  for (const auto& f : so.fields)
-    if (f.find('=') == std::string::npos || f.front() == '=' || f.back() == '=')
-      return "--field " + f + ": expected NAME=DIR or NAME:KIND=DIR";
-  if (!so.fields.empty() && (!so.manifest.empty() || !so.coco.empty()))
-    return "--field pairs image trees; with --manifest or --coco, name the partner files there";
+  // A tree pairs --field NAME[:KIND]=DIR; a manifest's --field NAME:KIND
+  // declares a key's kind (the library checks the rest).
+  if (!so.fields.empty() && !so.coco.empty()) return "--field goes with an image tree or a manifest, not --coco";
+  for (const auto& f : so.fields) {
+    if (!so.manifest.empty() && f.find('=') != std::string::npos)
+      return "--field " + f + ": with --manifest, NAME:KIND declares a key's kind (paths are in the manifest)";
+    if (so.manifest.empty() && (f.find('=') == std::string::npos || f.front() == '=' || f.back() == '='))
+      return "--field " + f + ": expected NAME=DIR or NAME:KIND=DIR (NAME:KIND alone goes with --manifest)";
+  }
   return "";
 }
 
@@ -159,6 +162,10 @@ std::string Resolve(Args& a, const po::variables_map& vm) {
   if (a.max_edge > 0) o.prepare.decode.limit = {SizeLimit::Mode::kLongerEdge, a.max_edge};
   o.shuffle_seed = a.shuffle;
   o.overwrite = vm.count("overwrite") > 0;
+  // Not given: a database or exported shards keep their own (PackOptions::from_source).
+  o.from_source.encoding = vm["encoding"].defaulted();
+  o.from_source.channels = vm["channels"].defaulted();
+  o.from_source.quality = vm["quality"].defaulted();
   return "";
 }
 
@@ -202,7 +209,7 @@ int Report(const Args& a, const Result<PackSummary>& result, const Progress& pro
       "%s: %lld records in %lld classes -> %s (%s, %s, shard %s%s): %lld copied as-is, %zu skipped; "
       "%s in, payload %s, file %s (%.1f%% over payload); %.1f s, %.1f images/s\n",
       prog.c_str(), static_cast<long long>(s.written), static_cast<long long>(s.classes), o.dst.c_str(),
-      a.format.c_str(), a.encoding.c_str(), o.shard.ToString().c_str(), s.direct_io ? ", O_DIRECT" : "",
+      a.format.c_str(), EncodingName(s.meta.encoding), o.shard.ToString().c_str(), s.direct_io ? ", O_DIRECT" : "",
       static_cast<long long>(s.passed_through), s.errors.size(), cli::HumanBytes(double(s.bytes_in)).c_str(),
       cli::HumanBytes(double(s.payload_bytes)).c_str(), cli::HumanBytes(double(s.file_bytes)).c_str(),
       s.payload_bytes > 0 ? 100.0 * (double(s.file_bytes) / double(s.payload_bytes) - 1) : 0.0, s.seconds,

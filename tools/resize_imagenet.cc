@@ -32,10 +32,8 @@ int main(int argc, char** argv) {
       ("shard", po::value(&shard_text)->default_value("0/1"),
        "I/N: process only shard I of N (split one job across N machines)")
       ("overwrite", "redo outputs that already exist (default: skip them, i.e. resume)")
-      ("errors", po::value(&errors_path), "write every skipped input and its reason to FILE")
-      ("quiet,q", "no progress line")
-      ("help,h", "show this help and exit")
-      ("version", "show the version and exit");
+      ("errors", po::value(&errors_path), "write every skipped input and its reason to FILE");
+  cli::AddStandardOptions(opts);
   po::options_description hidden;
   hidden.add_options()("src", po::value(&src))("dst", po::value(&dst));
   po::positional_options_description pos;

@@ -31,9 +31,8 @@ int main(int argc, char** argv) {
       ("epoch", po::value(&epoch)->default_value(0), "epoch")
       ("seed", po::value(&seed)->default_value(0), "seed")
       ("block-mb", po::value(&block_mb)->multitoken(), "block sizes to try (default 1 4 16)")
-      ("window-blocks", po::value(&windows)->multitoken(), "windows to try (default 4 16 64)")
-      ("help,h", "show this help and exit")
-      ("version", "show the version and exit");
+      ("window-blocks", po::value(&windows)->multitoken(), "windows to try (default 4 16 64)");
+  cli::AddStandardOptions(opts);
   po::options_description hidden;
   hidden.add_options()("db", po::value(&paths)->multitoken());
   po::positional_options_description pos;

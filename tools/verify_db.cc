@@ -20,10 +20,8 @@ int main(int argc, char** argv) {
       ("stats", "print the class histogram, sizes and pixel mean/std")
       ("dct", po::value(&dct)->default_value("accurate"), "--decode/--stats: JPEG IDCT, accurate (Pillow's) or fast")
       ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
-      ("max-print", po::value(&max_print)->default_value(50), "problems printed (all are counted)")
-      ("quiet,q", "no progress line")
-      ("help,h", "show this help and exit")
-      ("version", "show the version and exit");
+      ("max-print", po::value(&max_print)->default_value(50), "problems printed (all are counted)");
+  cli::AddStandardOptions(opts);
   po::options_description hidden;
   hidden.add_options()("db", po::value(&o.paths)->multitoken());
   po::positional_options_description pos;
@@ -44,7 +42,7 @@ int main(int argc, char** argv) {
   const std::string prog = cli::ProgramName();
   if (!result.ok()) {
     std::cerr << prog << ": " << result.status().message() << "\n";
-    return cli::kExitUsage;
+    return cli::kExitFatal;  // could not run (docs/USAGE.md, "Exit codes")
   }
   const VerifyReport& r = result.value();
   int printed = 0;

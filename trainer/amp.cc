@@ -2,7 +2,29 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace imagepack::trainer {
+
+bool CpuHasNativeBf16() {
+  if (const char* v = std::getenv("IMAGEPACK_CPU_BF16"); v && *v) return std::strcmp(v, "0") != 0;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool amx_bf16 = (d >> 22) & 1;
+  const unsigned max_subleaf = a;
+  bool avx512_bf16 = false;
+  if (max_subleaf >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) avx512_bf16 = (a >> 5) & 1;
+  return amx_bf16 || avx512_bf16;
+#else
+  return false;
+#endif
+}
 
 AutocastScope::AutocastScope(bool enabled, torch::Device device) : enabled_(enabled), cuda_(device.is_cuda()) {
   if (!enabled_) return;

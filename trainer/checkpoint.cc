@@ -51,6 +51,7 @@ Status SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::
     WriteInt(a, "order_block_records", s.order_block_records);
     WriteInt(a, "order_window_blocks", s.order_window_blocks);
     WriteInt(a, "dataset", s.dataset);
+    a.write("run", c10::IValue(s.run));
     a.write("rng", at::detail::getDefaultCPUGenerator().get_state());
     a.save_to(bytes);
   } catch (const std::exception& e) {
@@ -90,12 +91,26 @@ TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, tor
   if (auto t = Read(a, "order_block_records", false); t.defined()) s.order_block_records = t.item<int64_t>();
   if (auto t = Read(a, "order_window_blocks", false); t.defined()) s.order_window_blocks = t.item<int64_t>();
   if (auto t = Read(a, "dataset", false); t.defined()) s.dataset = t.item<int64_t>();
+  if (c10::IValue run; a.try_read("run", run) && run.isString()) s.run = run.toStringRef();
   if (auto t = Read(a, "rng", false); t.defined()) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(t);
   }
   return s;
+}
+
+std::string ReadCheckpointRun(const std::string& path) {
+  torch::serialize::InputArchive a;
+  try {
+    a.load_from(path);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    throw std::runtime_error("cannot load checkpoint " + path + ": " + msg.substr(0, msg.find('\n')));
+  }
+  c10::IValue run;
+  if (a.try_read("run", run) && run.isString()) return run.toStringRef();
+  return "";
 }
 
 uint64_t WeightsDigest(torch::nn::Module& model) {

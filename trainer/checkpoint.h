@@ -30,6 +30,12 @@ struct TrainState {
   // DatasetIdentity of the training data (its bits); 0: saved before
   // identities were kept.
   int64_t dataset = 0;
+  // What the checkpoint holds, as JSON (RunInfo, run_info.h): the model
+  // (arch, task, input size, channels), what it was trained on (the
+  // training data's metadata: classes, fields, statistics; the
+  // normalisation used) and the options of the run. "": saved before
+  // checkpoints described themselves.
+  std::string run;
 };
 
 // Serialises everything in memory, then writes it with the library's
@@ -44,6 +50,11 @@ Status SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::
 // positions existed load with position 0. Throws c10::Error or
 // std::runtime_error on a damaged file, naming it.
 TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* opt);
+
+// The `run` description of the checkpoint at `path` ("" for one saved
+// before checkpoints described themselves), without touching any model.
+// Throws std::runtime_error naming the file when it cannot be read.
+std::string ReadCheckpointRun(const std::string& path);
 
 // XXH3-64 over the bytes of every parameter and buffer, in registration
 // order: equal digests, bit-identical weights.

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "imagepack/classes.h"
+
 namespace imagepack::trainer {
 namespace {
 
@@ -55,8 +57,20 @@ class Classification : public Task {
   int64_t outputs() const override { return classes_; }
   bool dense() const override { return false; }
   std::string Describe() const override { return std::to_string(classes_) + " classes"; }
+  bool labels_are_targets() const override { return true; }
+  // The loader maps the labels (LoaderOptions::classes); this checks and
+  // describes the match.
+  std::string MatchEvalData(const DatasetMeta& train, const std::string& train_name, const DatasetMeta& eval,
+                            const std::string& eval_name) override {
+    if (eval.classes.empty())
+      throw std::invalid_argument(eval_name + " has no classes (packed with --no-class?): it cannot measure the "
+                                  "accuracy of a classifier of " + train_name + "'s classes");
+    auto m = MatchClasses(train.classes, train_name, eval.classes, eval_name);
+    if (!m.ok()) throw std::invalid_argument(m.status().message());
+    return m->Describe();
+  }
   torch::Tensor Input(const torch::Tensor& x) const override { return norm_.Apply(x); }
-  torch::Tensor Target(const BatchView& b, int n, const torch::Device& d) const override {
+  torch::Tensor Target(const BatchView& b, int n, const torch::Device& d, bool) const override {
     return torch::from_blob(const_cast<int64_t*>(b.labels), {n}, torch::kInt64).to(d).clone();
   }
   torch::Tensor Loss(const torch::Tensor& out, const torch::Tensor& y) const override {
@@ -90,11 +104,11 @@ class Classification : public Task {
 // pixel accuracy.
 class Segmentation : public Task {
  public:
-  Segmentation(const DatasetMeta& meta, int C, const torch::Device& d) : norm_(meta, C, d) {
+  Segmentation(const DatasetMeta& meta, int C, const torch::Device& d) : norm_(meta, C, d), device_(d) {
     const int slot = FieldOf(meta, FieldKind::kMask);
     if (slot < 0) throw std::invalid_argument("--task segmentation needs a dataset with a mask field");
     const FieldSpec& spec = meta.fields[size_t(slot)];
-    field_ = spec.name;
+    field_ = eval_field_ = spec.name;
     classes_ = static_cast<int64_t>(spec.classes.size());
     names_ = spec.classes;
     ignore_ = spec.ignore;
@@ -107,12 +121,39 @@ class Segmentation : public Task {
   std::string Describe() const override {
     return std::to_string(classes_) + " mask classes ('" + field_ + "', ignore " + std::to_string(ignore_) + ")";
   }
+  // The evaluation data's mask field: its classes matched to the
+  // training data's by name (its pixel values then mapped), its ignore
+  // value mapped to the training data's.
+  std::string MatchEvalData(const DatasetMeta&, const std::string& train_name, const DatasetMeta& eval,
+                            const std::string& eval_name) override {
+    const int slot = FieldOf(eval, FieldKind::kMask);
+    if (slot < 0)
+      throw std::invalid_argument(eval_name + " has no mask field; the training data " + train_name + " has '" +
+                                  field_ + "'");
+    const FieldSpec& spec = eval.fields[size_t(slot)];
+    auto m = MatchClasses(names_, train_name, spec.classes, eval_name, "mask classes");
+    if (!m.ok()) throw std::invalid_argument(m.status().message());
+    eval_field_ = spec.name;
+    eval_lut_ = torch::Tensor();
+    if (!m->identity() || spec.ignore != ignore_) {
+      // Every stored value: a class (mapped), the ignore value, or
+      // anything else (not a class of the training data: ignored).
+      const int64_t values = spec.bits > 8 ? 65536 : 256;
+      std::vector<int64_t> lut(size_t(values), ignore_ >= 0 ? ignore_ : -100);
+      for (size_t v = 0; v < spec.classes.size() && int64_t(v) < values; ++v) lut[v] = m->Map(int64_t(v));
+      eval_lut_ = torch::tensor(lut, torch::kInt64).to(device_);
+    }
+    return "mask '" + spec.name + "': " + m->Describe();
+  }
   torch::Tensor Input(const torch::Tensor& x) const override { return norm_.Apply(x); }
-  torch::Tensor Target(const BatchView& b, int n, const torch::Device& d) const override {
-    const BatchField& f = ArrayOf(b, field_);
+  torch::Tensor Target(const BatchView& b, int n, const torch::Device& d, bool eval) const override {
+    const BatchField& f = ArrayOf(b, eval ? eval_field_ : field_);
+    torch::Tensor y;
     if (f.dtype == DType::kUint16)  // LibTorch 1.13 has no uint16: the bits as int16, widened and masked
-      return ToDevice(f, n, torch::kInt16, d).to(torch::kLong).bitwise_and(0xFFFF);
-    return ToDevice(f, n, torch::kUInt8, d).to(torch::kLong);
+      y = ToDevice(f, n, torch::kInt16, d).to(torch::kLong).bitwise_and(0xFFFF);
+    else y = ToDevice(f, n, torch::kUInt8, d).to(torch::kLong);
+    if (eval && eval_lut_.defined()) y = eval_lut_.index_select(0, y.flatten()).view_as(y);
+    return y;
   }
   torch::Tensor Loss(const torch::Tensor& out, const torch::Tensor& y) const override {
     return F::cross_entropy(out, y, F::CrossEntropyFuncOptions().ignore_index(ignore_ >= 0 ? ignore_ : -100));
@@ -158,10 +199,12 @@ class Segmentation : public Task {
   }
 
   Normalised norm_;
-  std::string field_;
+  torch::Device device_;
+  std::string field_, eval_field_;
   int64_t classes_ = 0;
   std::vector<std::string> names_;
   int ignore_ = -1;
+  torch::Tensor eval_lut_;  // evaluation mask value -> training class (undefined: the same)
 };
 
 // Paired images: input (the degraded image) and target (an image field)
@@ -195,16 +238,26 @@ class Restoration : public Task {
   Restoration(const DatasetMeta& meta, int C) : channels_(C) {
     const int slot = FieldOf(meta, FieldKind::kImage);
     if (slot < 0) throw std::invalid_argument("--task restoration needs a dataset with a target image field");
-    field_ = meta.fields[size_t(slot)].name;
+    field_ = eval_field_ = meta.fields[size_t(slot)].name;
   }
   const char* name() const override { return "restoration"; }
   std::string default_arch() const override { return "unet_small"; }
   int64_t outputs() const override { return channels_; }
   bool dense() const override { return true; }
   std::string Describe() const override { return "target image '" + field_ + "', L1"; }
+  bool normalised() const override { return false; }
+  std::string MatchEvalData(const DatasetMeta&, const std::string& train_name, const DatasetMeta& eval,
+                            const std::string& eval_name) override {
+    const int slot = FieldOf(eval, FieldKind::kImage);
+    if (slot < 0)
+      throw std::invalid_argument(eval_name + " has no target image field; the training data " + train_name +
+                                  " has '" + field_ + "'");
+    eval_field_ = eval.fields[size_t(slot)].name;
+    return "target image '" + eval_field_ + "'";
+  }
   torch::Tensor Input(const torch::Tensor& x) const override { return x.div(127.5).sub(1); }
-  torch::Tensor Target(const BatchView& b, int n, const torch::Device& d) const override {
-    return Input(ToDevice(ArrayOf(b, field_), n, torch::kUInt8, d).to(torch::kFloat32));
+  torch::Tensor Target(const BatchView& b, int n, const torch::Device& d, bool eval) const override {
+    return Input(ToDevice(ArrayOf(b, eval ? eval_field_ : field_), n, torch::kUInt8, d).to(torch::kFloat32));
   }
   torch::Tensor Loss(const torch::Tensor& out, const torch::Tensor& y) const override { return F::l1_loss(out, y); }
   std::vector<double> Tally(const torch::Tensor& out, const torch::Tensor& y, const torch::Tensor& x) const override {
@@ -231,7 +284,7 @@ class Restoration : public Task {
 
  private:
   int channels_;
-  std::string field_;
+  std::string field_, eval_field_;
 };
 
 }  // namespace

@@ -41,14 +41,27 @@ class Task {
   virtual bool dense() const = 0;
   // A one-line description for the start of the log ("10 classes").
   virtual std::string Describe() const = 0;
+  // Whether the input is normalised with a mean and std (else scaled).
+  virtual bool normalised() const { return true; }
+  // Whether the records' labels are the targets (the evaluation loader
+  // then hands them out as the training data's classes).
+  virtual bool labels_are_targets() const { return false; }
+  // Checks that an evaluation dataset holds this task's targets as the
+  // training data defines them, and prepares their mapping (a mask's
+  // classes matched by name); returns a phrase for the log ("the same 10
+  // classes"). Throws std::invalid_argument naming both datasets and the
+  // first thing that differs.
+  virtual std::string MatchEvalData(const DatasetMeta& train, const std::string& train_name, const DatasetMeta& eval,
+                                    const std::string& eval_name) = 0;
 
   // uint8 images [n, C, S, S] already on the device, as float -> the
   // model's input (normalised with the dataset's mean/std, or scaled to
   // [-1, 1]).
   virtual torch::Tensor Input(const torch::Tensor& images) const = 0;
   // The batch's target on the device: the labels, a mask field, or a target
-  // image field (scaled as the input). The view is valid for this call.
-  virtual torch::Tensor Target(const BatchView& batch, int n, const torch::Device& device) const = 0;
+  // image field (scaled as the input); `eval`: a batch of the evaluation
+  // data (mapped as MatchEvalData prepared). The view is valid for this call.
+  virtual torch::Tensor Target(const BatchView& batch, int n, const torch::Device& device, bool eval = false) const = 0;
   virtual torch::Tensor Loss(const torch::Tensor& out, const torch::Tensor& target) const = 0;
 
   // Sums over a batch (float64 on the CPU) that add up over batches and

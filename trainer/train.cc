@@ -1,31 +1,30 @@
-// train --data DB[,DB...] --val DB[,DB...] --arch A --epochs E --batch-size B --lr LR --output DIR [options]
+// train --data DB[,DB...] --val DB --arch A --epochs E --batch-size B --lr LR --output DIR [options]
 // Trains on what pack_lmdb wrote and reports accuracy; see docs/TRAINING.md.
 // Option parsing only: the run itself is Trainer (trainer.h).
+#include <filesystem>
 #include <iostream>
 
 #include <malloc.h>
 
 #include "cli.h"
+#include "run_info.h"
 #include "trainer.h"
 
 namespace po = boost::program_options;
 using namespace imagepack;
 using namespace imagepack::trainer;
+namespace fs = std::filesystem;
 
-int main(int argc, char** argv) {
-  // LibTorch allocates activation-sized tensors (MBs) in every step; with
-  // glibc's defaults those are mmapped and unmapped each time, so every
-  // step faults them in afresh, zero-filled. 40 steps of fcn_small at 96 px,
-  // batch 32, 2 cores: 26.9 s wall of which 8.5 s system time; with freed
-  // memory kept for reuse, 21.2 s and 0.6 s. Resident memory stays at the
-  // run's peak instead of shrinking between steps.
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  TrainOptions a;
+namespace {
+
+// Every option of `train`, bound to the fields of *o.
+po::options_description Options(TrainOptions* o) {
   po::options_description opts("Options");
+  TrainOptions& a = *o;
   opts.add_options()
-      ("data", po::value(&a.data), "training database(s), comma-separated shards")
-      ("val", po::value(&a.val), "validation database(s), comma-separated shards")
+      ("data", po::value(&a.data), "training database(s), comma-separated shards; defines the classes, channels "
+       "and normalisation")
+      ("val", po::value(&a.val), "validation database(s), comma-separated shards; classes matched to --data's by name")
       ("task", po::value(&a.task)->default_value("classification"),
        "classification, segmentation (a mask field), restoration (a target image field)")
       ("arch", po::value(&a.arch),
@@ -46,11 +45,14 @@ int main(int argc, char** argv) {
       ("size", po::value(&a.size)->default_value(0),
        "input size (0: 224; 28 for small_cnn/mlp; 96 for segmentation and restoration)")
       ("output", po::value(&a.output), "directory for checkpoints and metrics.jsonl")
-      ("resume", po::value(&a.resume), "checkpoint to resume from ('auto': OUTPUT/checkpoint.pt if present)")
-      ("evaluate", "only evaluate --val (with --resume weights)")
+      ("resume", po::value(&a.resume),
+       "checkpoint to resume from ('auto': OUTPUT/checkpoint.pt if present); options not given are the checkpoint's")
+      ("evaluate", "only evaluate --val with the --resume checkpoint (--data not needed)")
       ("tta-flip", "evaluate on each image and its horizontal mirror, averaging the logits")
       ("no-val", "skip the per-epoch evaluation (profiling); --val may be omitted")
-      ("amp", "autocast: bf16 on CPU, fp16 with loss scaling on CUDA")
+      ("amp", po::value(&a.amp_mode)->implicit_value("auto"),
+       "autocast: fp16 with loss scaling on CUDA; bf16 on a CPU with native bf16 (AVX512-BF16, AMX), fp32 with a "
+       "notice on others (about 4x slower in bf16 there); --amp=bf16 forces bf16")
       ("device", po::value(&a.device)->default_value("cpu"), "cpu or cuda")
       ("channels-last", "NHWC batches and channels-last model")
       ("in-ram", "hold the databases in RAM, one shared copy per machine")
@@ -82,17 +84,70 @@ int main(int argc, char** argv) {
        "after training, write the first N validation inputs, outputs and targets to OUTPUT/predictions_*.npy")
       ("help,h", "show this help and exit")
       ("version", "show the version and exit");
+  return opts;
+}
+
+// The options on the command line, in order, as given.
+GivenOptions Given(int argc, char** argv, const po::options_description& opts) {
+  GivenOptions out;
+  for (const auto& o : po::command_line_parser(argc, argv).options(opts).run().options)
+    if (!o.unregistered && o.position_key < 0) out.emplace_back(o.string_key, o.value);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // LibTorch allocates activation-sized tensors (MBs) in every step; with
+  // glibc's defaults those are mmapped and unmapped each time, so every
+  // step faults them in afresh, zero-filled. 40 steps of fcn_small at 96 px,
+  // batch 32, 2 cores: 26.9 s wall of which 8.5 s system time; with freed
+  // memory kept for reuse, 21.2 s and 0.6 s. Resident memory stays at the
+  // run's peak instead of shrinking between steps.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  TrainOptions a;
+  po::options_description opts = Options(&a);
   po::options_description hidden;
   po::positional_options_description pos;
-  auto vm = cli::ParseOrExit(argc, argv, "--data DB --val DB --output DIR [options]", opts, hidden, pos);
+  const std::string synopsis = "--data DB --val DB --output DIR [options]";
+  auto vm = cli::ParseOrExit(argc, argv, synopsis, opts, hidden, pos);
+  GivenOptions given = Given(argc, argv, opts);
+  std::vector<std::string> notes;
+  try {
+    // A checkpoint holds its run's options: those not given now are its.
+    if (a.resume == "auto" && a.output.empty()) return cli::UsageError("--resume auto needs --output");
+    a.resume_path = a.resume != "auto" ? a.resume
+                    : fs::exists(a.output + "/checkpoint.pt") ? a.output + "/checkpoint.pt"
+                                                              : "";
+    if (!a.resume_path.empty()) {
+      if (!fs::exists(a.resume_path)) throw std::runtime_error("--resume " + a.resume_path + ": no such checkpoint");
+      const std::string run = ReadCheckpointRun(a.resume_path);
+      if (!run.empty()) {
+        given = MergeWithCheckpoint(given, RunInfo::FromJson(run, a.resume_path).options, a.resume_path, &notes);
+        std::vector<std::string> words = ToArgs(argv[0], given);
+        std::vector<char*> args;
+        for (auto& w : words) args.push_back(w.data());
+        const std::string resume_path = a.resume_path;
+        a = TrainOptions{};
+        vm = cli::ParseOrExit(static_cast<int>(args.size()), args.data(), synopsis, opts, hidden, pos);
+        a.resume_path = resume_path;
+      }
+    }
+  } catch (const std::exception& e) {
+    std::cerr << cli::ProgramName() << ": " << e.what() << "\n";
+    return cli::kExitFatal;
+  }
+  for (const auto& g : given)
+    if (!OptionIsPerInvocation(g.first)) a.given.push_back(g);
+  a.notes = notes;
   a.no_val = vm.count("no-val");
-  if (a.no_val && a.val.empty()) a.val = a.data.substr(0, a.data.find(','));  // for metadata only
-  if (a.val.empty() || a.output.empty() || (a.data.empty() && !vm.count("evaluate")))
-    return cli::UsageError("--data, --val and --output are required");
-  a.amp = vm.count("amp");
+  a.evaluate = vm.count("evaluate");
+  if (a.evaluate && a.resume_path.empty()) return cli::UsageError("--evaluate needs --resume CHECKPOINT");
+  if (a.evaluate ? a.val.empty() : (a.data.empty() || (a.val.empty() && !a.no_val) || a.output.empty()))
+    return cli::UsageError(a.evaluate ? "--evaluate needs --val" : "--data, --val (or --no-val) and --output are required");
   a.in_ram = vm.count("in-ram");
   a.lock_in_ram = vm.count("lock-in-ram");
-  a.evaluate = vm.count("evaluate");
   a.tta_flip = vm.count("tta-flip") > 0;
   a.nesterov = vm.count("nesterov");
   a.no_bn_wd = vm.count("no-bn-wd");

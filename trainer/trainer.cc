@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "imagepack/classes.h"
 #include "imagepack/files.h"
 #include "imagepack/store.h"
 #include "models.h"
@@ -58,12 +59,8 @@ Trainer::Trainer(const TrainOptions& o)
   InstallStopHandlers();
   dist_ = std::make_unique<Distributed>(env_, device_);
   main_rank_ = dist_->is_main();
-  // The loaders' transforms depend on the task; the task on the data
-  // (the loaders hand out the dataset's channels).
-  {
-    auto val = Check(OpenDatabase(o_.val.substr(0, o_.val.find(','))));
-    task_ = MakeTask({o_.task, o_.label_smoothing}, val->meta(), val->meta().channels, device_);
-  }
+  for (const auto& note : o_.notes) Log("=> " + note + ": the option given is used");
+  SetUpData();
   arch_ = o_.arch.empty() ? task_->default_arch() : o_.arch;
   SetUpLoaders();
   SetUpModel();
@@ -93,7 +90,7 @@ Trainer::Trainer(const TrainOptions& o)
       task_->Describe() + ", " + std::to_string(dist_->world_size()) +
       " process(es) [" + dist_->backend() + ", " + env_.source + "], batch " + std::to_string(o_.batch) +
       "/rank, lr " + std::to_string(schedule_.base_lr) +
-      (o_.amp ? (device_.is_cuda() ? ", AMP fp16" : ", AMP bf16") : ""));
+      (amp_ ? (device_.is_cuda() ? ", AMP fp16" : ", AMP bf16") : ""));
   if (train_loader_)
     Log("=> training order " + std::string(OrderName(train_loader_->order())) +
         (train_loader_->order() == Order::kBlocks
@@ -108,6 +105,90 @@ Trainer::Trainer(const TrainOptions& o)
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::SetUpData() {
+  // --amp: bf16 autocast only where the CPU computes bf16 natively.
+  if (!o_.amp_mode.empty()) {
+    if (o_.amp_mode != "auto" && o_.amp_mode != "bf16" && o_.amp_mode != "fp16")
+      throw std::invalid_argument("--amp=" + o_.amp_mode + ": expected auto, bf16 or fp16");
+    amp_ = true;
+    if (!device_.is_cuda() && o_.amp_mode == "auto" && !CpuHasNativeBf16()) {
+      amp_ = false;
+      Log("=> --amp: this CPU has no native bf16 (AVX512-BF16 or AMX-BF16), where bf16 autocast runs several times "
+          "slower than fp32: training in fp32 (--amp=bf16 forces bf16)");
+    }
+  }
+  // What the model is and was trained on: the checkpoint's, when resuming
+  // one that says.
+  if (!o_.resume_path.empty()) {
+    const std::string run = ReadCheckpointRun(o_.resume_path);
+    if (!run.empty()) saved_ = RunInfo::FromJson(run, o_.resume_path);
+  }
+  if (!o_.data.empty()) {
+    std::vector<std::string> paths;
+    boost::split(paths, o_.data, boost::is_any_of(","));
+    OpenOptions oo;
+    oo.cache_dir = o_.cache_dir;
+    oo.cache_limit_mb = o_.cache_limit_mb;
+    train_meta_ = Check(OpenDatabases(paths, oo))->meta();
+    train_name_ = o_.data;
+  } else if (!saved_.train_meta.empty()) {
+    train_meta_ = Check(ParseMeta(reinterpret_cast<const uint8_t*>(saved_.train_meta.data()), saved_.train_meta.size()));
+    train_name_ = "the training data of " + o_.resume_path + " (" + saved_.data + ")";
+  } else {
+    throw std::invalid_argument("--evaluate without --data: " + o_.resume_path +
+                                " does not describe its training data (saved by an older version); give --data");
+  }
+  // A checkpoint's model predicts the classes it was trained on.
+  if (!saved_.arch.empty() && !o_.data.empty()) {
+    const DatasetMeta was = Check(
+        ParseMeta(reinterpret_cast<const uint8_t*>(saved_.train_meta.data()), saved_.train_meta.size()));
+    if (was.classes != train_meta_.classes) {
+      size_t i = 0;
+      while (i < was.classes.size() && i < train_meta_.classes.size() && was.classes[i] == train_meta_.classes[i]) ++i;
+      throw std::runtime_error(
+          o_.resume_path + " was trained on " + std::to_string(was.classes.size()) + " classes (" + saved_.data +
+          ") and --data " + o_.data + " has " + std::to_string(train_meta_.classes.size()) + ": they differ at label " +
+          std::to_string(i) + " ('" + (i < was.classes.size() ? was.classes[i] : std::string("none")) + "' vs '" +
+          (i < train_meta_.classes.size() ? train_meta_.classes[i] : std::string("none")) +
+          "'). Resume with the data it was trained on, or start a new run in another --output");
+    }
+  }
+  channels_ = saved_.arch.empty() ? train_meta_.channels : saved_.channels;
+  // The normalisation: the checkpoint's (what its model was trained
+  // with), else the training data's statistics, else 0.5 / 0.25.
+  DatasetMeta task_meta = train_meta_;
+  if (!saved_.arch.empty()) {
+    task_meta.mean = saved_.mean;
+    task_meta.std = saved_.std;
+    run_.normalisation = saved_.normalisation;
+  } else if (static_cast<int>(train_meta_.mean.size()) == channels_ &&
+             static_cast<int>(train_meta_.std.size()) == channels_) {
+    run_.normalisation = "the training data's statistics" +
+                         (train_meta_.stats_images > 0 ? " (" + std::to_string(train_meta_.stats_images) + " images)" : std::string());
+  } else {
+    task_meta.mean.assign(size_t(channels_), 0.5);
+    task_meta.std.assign(size_t(channels_), 0.25);
+    run_.normalisation = "mean 0.5, std 0.25 (the training data holds no statistics: packed with --stats-sample 0)";
+  }
+  task_ = MakeTask({o_.task, o_.label_smoothing}, task_meta, channels_, device_);
+  if (task_->normalised()) {
+    run_.mean = task_meta.mean;
+    run_.std = task_meta.std;
+    char buf[64];
+    std::string figures;
+    for (int c = 0; c < channels_; ++c) {
+      std::snprintf(buf, sizeof buf, "%s%.4f/%.4f", c ? ", " : "", run_.mean[size_t(c)], run_.std[size_t(c)]);
+      figures += buf;
+    }
+    Log("=> normalising the input with " + run_.normalisation + ": mean/std " + figures);
+  }
+  run_.task = task_->name();
+  run_.channels = channels_;
+  run_.data = !o_.data.empty() ? o_.data : saved_.data;
+  run_.train_meta = !saved_.arch.empty() && o_.data.empty() ? saved_.train_meta : train_meta_.ToJson();
+  run_.options = o_.given;
+}
 
 void Trainer::SetUpLoaders() {
   std::vector<std::string> train_paths;
@@ -134,7 +215,12 @@ void Trainer::SetUpLoaders() {
   lo_.pad = 2;
   lo_.layout = o_.channels_last ? Layout::kNHWC : Layout::kNCHW;
   LoaderOptions vo = lo_;
-  boost::split(vo.paths, o_.val, boost::is_any_of(","));  // the shards of one dataset, as --data
+  boost::split(vo.paths, o_.val, boost::is_any_of(","));
+  if (task_->labels_are_targets()) {  // labels as the training data's classes (matched by name)
+    vo.classes = train_meta_.classes;
+    vo.classes_from = train_name_;
+  }
+  vo.channels = channels_;           // converted to the model's input
   vo.shuffle = false;
   vo.even_partition = false;
   vo.io_threads = -1;
@@ -152,9 +238,23 @@ void Trainer::SetUpLoaders() {
     lo_.vflip = true;
     vo.transform = TransformKind::kPadCropEval;
   }
+  lo_.channels = channels_;
   if (!o_.evaluate) train_loader_ = Check(Loader::Open(lo_));  // --evaluate reads --val only
+  if (o_.val.empty()) return;  // --no-val
+  // The validation data as packed, then matched to the training data:
+  // its classes by name (or refused naming the first that differs), its
+  // fields by the task.
+  OpenOptions oo;
+  oo.cache_dir = o_.cache_dir;
+  oo.cache_limit_mb = o_.cache_limit_mb;
+  const DatasetMeta val_meta = Check(OpenDatabases(vo.paths, oo))->meta();
+  const std::string matched = task_->MatchEvalData(train_meta_, train_name_, val_meta, o_.val);
   val_loader_ = Check(Loader::Open(vo));
-  channels_ = val_loader_->channels();
+  Log("=> validation " + o_.val + ": " + std::to_string(val_loader_->dataset_size()) + " samples" +
+      (matched.empty() ? "" : ", " + matched) +
+      (val_meta.channels != channels_ ? ", converted from " + std::to_string(val_meta.channels) + " to " +
+                                            std::to_string(channels_) + " channel(s)"
+                                      : ""));
 }
 
 void Trainer::SetUpModel() {
@@ -165,6 +265,8 @@ void Trainer::SetUpModel() {
   mo.input_size = lo_.size;
   mo.zero_init_residual = o_.zero_init;
   model_ = MakeModel(mo, &module_);
+  run_.arch = arch_;
+  run_.size = lo_.size;
   module_->to(device_);
   if (o_.channels_last) {
     torch::NoGradGuard ng;
@@ -194,14 +296,13 @@ void Trainer::SetUpOptimizer() {
   }
   optimizer_ = std::make_unique<torch::optim::SGD>(groups, sgd);
   GradScaler::Options gso;
-  gso.enabled = o_.amp && device_.is_cuda();  // bf16 on CPU needs no scaling
+  gso.enabled = amp_ && device_.is_cuda();  // bf16 on CPU needs no scaling
   scaler_ = std::make_unique<GradScaler>(gso);
 }
 
 void Trainer::Resume() {
   state_.seed = o_.seed;
-  std::string resume = o_.resume;
-  if (resume == "auto") resume = fs::exists(o_.output + "/checkpoint.pt") ? o_.output + "/checkpoint.pt" : "";
+  const std::string& resume = o_.resume_path;
   if (!resume.empty()) {
     // --evaluate needs the weights only.
     state_ = LoadCheckpoint(resume, *module_, o_.evaluate ? nullptr : optimizer_.get());
@@ -221,7 +322,7 @@ void Trainer::Resume() {
       lo_.order = saved;
       train_loader_ = Check(Loader::Open(lo_));
     }
-    Log("=> resumed from " + resume + " at epoch " + std::to_string(state_.epoch) +
+    Log("=> resumed from " + resume + " (" + (saved_.arch.empty() ? "saved by an older version: options as given" : saved_.arch + ", " + saved_.task + ", " + std::to_string(saved_.size) + " px, trained on " + saved_.data) + ") at epoch " + std::to_string(state_.epoch) +
         (state_.position > 0 ? ", position " + std::to_string(state_.position) + " (saved by " +
                                    std::to_string(state_.world_size) + " process(es))"
                              : ""));
@@ -261,7 +362,7 @@ int Trainer::NextBatch(Loader& loader, torch::Tensor* target) {
   std::memcpy(host_batch_.data_ptr<uint8_t>(), v.images, size_t(v.count) * sample_bytes);
   std::memcpy(host_labels_.data(), v.labels, size_t(v.count) * sizeof(int64_t));
   std::memcpy(host_indices_.data(), v.indices, size_t(v.count) * sizeof(int64_t));
-  *target = task_->Target(v, v.count, device_);
+  *target = task_->Target(v, v.count, device_, &loader == val_loader_.get());
   return v.count;
 }
 
@@ -319,7 +420,7 @@ void WriteNpy(const std::string& path, const torch::Tensor& t) {
 }  // namespace
 
 void Trainer::SavePredictions() {
-  if (o_.save_predictions <= 0 || !main_rank_) return;
+  if (o_.save_predictions <= 0 || !main_rank_ || !val_loader_) return;
   module_->eval();
   torch::NoGradGuard ng;
   Loader& vl = *val_loader_;
@@ -346,7 +447,7 @@ Trainer::StepResult Trainer::Step(int n, const torch::Tensor& y, double lr) {
   if (dist_->world_size() > 1) dist_->BroadcastCoalesced(buffers_);
   torch::Tensor out;
   {
-    AutocastScope ac(o_.amp, device_);
+    AutocastScope ac(amp_, device_);
     out = model_.forward(x);
   }
   out = out.to(torch::kFloat32);
@@ -484,7 +585,7 @@ double Trainer::Evaluate(int64_t epoch) {
     if (n == 0) break;
     torch::Tensor out, x;
     {
-      AutocastScope ac(o_.amp, device_);
+      AutocastScope ac(amp_, device_);
       x = Input(n);
       out = model_.forward(x);
       // Test-time flip: the mean of the outputs for the image and its
@@ -536,6 +637,7 @@ void Trainer::Checkpoint(int64_t epoch, int64_t position) {
   state_.world_size = dist_->world_size();
   state_.batch_size = o_.batch;
   state_.dataset = static_cast<int64_t>(DatasetIdentity(train_loader_->meta()));
+  state_.run = run_.ToJson();
   if (main_rank_) {
     const std::string path = o_.output + "/checkpoint.pt";
     const auto t0 = Clock::now();

@@ -17,6 +17,7 @@
 #include "amp.h"
 #include "checkpoint.h"
 #include "distributed.h"
+#include "run_info.h"
 #include "imagepack/loader.h"
 #include "schedule.h"
 #include "task.h"
@@ -26,6 +27,8 @@ namespace imagepack::trainer {
 // What `train` was asked to do (its options, docs/TRAINING.md).
 struct TrainOptions {
   std::string data, val, arch, output, resume, device = "cpu", schedule = "step";
+  std::string resume_path;  // --resume resolved: the checkpoint to load, or "" (a fresh start)
+  std::string amp_mode;     // --amp: "" off, "auto", "bf16" (forced on CPU), "fp16"
   std::string task = "classification";  // classification | segmentation | restoration (task.h)
   std::string order = "auto";           // the training data's order (LoaderOptions::order)
   std::string dct = "fast";             // fast | accurate (LoaderOptions::fast_dct), both loaders
@@ -39,8 +42,10 @@ struct TrainOptions {
   int save_predictions = 0;  // write the first N validation samples' inputs, outputs, targets (.npy)
   std::string cache_dir;      // s3:// datasets: node-local block cache
   double cache_limit_mb = 0;
-  bool amp = false, in_ram = false, lock_in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
+  bool in_ram = false, lock_in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
        lr_scale = false, zero_init = false, channels_last = false, no_val = false;
+  GivenOptions given;               // the options as given (with the checkpoint's), saved in checkpoints
+  std::vector<std::string> notes;   // given options that differ from the checkpoint's run, for the log
 };
 
 class Trainer {
@@ -59,6 +64,10 @@ class Trainer {
   // How an epoch ended.
   enum class EpochEnd { kCompleted, kStopped, kPreempted };
 
+  // The training data's metadata (--data, or the checkpoint's for
+  // --evaluate), checked against the checkpoint's; the normalisation; the
+  // task.
+  void SetUpData();
   void SetUpLoaders();
   void SetUpModel();
   void SetUpOptimizer();
@@ -98,6 +107,11 @@ class Trainer {
   LoaderOptions lo_;
   std::unique_ptr<Loader> train_loader_, val_loader_;
   int channels_ = 3;
+  bool amp_ = false;        // autocast on (--amp resolved for this device)
+  RunInfo saved_;           // the --resume checkpoint's description (empty arch: none)
+  RunInfo run_;             // this run's, saved in its checkpoints
+  DatasetMeta train_meta_;  // the training data's (classes, fields, channels, statistics)
+  std::string train_name_;  // --data, or the checkpoint's data, for messages
 
   std::unique_ptr<Task> task_;
   std::string arch_;  // --arch, or the task's default

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "imagepack/classes.h"
 #include "imagepack/fields.h"
 #include "imagepack/image.h"
 #include "imagepack/loader.h"
@@ -73,24 +74,6 @@ py::array FieldArray(const BatchField& f, const std::shared_ptr<void>& hold) {
   return View(f.data, shape, hold);
 }
 
-TransformKind ParseTransform(const std::string& s) {
-  if (s == "train") return TransformKind::kTrain;
-  if (s == "eval") return TransformKind::kEval;
-  if (s == "pad_crop") return TransformKind::kPadCrop;
-  if (s == "pad_crop_eval") return TransformKind::kPadCropEval;
-  Raise(Status::InvalidArgument("transform must be train, eval, pad_crop or pad_crop_eval, not '" + s + "'"));
-}
-
-const char* TransformName(TransformKind t) {
-  switch (t) {
-    case TransformKind::kTrain: return "train";
-    case TransformKind::kEval: return "eval";
-    case TransformKind::kPadCrop: return "pad_crop";
-    case TransformKind::kPadCropEval: return "pad_crop_eval";
-  }
-  return "?";
-}
-
 // LoaderOptions as Python sees it: every field under its C++ name, with
 // the C++ defaults (the package reads them from here rather than writing
 // them again); enums as the strings the package documents.
@@ -99,6 +82,8 @@ void BindLoaderOptions(py::module_& m) {
   py::class_<O>(m, "LoaderOptions")
       .def(py::init<>())
       .def_readwrite("paths", &O::paths)
+      .def_readwrite("classes", &O::classes)
+      .def_readwrite("classes_from", &O::classes_from)
       .def_readwrite("wide_maps_int32", &O::wide_maps_int32)
       .def_readwrite("in_ram", &O::in_ram)
       .def_readwrite("lock_in_ram", &O::lock_in_ram)
@@ -110,7 +95,7 @@ void BindLoaderOptions(py::module_& m) {
       .def_readwrite("pad", &O::pad)
       .def_property(
           "transform", [](const O& o) { return TransformName(o.transform); },
-          [](O& o, const std::string& v) { o.transform = ParseTransform(v); })
+          [](O& o, const std::string& v) { o.transform = Take(ParseTransform(v)); })
       .def_readwrite("scale_min", &O::scale_min)
       .def_readwrite("scale_max", &O::scale_max)
       .def_readwrite("ratio_min", &O::ratio_min)
@@ -437,6 +422,20 @@ PYBIND11_MODULE(_imagepack, m) {
       .def_property_readonly("meta_json", &PyDataset::meta_json)
       .def("describe", &PyDataset::describe);
 
+  m.def(
+      "match_classes",
+      [](const std::vector<std::string>& reference, const std::string& reference_name,
+         const std::vector<std::string>& other, const std::string& other_name, const std::string& what) {
+        const ClassMap map = Take(MatchClasses(reference, reference_name, other, other_name, what));
+        std::vector<int64_t> to_reference = map.to_reference;
+        if (map.identity())
+          for (int64_t i = 0; i < map.other_classes; ++i) to_reference.push_back(i);
+        return py::make_tuple(to_reference, map.absent, map.Describe());
+      },
+      py::arg("reference"), py::arg("reference_name"), py::arg("other"), py::arg("other_name"),
+      py::arg("what") = "classes",
+      "(labels of `other` as indices of `reference`, reference classes `other` lacks, a one-line description); "
+      "ValueError naming the first class of `other` that `reference` lacks (classes.h).");
   m.def(
       "epoch_indices",
       [](int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world, bool even, int64_t start) {

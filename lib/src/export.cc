@@ -214,7 +214,9 @@ struct Member {
   std::vector<uint8_t> bytes;
 };
 
-Status RecordMembers(const RecordView& r, const DatasetMeta& meta, std::vector<Member>* out) {
+// `index`: the record's index in the database, written into the .json so
+// that an import restores the order.
+Status RecordMembers(const RecordView& r, int64_t index, const DatasetMeta& meta, std::vector<Member>* out) {
   out->clear();
   Member image;
   const char* ext = "jpg";
@@ -222,7 +224,7 @@ Status RecordMembers(const RecordView& r, const DatasetMeta& meta, std::vector<M
                                        r.payload, r.payload_size, &image.bytes, &ext));
   image.suffix = std::string(".") + ext;
   out->push_back(std::move(image));
-  json j = {{"path", std::string(r.path)}};
+  json j = {{"path", std::string(r.path)}, {"index", index}};
   if (r.fields.label >= 0) {
     j["label"] = r.fields.label;
     const std::string cls = std::to_string(r.fields.label);
@@ -453,7 +455,7 @@ class ExportRun {
       auto r = cur.Read(i);
       if (!r.ok()) return r.status().WithContext(shown_ + " record " + RecordKey(i));
       const std::string key = Unique(KeyOf(r->path), "", i, &keys);
-      Status st = RecordMembers(r.value(), meta_, &members);
+      Status st = RecordMembers(r.value(), i, meta_, &members);
       if (!st.ok()) return st.WithContext(shown_ + " record " + RecordKey(i));
       for (const Member& m : members) tar.Add(key + m.suffix, m.bytes.data(), m.bytes.size());
       if (o_.progress) ++o_.progress->done;

@@ -14,7 +14,7 @@ namespace {
 // The kind table. Columns: kind, name, layout, element bytes, name prefix,
 // floats, classes, fixed bits, fill key, default fill.
 constexpr KindInfo kKinds[] = {
-    {FieldKind::kImage, "image", FieldLayout::kPicture, 0, nullptr, false, false, 0, nullptr, 0},
+    {FieldKind::kImage, "image", FieldLayout::kPicture, 0, "image", false, false, 0, nullptr, 0},
     {FieldKind::kMask, "mask", FieldLayout::kMap, 0, "mask", false, true, 0, "ignore", -1},
     {FieldKind::kInts, "ints", FieldLayout::kList, 4, nullptr, false, false, 0, nullptr, 0},
     {FieldKind::kBoxes, "boxes", FieldLayout::kBoxes, kBoxBytes, nullptr, false, true, 0, nullptr, 0},
@@ -55,10 +55,15 @@ Result<FieldKind> ParseFieldKind(const std::string& name) {
   return Status::InvalidArgument("unknown field kind '" + name + "' (expected one of " + KindNames() + ")");
 }
 
-FieldKind KindOfFileField(const std::string& name) {
+const KindInfo* FileKindOfName(const std::string& name) {
   for (const auto& k : kKinds)
-    if (k.name_prefix != nullptr && name.rfind(k.name_prefix, 0) == 0) return k.kind;
-  return FieldKind::kImage;
+    if (k.name_prefix != nullptr && name.rfind(k.name_prefix, 0) == 0) return &k;
+  return nullptr;
+}
+
+FieldKind KindOfFileField(const std::string& name) {
+  const KindInfo* k = FileKindOfName(name);
+  return k ? k->kind : FieldKind::kImage;
 }
 
 void AppendField(std::vector<uint8_t>& out, const FieldView& f) {

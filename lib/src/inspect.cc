@@ -214,10 +214,10 @@ Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::strin
   lo.layout = Layout::kNHWC;
   lo.threads = o.threads;
   lo.channels = 3;
-  if (o.augment == "train") lo.transform = TransformKind::kTrain;
-  else if (o.augment == "eval") lo.transform = TransformKind::kEval;
-  else if (o.augment == "padcrop") lo.transform = TransformKind::kPadCrop;
-  else return Status::InvalidArgument("augment must be train, eval or padcrop, not '" + o.augment + "'");
+  auto transform = ParseTransform(o.augment);
+  if (!transform.ok()) return transform.status();
+  lo.transform = transform.value();
+  const std::string augment = TransformName(lo.transform);  // the one spelling, whatever the caller's
   auto loader = Loader::Open(lo);
   if (!loader.ok()) return loader.status();
   Loader& l = *loader.value();
@@ -231,7 +231,7 @@ Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::strin
             rows = (b.count + cols - 1) / cols, z = s * zoom;
   const int pitch_x = z + 6, pitch_y = z + 22, top = 30;
   Canvas c(std::max(pitch_x * cols + 6, 480), top + pitch_y * rows + 4);
-  c.Text(o.db + ": epoch " + std::to_string(o.epoch) + ", seed " + std::to_string(o.seed) + ", " + o.augment + " " +
+  c.Text(o.db + ": epoch " + std::to_string(o.epoch) + ", seed " + std::to_string(o.seed) + ", " + augment + " " +
              std::to_string(s) + "x" + std::to_string(s),
          6, 6, 15);
   const BatchField* mask = nullptr;  // the first map of classes, tinted by value
@@ -288,7 +288,7 @@ Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::strin
     tiles.push_back({{"index", b.indices[i]}, {"label", b.labels[i]}, {"x", x}, {"y", y}});
   }
   IMAGEPACK_RETURN_IF_ERROR(c.Save(png));
-  IMAGEPACK_RETURN_IF_ERROR(WriteJson(png, {{"size", s}, {"zoom", zoom}, {"seed", o.seed}, {"epoch", o.epoch}, {"augment", o.augment},
+  IMAGEPACK_RETURN_IF_ERROR(WriteJson(png, {{"size", s}, {"zoom", zoom}, {"seed", o.seed}, {"epoch", o.epoch}, {"augment", augment},
                                             {"tiles", tiles}}));
   return "loader's first batch of epoch " + std::to_string(o.epoch) + " (" + std::to_string(b.count) + " samples" +
          (mask ? ", masks" : "") + (boxes.empty() ? "" : ", boxes") + ") -> " + png;

@@ -18,6 +18,7 @@
 #include "auto_order.h"
 #include "batch_fields.h"
 #include "sample_render.h"
+#include "imagepack/classes.h"
 #include "imagepack/store.h"
 #include "read_ahead.h"
 #include "threads.h"
@@ -33,6 +34,45 @@ size_t DTypeBytes(DType t) {
     case DType::kInt64: return 8;
   }
   return 1;
+}
+
+namespace {
+
+// The transforms' names, one per kind, and the old spellings still read.
+struct TransformEntry {
+  TransformKind kind;
+  const char* name;
+};
+constexpr TransformEntry kTransforms[] = {
+    {TransformKind::kTrain, "train"},
+    {TransformKind::kEval, "eval"},
+    {TransformKind::kPadCrop, "pad_crop"},
+    {TransformKind::kPadCropEval, "pad_crop_eval"},
+};
+constexpr TransformEntry kTransformAliases[] = {
+    {TransformKind::kPadCrop, "padcrop"},  // inspect_db --augment and bench_loader --transform until the names were one
+};
+
+}  // namespace
+
+const char* TransformName(TransformKind t) {
+  for (const auto& e : kTransforms)
+    if (e.kind == t) return e.name;
+  return "?";
+}
+
+std::string TransformNames() {
+  std::string out;
+  for (const auto& e : kTransforms) out += (out.empty() ? "" : ", ") + std::string(e.name);
+  return out;
+}
+
+Result<TransformKind> ParseTransform(const std::string& name) {
+  for (const auto& e : kTransforms)
+    if (name == e.name) return e.kind;
+  for (const auto& e : kTransformAliases)
+    if (name == e.name) return e.kind;
+  return Status::InvalidArgument("unknown transform '" + name + "' (expected " + TransformNames() + ")");
 }
 
 std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world,
@@ -91,6 +131,20 @@ struct BatchPool {
   }
 };
 
+// The metadata a loader with LoaderOptions::classes hands out: those
+// classes, and the label counts moved to their indices.
+DatasetMeta WithClasses(const DatasetMeta& meta, const std::vector<std::string>& classes, const ClassMap& map) {
+  if (classes.empty() || map.identity()) return meta;
+  DatasetMeta m = meta;
+  m.classes = classes;
+  if (!meta.label_counts.empty()) {
+    m.label_counts.assign(classes.size(), 0);
+    for (size_t i = 0; i < meta.label_counts.size(); ++i)
+      m.label_counts[static_cast<size_t>(map.Map(static_cast<int64_t>(i)))] += meta.label_counts[i];
+  }
+  return m;
+}
+
 // kEval's shorter edge before the crop: size / 0.875 unless given.
 LoaderOptions WithEvalResize(LoaderOptions o) {
   if (o.eval_resize <= 0) o.eval_resize = static_cast<int>(std::lround(o.size / 0.875));
@@ -99,8 +153,9 @@ LoaderOptions WithEvalResize(LoaderOptions o) {
 
 class LoaderImpl : public Loader {
  public:
-  LoaderImpl(LoaderOptions o, std::unique_ptr<RecordSource> src, OrderSpec spec)
-      : o_(WithEvalResize(std::move(o))), src_(std::move(src)),
+  LoaderImpl(LoaderOptions o, std::unique_ptr<RecordSource> src, OrderSpec spec, ClassMap class_map)
+      : o_(WithEvalResize(std::move(o))), src_(std::move(src)), class_map_(std::move(class_map)),
+        meta_(WithClasses(src_->meta(), o_.classes, class_map_)),
         channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
         arena_(internal::ResolveThreads(o_.threads)),
         fields_(src_->meta().fields,
@@ -137,7 +192,7 @@ class LoaderImpl : public Loader {
     releaser_.join();
   }
 
-  const DatasetMeta& meta() const override { return src_->meta(); }
+  const DatasetMeta& meta() const override { return meta_; }
   int channels() const override { return channels_; }
   int64_t dataset_size() const override { return src_->size(); }
   Order order() const override { return spec_.kind; }
@@ -323,7 +378,7 @@ class LoaderImpl : public Loader {
     Image& img = scratch_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
     IMAGEPACK_RETURN_IF_ERROR(
         renderer_.Render(rec.value(), index, static_cast<uint64_t>(epoch_), global, dst, &img, &b.fields, i));
-    *label = rec->fields.label;
+    *label = class_map_.Map(rec->fields.label);
     decode_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t1).count();
     ++images_;
     return Status::Ok();
@@ -363,6 +418,8 @@ class LoaderImpl : public Loader {
 
   LoaderOptions o_;
   std::unique_ptr<RecordSource> src_;
+  ClassMap class_map_;
+  DatasetMeta meta_;  // the source's, with LoaderOptions::classes
   int channels_;
   size_t sample_bytes_ = 0;
   tbb::task_arena arena_;
@@ -444,7 +501,14 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   spec.window_blocks = o.window_blocks;
   spec.block_records = BlockRecords(s.size(), file_bytes, static_cast<int64_t>(o.block_mb * (1 << 20)),
                                     s.meta().records_per_value);
-  return std::unique_ptr<Loader>(new LoaderImpl(o, std::move(src.value()), spec));
+  ClassMap class_map;
+  if (!o.classes.empty()) {
+    auto m = MatchClasses(o.classes, o.classes_from.empty() ? "the given class list" : o.classes_from, s.meta().classes,
+                          s.Describe());
+    if (!m.ok()) return m.status();
+    class_map = std::move(m.value());
+  }
+  return std::unique_ptr<Loader>(new LoaderImpl(o, std::move(src.value()), spec, std::move(class_map)));
 }
 
 }  // namespace imagepack

@@ -53,14 +53,13 @@ json CellValue(const std::string& cell) {
 
 }  // namespace
 
-// The kind a manifest key's first value says its field is.
+// The kind of a manifest key's field by rule: its name, then its first
+// value's JSON type; never what a string looks like.
 FieldKind KindOfValue(const std::string& key, const json& v, bool paths) {
   if (key == "boxes") return FieldKind::kBoxes;
   if (v.is_string()) {
-    if (!paths) return FieldKind::kText;
-    const std::string s = v.get<std::string>();
-    if (HasImageExtension(s)) return KindOfFileField(key);
-    return FieldKind::kText;
+    const KindInfo* file = paths ? FileKindOfName(key) : nullptr;
+    return file ? file->kind : FieldKind::kText;
   }
   if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number(); }))
     return std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_integer(); }) ? FieldKind::kInts
@@ -190,15 +189,58 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
     IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
     IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, raw_where, fixed, &s.classes, &labels, &why));
   }
-  // Fields in the order their keys first appear.
+  // Kinds declared by --field NAME:KIND; the others by rule (KindOfValue).
+  std::vector<std::pair<std::string, FieldKind>> declared;
+  for (const std::string& text : opts.fields) {
+    auto d = ParseDeclaredField(text);
+    if (!d.ok()) return d.status();
+    declared.push_back(d.value());
+  }
+  auto declared_kind = [&](const std::string& key) -> const FieldKind* {
+    for (const auto& [name, kind] : declared)
+      if (name == key) return &kind;
+    return nullptr;
+  };
+  // Fields in the order their keys first show their kind, then keys whose
+  // every value is null or an empty list (an empty list is ints, nulls
+  // text), then declared ones no row has. A first row without tags ([])
+  // does not make a tags field text.
   std::map<std::string, int> slot_of;
+  std::vector<std::pair<std::string, bool>> undecided;  // key, seen as a list
+  auto says_nothing = [](const json& v) { return v.is_null() || (v.is_array() && v.empty()); };
   for (auto& [n, row] : rows.value())
     for (auto& [key, v] : row.items())
       if (key != "image" && key != "label" && !slot_of.count(key)) {
-        auto slot = Declare(s, key, KindOfValue(key, v), opts);
+        const FieldKind* given = declared_kind(key);
+        if (!given && key != "boxes" && says_nothing(v)) {
+          auto it = std::find_if(undecided.begin(), undecided.end(), [&](const auto& u) { return u.first == key; });
+          if (it == undecided.end()) undecided.emplace_back(key, v.is_array());
+          else it->second = it->second || v.is_array();
+          continue;
+        }
+        const FieldKind kind = given ? *given : KindOfValue(key, v);
+        auto slot = Declare(s, key, kind, opts);
         if (!slot.ok()) return slot.status().WithContext(manifest + ":" + std::to_string(n));
         slot_of[key] = *slot;
+        // A rule, not a guess, but say so where the guess would have differed.
+        if (!given && kind == FieldKind::kText && v.is_string() && HasImageExtension(v.get<std::string>()))
+          s.problems.push_back(manifest + ":" + std::to_string(n) + ": field '" + key + "' is text, though its \"" +
+                               Shown(v.get<std::string>().substr(0, 200)) + "\" names an image file: only keys " +
+                               "declared with --field " + key + ":KIND (image, mask, depth), or named image*, mask* " +
+                               "or depth*, are opened as files");
       }
+  for (const auto& [key, list] : undecided)
+    if (!slot_of.count(key)) {
+      auto slot = Declare(s, key, list ? FieldKind::kInts : FieldKind::kText, opts);
+      if (!slot.ok()) return slot.status().WithContext(manifest);
+      slot_of[key] = *slot;
+    }
+  for (const auto& [name, kind] : declared)
+    if (!slot_of.count(name)) {
+      auto slot = Declare(s, name, kind, opts);
+      if (!slot.ok()) return slot.status().WithContext("--field " + name);
+      slot_of[name] = *slot;
+    }
   std::set<std::string> seen_images;
   for (size_t r = 0; r < rows->size(); ++r) {
     auto& [n, row] = (*rows)[r];
@@ -230,7 +272,7 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
       const FieldSpec& spec = s.fields[slot];
       SourceField f;
       f.slot = static_cast<int>(slot);
-      if (!row.contains(spec.name)) {
+      if (!row.contains(spec.name) || row[spec.name].is_null()) {  // null: as absent
         if (InfoOf(spec.kind).from_file())
           bad = Status::InvalidArgument("no " + spec.name + " for " + item.rel);
       } else {

@@ -1,6 +1,8 @@
 #include "imagepack/meta.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <ctime>
 #include <limits>
@@ -375,13 +377,32 @@ uint64_t DatasetIdentity(const DatasetMeta& meta) {
   return XXH3_64bits(text.data(), text.size());
 }
 
-std::string UtcNow() {
-  std::time_t t = std::time(nullptr);
+namespace {
+
+std::string UtcText(std::time_t t) {
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+}  // namespace
+
+std::string UtcNow() { return UtcText(std::time(nullptr)); }
+
+Result<std::string> CreationTime() {
+  const char* env = std::getenv("SOURCE_DATE_EPOCH");
+  if (env == nullptr) return UtcNow();
+  const std::string_view text(env);
+  int64_t seconds = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  // Years past 9999 do not fit the format; the convention allows none.
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || seconds < 0 ||
+      seconds > int64_t{253402300799})
+    return Status::InvalidArgument("SOURCE_DATE_EPOCH='" + std::string(text.substr(0, 64)) +
+                                   "' is not a count of seconds since 1970-01-01 (0 to 253402300799)");
+  return UtcText(static_cast<std::time_t>(seconds));
 }
 
 bool StoredShuffled(const DatasetMeta& meta) {

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "imagepack/files.h"
 #include "pixel_stats.h"
 #include "record_maker.h"
@@ -201,9 +203,42 @@ size_t RunPipeline(const PackOptions& o, const std::vector<SourceItem>& items, R
   return next;
 }
 
+// `o` with the settings it left open (PackOptions::from_source) taken from
+// a source that says how its records were packed, and its options JSON
+// saying what was used.
+PackOptions Resolved(const PackOptions& o, const internal::DatasetSource& source) {
+  PackOptions r = o;
+  if (!source.packed_as) return r;
+  using nlohmann::json;
+  const DatasetMeta& m = *source.packed_as;
+  const json theirs = json::parse(m.options_json, nullptr, /*allow_exceptions=*/false);
+  if (o.from_source.encoding) r.encoding = m.encoding;
+  if (o.from_source.channels) r.prepare.decode.channels = m.channels;
+  if (o.from_source.quality && theirs.is_object() && theirs.contains("quality") &&
+      theirs["quality"].is_number_integer()) {
+    const int64_t q = theirs["quality"].get<int64_t>();
+    if (q >= 1 && q <= 100) r.prepare.quality = static_cast<int>(q);
+  }
+  if (r.lmdb_records_per_value == 0 && r.encoding == m.encoding && m.records_per_value > 0)
+    r.lmdb_records_per_value = m.records_per_value;
+  json mine = json::parse(o.options_json, nullptr, /*allow_exceptions=*/false);
+  if (!mine.is_object()) return r;
+  auto set = [&](const char* key, const json& v) {
+    if (mine.contains(key)) mine[key] = v;
+  };
+  set("encoding", EncodingName(r.encoding));
+  set("channels", r.prepare.decode.channels);
+  set("quality", r.prepare.quality);
+  // Records kept in a shuffled source's order are stored shuffled
+  // (StoredShuffled: the loader's auto order reads it).
+  if (o.shuffle_seed < 0 && source.stored_order && StoredShuffled(m)) set("shuffle", theirs["shuffle"]);
+  r.options_json = mine.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
 // The metadata of the finished pack.
 DatasetMeta PackMeta(const PackOptions& o, const internal::DatasetSource& source, const Totals& t, int64_t count,
-                     int64_t payload_bytes) {
+                     int64_t payload_bytes, const std::string& created) {
   DatasetMeta meta;
   std::error_code ec;
   meta.count = count;
@@ -226,7 +261,7 @@ DatasetMeta PackMeta(const PackOptions& o, const internal::DatasetSource& source
     if (info.layout != FieldLayout::kMap || !info.classes || !spec.classes.empty()) continue;
     for (int v = 0; v <= t.map_top[f]; ++v) spec.classes.push_back(std::to_string(v));
   }
-  meta.created = UtcNow();
+  meta.created = created;
   meta.stats_images = t.moments.images;
   t.moments.MeanStd(meta.channels, &meta.mean, &meta.std);
   return meta;
@@ -234,11 +269,14 @@ DatasetMeta PackMeta(const PackOptions& o, const internal::DatasetSource& source
 
 }  // namespace
 
-Result<PackSummary> PackDataset(const PackOptions& o) {
+Result<PackSummary> PackDataset(const PackOptions& given) {
   const auto t0 = std::chrono::steady_clock::now();
+  auto created = CreationTime();  // a malformed SOURCE_DATE_EPOCH stops the pack before any work
+  if (!created.ok()) return created.status();
   PackSummary summary;
-  auto source = OpenForPack(o, &summary);
+  auto source = OpenForPack(given, &summary);
   if (!source.ok()) return source.status();
+  const PackOptions o = Resolved(given, source.value());
   if (source->items.empty() && !summary.errors.empty()) {
     summary.all_skipped = true;  // nothing is created under dst
     summary.seconds = SecondsSince(t0);
@@ -283,7 +321,7 @@ Result<PackSummary> PackDataset(const PackOptions& o) {
     summary.seconds = SecondsSince(t0);
     return summary;
   }
-  summary.meta = PackMeta(o, source.value(), totals, w.count(), summary.payload_bytes);
+  summary.meta = PackMeta(o, source.value(), totals, w.count(), summary.payload_bytes, created.value());
   IMAGEPACK_RETURN_IF_ERROR(w.Finish(summary.meta));
   summary.written = summary.meta.count;
   if (IsObjectUrl(o.dst)) {

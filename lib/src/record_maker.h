@@ -96,11 +96,12 @@ class RecordMaker {
       : o_(o), items_(items), source_(source), db_(source.db.get()), root_(source.root), specs_(source.fields),
         channels_(o.prepare.decode.channels) {
     // Raw: exact statistics over every image (the pixels are at hand).
-    // JPEG: every stride-th image, decoded at reduced scale; 0: none.
+    // JPEG: every stride-th image, decoded at reduced scale. stats_sample
+    // 0: none at all, for either encoding (stride 0).
     const int64_t n = static_cast<int64_t>(items.size());
-    stats_stride_ = o.encoding == Encoding::kRaw ? 1
-                    : o.stats_sample <= 0        ? INT64_MAX
-                                                 : std::max<int64_t>(1, (n + o.stats_sample - 1) / o.stats_sample);
+    stats_stride_ = o.stats_sample <= 0          ? 0
+                    : o.encoding == Encoding::kRaw ? 1
+                                                   : std::max<int64_t>(1, (n + o.stats_sample - 1) / o.stats_sample);
   }
 
   // Any thread. Every way through ends in Seal().
@@ -399,7 +400,9 @@ class RecordMaker {
   void Seal(Unsealed u, size_t pos, Packed* p) {
     const uint8_t* payload = u.buffer.data() + u.headroom;
     const size_t size = u.buffer.size() - u.headroom;
-    if (u.fields.encoding == Encoding::kRaw) {
+    if (stats_stride_ == 0) {
+      // --stats-sample 0: no statistics, so the metadata states none
+    } else if (u.fields.encoding == Encoding::kRaw) {
       p->moments.Add(payload, size_t(u.fields.width) * u.fields.height, u.fields.channels);
     } else if (static_cast<int64_t>(pos) % stats_stride_ == 0) {
       if (!u.stats_image.pixels.empty()) {
@@ -427,7 +430,7 @@ class RecordMaker {
   const std::string& root_;
   const std::vector<FieldSpec>& specs_;
   const int channels_;
-  int64_t stats_stride_ = 1;
+  int64_t stats_stride_ = 1;  // 0: no statistics
   tbb::enumerable_thread_specific<std::unique_ptr<RecordCursor>> cursors_;
   tbb::concurrent_queue<std::vector<uint8_t>> spares_;
 };

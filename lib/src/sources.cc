@@ -279,7 +279,8 @@ std::string ClassFolderOf(const std::string& rel) {
 Result<PairedTree> ParsePairedTree(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    return Status::InvalidArgument("--field " + text + ": expected NAME=DIR or NAME:KIND=DIR");
+    return Status::InvalidArgument("--field " + text +
+                                   ": expected NAME=DIR or NAME:KIND=DIR (NAME:KIND alone declares a manifest key)");
   PairedTree t;
   t.name = text.substr(0, eq);
   t.dir = text.substr(eq + 1);
@@ -294,6 +295,16 @@ Result<PairedTree> ParsePairedTree(const std::string& text) {
     t.name = t.name.substr(0, colon);
   }
   return t;
+}
+
+Result<std::pair<std::string, FieldKind>> ParseDeclaredField(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || text.find('=') != std::string::npos)
+    return Status::InvalidArgument("--field " + text + ": with a manifest, expected NAME:KIND (KIND one of " +
+                                   KindNames() + ")");
+  auto kind = ParseFieldKind(text.substr(colon + 1));
+  if (!kind.ok()) return kind.status().WithContext("--field " + text);
+  return std::make_pair(text.substr(0, colon), kind.value());
 }
 
 Result<std::vector<std::string>> ReadClassList(const std::string& path) {
@@ -357,6 +368,8 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path) {
   DatasetSource s;
   s.db = std::move(db.value());
   s.classes = s.db->meta().classes;
+  s.packed_as = s.db->meta();
+  s.stored_order = true;
   if (!s.db->meta().fields.empty())
     return Status::NotSupported(path + " holds fields beyond image and class; converting such a database is not "
                                        "supported (pack its sources again)");

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "imagepack/byte_source.h"
 #include "imagepack/fields.h"
 #include "imagepack/files.h"
+#include "imagepack/meta.h"
 #include "imagepack/progress.h"
 #include "imagepack/source_options.h"
 #include "imagepack/status.h"
@@ -44,7 +46,10 @@ struct SourceField {
 struct SourceItem {
   std::string rel;        // below DatasetSource::root; database: the record's stored path
   int32_t label = -1;
-  int64_t db_index = -1;  // database: the record's index
+  // The record's index where the source states it: a database's record
+  // (read from there), or the "index" export_db writes into a shard's .json
+  // (only the order).
+  int64_t db_index = -1;
   std::vector<SourceField> fields;  // in slot order, every declared field
   // Archives (tar shards, pickled LMDB): the image is `size` bytes at
   // `offset` of DatasetSource::archives[archive].
@@ -61,6 +66,9 @@ struct PairedTree {
   std::string dir;
 };
 Result<PairedTree> ParsePairedTree(const std::string& text);
+// A manifest key's declared kind: `--field NAME:KIND` (any kind, text
+// included), which overrides the rule by name and value (KindOfValue).
+Result<std::pair<std::string, FieldKind>> ParseDeclaredField(const std::string& text);
 
 using imagepack::SourceOptions;  // imagepack/source_options.h
 
@@ -77,7 +85,9 @@ struct DatasetSource {
   std::string root;                      // where items' `rel` paths are relative to
   std::vector<std::string> classes;
   std::vector<FieldSpec> fields;         // declared fields beyond image and class
-  std::vector<SourceItem> items;         // labelled inputs: tree, sorted by path; database, record order
+  // Labelled inputs: tree, manifest, sorted by path; database, record
+  // order; shards, the order of their "index" (else by path).
+  std::vector<SourceItem> items;
   std::vector<std::string> unlabelled;   // tree images without a label, sorted
   std::vector<FileError> errors;         // labels-file misses; unreadable database records
   std::vector<std::string> ignored;      // non-images; images outside any class, with why
@@ -86,6 +96,15 @@ struct DatasetSource {
   std::unique_ptr<RecordSource> db;      // a database source: where its items are read
   std::vector<std::string> archives;     // files items with `archive` >= 0 are read from
   std::shared_ptr<ScratchFiles> scratch;
+  // How the records were packed where the source says so: a database's
+  // metadata, or the meta.json export_db writes beside its shards. pack
+  // keeps its encoding, channels and quality where the caller left them
+  // open (PackOptions::from_source).
+  std::optional<DatasetMeta> packed_as;
+  // The items are in the order of the records they were (a database, or
+  // shards whose every sample carries its index), so the stored order,
+  // shuffled or not, is kept.
+  bool stored_order = false;
 };
 
 // The ImageFolder rule: the first folder of `rel` names its class. Empty for
@@ -103,11 +122,11 @@ Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOption
 // One sample per row of a JSON Lines or CSV manifest; paths relative to the
 // manifest's folder. Keys: "image" (the image), "label" (class index or
 // name), "boxes" ([[x0, y0, x1, y1, class], ...]); any other key is a field
-// whose kind follows from its first value: a path with an image extension
-// is an image, or a mask when the key starts with "mask"; a list of
-// integers is ints, of numbers floats; any other value is text (JSON for
-// objects). A row that lacks the image or a spatial field, or whose value
-// does not fit the field's kind, goes to `errors` as MANIFEST:LINE.
+// of the kind opts.fields declares for it ("NAME:KIND"), else of the kind
+// KindOfValue gives its first value: only a key named as a file kind
+// (mask*, depth*, image*) holds paths that are opened. A row that lacks the
+// image or a file field, or whose value does not fit the field's kind,
+// goes to `errors` as MANIFEST:LINE.
 Result<DatasetSource> OpenManifestSource(const std::string& manifest, const SourceOptions& opts);
 
 // A COCO instances file: every image of "images" (below `images_root`),
@@ -158,10 +177,11 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
 // classes from the options) and returns its slot.
 Result<int> Declare(DatasetSource& s, const std::string& name, FieldKind kind, const SourceOptions& opts);
 
-// The kind a manifest (or WebDataset .json) key's first value says its
-// field is: boxes for "boxes"; a path with an image extension an image (a
-// mask when the key starts with "mask"); a list of integers ints, of
-// numbers floats; text otherwise.
+// The kind of a manifest (or WebDataset .json) key's field by rule: boxes
+// for "boxes"; a string under a key that starts with a file kind's name
+// prefix (KindOfFileField: "mask", "depth", "image") is a path of that
+// kind, any other string text, whatever it looks like; a list of integers
+// ints, of numbers floats; text otherwise (JSON for objects).
 // With `paths` false (a shard's .json, whose values are data), a string is
 // always text.
 FieldKind KindOfValue(const std::string& key, const nlohmann::json& v, bool paths = true);

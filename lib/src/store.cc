@@ -274,6 +274,7 @@ Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::strin
   meta.stats_images = 0;
   meta.shard = {0, 1};
   internal::PixelMoments pooled;
+  bool all_have_stats = true;
   for (size_t i = 0; i < parts.size(); ++i) {
     const DatasetMeta& m = parts[i]->meta();
     if (m.classes != first.classes)
@@ -287,12 +288,18 @@ Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::strin
     meta.payload_bytes += m.payload_bytes;
     for (size_t c = 0; c < m.label_counts.size() && c < meta.label_counts.size(); ++c)
       if (i > 0) meta.label_counts[c] += m.label_counts[c];
-    // Pool the per-shard statistics, weighted by the images behind them.
-    if (m.mean.size() == first.mean.size() && m.std.size() == first.mean.size())
+    // Pool the per-shard statistics, weighted by the images behind them;
+    // a shard without statistics (--stats-sample 0) leaves the dataset
+    // without any, rather than with another part's.
+    if (m.mean.size() == first.mean.size() && m.std.size() == first.mean.size() && !m.mean.empty())
       pooled.Merge(internal::PixelMoments::FromMeanStd(m.mean, m.std, m.stats_images));
+    else
+      all_have_stats = false;
   }
-  meta.stats_images = pooled.images;
-  if (pooled.images > 0) pooled.MeanStd(static_cast<int>(first.mean.size()), &meta.mean, &meta.std);
+  meta.stats_images = all_have_stats ? pooled.images : 0;
+  meta.mean.clear();
+  meta.std.clear();
+  if (all_have_stats && pooled.images > 0) pooled.MeanStd(static_cast<int>(first.mean.size()), &meta.mean, &meta.std);
   return std::unique_ptr<RecordSource>(new MultiSource(std::move(parts), std::move(meta)));
 }
 

@@ -144,20 +144,20 @@ namespace {
 // class list exact; a class-less database's export sets *no_class), else
 // classes.txt beside them. *beside: that meta.json (its fields too), if any.
 Status ShardClasses(const fs::path& shard_dir, const SourceOptions& opts, std::vector<std::string>* fixed,
-                    DatasetMeta* beside, bool* no_class) {
+                    DatasetMeta* beside, bool* have_meta, bool* no_class) {
   std::error_code ec;
-  bool have_meta = false;
+  *have_meta = false;
   if (const fs::path mp = shard_dir / "meta.json"; fs::is_regular_file(mp, ec)) {
     auto bytes = ReadFile(mp.string());
     if (!bytes.ok()) return bytes.status();
     auto m = ParseMeta(bytes->data(), bytes->size());
     if (!m.ok()) return m.status().WithContext(mp.string());
     *beside = std::move(m.value());
-    have_meta = true;
+    *have_meta = true;
   }
   *no_class = opts.no_class;
   if (opts.classes || !opts.classes_file.empty()) return FixedClasses(opts, fixed);
-  if (have_meta) {
+  if (*have_meta) {
     *fixed = beside->classes;
     *no_class = *no_class || fixed->empty();
     return Status::Ok();
@@ -239,13 +239,19 @@ std::string SampleValues(const Sample& m, const std::string& image_ext, const So
   nlohmann::json& j = parsed.value();
   if (j.contains("path") && j["path"].is_string() && !j["path"].get<std::string>().empty())
     item->rel = j["path"].get<std::string>();
+  // export_db's record index: the order the records come back in.
+  if (auto at = j.find("index"); at != j.end() && !at->is_null()) {
+    if (!at->is_number_integer() || at->get<int64_t>() < 0)
+      return Shown(m.key) + ".json: \"index\" is not a record index (an integer >= 0)";
+    item->db_index = at->get<int64_t>();
+  }
   if (!label->present && j.contains("label")) {
     if (j["label"].is_number_integer()) *label = LabelFromIndex(j["label"].get<int64_t>());
     else if (j["label"].is_string()) *label = LabelFromText(j["label"].get<std::string>());
     else if (!j["label"].is_null()) return Shown(m.key) + ".json: \"label\" is not an integer or a string";
   }
   for (auto& [k, v] : j.items())
-    if (k != "path" && k != "label" && k != "class" && !v.is_null()) extra->values[k] = v;
+    if (k != "path" && k != "label" && k != "class" && k != "index" && !v.is_null()) extra->values[k] = v;
   return "";
 }
 
@@ -399,6 +405,32 @@ std::vector<std::string> FillShardFields(const std::vector<Extra>& extras, const
   return field_error;
 }
 
+// The records' order: that of the index export_db writes into each
+// .json when every sample has one and no two share it (a shuffled pack
+// comes back shuffled), else sorted by path (a problem line says why when
+// only some samples carry one).
+void SortShardItems(DatasetSource& s) {
+  std::vector<SourceItem>& items = s.items;
+  const size_t indexed = static_cast<size_t>(
+      std::count_if(items.begin(), items.end(), [](const SourceItem& it) { return it.db_index >= 0; }));
+  if (!items.empty() && indexed == items.size()) {
+    std::sort(items.begin(), items.end(),
+              [](const SourceItem& a, const SourceItem& b) { return a.db_index < b.db_index; });
+    const bool unique = std::adjacent_find(items.begin(), items.end(), [](const SourceItem& a, const SourceItem& b) {
+                          return a.db_index == b.db_index;
+                        }) == items.end();
+    if (unique) {
+      s.stored_order = true;
+      return;
+    }
+    s.problems.push_back("two samples carry the same \"index\" in their .json: records in path order");
+  } else if (indexed > 0) {
+    s.problems.push_back(std::to_string(indexed) + " of " + std::to_string(items.size()) +
+                         " samples carry an \"index\" in their .json: records in path order");
+  }
+  std::sort(items.begin(), items.end(), [](const SourceItem& a, const SourceItem& b) { return a.rel < b.rel; });
+}
+
 }  // namespace
 
 Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceOptions& opts) {
@@ -411,13 +443,14 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   const fs::path shard_dir = fs::path(shards->front()).parent_path();
   std::vector<std::string> fixed;
   DatasetMeta beside;
-  bool no_class = false;
-  IMAGEPACK_RETURN_IF_ERROR(ShardClasses(shard_dir, opts, &fixed, &beside, &no_class));
+  bool have_meta = false, no_class = false;
+  IMAGEPACK_RETURN_IF_ERROR(ShardClasses(shard_dir, opts, &fixed, &beside, &have_meta, &no_class));
   const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
   Listing l;
   for (const std::string& shard : *shards) IMAGEPACK_RETURN_IF_ERROR(AddShard(shard, scratch_dir, opts, s, l));
   IMAGEPACK_RETURN_IF_ERROR(DeclareShardFields(beside, l.extras, opts, s));
   const std::vector<std::string> field_error = FillShardFields(l.extras, shard_dir, s);
+  if (have_meta) s.packed_as = beside;
   std::vector<int32_t> labels;
   std::vector<std::string> why;
   IMAGEPACK_RETURN_IF_ERROR(ResolveLabelsUnless(no_class, l.raw, l.where, fixed, &s.classes, &labels, &why));
@@ -435,7 +468,7 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
     kept.push_back(std::move(s.items[i]));
   }
   s.items = std::move(kept);
-  std::sort(s.items.begin(), s.items.end(), [](const SourceItem& a, const SourceItem& b) { return a.rel < b.rel; });
+  SortShardItems(s);
   return s;
 }
 

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
 
 #include <filesystem>
 #include <set>
@@ -298,6 +301,108 @@ TEST(Pack, CancelledPackLeavesNothingAtDst) {
   ASSERT_OK(r);
   EXPECT_TRUE(r->cancelled);
   EXPECT_TRUE(fs::is_empty(out.path()));
+}
+
+// --stats-sample 0 writes no statistics, for JPEG and raw records alike
+// (it once wrote the first image's as the dataset's); shards read as one
+// dataset have statistics only when every shard has them.
+TEST(Pack, StatsSampleZeroWritesNone) {
+  TempDir src, out;
+  MakeTree(src.path(), 3);
+  for (Encoding e : {Encoding::kJpeg, Encoding::kRaw}) {
+    auto o = Opts(src.path(), out / (std::string(EncodingName(e)) + ".lmdb"));
+    o.encoding = e;
+    o.stats_sample = 0;
+    ASSERT_OK(PackDataset(o));
+    auto db = OpenDatabase(o.dst);
+    ASSERT_OK(db);
+    const DatasetMeta& m = db.value()->meta();
+    EXPECT_TRUE(m.mean.empty() && m.std.empty()) << EncodingName(e);
+    EXPECT_EQ(m.stats_images, 0) << EncodingName(e);
+  }
+  auto shard = [&](const std::string& name, int index, int64_t sample) {
+    auto o = Opts(src.path(), out / name);
+    o.shard = {index, 2};
+    o.stats_sample = sample;
+    EXPECT_OK(PackDataset(o));
+    return o.dst;
+  };
+  const std::string s0 = shard("s0", 0, 1024), s1 = shard("s1", 1, 1024), s1_none = shard("s1n", 1, 0);
+  auto both = OpenDatabases({s0, s1});
+  ASSERT_OK(both);
+  EXPECT_EQ(both.value()->meta().mean.size(), 3u);
+  EXPECT_GT(both.value()->meta().stats_images, 0);
+  auto partial = OpenDatabases({s0, s1_none});
+  ASSERT_OK(partial);
+  EXPECT_TRUE(partial.value()->meta().mean.empty() && partial.value()->meta().std.empty());
+  EXPECT_EQ(partial.value()->meta().stats_images, 0);
+}
+
+// SOURCE_DATE_EPOCH fixes the metadata's creation time: the same input
+// packed twice (with different thread counts, a clock second apart) is the
+// same file, LMDB and blob; a malformed value stops the pack before DST.
+TEST(Pack, SourceDateEpochMakesThePackReproducible) {
+  TempDir src, out;
+  MakeTree(src.path(), 4);
+  ASSERT_EQ(setenv("SOURCE_DATE_EPOCH", "1700000000", 1), 0);
+  for (ContainerFormat f : {ContainerFormat::kLmdb, ContainerFormat::kBlob}) {
+    std::vector<std::vector<uint8_t>> files;
+    for (int threads : {1, 3}) {
+      auto o = Opts(src.path(), out / ("t" + std::to_string(threads) + (f == ContainerFormat::kBlob ? ".blob" : ".lmdb")));
+      o.format = f;
+      o.threads = threads;
+      o.shuffle_seed = 4;
+      auto r = PackDataset(o);
+      ASSERT_OK(r);
+      EXPECT_EQ(r->meta.created, "2023-11-14T22:13:20Z");
+      files.push_back(Slurp(o.dst));
+      if (threads == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    }
+    EXPECT_FALSE(files[0].empty());
+    EXPECT_TRUE(files[0] == files[1]) << "format " << int(f);
+  }
+  for (const char* bad : {"", "12ab", "-1", "1e9", "99999999999999999999"}) {
+    ASSERT_EQ(setenv("SOURCE_DATE_EPOCH", bad, 1), 0);
+    auto r = PackDataset(Opts(src.path(), out / "bad.lmdb"));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("SOURCE_DATE_EPOCH"), std::string::npos) << r.status().message();
+    EXPECT_FALSE(fs::exists(out / "bad.lmdb"));
+  }
+  unsetenv("SOURCE_DATE_EPOCH");
+  auto now = CreationTime();
+  ASSERT_OK(now);
+  EXPECT_NE(now.value(), "2023-11-14T22:13:20Z");  // unset: the clock's time again
+}
+
+// Settings left open (pack_lmdb: options not given) are the source
+// database's: a raw gray shuffled LMDB converted to a blob is the same
+// records, still stored shuffled; given settings still convert.
+TEST(Pack, ConversionKeepsTheSettingsLeftOpen) {
+  TempDir src, out;
+  MakeTree(src.path(), 4);
+  auto raw = Opts(src.path(), out / "raw1.lmdb");
+  raw.encoding = Encoding::kRaw;
+  raw.prepare.decode.channels = 1;
+  raw.shuffle_seed = 6;
+  raw.options_json = R"({"channels":1,"encoding":"raw","quality":90,"shuffle":6})";
+  ASSERT_OK(PackDataset(raw));
+  auto blob = Opts(out / "raw1.lmdb", out / "raw1.blob");
+  blob.format = ContainerFormat::kBlob;
+  blob.from_source = {true, true, true};
+  blob.options_json = R"({"channels":3,"encoding":"jpeg","quality":90,"shuffle":-1})";
+  auto r = PackDataset(blob);
+  ASSERT_OK(r);
+  EXPECT_EQ(AllRecords(out / "raw1.lmdb"), AllRecords(out / "raw1.blob"));
+  EXPECT_EQ(r->meta.encoding, Encoding::kRaw);
+  EXPECT_EQ(r->meta.channels, 1);
+  EXPECT_TRUE(StoredShuffled(r->meta)) << r->meta.options_json;
+  auto jpeg = Opts(out / "raw1.lmdb", out / "rgb.lmdb");
+  jpeg.from_source = {false, false, true};  // --encoding jpeg --channels 3 given
+  ASSERT_OK(PackDataset(jpeg));
+  auto db = OpenDatabase(out / "rgb.lmdb");
+  ASSERT_OK(db);
+  EXPECT_EQ(db.value()->meta().encoding, Encoding::kJpeg);
+  EXPECT_EQ(db.value()->meta().channels, 3);
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <map>
 #include <string>
 #include <vector>
 
@@ -155,6 +158,71 @@ TEST(Sources, DatabaseListedAsASource) {
   EXPECT_EQ(s->classes, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(Rels(s.value()), (std::vector<std::string>{"a/2.jpg=0", "a/3.jpg=0", "b/1.jpg=1"}));
   for (size_t i = 0; i < s->items.size(); ++i) EXPECT_EQ(s->items[i].db_index, int64_t(i));
+}
+
+// A manifest key's kind comes from --field NAME:KIND, its name, or its
+// value's JSON type; never from what a string looks like (a "target" or
+// "source" path of make_photo_pairs.py's manifest is text).
+TEST(Manifest, KindsByRuleNotByLook) {
+  using nlohmann::json;
+  EXPECT_EQ(KindOfValue("target", json("train/sharp/000000.png")), FieldKind::kText);
+  EXPECT_EQ(KindOfValue("source", json("wallpapers/x/contents/images/1920x1080.jpg")), FieldKind::kText);
+  EXPECT_EQ(KindOfValue("image_target", json("a/b.png")), FieldKind::kImage);
+  EXPECT_EQ(KindOfValue("mask", json("labels/7")), FieldKind::kMask);  // named so: a path, any extension
+  EXPECT_EQ(KindOfValue("depth_raw", json("d.png")), FieldKind::kDepth);
+  EXPECT_EQ(KindOfValue("depth", json::array({1.5, 2})), FieldKind::kFloats);  // not a string: by type
+  EXPECT_EQ(KindOfValue("mask", json("m.png"), /*paths=*/false), FieldKind::kText);  // a shard's .json
+  EXPECT_EQ(KindOfValue("boxes", json::array()), FieldKind::kBoxes);
+  auto d = ParseDeclaredField("target:image");
+  ASSERT_OK(d);
+  EXPECT_EQ(d->first, "target");
+  EXPECT_EQ(d->second, FieldKind::kImage);
+  EXPECT_EQ(ParseDeclaredField("a:b:text")->first, "a:b");
+  EXPECT_FALSE(ParseDeclaredField("target=dir").ok());
+  EXPECT_FALSE(ParseDeclaredField("target").ok());
+  EXPECT_FALSE(ParseDeclaredField("target:picture").ok());
+}
+
+TEST(Manifest, DeclaredKindsOverrideNamesAndDeclareAbsentKeys) {
+  TempDir d;
+  Text(d / "m.jsonl", "{\"image\": \"a.png\", \"mask_note\": \"x.png\", \"target\": \"t.png\"}\n");
+  SourceOptions so;
+  so.fields = {"mask_note:text", "target:image", "extra:ints"};
+  auto s = OpenManifestSource(d / "m.jsonl", so);
+  ASSERT_OK(s);
+  ASSERT_EQ(s->fields.size(), 3u);
+  EXPECT_EQ(s->fields[0].name, "mask_note");
+  EXPECT_EQ(s->fields[0].kind, FieldKind::kText);
+  EXPECT_EQ(s->fields[1].kind, FieldKind::kImage);
+  EXPECT_EQ(s->fields[2].name, "extra");
+  EXPECT_EQ(s->fields[2].kind, FieldKind::kInts);
+  ASSERT_EQ(s->items.size(), 1u);
+  EXPECT_EQ(s->items[0].fields[0].text, "x.png");
+  EXPECT_EQ(s->items[0].fields[1].file, (d / "t.png"));
+  EXPECT_TRUE(s->problems.empty());
+  so.fields.clear();  // undeclared: target is text, and a warning says how to open it
+  s = OpenManifestSource(d / "m.jsonl", so);
+  ASSERT_OK(s);
+  EXPECT_EQ(s->fields[1].kind, FieldKind::kText);
+  ASSERT_EQ(s->problems.size(), 1u);
+  EXPECT_NE(s->problems[0].find("--field target:KIND"), std::string::npos) << s->problems[0];
+}
+
+// The first value that shows a key's kind decides it: a first row without
+// tags ([]) or with a null does not make the field text.
+TEST(Manifest, EmptyListsAndNullsDoNotDecideAKind) {
+  TempDir d;
+  Text(d / "m.jsonl",
+       "{\"image\": \"a.png\", \"tags\": [], \"note\": null, \"empty\": []}\n"
+       "{\"image\": \"b.png\", \"tags\": [3, 4], \"note\": \"x\", \"empty\": null}\n");
+  auto s = OpenManifestSource(d / "m.jsonl", SourceOptions());
+  ASSERT_OK(s);
+  std::map<std::string, FieldKind> kinds;
+  for (const auto& f : s->fields) kinds[f.name] = f.kind;
+  EXPECT_EQ(kinds, (std::map<std::string, FieldKind>{
+                       {"tags", FieldKind::kInts}, {"note", FieldKind::kText}, {"empty", FieldKind::kInts}}));
+  ASSERT_EQ(s->items.size(), 2u);
+  EXPECT_TRUE(s->errors.empty());
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <tuple>
 #include <map>
 #include <random>
 #include <sstream>
@@ -503,6 +505,194 @@ TEST(Evaluate, TtaFlipAveragesEachImageWithItsMirror) {
   EXPECT_GT(std::abs(tta - plain), 1e-4);
 }
 
+// ---- one dataset contract for train, val and checkpoints ------------------
+
+// 8x8 gray noise over one of four textures (vertical, horizontal stripes,
+// a checkerboard, flat: learnable whatever the crop's shift and flip) for
+// class names "abcd"[k], labelled by
+// that name's place in `classes` (names not in it: no records). mean/std
+// empty: packed without statistics.
+std::string MakeNamedDb(const TempDir& d, const std::string& name, const std::vector<std::string>& classes,
+                        bool stats = true, int n = 256) {
+  const std::string path = d / name;
+  auto w = CreateWriter(ContainerFormat::kLmdb, path);
+  EXPECT_TRUE(w.ok());
+  SplitMix64 rng(11);
+  int64_t count = 0;
+  for (int i = 0; i < n; ++i) {
+    std::vector<uint8_t> px(64);
+    const int cue = i % 4;
+    for (int y = 0; y < 8; ++y)
+      for (int x = 0; x < 8; ++x) {
+        const bool on = cue == 0 ? x % 2 : cue == 1 ? y % 2 : cue == 2 ? (x + y) % 2 : false;
+        px[size_t(y * 8 + x)] = uint8_t(60 + (on ? 120 : 0) + rng.Below(40));
+      }
+    const auto at = std::find(classes.begin(), classes.end(), std::string(1, char('a' + cue)));
+    if (at == classes.end()) continue;
+    const int label = static_cast<int>(at - classes.begin());
+    EXPECT_OK(w.value()->Add(
+        EncodeRecord({Encoding::kRaw, 1, label, 8, 8}, "i" + std::to_string(i), px.data(), px.size())));
+    ++count;
+  }
+  DatasetMeta m;
+  m.count = count;
+  m.classes = classes;
+  m.encoding = Encoding::kRaw;
+  m.channels = 1;
+  if (stats) m.mean = {0.5}, m.std = {0.3};
+  m.source = path;
+  EXPECT_OK(w.value()->Finish(m));
+  return path;
+}
+
+double LastAcc1(const std::string& dir) {
+  std::ifstream f(dir + "/metrics.jsonl");
+  double acc = -1;
+  for (std::string line; std::getline(f, line);)
+    if (line.find("\"eval\"") != std::string::npos) acc = nlohmann::json::parse(line)["acc1"].get<double>();
+  return acc;
+}
+
+// Runs `cmd` through sh, returning (exit code, stdout + stderr).
+std::pair<int, std::string> CaptureAll(const std::string& cmd) {
+  std::string out;
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (!f) return {-1, ""};
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  const int rc = pclose(f);
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+std::string Contract(const std::string& train, const std::string& val) {
+  return kTrain + " --data " + train + " --val " + val +
+         " --arch mlp --size 8 --seed 3 --threads 1 --loader-threads 1 --batch-size 16 --print-freq 1000 --lr 0.05";
+}
+
+// A validation set packed apart: the classes come from --data, and the
+// validation set's are matched to them by name. Reordered: the same
+// accuracy as the same samples in the training order; one class missing:
+// trained and tested on the rest; a class the training data lacks, or a
+// validation set without classes: refused, naming it, before training.
+TEST(Contract, ValidationClassesAreMatchedByNameOrRefused) {
+  TempDir d;
+  const std::string train = MakeNamedDb(d, "train", {"a", "b", "c", "d"});
+  const std::string same = MakeNamedDb(d, "val_same", {"a", "b", "c", "d"});
+  const std::string reordered = MakeNamedDb(d, "val_reordered", {"d", "b", "a", "c"});
+  const std::string missing = MakeNamedDb(d, "val_missing", {"c", "a", "b"});
+  const std::string extra = MakeNamedDb(d, "val_extra", {"a", "b", "c", "e"});
+  auto [rc, out] = CaptureAll(Contract(train, same) + " --epochs 2 --output " + (d / "same"));
+  ASSERT_EQ(rc, 0) << out;
+  const double want = LastAcc1(d / "same");
+  EXPECT_GT(want, 90) << out;  // the cue is learnable: far from chance (25%)
+  EXPECT_NE(out.find("the same 4 classes"), std::string::npos) << out;
+
+  std::tie(rc, out) = CaptureAll(Contract(train, reordered) + " --epochs 2 --output " + (d / "reordered"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(LastAcc1(d / "reordered"), want) << out;
+  EXPECT_NE(out.find("4 of the 4 classes, matched by name (order differs)"), std::string::npos) << out;
+
+  std::tie(rc, out) = CaptureAll(Contract(train, missing) + " --epochs 2 --output " + (d / "missing"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_GT(LastAcc1(d / "missing"), 90) << out;
+  EXPECT_NE(out.find("3 of the 4 classes, matched by name (order differs); absent: 'd'"), std::string::npos) << out;
+  EXPECT_NE(out.find("192 samples"), std::string::npos) << out;
+
+  std::tie(rc, out) = CaptureAll(Contract(train, extra) + " --epochs 1 --output " + (d / "extra"));
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("'e' (label 3 of 4) is not among the 4 classes of " + train), std::string::npos) << out;
+  EXPECT_EQ(out.find("Epoch: ["), std::string::npos) << out;  // refused before training
+  EXPECT_EQ(out.find("out of bounds"), std::string::npos) << out;
+
+  // Validation shards, comma-separated, each matched alike.
+  std::tie(rc, out) = CaptureAll(Contract(train, missing + "," + reordered) + " --epochs 1 --output " + (d / "shards"));
+  EXPECT_EQ(rc, 1) << out;  // shards of one dataset share their class list
+  EXPECT_NE(out.find("different class list"), std::string::npos) << out;
+  std::tie(rc, out) = CaptureAll(Contract(train, same + "," + same) + " --epochs 1 --output " + (d / "shards"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("512 samples"), std::string::npos) << out;
+}
+
+// No statistics in the training data: the log says what the input is
+// normalised with; a validation set's own statistics are never used.
+TEST(Contract, NormalisationComesFromTheTrainingData) {
+  TempDir d;
+  const std::string plain = MakeNamedDb(d, "plain", {"a", "b", "c", "d"}, /*stats=*/false);
+  const std::string with = MakeNamedDb(d, "with", {"a", "b", "c", "d"});
+  auto [rc, out] = CaptureAll(Contract(plain, with) + " --epochs 1 --output " + (d / "none"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("normalising the input with mean 0.5, std 0.25 (the training data holds no statistics"),
+            std::string::npos)
+      << out;
+  std::tie(rc, out) = CaptureAll(Contract(with, plain) + " --epochs 1 --output " + (d / "stats"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("normalising the input with the training data's statistics"), std::string::npos) << out;
+  EXPECT_NE(out.find("0.5000/0.3000"), std::string::npos) << out;
+}
+
+// A checkpoint says what it holds: --evaluate and --resume need nothing
+// repeated, a contradicting --arch is refused by name, another value of a
+// training option is used and said.
+TEST(Contract, CheckpointsDescribeThemselves) {
+  TempDir d;
+  const std::string train = MakeNamedDb(d, "train", {"a", "b", "c", "d"});
+  const std::string val = MakeNamedDb(d, "val", {"d", "c", "b", "a"});
+  const std::string run = d / "run";
+  auto [rc, out] = CaptureAll(kTrain + " --data " + train + " --val " + val +
+                              " --arch small_cnn --size 8 --lr 0.05 --seed 3 --threads 1 --loader-threads 1"
+                              " --batch-size 16 --print-freq 1000 --epochs 3 --stop-at-step 6 --output " + run);
+  ASSERT_EQ(rc, 0) << out;
+  // --resume auto with only --output: the run's own options, to the end.
+  std::tie(rc, out) = CaptureAll(kTrain + " --resume auto --output " + run);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("small_cnn"), std::string::npos) << out;
+  EXPECT_NE(out.find("Epoch: [2]"), std::string::npos) << out;
+  const auto [rc0, straight] = CaptureAll(kTrain + " --data " + train + " --val " + val +
+                                          " --arch small_cnn --size 8 --lr 0.05 --seed 3 --threads 1 "
+                                          "--loader-threads 1 --batch-size 16 --print-freq 1000 --epochs 3 --output " +
+                                          (d / "straight"));
+  ASSERT_EQ(rc0, 0) << straight;
+  EXPECT_EQ(Digest(out), Digest(straight)) << out;
+  // --evaluate: the checkpoint and the data to evaluate, nothing else.
+  std::tie(rc, out) = CaptureAll(kTrain + " --evaluate --resume " + run + "/checkpoint.pt --val " + val);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("Acc@1"), std::string::npos) << out;
+  EXPECT_NE(out.find("matched by name"), std::string::npos) << out;
+  // A contradicting --arch is refused by name; another --lr is used, said.
+  std::tie(rc, out) = CaptureAll(kTrain + " --evaluate --resume " + run + "/checkpoint.pt --val " + val +
+                                 " --arch mlp");
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("--arch mlp contradicts " + run + "/checkpoint.pt, whose model was trained with --arch small_cnn"),
+            std::string::npos)
+      << out;
+  std::tie(rc, out) = CaptureAll(kTrain + " --resume auto --output " + run + " --epochs 4 --lr 0.01");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("--lr 0.01 (the checkpoint's run: 0.05)"), std::string::npos) << out;
+  EXPECT_NE(out.find("Epoch: [3]"), std::string::npos) << out;
+  // Resuming with data of other classes is refused, naming the first.
+  const std::string other = MakeNamedDb(d, "other", {"a", "c", "b", "d"});
+  std::tie(rc, out) = CaptureAll(kTrain + " --resume auto --output " + run + " --epochs 5 --data " + other);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("they differ at label 1 ('b' vs 'c')"), std::string::npos) << out;
+}
+
+// --amp on a CPU without native bf16 trains in fp32 and says why;
+// --amp=bf16 forces bf16. IMAGEPACK_CPU_BF16 plays either CPU.
+TEST(Contract, AmpOnACpuWithoutNativeBf16FallsBackAndSaysSo) {
+  TempDir d;
+  const std::string db = MakeNamedDb(d, "db", {"a", "b", "c", "d"});
+  auto [rc, out] = CaptureAll("IMAGEPACK_CPU_BF16=0 " + Contract(db, db) + " --epochs 1 --amp --output " + (d / "a"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("this CPU has no native bf16"), std::string::npos) << out;
+  EXPECT_EQ(out.find("AMP bf16"), std::string::npos) << out;
+  std::tie(rc, out) = CaptureAll("IMAGEPACK_CPU_BF16=1 " + Contract(db, db) + " --epochs 1 --amp --output " + (d / "b"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("AMP bf16"), std::string::npos) << out;
+  std::tie(rc, out) = CaptureAll("IMAGEPACK_CPU_BF16=0 " + Contract(db, db) + " --epochs 1 --amp=bf16 --output " + (d / "c"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("AMP bf16"), std::string::npos) << out;
+}
+
 // ---- tasks beyond classification -------------------------------------------
 
 DatasetMeta SegMeta() {
@@ -638,11 +828,11 @@ std::string Dense(const std::string& task, const std::string& db) {
 TEST(Tasks, AmpTrainsDenseTasksAndSegmentationResumesOnAnotherWorldSize) {
   TempDir d;
   const std::string seg = MakeDenseDb(d, "seg", false), rest = MakeDenseDb(d, "rest", true);
-  const auto [rc, out] = Capture(Dense("segmentation", seg) + " --epochs 4 --amp --output " + (d / "amp_seg"));
+  const auto [rc, out] = Capture(Dense("segmentation", seg) + " --epochs 4 --amp=bf16 --output " + (d / "amp_seg"));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("AMP bf16"), std::string::npos) << out;
   EXPECT_GT(LastEval(d / "amp_seg").at("miou"), 50) << out;
-  const auto [rc2, out2] = Capture(Dense("restoration", rest) + " --epochs 6 --amp --output " + (d / "amp_rest"));
+  const auto [rc2, out2] = Capture(Dense("restoration", rest) + " --epochs 6 --amp=bf16 --output " + (d / "amp_rest"));
   ASSERT_EQ(rc2, 0) << out2;
   const auto e = LastEval(d / "amp_rest");
   EXPECT_GT(e.at("psnr_gain"), 0.5) << out2;

@@ -46,8 +46,10 @@ struct KindInfo {
   FieldLayout layout;
   size_t element_bytes;   // boxes 20, lists 4, text 1; 0 for pictures and maps
   // Pictures and maps: a paired tree, manifest key or WebDataset member
-  // whose name starts with this holds this kind ("mask", "depth"); null:
-  // only the default (a second image) or --field NAME:KIND.
+  // whose name starts with this holds this kind ("image", "mask",
+  // "depth"); a manifest key so named holds paths (its strings are opened
+  // as files), any other only when --field NAME:KIND declares it. Null for
+  // the kinds that are values.
   const char* name_prefix;
   bool floats;            // lists: float32 (padded with 0), else int32 (padded with -1)
   bool classes;           // the field may declare class names (masks: values; boxes: box classes)
@@ -67,9 +69,11 @@ const KindInfo* FindKind(uint8_t byte);
 Result<FieldKind> ParseFieldKind(const std::string& name);
 // "image, mask, ..." : every kind's name, for messages.
 std::string KindNames();
-// The kind of a file-valued field named `name` (a paired tree, a manifest
-// key whose value is an image path, a WebDataset member): the picture or
-// map kind whose name_prefix `name` starts with, else a second image.
+// The picture or map kind whose name_prefix `name` starts with ("image2",
+// "mask_fine", "depth"); null when none does.
+const KindInfo* FileKindOfName(const std::string& name);
+// The kind of a file-valued field named `name` (a paired tree, a
+// WebDataset member): FileKindOfName's, else a second image.
 FieldKind KindOfFileField(const std::string& name);
 
 // Bytes of one box in a record: x0, y0, x1, y1 (float32), class (int32).

@@ -23,7 +23,7 @@ struct InspectOptions {
   int64_t epoch = 0;      // grid
   int batch = 32;         // grid: samples shown
   int crop = 0;           // grid: the loader's output size (0: tile)
-  std::string augment = "train";  // grid: train, eval or padcrop
+  std::string augment = "train";  // grid: a transform's name (ParseTransform: train, eval, pad_crop, ...)
   int threads = 0;
 };
 

@@ -21,6 +21,15 @@ enum class TransformKind {
   kPadCrop,   // small images: pad, random crop size x size, flip
   kPadCropEval,  // small images, evaluation: centre crop of size (no pad, no flip)
 };
+// The one spelling of each transform, for every tool option and binding
+// that names one (inspect_db --augment, bench_loader --transform, Python's
+// transform=): "train", "eval", "pad_crop", "pad_crop_eval".
+const char* TransformName(TransformKind t);
+// A transform by its name; "padcrop", the tools' spelling before the names
+// were one, is read as "pad_crop". The error lists the names.
+Result<TransformKind> ParseTransform(const std::string& name);
+// "train, eval, pad_crop, pad_crop_eval": for help texts and messages.
+std::string TransformNames();
 enum class Layout { kNCHW, kNHWC };
 enum class DType { kUint8, kInt64, kFloat32, kUint16, kInt32 };
 size_t DTypeBytes(DType t);
@@ -31,6 +40,13 @@ enum class CorruptPolicy {
 
 struct LoaderOptions {
   std::vector<std::string> paths;  // one container or the shards of one dataset
+  // The class list labels are given in (the training data's, for a
+  // validation loader): the dataset's labels are matched to it by name
+  // (MatchClasses, classes.h) and handed out as indices into it; meta()
+  // then names these classes. Open fails naming a class of the dataset
+  // that this list lacks. Empty: the dataset's own classes.
+  std::vector<std::string> classes;
+  std::string classes_from;        // who defines `classes`, for messages (a path)
   bool in_ram = false;             // one shared copy per machine (OpenOptions::in_ram)
   bool lock_in_ram = false;        // and mlock it
   // Object storage (s3:// paths): the node-local cache of fetched blocks

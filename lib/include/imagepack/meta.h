@@ -85,4 +85,11 @@ uint64_t DatasetIdentity(const DatasetMeta& meta);
 // Current UTC time as "2026-11-21T22:51:16Z".
 std::string UtcNow();
 
+// The creation time a writer records (`created`), as UtcNow formats it:
+// the time SOURCE_DATE_EPOCH names (seconds since 1970-01-01 UTC, the
+// reproducible-builds convention) when that is set, so that packing the
+// same input twice gives identical files; else now. A SOURCE_DATE_EPOCH
+// that is not a plain decimal count of seconds is an error naming it.
+Result<std::string> CreationTime();
+
 }  // namespace imagepack

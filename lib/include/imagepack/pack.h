@@ -41,7 +41,22 @@ struct PackOptions {
   // JPEG, 1 for raw (records of hundreds of KB lose under 1% to a half page).
   int lmdb_records_per_value = 0;
   DirectIo direct_io = DirectIo::kAuto;  // blob: O_DIRECT writes (WriterOptions)
-  int64_t stats_sample = 1024;  // JPEG: images decoded (reduced) for mean/std; 0: none
+  // JPEG: images decoded (reduced) for mean/std (raw: every image). 0: no
+  // statistics for either encoding; the metadata's mean and std are empty.
+  int64_t stats_sample = 1024;
+  // Settings the caller left open (pack_lmdb: options not on its command
+  // line). Where the source says how its records were packed (an imagepack
+  // database, or shards beside the meta.json export_db writes), each open
+  // setting takes that source's value, so that converting a database, or
+  // importing its export, gives back the same records; any other source
+  // takes the value above. Likewise an open lmdb_records_per_value (0) is
+  // the source's when the encoding is, and the options' "shuffle" is the
+  // source's when no shuffle_seed is given and the stored order is kept.
+  struct FromSource {
+    bool encoding = false;
+    bool channels = false;
+    bool quality = false;
+  } from_source;
   std::string tool = "pack_lmdb";
   std::string options_json = "{}";
   CancelFlag* cancel = nullptr;
@@ -68,10 +83,13 @@ struct PackSummary {
   DatasetMeta meta;
 };
 
-// Packs opts.src into opts.dst. Records are in sorted path order, or in a
-// permutation fixed by shuffle_seed; the result is byte-identical whatever
-// `threads` is. Bad inputs are skipped and listed; a non-Ok Status means
-// nothing was written under dst (nor is anything on cancel).
+// Packs opts.src into opts.dst. Records are in the source's order (sorted
+// path order; a database's, or exported shards', stored order), or in a
+// permutation of it fixed by shuffle_seed; the result is byte-identical
+// whatever `threads` is, and from run to run when SOURCE_DATE_EPOCH fixes
+// the metadata's creation time (CreationTime). Bad inputs are skipped and
+// listed; a non-Ok Status means nothing was written under dst (nor is
+// anything on cancel).
 Result<PackSummary> PackDataset(const PackOptions& opts);
 
 }  // namespace imagepack

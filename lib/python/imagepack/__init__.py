@@ -19,12 +19,14 @@ no shared memory); the GIL is released while they work. See docs/PYTHON.md.
 """
 import json
 import os
+import sys
 
 import numpy as np
 
 from . import _imagepack
 
-__all__ = ["Loader", "Dataset", "open", "CorruptionError", "epoch_indices"]
+__all__ = ["Loader", "Dataset", "open", "CorruptionError", "epoch_indices", "match_classes", "ClassMatch",
+           "distributed_env"]
 
 CorruptionError = _imagepack.CorruptionError
 epoch_indices = _imagepack.epoch_indices
@@ -59,12 +61,96 @@ def _torch():
         return None
 
 
-def _distributed():
-    """(rank, world_size) from torch.distributed when it is initialised."""
+def _env_int(name):
+    value = os.environ.get(name, "")
+    if value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError("%s=%r is not an integer" % (name, value)) from None
+
+
+def distributed_env():
+    """(rank, world_size, local_world_size, source) as the Loader takes them:
+    from torch.distributed when it is initialised; else from torchrun's
+    variables (RANK, WORLD_SIZE, LOCAL_WORLD_SIZE: scripts/launch.sh sets
+    them too), else Slurm's (SLURM_PROCID, SLURM_NTASKS, and the tasks on
+    this node), so that a Loader built before init_process_group is
+    sharded all the same; else (0, 1, 1, "none")."""
     torch = _torch()
+    local = _env_int("LOCAL_WORLD_SIZE")
     if torch is not None and torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return 0, 1
+        world = torch.distributed.get_world_size()
+        return torch.distributed.get_rank(), world, local or world, "torch.distributed"
+    if _env_int("WORLD_SIZE") is not None:
+        world = _env_int("WORLD_SIZE")
+        return _env_int("RANK") or 0, world, local or world, "RANK/WORLD_SIZE"
+    if _env_int("SLURM_NTASKS") is not None and _env_int("SLURM_PROCID") is not None:
+        world = _env_int("SLURM_NTASKS")
+        per_node = os.environ.get("SLURM_TASKS_PER_NODE", "").split("(")[0]
+        local = int(per_node) if per_node.isdigit() else world
+        return _env_int("SLURM_PROCID"), world, local, "SLURM_PROCID/SLURM_NTASKS"
+    return 0, 1, 1, "none"
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class ClassMatch:
+    """How a dataset's labels map onto the training data's classes
+    (match_classes): `to_train[label]` is the training label of `label`,
+    `absent` the training classes the dataset lacks, `identity` whether
+    the lists are equal, str() one line for a log."""
+
+    def __init__(self, to_train, absent, description):
+        self.to_train = list(to_train)
+        self.absent = list(absent)
+        self.identity = self.to_train == list(range(len(self.to_train))) and not self.absent
+        self._description = description
+        self._table = np.asarray(self.to_train + [-1], dtype=np.int64)  # -1 (unlabelled) stays -1
+
+    def remap(self, labels):
+        """Labels of the dataset (array, tensor or int) as training labels."""
+        if isinstance(labels, (int, np.integer)):
+            return int(self._table[labels])
+        torch = _torch()
+        if torch is not None and isinstance(labels, torch.Tensor):
+            return torch.from_numpy(self._table)[labels]
+        return self._table[np.asarray(labels)]
+
+    def __str__(self):
+        return self._description
+
+    def __repr__(self):
+        return "imagepack.ClassMatch(%s)" % self._description
+
+
+def _classes_and_name(x):
+    """(class names, a name for messages) of a Loader, Dataset, path(s) or list of names."""
+    if isinstance(x, (Loader, Dataset)):
+        return list(x.classes), ",".join(x._paths)
+    if isinstance(x, (str, os.PathLike)):
+        ds = Dataset(x)
+        return list(ds.classes), ",".join(ds._paths)
+    return [str(c) for c in x], "the given class list"
+
+
+def match_classes(train, other, what="classes"):
+    """Matches `other`'s classes to `train`'s by name (each a Loader, a
+    Dataset, one database path or a list of class names; shards: a Loader
+    or Dataset over them): the training data
+    defines the classes. Returns a ClassMatch; raises ValueError naming the
+    first class of `other` that `train` lacks and what to do. The C++
+    trainer and scripts/train_imagepack.py apply the same rule (a Loader
+    given classes= does it itself)."""
+    reference, reference_name = _classes_and_name(train)
+    names, other_name = _classes_and_name(other)
+    return ClassMatch(*_imagepack.match_classes(reference, reference_name, names, other_name, what))
 
 
 def _parse_meta(text):
@@ -93,8 +179,16 @@ class Loader:
     seed: the order and every augmentation are functions of (seed, epoch,
         rank, world_size, position), so runs repeat exactly.
     rank, world_size: from torch.distributed when it is initialised,
-        otherwise 0 and 1.
-    threads: decode threads (0: all cores). prefetch: batches made ahead.
+        else from torchrun's RANK and WORLD_SIZE (or Slurm's SLURM_PROCID
+        and SLURM_NTASKS), else 0 and 1 (distributed_env()); a sharded
+        loader says where they came from in one line on stderr (rank 0).
+    threads: decode threads (0: the cores this process may use divided by
+        the ranks on this machine, LOCAL_WORLD_SIZE, as the C++ trainer
+        counts them). prefetch: batches made ahead.
+    classes: the class list labels are handed out in: a list of names, or
+        the training Loader / Dataset (for a validation loader). The
+        dataset's labels are matched to it by name (match_classes); a
+        class it lacks is a ValueError naming it. None: the dataset's own.
     on_corrupt: "fail" (raise CorruptionError naming the record) or "skip"
         (take the next readable record; counted in stats()["skipped"]).
     vflip: training transforms also flip vertically (probability 1/2), the
@@ -125,7 +219,7 @@ class Loader:
     """
 
     def __init__(self, paths, batch_size, size, train=True, *, transform=None, scale=None, ratio=None,
-                 shuffle=None, rank=None, world_size=None, cache_dir=None, as_torch=True, **options):
+                 shuffle=None, rank=None, world_size=None, cache_dir=None, as_torch=True, classes=None, **options):
         if transform is None:
             transform = "train" if train else "eval"
         if transform not in _TRANSFORMS:
@@ -133,10 +227,14 @@ class Loader:
         if int(batch_size) < 1 or int(size) < 1:
             raise ValueError("batch_size and size must be positive (got %r, %r)" % (batch_size, size))
         training = transform in ("train", "pad_crop")
+        r, w, local, source = distributed_env()
         if rank is None or world_size is None:
-            r, w = _distributed()
             rank = r if rank is None else rank
             world_size = w if world_size is None else world_size
+        else:
+            source, local = "arguments", _env_int("LOCAL_WORLD_SIZE") or int(world_size)
+        if int(options.get("threads", 0)) == 0:
+            options["threads"] = max(1, _cores() // max(1, local))
         self._shuffle = training if shuffle is None else bool(shuffle)
         # Every other option is a field of the C++ LoaderOptions, which holds
         # the defaults (Loader.options_defaults() lists them).
@@ -154,11 +252,17 @@ class Loader:
         if ratio is not None:
             o.ratio_min, o.ratio_max = float(ratio[0]), float(ratio[1])
         o.cache_dir = os.fspath(cache_dir) if cache_dir else ""
+        if classes is not None:
+            o.classes, o.classes_from = _classes_and_name(classes)
         self._options = dict(batch_size=o.batch_size, size=o.size, transform=transform, seed=o.seed, rank=o.rank,
                              world_size=o.world_size, shuffle=self._shuffle, vflip=o.vflip)
         self._torch = _torch() if as_torch else None
         o.wide_maps_int32 = self._torch is not None  # torch has no uint16: the workers widen
         self._loader = _imagepack.Loader(o)
+        self._threads = o.threads
+        if int(world_size) > 1 and int(rank) == 0:
+            print("imagepack.Loader: %s: rank %d of %d (from %s), %d decode threads" % (
+                ",".join(self._paths), int(rank), int(world_size), source, o.threads), file=sys.stderr)
         self._has_fields = bool(self.meta.get("fields"))
         self._epoch = 0
         self._resume = None    # (epoch, position, order, world, block, window): where the next iteration continues
@@ -173,8 +277,21 @@ class Loader:
         return d
 
     def set_epoch(self, epoch):
-        """The epoch the next iteration runs (as DistributedSampler.set_epoch)."""
-        self._epoch = int(epoch)
+        """The epoch the next iteration runs (as DistributedSampler.set_epoch).
+        After load_state_dict(), setting the state's own epoch keeps the
+        position it restored (the loop `for epoch in range(start, E):
+        loader.set_epoch(epoch)` resumes exactly); another epoch while a
+        restored position is pending is a ValueError naming both."""
+        epoch = int(epoch)
+        if self._resume is not None:
+            if epoch == self._resume[0]:
+                return
+            if self._resume[1] > 0:
+                raise ValueError(
+                    "set_epoch(%d) after load_state_dict() restored epoch %d at position %d: the next iteration "
+                    "would drop that position. Start the loop at the state's epoch (state['epoch']), or build a "
+                    "new Loader to start afresh" % (epoch, self._resume[0], self._resume[1]))
+        self._epoch = epoch
         self._resume = None
 
     def __len__(self):
@@ -280,6 +397,19 @@ class Loader:
     @property
     def dataset_size(self):
         return self._loader.dataset_size
+
+    @property
+    def threads(self):
+        """Decode threads (the `threads` option resolved)."""
+        return self._threads
+
+    @property
+    def rank(self):
+        return self._options["rank"]
+
+    @property
+    def world_size(self):
+        return self._options["world_size"]
 
     @property
     def order(self):
