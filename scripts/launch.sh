@@ -7,12 +7,16 @@
 #
 #   scripts/launch.sh --nproc N [--nnodes M --node-rank R --master-addr A] [--port P] -- CMD ARGS...
 #
+# One node: the port is a free one the kernel picks. Several nodes: run it
+# on each with its --node-rank and the same --master-addr (node 0's
+# address, reachable from the others) and --port (default 29500, as
+# torchrun's).
 # Rank 0's output passes through; other ranks' is prefixed "[rank K]".
 # If one rank fails, the others are stopped; the exit code is the first
 # failure's. SIGTERM and SIGUSR1 are passed on to every rank (the trainer
 # then checkpoints and exits 75; see docs/TRAINING.md); Ctrl-C stops them.
 set -uo pipefail
-NPROC=1 NNODES=1 NODE_RANK=0 ADDR=127.0.0.1 PORT=""
+NPROC=1 NNODES=1 NODE_RANK=0 ADDR="" PORT=""
 while [ $# -gt 0 ]; do
   case $1 in
     --nproc) NPROC=$2; shift 2;;
@@ -25,7 +29,17 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -gt 0 ] || { echo "usage: launch.sh --nproc N [--port P] -- CMD ARGS..." >&2; exit 2; }
-if [ -z "$PORT" ]; then  # a free port, chosen by the kernel
+for v in "$NPROC" "$NNODES" "$NODE_RANK"; do
+  [[ $v =~ ^[0-9]+$ ]] || { echo "launch.sh: '$v' is not a number" >&2; exit 2; }
+done
+[ "$NODE_RANK" -lt "$NNODES" ] || { echo "launch.sh: --node-rank $NODE_RANK must be < --nnodes $NNODES" >&2; exit 2; }
+if [ -z "$ADDR" ]; then
+  [ "$NNODES" -eq 1 ] || { echo "launch.sh: --nnodes $NNODES needs --master-addr (node 0's address)" >&2; exit 2; }
+  ADDR=127.0.0.1
+fi
+if [ -z "$PORT" ] && [ "$NNODES" -gt 1 ]; then
+  PORT=29500  # every node must agree on it
+elif [ -z "$PORT" ]; then  # a free port, chosen by the kernel
   PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 fi
 WORLD=$((NPROC * NNODES))

@@ -5,10 +5,19 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 #include "nccl_backend.h"
+#include "slurm_env.h"
 
 namespace imagepack::trainer {
 namespace {
@@ -27,34 +36,80 @@ int EnvInt(const char* name, int fallback) {
   return static_cast<int>(x);
 }
 
+int UsableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 }  // namespace
 
 DistEnv ReadDistEnv() {
   DistEnv e;
+  int cpus_per_task = 0;
   if (Env("WORLD_SIZE")) {
     e.source = "torchrun";
     e.world_size = EnvInt("WORLD_SIZE", 1);
     e.rank = EnvInt("RANK", 0);
     e.local_rank = EnvInt("LOCAL_RANK", e.rank);
+    e.local_world_size = EnvInt("LOCAL_WORLD_SIZE", e.world_size);
   } else if (Env("SLURM_NTASKS")) {
     e.source = "slurm";
-    e.world_size = EnvInt("SLURM_NTASKS", 1);
-    e.rank = EnvInt("SLURM_PROCID", 0);
-    e.local_rank = EnvInt("SLURM_LOCALID", 0);
+    auto st = ReadSlurmStep(Env);
+    if (!st.ok()) throw std::runtime_error(st.status().message());
+    e.world_size = st->world_size;
+    e.rank = st->rank;
+    e.local_rank = st->local_rank;
+    e.local_world_size = st->local_world_size;
+    cpus_per_task = st->cpus_per_task;
+    if (!st->master_addr.empty()) e.master_addr = st->master_addr;
+    if (st->master_port > 0) e.master_port = st->master_port;
   } else if (Env("OMPI_COMM_WORLD_SIZE")) {
     e.source = "openmpi";
     e.world_size = EnvInt("OMPI_COMM_WORLD_SIZE", 1);
     e.rank = EnvInt("OMPI_COMM_WORLD_RANK", 0);
     e.local_rank = EnvInt("OMPI_COMM_WORLD_LOCAL_RANK", 0);
+    e.local_world_size = EnvInt("OMPI_COMM_WORLD_LOCAL_SIZE", e.world_size);
   }
-  if (const char* a = Env("MASTER_ADDR")) e.master_addr = a;
-  e.master_port = EnvInt("MASTER_PORT", e.master_port);
+  if (e.source != "slurm") {
+    if (const char* a = Env("MASTER_ADDR")) e.master_addr = a;
+    e.master_port = EnvInt("MASTER_PORT", e.master_port);
+  }
   if (e.world_size < 1 || e.rank < 0 || e.rank >= e.world_size)
     throw std::runtime_error("rank " + std::to_string(e.rank) + " is not in [0, " + std::to_string(e.world_size) +
                              ") (from " + e.source + " variables)");
-  if (e.world_size > 1 && e.source != "torchrun" && !Env("MASTER_ADDR"))
+  if (e.world_size > 1 && e.source == "openmpi" && !Env("MASTER_ADDR"))
     throw std::runtime_error("MASTER_ADDR must be set for a " + e.source + " launch");
+  e.local_world_size = std::max(1, e.local_world_size);
+  e.threads = cpus_per_task > 0 ? cpus_per_task : std::max(1, UsableCpus() / e.local_world_size);
   return e;
+}
+
+std::string LocalAddressToward(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found) return "";
+  std::string local;
+  for (addrinfo* a = found; a && local.empty(); a = a->ai_next) {
+    const int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage me{};
+    socklen_t len = sizeof(me);
+    // A UDP connect only asks the kernel for the route and source address.
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0) {
+      char text[INET6_ADDRSTRLEN] = {};
+      const void* bytes = me.ss_family == AF_INET6
+                              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&me)->sin6_addr)
+                              : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&me)->sin_addr);
+      if (inet_ntop(me.ss_family, bytes, text, sizeof(text))) local = text;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return local;
 }
 
 Distributed::Distributed(const DistEnv& env, torch::Device device) : env_(env) {
@@ -76,6 +131,11 @@ Distributed::Distributed(const DistEnv& env, torch::Device device) : env_(env) {
     opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
   } else if (env_.master_addr == "127.0.0.1" || env_.master_addr == "localhost") {
     opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else if (const std::string local = LocalAddressToward(env_.master_addr, env_.master_port); !local.empty()) {
+    // Not Gloo's default (this host name's address), which on a machine
+    // with several networks, or in a network namespace, may not be the one
+    // the other ranks can reach.
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(local));
   } else {
     opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   }

@@ -21,16 +21,32 @@ struct DistEnv {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
+  int local_world_size = 1;  // ranks on this machine
+  int threads = 1;           // CPU threads per rank: the rank's CPUs, or this machine's shared by its ranks
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string source = "none";  // which variables were used
 };
 
-// Reads RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT
-// (torchrun), else SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID, else
-// OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK; none: a single process.
-// Throws std::runtime_error on inconsistent values.
+// Reads, first found wins:
+//  - torchrun (and scripts/launch.sh): RANK, WORLD_SIZE, LOCAL_RANK,
+//    LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
+//  - Slurm (a task started by srun): SLURM_PROCID, SLURM_NTASKS,
+//    SLURM_LOCALID, the step's tasks on this node, SLURM_CPUS_PER_TASK;
+//    MASTER_ADDR / MASTER_PORT if exported, else the step's first node and
+//    a port from the job id (trainer/slurm_env.h);
+//  - Open MPI: OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK / _LOCAL_SIZE,
+//    with MASTER_ADDR (and MASTER_PORT) exported;
+// none: a single process. threads: SLURM_CPUS_PER_TASK when set, else the
+// CPUs this process may run on (its affinity mask) divided by the local
+// ranks. Throws std::runtime_error on missing or inconsistent values.
 DistEnv ReadDistEnv();
+
+// The address of this machine's interface that the kernel would use to
+// reach `host` (resolved; no packet is sent), or "" if it has no route:
+// the address Gloo binds to when the master is not on the loopback, so
+// the ranks meet on the network that leads to the master.
+std::string LocalAddressToward(const std::string& host, int port);
 
 class Distributed {
  public:

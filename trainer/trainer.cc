@@ -52,11 +52,8 @@ Trainer::Trainer(const TrainOptions& o)
     if (!torch::cuda::is_available()) throw std::runtime_error("--device cuda, but no CUDA device is available");
     ConfigureCuda();
   }
-  // Threads: split the cores between the local ranks unless told.
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  const char* local = std::getenv("LOCAL_WORLD_SIZE");
-  const int local_ranks = std::max(1, local ? std::atoi(local) : env_.world_size);
-  per_rank_threads_ = std::max(1, cores / local_ranks);
+  // Threads: the rank's share of the CPUs (ReadDistEnv) unless told.
+  per_rank_threads_ = env_.threads;
   torch::set_num_threads(o_.threads > 0 ? o_.threads : per_rank_threads_);
   torch::manual_seed(static_cast<uint64_t>(o_.seed));
   InstallStopHandlers();

@@ -113,17 +113,32 @@ TEST(Schedule, StepCosineOneCycleAndWarmup) {
 }
 
 TEST(Rendezvous, ReadsTorchrunThenSlurmVariables) {
-  for (const char* v : {"WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_NTASKS",
-                        "SLURM_PROCID", "SLURM_LOCALID"})
-    unsetenv(v);
+  const char* vars[] = {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                        "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_STEP_ID", "SLURM_JOB_ID",
+                        "SLURM_NODEID", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
+                        "SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
+                        "SLURM_NODELIST", "SLURM_CPUS_PER_TASK"};
+  for (const char* v : vars) unsetenv(v);
   EXPECT_EQ(ReadDistEnv().world_size, 1);
   setenv("SLURM_NTASKS", "4", 1);
   setenv("SLURM_PROCID", "3", 1);
-  EXPECT_THROW(ReadDistEnv(), std::runtime_error);  // Slurm needs MASTER_ADDR
-  setenv("MASTER_ADDR", "node7", 1);
+  setenv("SLURM_LOCALID", "1", 1);
+  EXPECT_THROW(ReadDistEnv(), std::runtime_error);  // the batch script, not an srun task
+  setenv("SLURM_STEP_ID", "0", 1);
+  EXPECT_THROW(ReadDistEnv(), std::runtime_error);  // no MASTER_ADDR and no node list
+  setenv("SLURM_JOB_NODELIST", "node[7-8]", 1);
+  setenv("SLURM_JOB_ID", "31", 1);
+  setenv("SLURM_NTASKS_PER_NODE", "2", 1);
+  setenv("SLURM_CPUS_PER_TASK", "3", 1);
   DistEnv e = ReadDistEnv();
   EXPECT_EQ(e.rank, 3);
   EXPECT_EQ(e.source, "slurm");
+  EXPECT_EQ(e.master_addr, "node7");  // derived by the trainer (trainer/slurm_env.h)
+  EXPECT_EQ(e.master_port, 20031);
+  EXPECT_EQ(e.local_world_size, 2);
+  EXPECT_EQ(e.threads, 3);
+  setenv("MASTER_ADDR", "node9", 1);
+  EXPECT_EQ(ReadDistEnv().master_addr, "node9");
   setenv("WORLD_SIZE", "2", 1);
   setenv("RANK", "5", 1);
   EXPECT_THROW(ReadDistEnv(), std::runtime_error);  // rank outside the world
@@ -132,8 +147,15 @@ TEST(Rendezvous, ReadsTorchrunThenSlurmVariables) {
   e = ReadDistEnv();
   EXPECT_EQ(e.source, "torchrun");
   EXPECT_EQ(e.master_port, 29777);
-  for (const char* v : {"WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_NTASKS", "SLURM_PROCID"})
-    unsetenv(v);
+  EXPECT_EQ(e.local_world_size, 2);
+  for (const char* v : vars) unsetenv(v);
+}
+
+// Gloo binds the address this host reaches the master from (two network
+// namespaces: tests/cli/netns_ddp_cli.sh).
+TEST(Rendezvous, LocalAddressTowardTheMaster) {
+  EXPECT_EQ(LocalAddressToward("127.0.0.1", 29500), "127.0.0.1");
+  EXPECT_EQ(LocalAddressToward("not an address", 29500), "");
 }
 
 // A small raw dataset: 64 records of 8x8 gray noise-like images, 4 classes.
