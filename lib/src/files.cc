@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -22,6 +23,7 @@ namespace {
 
 constexpr const char* kTmpTag = ".ipk-tmp.";
 
+// This host's name with '.' (the name's field separator) made '_'.
 const std::string& HostName() {
   static const std::string host = [] {
     char buf[256] = {0};
@@ -31,6 +33,33 @@ const std::string& HostName() {
     return h;
   }();
   return host;
+}
+
+// This kernel boot and PID namespace: the first 8 hex digits of the boot
+// id, and where the process is not in the initial PID namespace, "n" and
+// that namespace's inode in hex. A PID means something only where this
+// matches.
+const std::string& BootName() {
+  static const std::string boot = [] {
+    std::string id;
+    if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+      char buf[64] = {0};
+      if (std::fgets(buf, sizeof buf, f)) id = buf;
+      std::fclose(f);
+    }
+    id.erase(std::remove(id.begin(), id.end(), '-'), id.end());
+    id = id.substr(0, 8);
+    if (id.size() != 8 || id.find_first_not_of("0123456789abcdef") != std::string::npos) id = "noboot00";
+    struct stat ns;
+    constexpr ino_t kInitPidNs = 0xEFFFFFFC;  // PROC_PID_INIT_INO
+    if (::stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino != kInitPidNs) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "n%llx", static_cast<unsigned long long>(ns.st_ino));
+      id += buf;
+    }
+    return id;
+  }();
+  return boot;
 }
 
 bool IsTempName(const std::string& name) {
@@ -215,11 +244,48 @@ Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom, 
   return buf;
 }
 
+std::string TempTag() {
+  return std::string(kTmpTag + 1) + std::to_string(::geteuid()) + "." + HostName() + "." + BootName() + "." +
+         std::to_string(::getpid());
+}
+
+bool ParseTempOwner(const std::string& name, TempOwner* out) {
+  const size_t at = name.rfind(kTmpTag);
+  if (at == std::string::npos) return false;
+  std::vector<std::string> parts;
+  for (size_t from = at + std::strlen(kTmpTag);;) {
+    const size_t dot = name.find('.', from);
+    parts.push_back(name.substr(from, dot == std::string::npos ? std::string::npos : dot - from));
+    if (dot == std::string::npos) break;
+    from = dot + 1;
+  }
+  if (parts.size() < 4 || parts.size() > 5) return false;
+  auto number = [](const std::string& t, long long* v) {
+    if (t.empty() || t.size() > 18 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+    *v = std::stoll(t);
+    return true;
+  };
+  long long uid = 0, pid = 0;
+  if (!number(parts[0], &uid) || !number(parts[3], &pid) || parts[1].empty() || parts[2].empty()) return false;
+  out->uid = static_cast<uid_t>(uid);
+  out->host = parts[1];
+  out->boot = parts[2];
+  out->pid = static_cast<pid_t>(pid);
+  return true;
+}
+
+bool IsProvablyDeadTemp(const std::string& name, uid_t file_owner) {
+  TempOwner o;
+  if (!ParseTempOwner(name, &o)) return false;
+  if (o.uid != ::geteuid() || file_owner != ::geteuid()) return false;  // another user's: theirs to remove
+  if (o.host != HostName() || o.boot != BootName()) return false;       // its PID means nothing here
+  if (o.pid <= 0 || o.pid == ::getpid()) return false;
+  return ::kill(o.pid, 0) != 0 && errno == ESRCH;
+}
+
 std::string TempPathFor(const std::string& path) {
   fs::path p(path);
-  return (p.parent_path() / ("." + p.filename().string() + kTmpTag + HostName() + "." +
-                             std::to_string(::getpid())))
-      .string();
+  return (p.parent_path() / ("." + p.filename().string() + "." + TempTag())).string();
 }
 
 Result<TempFile> CreateTempFor(const std::string& path, mode_t mode) {
@@ -280,19 +346,13 @@ Status WriteFileAtomic(const std::string& path, const void* data, size_t size, b
 
 namespace {
 
-// True for a temporary of this host whose writer process is gone, made
-// by this user (another user's file is theirs to remove).
+// A temporary (TempPathFor's name) whose writer is provably dead.
 bool IsStaleTemp(const fs::path& path) {
   const std::string name = path.filename().string();
   if (!IsTempName(name)) return false;
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0 || st.st_uid != ::geteuid()) return false;
-  const std::string mine = std::string(kTmpTag) + HostName() + ".";
-  auto at = name.rfind(mine);
-  if (at == std::string::npos) return false;  // another host's: it may be alive
-  long pid = std::strtol(name.c_str() + at + mine.size(), nullptr, 10);
-  if (pid <= 0 || pid == ::getpid()) return false;
-  return !(::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+  if (::lstat(path.c_str(), &st) != 0) return false;
+  return IsProvablyDeadTemp(name, st.st_uid);
 }
 
 }  // namespace
@@ -321,6 +381,21 @@ int64_t RemoveStaleTempsFor(const std::string& path) {
     if (fs::remove(it->path(), rec)) ++removed;
   }
   return removed;
+}
+
+Result<std::string> MakeTempDir(const std::string& root, const std::string& what) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("imagepack-", 0) != 0 || name.find(kTmpTag) == std::string::npos) continue;
+    struct stat st;
+    if (::lstat(e.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    std::error_code rec;
+    if (IsProvablyDeadTemp(name, st.st_uid)) fs::remove_all(e.path(), rec);
+  }
+  std::string tmpl = (fs::path(root) / ("imagepack-" + what + "." + TempTag() + ".XXXXXX")).string();
+  if (!::mkdtemp(tmpl.data())) return Status::FromErrno("temporary folder in " + root, errno);
+  return tmpl;
 }
 
 Result<std::unique_ptr<PathLock>> PathLock::Acquire(const std::string& path) {

@@ -1,6 +1,7 @@
 #include "imagepack/status.h"
 
 #include <cstring>
+#include <mutex>
 
 namespace imagepack {
 
@@ -25,6 +26,28 @@ std::string Status::ToString() const {
 Status Status::WithContext(const std::string& context) const {
   if (ok()) return *this;
   return Status(code_, context + ": " + message_);
+}
+
+namespace {
+std::mutex warn_mu;
+WarningHandler& Handler() {
+  static WarningHandler handler;
+  return handler;
+}
+}  // namespace
+
+void SetWarningHandler(WarningHandler handler) {
+  std::lock_guard<std::mutex> g(warn_mu);
+  Handler() = std::move(handler);
+}
+
+void Warn(const std::string& message) {
+  WarningHandler h;
+  {
+    std::lock_guard<std::mutex> g(warn_mu);
+    h = Handler();
+  }
+  if (h) h(message);
 }
 
 }  // namespace imagepack

@@ -22,6 +22,16 @@ expect_in() { grep -qF -- "$2" "$WORK/$1" && ok || bad "$1 does not contain '$2'
 expect_not_in() { grep -qF -- "$2" "$WORK/$1" && bad "$1 contains '$2'" || ok; }
 expect_true() { if eval "$1"; then ok; else bad "$2"; fi; }
 
+# The name a temporary of PATH would have if process PID of this user, host
+# and boot had made it (files.h, "Temporaries"): ".NAME.ipk-tmp.UID.HOST.BOOT.PID".
+temp_name() {
+  local boot ns
+  boot=$(tr -d - </proc/sys/kernel/random/boot_id | cut -c1-8)
+  ns=$(stat -L -c %i /proc/self/ns/pid)
+  [ "$ns" = 4026531836 ] || boot="${boot}n$(printf %x "$ns")"
+  echo "$(dirname "$1")/.$(basename "$1").ipk-tmp.$(id -u).$(hostname | tr . _).$boot.$2"
+}
+
 finish() {
   echo "$PASS passed, $FAIL failed"
   [ "$FAIL" -eq 0 ]

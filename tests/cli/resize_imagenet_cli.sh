@@ -82,12 +82,16 @@ for _ in $(seq 200); do
   sleep 0.02
 done
 kill -KILL $pid; wait $pid 2>/dev/null
-# Leave a temporary as a killed run would have (a dead pid of this host).
+# Leave a temporary as a killed run would have (a dead pid of this user,
+# host and boot), and one of another host (alive, for all we know).
 fake=$(find "$WORK/kill" -name '*.JPEG' | head -1)
-touch "$(dirname "$fake")/.x.JPEG.ipk-tmp.$(hostname | tr . _).4194305"
+touch "$(temp_name "$(dirname "$fake")/x.JPEG" 4194305)"
+other=$(temp_name "$(dirname "$fake")/y.JPEG" 4194305 | sed "s/\.$(hostname | tr . _)\./.otherhost./")
+touch "$other"
 run rekill "$BIN" "$T" "$WORK/kill" --max-size 128 -q
 expect_rc 0 "run after SIGKILL" rekill
-expect_true "[ \$(find $WORK/kill -name '.*ipk-tmp*' | wc -l) -eq 0 ]" "stale temporaries removed"
+expect_true "[ \$(find $WORK/kill -name '.*ipk-tmp*' | wc -l) -eq 1 ] && [ -e '$other' ]" "stale temporaries removed, another host's kept"
+rm -f "$other"
 expect_true "diff -r $WORK/clean $WORK/kill >/dev/null" "result after SIGKILL equals an uninterrupted run"
 
 # Shards: three runs into one DST make the whole tree, with no overlap.

@@ -24,7 +24,7 @@ TEST(Files, ListsTreeSortedAndSplitsImagesFromOthers) {
   Spit(d / "b/1.jpg", {1});
   Spit(d / "a/deep/er/x.PNG", {1});
   Spit(d / "notes.txt", {1});
-  Spit(d / "a/.x.JPEG.ipk-tmp.host.1", {1});  // our own temporary: not listed
+  Spit(TempPathFor(d / "a/x.JPEG"), {1});  // our own temporary: not listed
   auto l = ListTree(d.path());
   ASSERT_OK(l);
   EXPECT_EQ(l->images, (std::vector<std::string>{"a/deep/er/x.PNG", "b/1.jpg", "b/2.JPEG"}));
@@ -128,19 +128,84 @@ TEST(Files, ReadFileReadsToTheEndWhateverStatSays) {
   EXPECT_GT(text.size(), 500u);
 }
 
-TEST(Files, RemovesStaleTempsOfDeadProcessesOnly) {
+// A temporary's name carries its owner: user, host, boot, process.
+TEST(Files, TempNamesNameTheirOwner) {
+  const std::string tmp = TempPathFor("/some/dir/a.lmdb");
+  TempOwner o;
+  ASSERT_TRUE(ParseTempOwner(fs::path(tmp).filename().string(), &o)) << tmp;
+  EXPECT_EQ(fs::path(tmp).parent_path(), "/some/dir");
+  EXPECT_EQ(fs::path(tmp).filename().string().rfind(".a.lmdb.ipk-tmp.", 0), 0u) << tmp;
+  EXPECT_EQ(o.uid, ::geteuid());
+  EXPECT_EQ(o.pid, ::getpid());
+  EXPECT_FALSE(o.host.empty());
+  EXPECT_EQ(o.host.find('.'), std::string::npos);
+  EXPECT_GE(o.boot.size(), 8u);
+  EXPECT_EQ(tmp, fs::path("/some/dir") / (".a.lmdb." + TempTag()));
+  // A numbered variant (CreateTempFor when the name is taken) parses too.
+  TempOwner v;
+  ASSERT_TRUE(ParseTempOwner(fs::path(tmp).filename().string() + ".3", &v));
+  EXPECT_EQ(v.pid, o.pid);
+  for (const char* bad : {".a.ipk-tmp.host.12", ".a.ipk-tmp.x.h.b.12", ".a.ipk-tmp.0.h.b.", "a.lmdb"})
+    EXPECT_FALSE(ParseTempOwner(bad, &v)) << bad;
+}
+
+// Stale only when provably dead: this user's, this host's and boot's, and
+// its process gone. Anything else may belong to a live writer elsewhere (a
+// shared file system) and stays.
+TEST(Files, RemovesStaleTempsOfProvablyDeadProcessesOnly) {
   TempDir d;
-  std::string mine = TempPathFor(d / "sub/a.jpg");
+  const std::string mine = TempPathFor(d / "sub/a.jpg");
   Spit(mine, {1});
-  // A temp of a process that cannot exist (pid 2^22+1 > pid_max default).
-  std::string dead = mine.substr(0, mine.rfind('.')) + ".4194305";
+  // The same owner but a process that cannot exist (pid 2^22+1 > pid_max default).
+  const std::string base = mine.substr(0, mine.rfind('.'));
+  const std::string dead = base + ".4194305";
   Spit(dead, {1});
-  std::string other_host = d / "sub/.b.jpg.ipk-tmp.otherhost.4194305";
-  Spit(other_host, {1});
+  TempOwner o;
+  ASSERT_TRUE(ParseTempOwner(fs::path(mine).filename().string(), &o));
+  auto renamed = [&](const std::string& from, const std::string& to) {
+    std::string n = dead;
+    n.replace(n.rfind("." + from + "."), from.size() + 2, "." + to + ".");
+    return n;
+  };
+  const std::string other_host = renamed(o.host, "otherhost");
+  const std::string other_boot = renamed(o.boot, "0badb007");
+  const std::string other_user = renamed(std::to_string(o.uid), std::to_string(o.uid + 1));
+  for (const std::string& p : {other_host, other_boot, other_user}) Spit(p, {1});
   EXPECT_EQ(RemoveStaleTemps(d.path()), 1);
-  EXPECT_TRUE(fs::exists(mine));        // ours, alive
+  EXPECT_TRUE(fs::exists(mine));  // ours, alive
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_TRUE(fs::exists(other_host));  // may belong to a live process elsewhere
+  EXPECT_TRUE(fs::exists(other_boot));  // a PID of another boot (or machine) means nothing here
+  EXPECT_TRUE(fs::exists(other_user));  // another user's to remove
+  EXPECT_TRUE(IsProvablyDeadTemp(fs::path(dead).filename().string(), ::geteuid()));
+  // A file of another owner under our name is not ours to remove.
+  EXPECT_FALSE(IsProvablyDeadTemp(fs::path(dead).filename().string(), ::geteuid() + 1));
+}
+
+// Staging folders follow the same rule: another node's folder on a shared
+// file system (its host in the name, its PID meaningless here) is never
+// removed; a dead process's of this host and boot is.
+TEST(Files, TempFoldersOfOtherHostsSurvive) {
+  TempDir root;
+  auto a = MakeTempDir(root.path(), "upload");
+  ASSERT_OK(a);
+  const std::string name = fs::path(*a).filename().string();
+  EXPECT_EQ(name.rfind("imagepack-upload." + TempTag() + ".", 0), 0u) << name;
+  EXPECT_EQ(fs::status(*a).permissions() & fs::perms::all, fs::perms::owner_all);
+  TempOwner o;
+  ASSERT_TRUE(ParseTempOwner(name, &o));
+  std::string dead = name, other = name;
+  dead.replace(dead.find("." + std::to_string(o.pid) + "."), std::to_string(o.pid).size() + 2, ".4194305.");
+  other.replace(other.find("." + o.host + "."), o.host.size() + 2, ".othernode.");
+  other.replace(other.find("." + std::to_string(o.pid) + "."), std::to_string(o.pid).size() + 2, ".4194305.");
+  fs::create_directory(root / dead);
+  fs::create_directory(root / other);
+  Spit(root / (other + "/part"), {1});
+  auto b = MakeTempDir(root.path(), "shards");
+  ASSERT_OK(b);
+  EXPECT_TRUE(fs::exists(*a));  // alive: ours
+  EXPECT_FALSE(fs::exists(root / dead));
+  EXPECT_TRUE(fs::exists(root / (other + "/part")));
 }
 
 }  // namespace

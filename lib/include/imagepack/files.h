@@ -49,16 +49,24 @@ Result<std::vector<uint8_t>> ReadFile(const std::string& path, size_t headroom =
 // renaming and the folder after, so the new file survives a power cut.
 Status WriteFileAtomic(const std::string& path, const void* data, size_t size, bool sync = false);
 
+// Temporaries, one scheme for every file and folder imagepack writes on
+// its way to a final name (docs/RELIABILITY.md, "Temporaries"): the name
+// carries its owner, "ipk-tmp.UID.HOST.BOOT.PID" (BOOT: this kernel boot
+// and PID namespace), so that a temporary is removed by a later run only
+// when its writer is provably dead: this user's (by name and by the
+// file's owner), of this host and boot, and its PID gone. Another host's,
+// another boot's or another user's temporaries are left alone.
+//
 // The temporary name used for `path` by this process:
-// "<dir>/.<name>.ipk-tmp.<host>.<pid>".
+// "<dir>/.<name>.ipk-tmp.UID.HOST.BOOT.PID".
 std::string TempPathFor(const std::string& path);
 
-// Deletes temporary files below `root` left by dead processes of this host.
+// Deletes the temporaries below `root` whose writers are provably dead.
 // Returns how many were removed.
 int64_t RemoveStaleTemps(const std::string& root);
 
-// Deletes only the temporaries of `path` itself (".NAME.ipk-tmp.HOST.PID"
-// beside it) left by dead processes of this host.
+// Deletes only the temporaries of `path` itself (".NAME.ipk-tmp...."
+// beside it) whose writers are provably dead.
 int64_t RemoveStaleTempsFor(const std::string& path);
 
 // fsyncs the directory holding `path` so a rename into it is durable.

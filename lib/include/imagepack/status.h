@@ -5,6 +5,7 @@
 // and never throws across its API; callers decide how to report.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -77,6 +78,16 @@ class Result {
  private:
   std::variant<T, Status> v_;
 };
+
+// Warnings: what a run survives but a person should hear of (a planted
+// folder skipped, a dataset started from its node cache while its server
+// is unreachable). The library never prints: Warn hands each message to the
+// handler set here (the tools print it on stderr as "PROGRAM: warning:
+// ..."); with none set, warnings are dropped. Both thread-safe; the handler
+// may be called from any thread.
+using WarningHandler = std::function<void(const std::string& message)>;
+void SetWarningHandler(WarningHandler handler);
+void Warn(const std::string& message);
 
 }  // namespace imagepack
 
