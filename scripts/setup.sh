@@ -16,6 +16,7 @@ PACKAGES=(
   dataset-fashion-mnist plasma-workspace-wallpapers mate-backgrounds
   libcurl4-openssl-dev curl python3-boto3 s3fs iproute2 uuid-runtime
   ceph-mon ceph-osd radosgw ceph-common
+  nginx openssl
   slurm-wlm munge
 )
 

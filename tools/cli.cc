@@ -58,6 +58,11 @@ po::variables_map ParseOrExit(int argc, char** argv, const std::string& synopsis
     auto slash = a0.rfind('/');
     g_program = slash == std::string::npos ? a0 : a0.substr(slash + 1);
   }
+  // The library never prints: its warnings come here.
+  SetWarningHandler([](const std::string& message) {
+    std::fprintf(stderr, "%s: warning: %s\n", g_program.c_str(), message.c_str());
+    std::fflush(stderr);
+  });
   po::options_description all;
   all.add(visible).add(hidden);
   po::variables_map vm;

@@ -12,7 +12,7 @@
 
 #include "cli.h"
 #include "imagepack/pack.h"
-#include "imagepack/byte_source.h"
+#include "imagepack/storage.h"
 
 using namespace imagepack;
 namespace po = boost::program_options;
@@ -136,8 +136,12 @@ std::string Resolve(Args& a, const po::variables_map& vm) {
   if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3) return "--channels must be 1 or 3";
   if (o.lmdb_records_per_value < 0 || o.lmdb_records_per_value > kMaxRecordsPerValue)
     return "--records-per-value must be in 0.." + std::to_string(kMaxRecordsPerValue);
-  // Object storage holds blobs only: the default follows the destination.
-  if (vm["format"].defaulted() && IsObjectUrl(o.dst)) a.format = "blob";
+  // Only local files hold an LMDB (it needs a memory map): the default
+  // follows the destination's storage.
+  if (vm["format"].defaulted()) {
+    auto storage = OpenStorage(o.dst);
+    if (storage.ok() && !storage.value()->local()) a.format = "blob";
+  }
   auto fmt = ParseContainerFormat(a.format);
   if (!fmt.ok()) return fmt.status().message();
   auto enc = ParseEncoding(a.encoding);

@@ -56,7 +56,7 @@ po::options_description Options(TrainOptions* o) {
       ("device", po::value(&a.device)->default_value("cpu"), "cpu or cuda")
       ("channels-last", "NHWC batches and channels-last model")
       ("in-ram", "hold the databases in RAM, one shared copy per machine")
-      ("cache-dir", po::value(&a.cache_dir), "s3:// datasets: keep fetched blocks in this local folder")
+      ("cache-dir", po::value(&a.cache_dir), "remote datasets (s3://, https://): keep fetched blocks in this local folder")
       ("cache-limit", po::value(&a.cache_limit_mb)->default_value(0), "MB kept in --cache-dir (0: 20480)")
       ("lock-in-ram", "with --in-ram: mlock the copy")
       ("order", po::value(&a.order)->default_value("auto"),

@@ -23,6 +23,7 @@
 #include "imagepack/fields.h"
 #include "imagepack/image.h"
 #include "imagepack/loader.h"
+#include "imagepack/storage.h"
 #include "imagepack/store.h"
 
 namespace py = pybind11;
@@ -89,6 +90,7 @@ void BindLoaderOptions(py::module_& m) {
       .def_readwrite("lock_in_ram", &O::lock_in_ram)
       .def_readwrite("cache_dir", &O::cache_dir)
       .def_readwrite("cache_limit_mb", &O::cache_limit_mb)
+      .def_readwrite("ca_file", &O::ca_file)
       .def_readwrite("batch_size", &O::batch_size)
       .def_readwrite("size", &O::size)
       .def_readwrite("eval_resize", &O::eval_resize)
@@ -384,6 +386,19 @@ class PyDataset {
 PYBIND11_MODULE(_imagepack, m) {
   using namespace imagepack;
   m.doc() = "imagepack's C++ loader and databases (use the package `imagepack`, not this module)";
+  // The library never prints: its warnings (a planted folder skipped, a
+  // dataset read from its node cache) go to stderr here.
+  SetWarningHandler([](const std::string& message) {
+    std::fprintf(stderr, "imagepack: warning: %s\n", message.c_str());
+    std::fflush(stderr);
+  });
+  m.def(
+      "is_local",
+      [](const std::string& path) {
+        auto storage = OpenStorage(path);
+        return storage.ok() && storage.value()->local();
+      },
+      "True when `path` names a file of this machine (not s3://, https://, ...).");
   g_corruption_error = PyErr_NewExceptionWithDoc("imagepack.CorruptionError",
                                                  "A record or file is damaged; the message names it.",
                                                  PyExc_RuntimeError, nullptr);

@@ -38,11 +38,11 @@ void Put(uint8_t* p, T v) {
 
 class BlobWriter : public RecordWriter, public ParallelRecordWriter {
  public:
-  BlobWriter(std::string path, TempFile tmp) : path_(std::move(path)), tmp_(std::move(tmp.path)), fd_(tmp.fd) {}
+  explicit BlobWriter(std::unique_ptr<WritableFile> out)
+      : out_(std::move(out)), tmp_(out_->staging_path()), fd_(out_->fd()) {}
   ~BlobWriter() override {
     staged_.reset();  // stops its threads before the file goes
-    if (fd_ >= 0) ::close(fd_);
-    if (!finished_) ::unlink(tmp_.c_str());
+    out_.reset();     // unfinished: the staging file is removed, nothing published
   }
 
   Status Open(DirectIo direct_io) {
@@ -136,12 +136,7 @@ class BlobWriter : public RecordWriter, public ParallelRecordWriter {
     if (::pwrite(fd_, header, kHeaderSize, 0) != static_cast<ssize_t>(kHeaderSize))
       return status_ = Status::FromErrno("write header of " + tmp_, errno);
     if (::fsync(fd_) != 0) return status_ = Status::FromErrno("fsync " + tmp_, errno);
-    ::close(fd_);
-    fd_ = -1;
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-      return status_ = Status::FromErrno("rename " + tmp_ + " to " + path_, errno);
-    finished_ = true;
-    return status_ = SyncParentDir(path_);
+    return status_ = out_->Commit();  // a rename beside it, or an upload
   }
 
   int64_t count() const override { return static_cast<int64_t>(offsets_.size()); }
@@ -179,13 +174,13 @@ class BlobWriter : public RecordWriter, public ParallelRecordWriter {
   }
   Status PwriteAll(const uint8_t* p, size_t n, uint64_t at) const { return imagepack::PwriteAll(fd_, p, n, at, tmp_); }
 
-  std::string path_, tmp_;
-  int fd_ = -1;
+  std::unique_ptr<WritableFile> out_;
+  const std::string tmp_;
+  const int fd_;
   std::unique_ptr<StagedFile> staged_;  // O_DIRECT writes; null: buffered
   std::vector<uint8_t> buf_;
   uint64_t pos_ = 0;
   std::vector<uint64_t> offsets_, lengths_;
-  bool finished_ = false;
   Status status_;
   uint64_t buf_at_ = 0;        // where buf_'s first byte goes
   mutable std::mutex parallel_mu_;
@@ -194,8 +189,8 @@ class BlobWriter : public RecordWriter, public ParallelRecordWriter {
 
 }  // namespace
 
-Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, TempFile tmp, DirectIo direct_io) {
-  auto w = std::make_unique<BlobWriter>(path, std::move(tmp));
+Result<std::unique_ptr<RecordWriter>> NewBlobWriter(std::unique_ptr<WritableFile> out, DirectIo direct_io) {
+  auto w = std::make_unique<BlobWriter>(std::move(out));
   IMAGEPACK_RETURN_IF_ERROR(w->Open(direct_io));
   return std::unique_ptr<RecordWriter>(std::move(w));
 }

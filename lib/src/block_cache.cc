@@ -40,8 +40,8 @@ Result<std::unique_ptr<DiskCache>> DiskCache::Open(const std::string& root, cons
                                                    uint64_t limit_bytes) {
   std::error_code ec;
   fs::create_directories(root, ec);  // the root itself may be shared; ours is a private folder inside
-  auto mine = OpenPrivateShmDir(root);
-  if (!mine.ok()) return mine.status().WithMessage("cache: " + mine.status().message());
+  auto mine = OpenPrivateUserDir(root, "cache");
+  if (!mine.ok()) return mine.status();
   ::close(mine->fd);
   char name[32];
   std::snprintf(name, sizeof name, "obj-%016llx", static_cast<unsigned long long>(XXH3_64bits(identity.data(), identity.size())));
@@ -92,6 +92,49 @@ std::shared_ptr<const BlockBytes> DiskCache::Load(uint64_t b, uint64_t size) con
   ::close(fd);
   if (!out) ::unlink(p.c_str());
   return out;
+}
+
+std::vector<uint64_t> DiskCache::Missing(uint64_t size, uint64_t block) const {
+  std::vector<uint64_t> missing;
+  const uint64_t blocks = block ? (size + block - 1) / block : 0;
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const uint64_t want = std::min(block, size - b * block) + 8;
+    struct stat st;
+    if (::lstat(BlockPath(b).c_str(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != want)
+      missing.push_back(b);
+  }
+  return missing;
+}
+
+namespace {
+
+Result<std::string> PinPath(const std::string& root, const std::string& key) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  auto mine = OpenPrivateUserDir(root, "cache");
+  if (!mine.ok()) return mine.status();
+  ::close(mine->fd);
+  char name[32];
+  std::snprintf(name, sizeof name, "pin-%016llx", static_cast<unsigned long long>(XXH3_64bits(key.data(), key.size())));
+  return (fs::path(mine->path) / "pins" / name).string();
+}
+
+}  // namespace
+
+Result<std::string> DiskCache::ReadPin(const std::string& root, const std::string& key) {
+  auto path = PinPath(root, key);
+  if (!path.ok()) return path.status();
+  auto bytes = ReadFile(*path, 0, 1 << 16);
+  if (!bytes.ok()) return bytes.status();
+  return std::string(bytes->begin(), bytes->end());
+}
+
+Status DiskCache::WritePin(const std::string& root, const std::string& key, const std::string& text) {
+  auto path = PinPath(root, key);
+  if (!path.ok()) return path.status();
+  if (auto old = ReadFile(*path, 0, 1 << 16); old.ok() && std::string(old->begin(), old->end()) == text)
+    return Status::Ok();
+  return WriteFileAtomic(*path, text.data(), text.size());
 }
 
 bool DiskCache::TryClaim(uint64_t b) const { return OfdLock(lock_fd_, b, F_WRLCK, false); }

@@ -61,6 +61,17 @@ class DiskCache {
   // ignored: the cache is an optimisation.
   void Store(uint64_t b, const uint8_t* data, uint64_t size) const;
   const std::string& dir() const { return dir_; }
+  // The blocks of an object of `size` bytes in blocks of `block` bytes
+  // that have no file of the right size here (checksums are checked when
+  // a block is read).
+  std::vector<uint64_t> Missing(uint64_t size, uint64_t block) const;
+
+  // The version of an object last opened with this cache (its pin), by a
+  // key naming the object (endpoint and name): JSON text written by
+  // WritePin, read back for a run whose server is unreachable. The pins
+  // live in ROOT/imagepack-UID/pins, one file per key.
+  static Result<std::string> ReadPin(const std::string& root, const std::string& key);
+  static Status WritePin(const std::string& root, const std::string& key, const std::string& text);
 
  private:
   DiskCache(std::string root, std::string dir, int lock_fd, uint64_t limit)
@@ -73,7 +84,8 @@ class DiskCache {
   mutable std::atomic<uint64_t> total_{0};  // bytes under root_: the last scan + what this process wrote since
 };
 
-// The blocks of [0, end) of a source, block_bytes each (the last shorter).
+// The blocks of [0, end) of a source (a remote object, whole), block_bytes
+// each (the last shorter).
 // Get() returns a block, fetching it if needed (one fetch per block however
 // many threads ask); Fetch() brings many in with GETs in flight together,
 // adjacent missing blocks merged into one range. Up to ram_blocks are kept

@@ -1,5 +1,5 @@
 #include "imagepack/export.h"
-#include "imagepack/byte_source.h"
+#include "imagepack/storage.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -348,16 +348,21 @@ namespace {
 Result<ExportSummary> ExportLocal(const ExportOptions& o);
 }  // namespace
 
-// To object storage: exported into a private staging folder, then every
-// file uploaded under the prefix (docs/OBJECT_STORAGE.md).
+// Into a store whose files are not this machine's (object storage):
+// exported into a private staging folder, then every file published under
+// the prefix (docs/OBJECT_STORAGE.md).
 Result<ExportSummary> ExportDatabase(const ExportOptions& o) {
-  if (!IsObjectUrl(o.dst)) return ExportLocal(o);
-  auto staging = MakeStagingDir("export");
+  auto storage = OpenStorage(o.dst);
+  if (!storage.ok()) return storage.status();
+  if (storage.value()->local()) return ExportLocal(o);
+  if (!storage.value()->writable())
+    return Status::NotSupported(o.dst + ": " + storage.value()->name() + " storage is read-only");
+  auto staging = MakeStagingDir(storage.value()->settings(), "export");
   if (!staging.ok()) return staging.status();
   ExportOptions local = o;
   local.dst = staging.value();
   auto r = ExportLocal(local);
-  Status st = r.ok() ? UploadTree(local.dst, o.dst) : r.status();
+  Status st = r.ok() ? PublishTree(local.dst, *storage.value(), o.dst) : r.status();
   std::error_code ec;
   fs::remove_all(local.dst, ec);
   if (!st.ok()) return st;

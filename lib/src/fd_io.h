@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,27 @@ namespace imagepack {
 // O_NONBLOCK, so a FIFO cannot block the open itself). The caller closes
 // the descriptor.
 Result<int> OpenRegularFile(const std::string& path);
+
+// The owner a temporary's name carries (files.h, TempPathFor):
+// "ipk-tmp.UID.HOST.BOOT.PID" and an optional ".SUFFIX".
+struct TempOwner {
+  uid_t uid = 0;
+  std::string host, boot;
+  pid_t pid = 0;
+};
+// This process's "ipk-tmp.UID.HOST.BOOT.PID".
+std::string TempTag();
+// The owner named in `name` (a file or folder name holding ".ipk-tmp.").
+bool ParseTempOwner(const std::string& name, TempOwner* out);
+// True when the temporary `name`, a file or folder owned by `file_owner`,
+// was made by a process that is provably dead: this user's, this host's
+// and boot's, and no process has its PID.
+bool IsProvablyDeadTemp(const std::string& name, uid_t file_owner);
+
+// A new private folder (0700) under `root`, named
+// "imagepack-WHAT.ipk-tmp.UID.HOST.BOOT.PID.XXXXXX"; such folders of
+// provably dead processes are removed first.
+Result<std::string> MakeTempDir(const std::string& root, const std::string& what);
 
 // A new temporary file for `path`, opened O_RDWR: TempPathFor's name, or
 // that name with ".1", ".2", ... while a file of that name exists (planted
@@ -63,6 +85,9 @@ Status PwriteAll(int fd, const void* data, size_t size, uint64_t offset, const s
 // Returns the bytes read (fewer than `size` only at the end of the file),
 // or -1 with errno set.
 ssize_t PreadFull(int fd, void* data, size_t size, uint64_t offset);
+
+// A local regular file's bytes (OpenRegularFile, then AdoptFileSource).
+Result<std::unique_ptr<ByteSource>> OpenFileSource(const std::string& path);
 
 // A byte source over `fd` (taken: the source closes it), named `path` in
 // messages and identified by fstat() now.

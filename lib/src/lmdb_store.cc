@@ -55,13 +55,13 @@ uint64_t Load64(const uint8_t* p) {
 
 class LmdbWriter : public RecordWriter {
  public:
-  LmdbWriter(std::string path, TempFile tmp, int per_value)
-      : path_(std::move(path)), tmp_(std::move(tmp.path)), tmp_fd_(tmp.fd), per_value_(static_cast<size_t>(per_value)) {}
+  LmdbWriter(std::unique_ptr<WritableFile> out, int per_value)
+      : out_(std::move(out)), tmp_(out_->staging_path()), tmp_fd_(out_->fd()),
+        per_value_(static_cast<size_t>(per_value)) {}
   ~LmdbWriter() override {
     if (inflight_.valid()) inflight_.wait();  // the flush thread uses env_
     if (env_) mdb_env_close(env_);
-    if (tmp_fd_ >= 0) ::close(tmp_fd_);
-    if (!finished_) ::unlink(tmp_.c_str());
+    out_.reset();  // unfinished: the staging file is removed, nothing published
   }
 
   Status Open() {
@@ -106,10 +106,7 @@ class LmdbWriter : public RecordWriter {
     if (rc) return status_ = DiskError(tmp_, rc);
     mdb_env_close(env_);
     env_ = nullptr;
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-      return status_ = Status::FromErrno("rename " + tmp_ + " to " + path_, errno);
-    finished_ = true;
-    return status_ = SyncParentDir(path_);
+    return status_ = out_->Commit();
   }
 
   int64_t count() const override { return added_; }
@@ -230,8 +227,9 @@ class LmdbWriter : public RecordWriter {
     return Status::IOError("LMDB map could not be grown enough for " + tmp_);
   }
 
-  std::string path_, tmp_;
-  int tmp_fd_ = -1;  // the temporary as created; LMDB opens it through /proc/self/fd
+  std::unique_ptr<WritableFile> out_;
+  const std::string tmp_;
+  const int tmp_fd_;  // the staging file as created; LMDB opens it through /proc/self/fd
   const size_t per_value_;
   MDB_env* env_ = nullptr;
   MDB_dbi dbi_ = 0;
@@ -244,7 +242,6 @@ class LmdbWriter : public RecordWriter {
   std::future<Status> inflight_;
   size_t pending_bytes_ = 0;
   int64_t added_ = 0;
-  bool finished_ = false;
   Status status_;
 };
 
@@ -503,8 +500,8 @@ class LmdbSource : public RecordSource {
 
 }  // namespace
 
-Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, TempFile tmp, int records_per_value) {
-  auto w = std::make_unique<LmdbWriter>(path, std::move(tmp), records_per_value);  // removes tmp on failure
+Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(std::unique_ptr<WritableFile> out, int records_per_value) {
+  auto w = std::make_unique<LmdbWriter>(std::move(out), records_per_value);  // removes the file on failure
   if (records_per_value < 1 || records_per_value > kMaxRecordsPerValue)
     return Status::InvalidArgument("records per LMDB value must be in [1, " + std::to_string(kMaxRecordsPerValue) +
                                    "], not " + std::to_string(records_per_value));

@@ -485,6 +485,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   oo.pread_records = true;
   oo.cache_dir = o.cache_dir;
   oo.cache_limit_mb = o.cache_limit_mb;
+  oo.ca_file = o.ca_file;
   auto src = OpenDatabases(o.paths, oo);
   if (!src.ok()) return src.status();
   const RecordSource& s = *src.value();

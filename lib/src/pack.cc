@@ -2,7 +2,7 @@
 // made into records on every core (record_maker.h), written in order,
 // the metadata summed up.
 #include "imagepack/pack.h"
-#include "imagepack/byte_source.h"
+#include "imagepack/storage.h"
 
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
@@ -324,13 +324,8 @@ Result<PackSummary> PackDataset(const PackOptions& given) {
   summary.meta = PackMeta(o, source.value(), totals, w.count(), summary.payload_bytes, created.value());
   IMAGEPACK_RETURN_IF_ERROR(w.Finish(summary.meta));
   summary.written = summary.meta.count;
-  if (IsObjectUrl(o.dst)) {
-    auto obj = OpenByteSource(o.dst);
-    summary.file_bytes = obj.ok() ? static_cast<int64_t>(obj.value()->size()) : 0;
-  } else {
-    std::error_code ec;
-    summary.file_bytes = static_cast<int64_t>(fs::file_size(o.dst, ec));
-  }
+  if (auto storage = OpenStorage(o.dst); storage.ok())
+    if (auto info = storage.value()->Stat(o.dst); info.ok()) summary.file_bytes = static_cast<int64_t>(info->size);
   summary.seconds = SecondsSince(t0);
   return summary;
 }

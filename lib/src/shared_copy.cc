@@ -19,9 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "imagepack/byte_source.h"
-#include "imagepack/files.h"
 #include "fd_io.h"
+#include "imagepack/files.h"
 
 namespace fs = std::filesystem;
 
@@ -71,10 +70,24 @@ Status CopyFromSource(const ByteSource& src, int dst_fd, uint64_t size, const st
   return st.ok() ? st : st.WithContext("in_ram: copy " + src.Describe() + " into " + dst);
 }
 
+// True when the name `name` in `dir_fd` is the file open as `fd`.
+bool NameIs(int dir_fd, const char* name, int fd) {
+  struct stat by_name, by_fd;
+  return ::fstatat(dir_fd, name, &by_name, AT_SYMLINK_NOFOLLOW) == 0 && ::fstat(fd, &by_fd) == 0 &&
+         by_name.st_dev == by_fd.st_dev && by_name.st_ino == by_fd.st_ino;
+}
+
+// Removes name `name` of `dir_fd` if it is still the file `fd`, whose
+// exclusive flock the caller holds: while it does, no one else holds that
+// copy, so no one can remove or replace the name in between.
+void UnlinkIfStill(int dir_fd, const char* name, int fd) {
+  if (NameIs(dir_fd, name, fd)) ::unlinkat(dir_fd, name, 0);
+}
+
 // Removes copies no process holds (left by a crash, or of a file that has
-// changed since), so shared memory does not fill with orphans. Under the
-// folder's lock: nobody is between opening a copy and taking its flock.
-void RemoveOrphans(int dir_fd, const std::string& keep) {
+// changed since), so shared memory does not fill with orphans, and the
+// temporaries of makers that provably died.
+void RemoveOrphans(int dir_fd, const std::string& dir_path, const std::string& keep) {
   DIR* d = ::fdopendir(::dup(dir_fd));
   if (d == nullptr) return;
   std::vector<std::string> names;
@@ -82,18 +95,12 @@ void RemoveOrphans(int dir_fd, const std::string& keep) {
   ::closedir(d);
   for (const std::string& name : names) {
     if (name.rfind(kPrefix, 0) != 0 || name == keep) continue;
-    // Copies are made under the lock: a temporary seen now is a dead one's.
-    if (name.find(".db.tmp") != std::string::npos) {
-      ::unlinkat(dir_fd, name.c_str(), 0);
-      continue;
-    }
     if (name.size() < 3 || name.compare(name.size() - 3, 3, ".db") != 0) continue;
     Fd df(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (df.fd >= 0 && ::flock(df.fd, LOCK_EX | LOCK_NB) == 0) ::unlinkat(dir_fd, name.c_str(), 0);
+    if (df.fd >= 0 && ::flock(df.fd, LOCK_EX | LOCK_NB) == 0) UnlinkIfStill(dir_fd, name.c_str(), df.fd);
   }
+  RemoveStaleTemps(dir_path);
 }
-
-void Warn(const std::string& what) { std::fprintf(stderr, "imagepack: warning: %s\n", what.c_str()); }
 
 // Whether `fd` is a folder only this user can enter: ours, mode 0700 or
 // narrower. Else says why in `why`.
@@ -130,10 +137,10 @@ int OpenPrivateDir(const std::string& path, bool make, std::string* why) {
 
 }  // namespace
 
-Result<PrivateDir> OpenPrivateShmDir(const std::string& root) {
+Result<PrivateDir> OpenPrivateUserDir(const std::string& root, const std::string& what) {
   struct stat rst;
-  if (::stat(root.c_str(), &rst) != 0) return Status::FromErrno("in_ram: shared-memory folder " + root, errno);
-  if (!S_ISDIR(rst.st_mode)) return Status::InvalidArgument("in_ram: " + root + " is not a folder");
+  if (::stat(root.c_str(), &rst) != 0) return Status::FromErrno(what + (what == "in_ram" ? ": shared-memory folder " : ": folder ") + root, errno);
+  if (!S_ISDIR(rst.st_mode)) return Status::InvalidArgument(what + ": " + root + " is not a folder");
   const std::string base = (fs::path(root) / ("imagepack-" + std::to_string(::geteuid()))).string();
   std::string why;
   int fd = OpenPrivateDir(base, /*make=*/true, &why);
@@ -152,21 +159,19 @@ Result<PrivateDir> OpenPrivateShmDir(const std::string& root) {
   for (const std::string& p : ours) {
     std::string ignored;
     if ((fd = OpenPrivateDir(p, /*make=*/false, &ignored)) >= 0) {
-      Warn("in_ram: " + bad + " is not this user's private folder: not used; copies live in " + p);
+      Warn(what + ": " + bad + " is not this user's private folder: not used; copies live in " + p);
       return PrivateDir{fd, p};
     }
   }
   std::string templ = base + "-XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr)
-    return Status::FromErrno("in_ram: " + bad + " is not this user's private folder, and no other can be made", errno);
+    return Status::FromErrno(what + ": " + bad + " is not this user's private folder, and no other can be made", errno);
   if ((fd = OpenPrivateDir(templ, /*make=*/false, &why)) < 0)
-    return Status::IOError("in_ram: cannot use " + templ + ": " + why);
-  Warn("in_ram: " + bad + " is not this user's private folder: not used; copies live in " + templ);
+    return Status::IOError(what + ": cannot use " + templ + ": " + why);
+  Warn(what + ": " + bad + " is not this user's private folder: not used; copies live in " + templ);
   return PrivateDir{fd, templ};
 }
 
-namespace {
-}  // namespace
 
 Status SharedCopy::Lock() {
   if (size_ == 0) return Status::Ok();
@@ -185,79 +190,63 @@ Status SharedCopy::Lock() {
 SharedCopy::~SharedCopy() {
   if (locked_) ::munmap(locked_, size_);
   if (fd_ < 0) return;
-  // Under the folder's lock, so no process is between opening the copy and
-  // taking its shared flock: if no other holder is left, the copy goes.
-  Fd lf(::open(lock_path_.c_str(), O_RDONLY | O_CLOEXEC));
-  if (lf.fd >= 0) ::flock(lf.fd, LOCK_EX);
-  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) ::unlink(path_.c_str());
+  // The last holder removes the copy; one that is not takes no lock at all.
+  // Never waits: LOCK_NB, and no folder lock.
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+    Fd dir(::open(fs::path(path_).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir.fd >= 0) UnlinkIfStill(dir.fd, fs::path(path_).filename().c_str(), fd_);
+  }
   ::close(fd_);
 }
 
-Result<std::unique_ptr<SharedCopy>> SharedCopy::Acquire(const std::string& source, const std::string& dir_in) {
-  std::string root = dir_in;
-  if (root.empty()) {
-    const char* env = std::getenv("IMAGEPACK_SHM_DIR");
-    root = env && *env ? env : "/dev/shm";
-  }
-  auto private_dir = OpenPrivateShmDir(root);
+Result<std::unique_ptr<SharedCopy>> SharedCopy::Acquire(const ByteSource& source, const std::string& shm_dir) {
+  const std::string& root = shm_dir;
+  auto private_dir = OpenPrivateUserDir(root, "in_ram");
   if (!private_dir.ok()) return private_dir.status();
   Fd dir(private_dir->fd);
   const std::string& dir_path = private_dir->path;
-  std::unique_ptr<ByteSource> bytes;  // the file, or the object (copied straight from the bucket)
-  char name[200];
-  uint64_t size = 0;
-  if (IsObjectUrl(source)) {
-    auto b = OpenByteSource(source);
-    if (!b.ok()) return b.status();
-    bytes = std::move(b.value());
-    size = bytes->size();
-    // Named by the object's identity (endpoint, bucket, key, ETag, size).
-    const std::string id = bytes->identity();
-    std::snprintf(name, sizeof name, "%ss3-%016llx-%llx.db", kPrefix,
-                  static_cast<unsigned long long>(XXH3_64bits(id.data(), id.size())),
-                  static_cast<unsigned long long>(size));
-  } else {
-    auto fd = OpenRegularFile(source);
-    if (!fd.ok()) return fd.status();
-    struct stat st;
-    const int stat_rc = ::fstat(*fd, &st), stat_errno = errno;
-    auto b = AdoptFileSource(*fd, source);  // the descriptor is the source's now
-    if (!b.ok()) return b.status();
-    if (stat_rc != 0) return Status::FromErrno(source, stat_errno);
-    bytes = std::move(b.value());
-    size = static_cast<uint64_t>(st.st_size);
-    // The change time too: a file written in place and given back its old
-    // modification time (touch -r) still gets a new ctime, which no user
-    // can set.
-    std::snprintf(name, sizeof name, "%s%llx-%llx-%llx-%lld.%09ld-%lld.%09ld.db", kPrefix,
-                  static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino),
-                  static_cast<unsigned long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
-                  st.st_mtim.tv_nsec, static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec);
-  }
+  const uint64_t size = source.size();
+  // Named by the source's identity: another version of the file (or
+  // object) is another copy.
+  const std::string id = source.identity();
+  char name[96];
+  std::snprintf(name, sizeof name, "%s%016llx-%llx.db", kPrefix,
+                static_cast<unsigned long long>(XXH3_64bits(id.data(), id.size())),
+                static_cast<unsigned long long>(size));
   std::unique_ptr<SharedCopy> copy(new SharedCopy);
   copy->path_ = (fs::path(dir_path) / name).string();
-  // One lock for the folder, held while a copy is found or made and while
-  // one is let go (copies are made one at a time: they share the device).
-  // In this user's own folder: no other user can hold it.
+  // One lock for the folder, held while a copy is made and put in place
+  // (copies are made one at a time: they share the device), and while one
+  // is discarded. In this user's own folder: no other user can hold it.
+  // Destructors never take it.
   copy->lock_path_ = (fs::path(dir_path) / (std::string(kPrefix) + "folder.lock")).string();
   copy->size_ = size;
-  Fd lf(::openat(dir.fd, (std::string(kPrefix) + "folder.lock").c_str(),
-                 O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (lf.fd < 0) return Status::FromErrno("in_ram: cannot create " + copy->lock_path_, errno);
-  if (::flock(lf.fd, LOCK_EX) != 0) return Status::FromErrno("lock " + copy->lock_path_, errno);
-
-  Fd db(::openat(dir.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (db.fd >= 0) {
-    struct stat cst;
-    if (::fstat(db.fd, &cst) != 0 || !S_ISREG(cst.st_mode) || cst.st_uid != ::geteuid() ||
-        static_cast<uint64_t>(cst.st_size) != copy->size_) {
-      Warn("in_ram: " + copy->path_ + " is not a copy of " + source + " (owner, type or size differ): made again");
-      ::unlinkat(dir.fd, name, 0);
-      ::close(db.release());
+  for (int round = 0;; ++round) {
+    if (round > 100) return Status::IOError("in_ram: " + copy->path_ + " keeps vanishing while it is opened");
+    Fd db(::openat(dir.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (db.fd >= 0) {
+      struct stat cst;
+      if (::fstat(db.fd, &cst) != 0 || !S_ISREG(cst.st_mode) || cst.st_uid != ::geteuid() ||
+          static_cast<uint64_t>(cst.st_size) != copy->size_) {
+        Warn("in_ram: " + copy->path_ + " is not a copy of " + source.Describe() +
+             " (owner, type or size differ): made again");
+        Fd lf(::openat(dir.fd, (std::string(kPrefix) + "folder.lock").c_str(),
+                       O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (lf.fd >= 0 && ::flock(lf.fd, LOCK_EX) == 0 && NameIs(dir.fd, name, db.fd)) ::unlinkat(dir.fd, name, 0);
+        continue;
+      }
+      if (::flock(db.fd, LOCK_SH) != 0) return Status::FromErrno("lock " + copy->path_, errno);
+      // Its last holder removed it between our open and our lock: look again.
+      if (::fstat(db.fd, &cst) != 0 || cst.st_nlink == 0) continue;
+      copy->fd_ = db.release();
+      return copy;
     }
-  }
-  if (db.fd < 0) {
-    RemoveOrphans(dir.fd, name);
+    Fd lf(::openat(dir.fd, (std::string(kPrefix) + "folder.lock").c_str(),
+                   O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (lf.fd < 0) return Status::FromErrno("in_ram: cannot create " + copy->lock_path_, errno);
+    if (::flock(lf.fd, LOCK_EX) != 0) return Status::FromErrno("lock " + copy->lock_path_, errno);
+    if (::faccessat(dir.fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) continue;  // made while we waited
+    RemoveOrphans(dir.fd, dir_path, name);
     struct statvfs vfs;
     if (::fstatvfs(dir.fd, &vfs) != 0) return Status::FromErrno("in_ram: " + dir_path, errno);
     const double room = double(vfs.f_bavail) * double(vfs.f_frsize);
@@ -265,34 +254,38 @@ Result<std::unique_ptr<SharedCopy>> SharedCopy::Acquire(const std::string& sourc
     const double need = double(copy->size_);
     if (need > room || (avail >= 0 && need > double(avail)))
       return Status::InvalidArgument(
-          "in_ram: " + source + " is " + Gb(need) + ", more than this machine can hold in RAM (" + Gb(room) +
-          " free in " + root + ", " + (avail >= 0 ? Gb(double(avail)) : std::string("?")) +
+          "in_ram: " + source.Describe() + " is " + Gb(need) + ", more than this machine can hold in RAM (" +
+          Gb(room) + " free in " + root + ", " + (avail >= 0 ? Gb(double(avail)) : std::string("?")) +
           " available): read it from its file instead (without in_ram; set IMAGEPACK_SHM_DIR for a larger "
           "shared-memory folder)");
-    const std::string tmp_name = std::string(name) + ".tmp" + std::to_string(::getpid());
-    const std::string tmp = (fs::path(dir_path) / tmp_name).string();
-    Fd out(::openat(dir.fd, tmp_name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (out.fd < 0) return Status::FromErrno("in_ram: cannot create " + tmp, errno);
-    Status s = CopyFromSource(*bytes, out.fd, copy->size_, tmp);
-    if (s.ok() && ::renameat(dir.fd, tmp_name.c_str(), dir.fd, name) != 0)
-      s = Status::FromErrno("rename " + tmp, errno);
+    auto tmp = CreateTempFor(copy->path_, 0600);
+    if (!tmp.ok()) return tmp.status().WithContext("in_ram");
+    Fd out(tmp->fd);
+    Status s = CopyFromSource(source, out.fd, copy->size_, tmp->path);
+    if (s.ok() && ::rename(tmp->path.c_str(), copy->path_.c_str()) != 0)
+      s = Status::FromErrno("rename " + tmp->path, errno);
     if (!s.ok()) {
-      ::unlinkat(dir.fd, tmp_name.c_str(), 0);
+      ::unlink(tmp->path.c_str());
       return s;
     }
-    db.fd = ::openat(dir.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (db.fd < 0) return Status::FromErrno(copy->path_, errno);
+    // Held before the folder lock goes, so that no one removes it as an
+    // orphan first.
+    Fd made(::openat(dir.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (made.fd < 0) return Status::FromErrno(copy->path_, errno);
+    if (::flock(made.fd, LOCK_SH) != 0) return Status::FromErrno("lock " + copy->path_, errno);
+    copy->fd_ = made.release();
+    return copy;
   }
-  if (::flock(db.fd, LOCK_SH) != 0) return Status::FromErrno("lock " + copy->path_, errno);
-  copy->fd_ = db.release();
-  return copy;
 }
 
 void SharedCopy::Discard(const std::string& why) {
   Warn("in_ram: " + path_ + " not used: " + why + "; made again");
   Fd lf(::open(lock_path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (lf.fd >= 0) ::flock(lf.fd, LOCK_EX);
-  ::unlink(path_.c_str());  // holders keep their mappings; the next open copies again
+  Fd dir(::open(fs::path(path_).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  // Holders keep their mappings; the next Acquire copies again.
+  if (dir.fd >= 0 && NameIs(dir.fd, fs::path(path_).filename().c_str(), fd_))
+    ::unlinkat(dir.fd, fs::path(path_).filename().c_str(), 0);
 }
 
 }  // namespace imagepack::internal

@@ -17,6 +17,7 @@
 #include "formats/limits.h"
 #include "formats/text.h"
 #include "imagepack/record.h"
+#include "imagepack/storage.h"
 
 namespace fs = std::filesystem;
 
@@ -28,7 +29,10 @@ namespace {
 // most limits::kLineBytes. Stops at the first non-Ok status fn returns.
 Status ForEachDataLine(const std::string& path, const char* what,
                        const std::function<Status(const std::string&, int)>& fn, bool comments = true) {
-  auto bytes = ReadFile(path);
+  // A list file may live in any storage (beside shards in a bucket).
+  auto storage = OpenStorage(path);
+  auto bytes = storage.ok() ? ReadWhole(*storage.value(), path, uint64_t(2) << 30)
+                            : Result<std::vector<uint8_t>>(storage.status());
   if (!bytes.ok()) return bytes.status().WithContext(std::string("cannot read ") + what + " file");
   const std::string text(bytes->begin(), bytes->end());
   int n = 0;
@@ -389,9 +393,14 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
   if (!opts.manifest.empty()) return OpenManifestSource(opts.manifest, opts);
   if (!opts.coco.empty()) return OpenCocoSource(opts.coco, path, opts);
   std::error_code ec;
+  auto storage = OpenStorage(path);
+  if (!storage.ok()) return storage.status();
+  const bool local = storage.value()->local();
   const bool shards = LooksLikeWebDataset(path);
-  const bool pickled = !shards && LooksLikePickledLmdb(path);  // opens an LMDB environment: once
-  if (shards || pickled || fs::is_regular_file(path, ec)) {
+  // A folder2lmdb LMDB needs a local memory map; anything else remote is a
+  // database (a blob) or an error naming it.
+  const bool pickled = !shards && local && LooksLikePickledLmdb(path);  // opens an LMDB environment: once
+  if (shards || pickled || !local || fs::is_regular_file(path, ec)) {
     if (!opts.fields.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
     if (shards) return OpenWebDatasetSource(path, opts);
     if (pickled) return OpenPickledLmdbSource(path, opts);

@@ -9,6 +9,7 @@
 
 #include "imagepack/byte_source.h"
 #include "imagepack/files.h"
+#include "imagepack/storage.h"
 #include "imagepack/store.h"
 #include "pixel_stats.h"
 #include "shared_copy.h"
@@ -172,84 +173,107 @@ class SharedSource : public RecordSource {
 
 Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const std::string& path,
                                                    const WriterOptions& opts) {
-  if (IsObjectUrl(path)) return internal::NewUploadingWriter(format, path, opts);
-  std::error_code ec;
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty()) {
-    fs::create_directories(parent, ec);
-    if (ec) return Status::IOError("cannot create directory " + parent.string() + ": " + ec.message());
-  }
-  if (fs::is_directory(path, ec)) return Status::InvalidArgument(path + " is a directory; give a file name");
-  auto lock = PathLock::Acquire(path);
+  auto storage = OpenStorage(path);
+  if (!storage.ok()) return storage.status();
+  Storage& st = *storage.value();
+  if (format != ContainerFormat::kBlob && !st.local())
+    return Status::InvalidArgument(path + ": only blobs are written to " + st.name() +
+                                   " storage (an LMDB needs a local memory map): use --format blob");
+  auto lock = st.Lock(path);
   if (!lock.ok()) return lock.status();
-  if (!opts.overwrite && fs::exists(path, ec))
-    return Status::InvalidArgument(path + " already exists (use --overwrite to replace it)");
-  RemoveStaleTempsFor(path);
-  auto tmp = CreateTempFor(path);
-  if (!tmp.ok()) return tmp.status();
+  Storage::CreateOptions co;
+  co.overwrite = opts.overwrite;
+  auto out = st.Create(path, co);
+  if (!out.ok()) return out.status();
   auto inner = format == ContainerFormat::kBlob
-                   ? internal::NewBlobWriter(path, std::move(tmp.value()), opts.direct_io)
-                   : internal::NewLmdbWriter(path, std::move(tmp.value()), opts.lmdb_records_per_value);
+                   ? internal::NewBlobWriter(std::move(out.value()), opts.direct_io)
+                   : internal::NewLmdbWriter(std::move(out.value()), opts.lmdb_records_per_value);
   if (!inner.ok()) return inner.status();
   inner.value()->lock_ = std::move(lock.value());
   return inner;
 }
 
+namespace {
+
+// The environment's storage settings with the options' on top.
+Result<StorageSettings> SettingsFor(const OpenOptions& opts) {
+  auto s = StorageSettings::FromEnvironment();
+  if (!s.ok()) return s.status();
+  if (!opts.cache_dir.empty()) s->cache_dir = opts.cache_dir;
+  if (opts.cache_limit_mb > 0) s->cache_limit_mb = opts.cache_limit_mb;
+  if (opts.fetch_block_mb > 0) s->fetch_block_mb = opts.fetch_block_mb;
+  if (opts.ram_cache_mb > 0) s->ram_cache_mb = opts.ram_cache_mb;
+  if (!opts.ca_file.empty()) s->ca_file = opts.ca_file;
+  if (!opts.shm_dir.empty()) s->shm_dir = opts.shm_dir;
+  return s;
+}
+
+// OpenOptions::in_ram: the database's one shared copy on this machine,
+// made from its storage (a file with parallel preads, an object with
+// ranged GETs) and opened as a local file.
+Result<std::unique_ptr<RecordSource>> OpenInRam(const std::string& path, Storage& storage, const OpenOptions& opts) {
+  // The file's own metadata (checksummed, format 4): a copy holding any
+  // other is not this file's and is never served.
+  std::string want;
+  {
+    OpenOptions plain = opts;
+    plain.in_ram = false;
+    auto direct = OpenDatabase(path, plain);
+    if (!direct.ok()) return direct.status();
+    want = direct.value()->meta().ToJson();
+  }
+  Storage::ReadOptions raw;
+  raw.cached = false;  // one large sequential copy: no block cache
+  auto bytes = storage.Open(path, raw);
+  if (!bytes.ok()) return bytes.status();
+  for (int attempt = 0;; ++attempt) {
+    auto copy = internal::SharedCopy::Acquire(*bytes.value(), storage.settings().shm_dir);
+    if (!copy.ok()) return copy.status();
+    // Through the copy's mapping (no copy per process), or with pread
+    // from the copy (pread_records: no page faults, no mapped pages to
+    // release after each batch).
+    OpenOptions inner;
+    inner.pread_records = opts.pread_records;
+    auto src = OpenDatabase(copy.value()->path(), inner);
+    // The file opened and the copy does not, or holds other metadata:
+    // not this file's copy (or the file changed while being copied).
+    std::string wrong;
+    if (!src.ok()) {  // named by the user's path, not the copy's
+      std::string msg = src.status().message();
+      for (size_t at; (at = msg.find(copy.value()->path())) != std::string::npos;)
+        msg.replace(at, copy.value()->path().size(), path);
+      if (attempt > 0) return src.status().WithMessage(msg);
+      wrong = "it does not open (" + msg + ")";
+    } else if (src.value()->meta().ToJson() != want) {
+      if (attempt > 0)
+        return Status::Corruption(path + " changed while being copied into RAM (its metadata differs from the copy's)");
+      src.value().reset();
+      wrong = "its metadata differs from " + path + "'s";
+    }
+    if (!wrong.empty()) {
+      copy.value()->Discard(wrong);
+      continue;
+    }
+    if (opts.lock_in_ram) IMAGEPACK_RETURN_IF_ERROR(copy.value()->Lock());
+    return std::unique_ptr<RecordSource>(new SharedSource(std::move(src.value()), std::move(copy.value()), path));
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
-  // An object in RAM is a shared copy made straight from the bucket (below).
-  if (IsObjectUrl(path) && !opts.in_ram) return internal::OpenRemoteBlob(path, opts);
+  auto settings = SettingsFor(opts);
+  if (!settings.ok()) return settings.status();
+  auto storage = OpenStorage(path, settings.value());
+  if (!storage.ok()) return storage.status();
+  if (opts.in_ram) return OpenInRam(path, *storage.value(), opts);
   // A FIFO, device or socket is refused before anything reads (or blocks
   // on) it.
-  std::shared_ptr<const ByteSource> bytes;
-  if (!IsObjectUrl(path)) {
-    auto opened = OpenByteSource(path);
-    if (!opened.ok()) return opened.status();
-    bytes = std::move(opened.value());
-  }
-  if (opts.in_ram) {
-    // The file's own metadata (checksummed, format 4): a copy holding any
-    // other is not this file's and is never served.
-    std::string want;
-    {
-      OpenOptions plain;
-      plain.cache_dir = opts.cache_dir;
-      auto direct = OpenDatabase(path, plain);
-      if (!direct.ok()) return direct.status();
-      want = direct.value()->meta().ToJson();
-    }
-    for (int attempt = 0;; ++attempt) {
-      auto copy = internal::SharedCopy::Acquire(path, opts.shm_dir);
-      if (!copy.ok()) return copy.status();
-      // Through the copy's mapping (no copy per process), or with pread
-      // from the copy (pread_records: no page faults, no mapped pages to
-      // release after each batch).
-      OpenOptions inner;
-      inner.pread_records = opts.pread_records;
-      auto src = OpenDatabase(copy.value()->path(), inner);
-      // The file opened and the copy does not, or holds other metadata:
-      // not this file's copy (or the file changed while being copied).
-      std::string wrong;
-      if (!src.ok()) {  // named by the user's path, not the copy's
-        std::string msg = src.status().message();
-        for (size_t at; (at = msg.find(copy.value()->path())) != std::string::npos;)
-          msg.replace(at, copy.value()->path().size(), path);
-        if (attempt > 0) return src.status().WithMessage(msg);
-        wrong = "it does not open (" + msg + ")";
-      } else if (src.value()->meta().ToJson() != want) {
-        if (attempt > 0)
-          return Status::Corruption(path + " changed while being copied into RAM (its metadata differs from the copy's)");
-        src.value().reset();
-        wrong = "its metadata differs from " + path + "'s";
-      }
-      if (!wrong.empty()) {
-        copy.value()->Discard(wrong);
-        continue;
-      }
-      if (opts.lock_in_ram) IMAGEPACK_RETURN_IF_ERROR(copy.value()->Lock());
-      return std::unique_ptr<RecordSource>(
-          new SharedSource(std::move(src.value()), std::move(copy.value()), path));
-    }
-  }
+  auto opened = storage.value()->Open(path);
+  if (!opened.ok()) return opened.status();
+  std::shared_ptr<const ByteSource> bytes = std::move(opened.value());
+  // Bytes that cannot be mapped (remote): read through their block cache.
+  if (!storage.value()->local()) return internal::OpenUnmappedBlob(std::move(bytes));
   uint8_t magic[8] = {0};
   if (bytes->size() < sizeof magic || !bytes->ReadAt(0, sizeof magic, magic).ok())
     return Status::Corruption(path + ": file is too short to be a database");

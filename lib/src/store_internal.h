@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "imagepack/files.h"
+#include "imagepack/storage.h"
 #include "imagepack/store.h"
 #include "memory_source.h"
 #include "fd_io.h"
@@ -16,11 +17,11 @@ namespace imagepack::internal {
 // A blob file's first 8 bytes (docs/FORMAT.md).
 constexpr char kBlobMagic[8] = {'I', 'P', 'K', 'B', 'L', 'O', 'B', '1'};
 
-// Writers of each container, writing to the temporary `tmp` (created by
-// CreateTempFor; the writer owns its fd, and renames it onto `path` in
-// Finish or removes it).
-Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, TempFile tmp, int records_per_value);
-Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, TempFile tmp, DirectIo direct_io);
+// Writers of each container, writing to `out` (its staging file; the
+// writer syncs what must be durable and commits it in Finish; destroyed
+// unfinished, `out` publishes nothing).
+Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(std::unique_ptr<WritableFile> out, int records_per_value);
+Result<std::unique_ptr<RecordWriter>> NewBlobWriter(std::unique_ptr<WritableFile> out, DirectIo direct_io);
 
 Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const OpenOptions& opts);
 // `bytes`: the blob's file, opened by OpenDatabase.
@@ -38,10 +39,9 @@ struct BlobLayout {
 Status ParseBlob(const std::string& path, uint64_t file_size,
                  const std::function<Status(uint64_t, uint64_t, const uint8_t**)>& read, BlobLayout* out);
 
-// A blob in object storage (docs/OBJECT_STORAGE.md): records fetched in
-// blocks, kept in RAM (opts.remote) and in the node-local cache.
-Result<std::unique_ptr<RecordWriter>> NewUploadingWriter(ContainerFormat format, const std::string& url,
-                                                         const WriterOptions& opts);
-Result<std::unique_ptr<RecordSource>> OpenRemoteBlob(const std::string& url, const OpenOptions& opts);
+// A blob whose bytes cannot be mapped (a remote object, read through its
+// source's block cache; docs/OBJECT_STORAGE.md). An LMDB there is refused
+// with what to do instead.
+Result<std::unique_ptr<RecordSource>> OpenUnmappedBlob(std::shared_ptr<const ByteSource> bytes);
 
 }  // namespace imagepack::internal

@@ -19,8 +19,8 @@
 #include "formats/limits.h"
 #include "formats/tar.h"
 #include "formats/text.h"
-#include "imagepack/byte_source.h"
 #include "imagepack/meta.h"
+#include "imagepack/storage.h"
 #include "sources.h"
 #include "fd_io.h"
 
@@ -61,23 +61,36 @@ Result<std::string> ReadValueMember(const ByteSource& shard, const TarMember& m,
   return s;
 }
 
-Result<std::vector<std::string>> ShardList(const std::string& src) {
-  std::error_code ec;
-  if (fs::is_directory(src, ec)) {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(src, ec))
-      if (e.is_regular_file() && IsShardName(e.path().filename().string())) out.push_back(e.path().string());
-    std::sort(out.begin(), out.end());
-    if (out.empty()) return Status::NotFound(src + " holds no .tar, .tar.gz or .tgz shards");
-    return out;
+// The shards `src` names: a folder's (or an object prefix's, ending in
+// '/') .tar, .tar.gz and .tgz files, or a brace pattern's expansion.
+Result<std::vector<std::string>> ShardList(Storage& storage, const std::string& src) {
+  const bool folder = !src.empty() && src.back() == '/';
+  if (storage.listable()) {
+    auto info = folder ? Result<FileInfo>(FileInfo{}) : storage.Stat(src);
+    if (folder || (info.ok() && info->directory)) {
+      auto names = storage.List(src);
+      if (!names.ok()) return names.status();
+      std::vector<std::string> out;
+      for (const std::string& n : names.value())
+        if (n.back() != '/' && IsShardName(n)) out.push_back(Storage::Join(src, n));
+      if (out.empty()) return Status::NotFound(src + " holds no .tar, .tar.gz or .tgz shards");
+      return out;
+    }
   }
   auto list = ExpandShardPattern(src);
   if (!list.ok()) return list.status();
   for (const auto& p : *list) {
-    if (!fs::exists(p, ec)) return Status::NotFound("shard " + p + " does not exist");
-    if (!fs::is_regular_file(p, ec) || !IsShardName(p))
-      return Status::InvalidArgument(p + " is not a .tar, .tar.gz or .tgz shard (several sources, or a pattern, "
-                                         "name WebDataset shards)");
+    // A remote shard is checked when it is opened (one request, not two).
+    if (storage.local()) {
+      auto info = storage.Stat(p);
+      if (!info.ok()) return info.status();
+      if (!info->exists) return Status::NotFound("shard " + p + " does not exist");
+      if (info->directory || !IsShardName(p))
+        return Status::InvalidArgument(p + " is not a .tar, .tar.gz or .tgz shard (several sources, or a pattern, "
+                                           "name WebDataset shards)");
+    } else if (!IsShardName(p)) {
+      return Status::InvalidArgument(p + ": expected .tar, .tar.gz or .tgz shards");
+    }
   }
   return list;
 }
@@ -87,7 +100,9 @@ Result<std::vector<std::string>> ShardList(const std::string& src) {
 bool LooksLikeWebDataset(const std::string& src) {
   std::error_code ec;
   if (HasShardPattern(src)) return true;
-  if (IsObjectUrl(src)) return IsShardName(src);
+  auto storage = OpenStorage(src);
+  if (!storage.ok()) return false;
+  if (!storage.value()->local()) return IsShardName(src) || (!src.empty() && src.back() == '/');
   if (fs::is_regular_file(src, ec)) return IsShardName(src);
   if (!fs::is_directory(src, ec)) return false;
   bool shards = false;
@@ -102,56 +117,27 @@ bool LooksLikeWebDataset(const std::string& src) {
 
 namespace {
 
-// Shards in object storage: each downloaded (with meta.json and classes.txt
-// beside the first, where they exist) into a staging folder that lives as
-// long as the source; the shards are then read as local ones.
-Result<DatasetSource> OpenObjectShards(const std::string& src, const SourceOptions& opts) {
-  auto urls = ExpandShardPattern(src);
-  if (!urls.ok()) return urls.status();
-  auto staging = MakeStagingDir("shards");
-  if (!staging.ok()) return staging.status();
-  auto scratch = std::make_shared<ScratchFiles>();
-  scratch->dir = staging.value();
-  std::string local;
-  for (size_t i = 0; i < urls->size(); ++i) {
-    const std::string& u = (*urls)[i];
-    if (!IsObjectUrl(u) || !IsShardName(u))
-      return Status::InvalidArgument(u + ": expected s3:// .tar, .tar.gz or .tgz shards (every one in the bucket)");
-    const std::string to = (fs::path(scratch->dir) / (std::to_string(i) + "-" + fs::path(u).filename().string())).string();
-    IMAGEPACK_RETURN_IF_ERROR(DownloadObject(u, to));
-    local += (local.empty() ? "" : "::") + to;
-  }
-  const std::string parent = urls->front().substr(0, urls->front().rfind('/') + 1);
-  for (const char* beside : {"meta.json", "classes.txt"}) {
-    auto there = ObjectExists(parent + beside);
-    if (!there.ok()) return there.status();
-    if (there.value()) IMAGEPACK_RETURN_IF_ERROR(DownloadObject(parent + beside, (fs::path(scratch->dir) / beside).string()));
-  }
-  auto s = OpenWebDatasetSource(local, opts);
-  if (!s.ok()) return s.status();
-  s->root = src;
-  s->scratch->dir = scratch->dir;
-  scratch->dir.clear();
-  return s;
-}
-
-}  // namespace
-
-namespace {
-
-// The class list for shards in `shard_dir`: the options', else meta.json
-// beside the shards (export_db writes the database's metadata there, its
-// class list exact; a class-less database's export sets *no_class), else
-// classes.txt beside them. *beside: that meta.json (its fields too), if any.
-Status ShardClasses(const fs::path& shard_dir, const SourceOptions& opts, std::vector<std::string>* fixed,
-                    DatasetMeta* beside, bool* have_meta, bool* no_class) {
-  std::error_code ec;
+// The class list for shards in folder (or prefix) `shard_dir` of
+// `storage`: the options', else meta.json beside the shards (export_db
+// writes the database's metadata there, its class list exact; a
+// class-less database's export sets *no_class), else classes.txt beside
+// them. *beside: that meta.json (its fields too), if any.
+Status ShardClasses(Storage& storage, const std::string& shard_dir, const SourceOptions& opts,
+                    std::vector<std::string>* fixed, DatasetMeta* beside, bool* have_meta, bool* no_class) {
   *have_meta = false;
-  if (const fs::path mp = shard_dir / "meta.json"; fs::is_regular_file(mp, ec)) {
-    auto bytes = ReadFile(mp.string());
+  auto exists = [&](const std::string& name) -> Result<bool> {
+    auto info = storage.Stat(Storage::Join(shard_dir, name));
+    if (!info.ok()) return info.status();
+    return info->exists && !info->directory;
+  };
+  const std::string mp = Storage::Join(shard_dir, "meta.json");
+  auto meta_there = exists("meta.json");
+  if (!meta_there.ok()) return meta_there.status();
+  if (meta_there.value()) {
+    auto bytes = ReadWhole(storage, mp, uint64_t(2) << 30);
     if (!bytes.ok()) return bytes.status();
     auto m = ParseMeta(bytes->data(), bytes->size());
-    if (!m.ok()) return m.status().WithContext(mp.string());
+    if (!m.ok()) return m.status().WithContext(mp);
     *beside = std::move(m.value());
     *have_meta = true;
   }
@@ -162,9 +148,11 @@ Status ShardClasses(const fs::path& shard_dir, const SourceOptions& opts, std::v
     *no_class = *no_class || fixed->empty();
     return Status::Ok();
   }
-  if (const fs::path txt = shard_dir / "classes.txt"; fs::is_regular_file(txt, ec)) {
+  auto txt_there = exists("classes.txt");
+  if (!txt_there.ok()) return txt_there.status();
+  if (txt_there.value()) {
     SourceOptions with_beside = opts;
-    with_beside.classes_file = txt.string();
+    with_beside.classes_file = Storage::Join(shard_dir, "classes.txt");
     return FixedClasses(with_beside, fixed);
   }
   return Status::Ok();
@@ -303,15 +291,13 @@ void AddSample(const Sample& m, const SourceOptions& opts, DatasetSource& s, Lis
 
 // Opens a shard (a .tar.gz inflated into `scratch_dir` first), keeps it in
 // s.scratch, lists its members and adds its samples.
-Status AddShard(const std::string& shard, const std::string& scratch_dir, const SourceOptions& opts, DatasetSource& s,
-                Listing& l) {
-  Result<std::unique_ptr<ByteSource>> opened = Status::NotFound(shard);
-  if (IsGzipName(shard)) {
-    auto inflated = InflateToScratch(shard, scratch_dir, opts.cancel);
+Status AddShard(Storage& storage, const std::string& shard, const std::string& scratch_dir,
+                const SourceOptions& opts, DatasetSource& s, Listing& l) {
+  auto opened = storage.Open(shard);
+  if (opened.ok() && IsGzipName(shard)) {
+    auto inflated = InflateToScratch(*opened.value(), scratch_dir, opts.cancel);
     if (!inflated.ok()) return inflated.status();
     opened = AdoptFileSource(*inflated, shard);
-  } else {
-    opened = OpenByteSource(shard);
   }
   if (!opened.ok()) return opened.status();
   const ByteSource& bytes = *opened.value();
@@ -378,7 +364,7 @@ Status DeclareShardFields(const DatasetMeta& beside, const std::vector<Extra>& e
 
 // Each item's fields in slot order; per item, why it has none ("" if it
 // does).
-std::vector<std::string> FillShardFields(const std::vector<Extra>& extras, const fs::path& shard_dir,
+std::vector<std::string> FillShardFields(const std::vector<Extra>& extras, const std::string& shard_dir,
                                          DatasetSource& s) {
   std::vector<std::string> field_error(s.items.size());
   for (size_t i = 0; i < s.items.size() && !s.fields.empty(); ++i) {
@@ -434,20 +420,23 @@ void SortShardItems(DatasetSource& s) {
 }  // namespace
 
 Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceOptions& opts) {
-  if (src.find("s3://") != std::string::npos) return OpenObjectShards(src, opts);
-  auto shards = ShardList(src);
+  auto storage = OpenStorage(src);
+  if (!storage.ok()) return storage.status();
+  auto shards = ShardList(*storage.value(), src);
   if (!shards.ok()) return shards.status();
   DatasetSource s;
   s.root = src;
   s.scratch = std::make_shared<ScratchFiles>();
-  const fs::path shard_dir = fs::path(shards->front()).parent_path();
+  const std::string shard_dir = Storage::Parent(shards->front());
   std::vector<std::string> fixed;
   DatasetMeta beside;
   bool have_meta = false, no_class = false;
-  IMAGEPACK_RETURN_IF_ERROR(ShardClasses(shard_dir, opts, &fixed, &beside, &have_meta, &no_class));
+  IMAGEPACK_RETURN_IF_ERROR(
+      ShardClasses(*storage.value(), shard_dir, opts, &fixed, &beside, &have_meta, &no_class));
   const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
   Listing l;
-  for (const std::string& shard : *shards) IMAGEPACK_RETURN_IF_ERROR(AddShard(shard, scratch_dir, opts, s, l));
+  for (const std::string& shard : *shards)
+    IMAGEPACK_RETURN_IF_ERROR(AddShard(*storage.value(), shard, scratch_dir, opts, s, l));
   IMAGEPACK_RETURN_IF_ERROR(DeclareShardFields(beside, l.extras, opts, s));
   const std::vector<std::string> field_error = FillShardFields(l.extras, shard_dir, s);
   if (have_meta) s.packed_as = beside;

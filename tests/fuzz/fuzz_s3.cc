@@ -1,12 +1,14 @@
 // libFuzzer target: what an S3 server and a user hand the object-storage
-// client (lib/src/s3_client.cc): response bodies (error codes, upload ids,
+// backend (lib/src/storage/s3_storage.cc, http_client.cc): response bodies
+// (error codes, upload ids,
 // listings of incomplete uploads, read with XmlValue) and s3:// URLs. No
 // input aborts, a value found lies within the body, and a URL accepted
 // has a valid bucket and a key of 1-1024 bytes that encodes and prints back.
 #include <string>
 
 #include "fuzz_util.h"
-#include "s3_client.h"
+#include "storage/backends.h"
+#include "storage/http_client.h"
 
 using namespace imagepack;
 

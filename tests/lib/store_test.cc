@@ -3,11 +3,15 @@
 #include "imagepack/store.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <lmdb.h>
+#include <sys/file.h>
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <future>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -670,8 +674,44 @@ TEST(SharedCopy, ACopyThatIsNotTheFilesIsMadeAgain) {
   }
 }
 
+// Everything written to file descriptor `fd` (stdout, stderr) while it lives.
+class CaptureFd {
+ public:
+  explicit CaptureFd(int fd) : fd_(fd), saved_(::dup(fd)) {
+    std::FILE* f = std::tmpfile();
+    tmp_ = ::dup(::fileno(f));
+    std::fclose(f);
+    std::fflush(nullptr);
+    ::dup2(tmp_, fd_);
+  }
+  ~CaptureFd() { Stop(); }
+  std::string Stop() {
+    if (saved_ >= 0) {
+      std::fflush(nullptr);
+      ::dup2(saved_, fd_);
+      ::close(saved_);
+      saved_ = -1;
+      char buf[4096];
+      for (off_t at = 0;;) {
+        const ssize_t n = ::pread(tmp_, buf, sizeof buf, at);
+        if (n <= 0) break;
+        text_.append(buf, static_cast<size_t>(n));
+        at += n;
+      }
+      ::close(tmp_);
+    }
+    return text_;
+  }
+
+ private:
+  int fd_, saved_, tmp_ = -1;
+  std::string text_;
+};
+
 // A folder at this user's name that is not private (another user's, or
-// opened to others) is not used: copies go to another folder of ours.
+// opened to others) is not used: copies go to another folder of ours. The
+// warning that says so reaches the warning handler; the library itself
+// writes nothing to stdout or stderr.
 TEST(SharedCopy, AFolderThatIsNotPrivateIsNotUsed) {
   TempDir d, shm;
   Write(ContainerFormat::kBlob, d / "db", 12, 3);
@@ -681,7 +721,16 @@ TEST(SharedCopy, AFolderThatIsNotPrivateIsNotUsed) {
   OpenOptions oo;
   oo.in_ram = true;
   oo.shm_dir = shm.path();
+  std::vector<std::string> warnings;
+  SetWarningHandler([&](const std::string& m) { warnings.push_back(m); });
+  CaptureFd out(1), err(2);
   auto a = OpenDatabase(d / "db", oo);
+  const std::string printed = out.Stop() + err.Stop();
+  SetWarningHandler(nullptr);
+  EXPECT_EQ(printed, "");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(usual + " ("), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("not this user's private folder"), std::string::npos) << warnings[0];
   ASSERT_OK(a);
   EXPECT_EQ(CountFiles(usual, ".db"), 0);
   EXPECT_EQ(a.value()->Describe().find(usual + "/"), std::string::npos) << a.value()->Describe();
@@ -694,6 +743,36 @@ TEST(SharedCopy, AFolderThatIsNotPrivateIsNotUsed) {
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("shared-memory folder " + d / "missing"), std::string::npos)
       << c.status().ToString();
+}
+
+// Destroying the last holder of a copy removes it at once, even while
+// another process holds the folder's lock (making a copy of another file,
+// possibly from a bucket): no destructor waits on another process.
+TEST(SharedCopy, ItsDestructorWaitsForNoOne) {
+  TempDir d, shm;
+  Write(ContainerFormat::kBlob, d / "db", 12, 3);
+  OpenOptions oo;
+  oo.in_ram = true;
+  oo.shm_dir = shm.path();
+  const std::string mine = shm / ("imagepack-" + std::to_string(::geteuid()));
+  auto a = OpenDatabase(d / "db", oo);
+  ASSERT_OK(a);
+  auto b = OpenDatabase(d / "db", oo);
+  ASSERT_OK(b);
+  // Another open file description: its flock conflicts with ours as another
+  // process's would.
+  const int held = ::open((mine + "/imagepack-copy-folder.lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
+  for (auto* holder : {&a, &b}) {
+    auto gone = std::async(std::launch::async, [&] { holder->value().reset(); });
+    const bool waited = gone.wait_for(std::chrono::seconds(5)) != std::future_status::ready;
+    if (waited) ::close(held);  // let it finish, then fail
+    gone.wait();
+    ASSERT_FALSE(waited) << "a destructor waited for the folder lock";
+    EXPECT_EQ(CountFiles(mine, ".db"), holder == &a ? 1 : 0);  // the last holder removed it
+  }
+  ::close(held);
 }
 
 // A damaged file held in RAM is reported under its own name, not the

@@ -1,6 +1,8 @@
 """Fixtures for the Python package's tests: real databases made by the
 real pack_lmdb from a tree of JPEGs written here."""
 import os
+import shutil
+import socket
 import subprocess
 
 import numpy as np
@@ -9,6 +11,27 @@ from PIL import Image
 
 TOOLS = os.environ.get("IMAGEPACK_TOOLS", os.path.join(os.path.dirname(__file__), "../../build/tools"))
 SCRIPTS = os.path.join(os.path.dirname(__file__), "../../scripts")
+
+
+# Tests marked needs_root become a second user (setpriv) to attack the
+# victim (test_shared_machine.py). Without root they cannot run: skipped
+# with the reason, or, where IMAGEPACK_REQUIRE_ATTACKS=1 (scripts/test.sh,
+# the CI command, sets it), failed, so that CI cannot pass without them.
+CAN_ATTACK = os.geteuid() == 0 and shutil.which("setpriv") is not None
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs_root: becomes another user with setpriv (root only)")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("needs_root") is None or CAN_ATTACK:
+        return
+    why = "this attack needs root and setpriv to become a second user"
+    if os.environ.get("IMAGEPACK_REQUIRE_ATTACKS") == "1":
+        pytest.fail(why + ", and IMAGEPACK_REQUIRE_ATTACKS=1 says it must run here: run the suite as root",
+                    pytrace=False)
+    pytest.skip(why + " (IMAGEPACK_REQUIRE_ATTACKS=1 makes this a failure)")
 
 
 def tool(name):
@@ -32,6 +55,20 @@ def tree(tmp_path_factory):
                           ((x + y) * 128 // (w + h) + 60 * c) % 256], -1).astype(np.uint8)
             Image.fromarray(a).save(root / ("class%d" % c) / ("img%02d.jpg" % i), quality=92)
     return root
+
+
+def temp_name(path, pid, uid=None, host=None):
+    """The name a temporary of `path` has when process `pid` of user `uid`
+    (this one) on `host` (this one) and this boot writes it
+    (docs/RELIABILITY.md, "Temporaries"): .NAME.ipk-tmp.UID.HOST.BOOT.PID."""
+    boot = open("/proc/sys/kernel/random/boot_id").read().strip().replace("-", "")[:8]
+    ns = os.stat("/proc/self/ns/pid").st_ino
+    if ns != 0xEFFFFFFC:
+        boot += "n%x" % ns
+    host = host or socket.gethostname().replace(".", "_")
+    uid = os.geteuid() if uid is None else uid
+    return os.path.join(os.path.dirname(str(path)), ".%s.ipk-tmp.%d.%s.%s.%d" % (os.path.basename(str(path)), uid,
+                                                                                 host, boot, pid))
 
 
 def pack(src, dst, *args):

@@ -1,7 +1,8 @@
-// Where a container's bytes come from: a local file or an object in
-// S3-compatible object storage (`s3://bucket/key`). In the spirit of
-// leveldb's RandomAccessFile: read at an offset into a buffer, from any
-// thread. Configuration of object storage: docs/OBJECT_STORAGE.md.
+// Where a container's bytes come from: a local file, an object in
+// S3-compatible object storage, a file served over HTTP(S). In the spirit
+// of leveldb's RandomAccessFile: read at an offset into a buffer, from any
+// thread. Made by a Storage (storage.h); configuration of the remote ones:
+// docs/OBJECT_STORAGE.md.
 #pragma once
 
 #include <cstdint>
@@ -52,43 +53,23 @@ class ByteSource {
   // pages in the page cache, by mincore; an object: 0). For deciding
   // whether reads will be cheap.
   virtual uint64_t CachedBytes() const { return 0; }
+
+  // Points *data at bytes [offset, offset + n): into the source's own
+  // memory where it can (a cached block of a remote object, kept alive by
+  // *hold), else read into *scratch. Valid while *hold and *scratch are
+  // left alone. Thread-safe (each caller with its own hold and scratch).
+  virtual Status View(uint64_t offset, uint64_t n, std::shared_ptr<const void>* hold,
+                      std::vector<uint8_t>* scratch, const uint8_t** data) const;
+  // Brings `ranges` into the source's caches with their reads in flight
+  // together; returns the bytes fetched from the network. Failures are left
+  // for the later read to report. Files (and uncached sources): nothing.
+  virtual int64_t Prefetch(const std::vector<ByteRange>& ranges) const {
+    (void)ranges;
+    return 0;
+  }
 };
 
-// "s3://..." (case-sensitive scheme, as the AWS CLI).
-bool IsObjectUrl(const std::string& path);
-
-// A local file, or an object (its ETag and size are pinned now: a later
-// read of a changed object fails naming it). Errors name the path or URL.
+// The bytes of `path`: OpenStorage(path) (storage.h), then its Open.
 Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path);
-
-// Writes `src` (a local file) as object `url` (multipart upload in parts
-// of part_mb, several in flight; the object appears under `url` only when
-// complete; an upload that fails is aborted). Earlier incomplete uploads
-// to the same key (a killed run) are aborted first. `progress(bytes_done)`
-// is called from the uploading thread.
-struct UploadOptions {
-  double part_mb = 16;  // 0: $IMAGEPACK_S3_PART_MB, else 16
-  int in_flight = 8;
-  bool overwrite = false;  // false: an existing object at `url` is an error
-};
-Status UploadFile(const std::string& src, const std::string& url, const UploadOptions& opts = {});
-
-// Uploads every regular file below `dir` as PREFIX/RELATIVE_PATH
-// (`url_prefix`: s3://BUCKET/PREFIX), replacing objects of those names.
-Status UploadTree(const std::string& dir, const std::string& url_prefix, const UploadOptions& opts = {});
-
-// Downloads object `url` to `path` (written under a temporary name, then
-// renamed), with ranged GETs of 16 MB in flight together.
-Status DownloadObject(const std::string& url, const std::string& path);
-
-// A new private folder for staging files on their way to or from object
-// storage: under $IMAGEPACK_STAGING_DIR, else $TMPDIR, else /tmp, named
-// imagepack-WHAT-PID-XXXXXX. Such folders of this user's dead processes
-// are removed first.
-Result<std::string> MakeStagingDir(const std::string& what);
-
-// True when `url` names an existing object (HEAD). Errors other than "not
-// found" are returned.
-Result<bool> ObjectExists(const std::string& url);
 
 }  // namespace imagepack

@@ -49,10 +49,12 @@ struct LoaderOptions {
   std::string classes_from;        // who defines `classes`, for messages (a path)
   bool in_ram = false;             // one shared copy per machine (OpenOptions::in_ram)
   bool lock_in_ram = false;        // and mlock it
-  // Object storage (s3:// paths): the node-local cache of fetched blocks
-  // and its limit (OpenOptions::cache_dir, cache_limit_mb).
+  // Remote datasets (s3://, https://): the node-local cache of fetched
+  // blocks and its limit, the CA for HTTPS (OpenOptions::cache_dir,
+  // cache_limit_mb, ca_file).
   std::string cache_dir;
   double cache_limit_mb = 0;
+  std::string ca_file;
   int batch_size = 256;
   int size = 224;                  // output height and width
   int eval_resize = 0;             // kEval: shorter edge before the crop (0: size / 0.875)

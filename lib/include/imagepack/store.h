@@ -18,7 +18,7 @@ enum class ContainerFormat { kLmdb, kBlob };
 const char* ContainerFormatName(ContainerFormat f);
 Result<ContainerFormat> ParseContainerFormat(const std::string& name);
 
-class PathLock;
+class StorageLock;
 class ParallelRecordWriter;
 struct WriterOptions;
 
@@ -57,7 +57,7 @@ class RecordWriter {
   // after the container's own destructor has removed its temporary.
   friend Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat, const std::string&,
                                                             const WriterOptions&);
-  std::unique_ptr<PathLock> lock_;
+  std::unique_ptr<StorageLock> lock_;
 };
 
 // A capability of the blob writer: Reserve() adds the next record (writer
@@ -191,20 +191,27 @@ struct OpenOptions {
   // cursor's next read. No page faults, and resident memory is one record
   // (value) per cursor, whatever the size of the file.
   bool pread_records = false;
-  // Object storage (s3:// paths; docs/OBJECT_STORAGE.md). Records are
-  // fetched in blocks of fetch_block_mb (adjacent missing blocks in one
-  // ranged GET), up to ram_cache_mb of them kept in RAM, and, where a
-  // cache folder is given, kept on local disk under cache_limit_mb (least
-  // recently used dropped first), shared by every process of this user on
-  // the machine and kept across runs. cache_dir empty: $IMAGEPACK_CACHE_DIR,
-  // else none. cache_limit_mb 0: $IMAGEPACK_CACHE_LIMIT_MB, else 20480.
+  // Remote files (s3://, https://; docs/OBJECT_STORAGE.md): these replace
+  // the environment's settings (StorageSettings, storage.h) where set.
+  // Records are fetched in blocks of fetch_block_mb (adjacent missing
+  // blocks in one ranged GET), up to ram_cache_mb of them kept in RAM,
+  // and, where a cache folder is given, kept on local disk under
+  // cache_limit_mb (least recently used dropped first), shared by every
+  // process of this user on the machine and kept across runs. cache_dir
+  // empty: $IMAGEPACK_CACHE_DIR, else none. Numbers 0: the environment's
+  // (IMAGEPACK_CACHE_LIMIT_MB, else 20480; IMAGEPACK_FETCH_BLOCK_MB, else
+  // 1; IMAGEPACK_RAM_CACHE_MB, else 256 with a cache folder, 512 without).
+  // ca_file: the CA that verifies HTTPS servers (empty: CURL_CA_BUNDLE,
+  // else SSL_CERT_FILE, else libcurl's bundle).
   std::string cache_dir;
   double cache_limit_mb = 0;
-  double fetch_block_mb = 1;
-  double ram_cache_mb = 512;
+  double fetch_block_mb = 0;
+  double ram_cache_mb = 0;
+  std::string ca_file;
 };
 
 // Opens one container; LMDB or blob is detected from the file's first bytes.
+// `path` may name any storage (storage.h): a local file, s3://, https://.
 Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts = {});
 
 // Opens several shards as one dataset (records of shard 0, then shard 1, ...).

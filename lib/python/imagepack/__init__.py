@@ -36,8 +36,8 @@ _TRANSFORMS = ("train", "eval", "pad_crop", "pad_crop_eval")
 # (the others are set from the arguments: paths, batch_size, size,
 # transform, scale, ratio, shuffle, rank, world_size, even_partition,
 # cache_dir).
-_LOADER_OPTIONS = ("in_ram", "lock_in_ram", "cache_limit_mb", "eval_resize", "pad", "channels", "layout", "seed",
-                   "order", "block_mb", "window_blocks", "io_threads", "read_chunk_mb", "drop_last", "threads",
+_LOADER_OPTIONS = ("in_ram", "lock_in_ram", "cache_limit_mb", "ca_file", "eval_resize", "pad", "channels", "layout",
+                   "seed", "order", "block_mb", "window_blocks", "io_threads", "read_chunk_mb", "drop_last", "threads",
                    "prefetch", "on_corrupt", "dct_scaling", "dct", "vflip", "min_box_visible")
 
 
@@ -48,7 +48,7 @@ def _paths(paths):
     if not paths:
         raise ValueError("no database given")
     for p in paths:
-        if not p.startswith("s3://") and not os.path.exists(p):
+        if _imagepack.is_local(p) and not os.path.exists(p):
             raise FileNotFoundError(2, "no such database", p)
     return paths
 

@@ -1,4 +1,4 @@
-#include "s3_client.h"
+#include "storage/http_client.h"
 
 #include <curl/curl.h>
 
@@ -6,27 +6,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <thread>
 
 namespace imagepack::internal {
 namespace {
 
 constexpr size_t kMaxBody = 1 << 20;  // error and listing bodies kept, at most
-
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
-Result<double> EnvSeconds(const char* name, double fallback) {
-  const std::string v = Env(name);
-  if (v.empty()) return fallback;
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  if (end == v.c_str() || *end != '\0' || !(d > 0) || d > 86400)
-    return Status::InvalidArgument(std::string(name) + "=" + v + ": expected seconds in (0, 86400]");
-  return d;
-}
 
 void InitCurlOnce() {
   static const bool ok = [] { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }();
@@ -54,19 +40,26 @@ bool RetryableStatus(long status, const std::string& body) {
   return status == 400 && XmlValue(body, "Code") == "RequestTimeout";
 }
 
+bool TlsRefused(CURLcode c) {
+  return c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CACERT_BADFILE || c == CURLE_SSL_CERTPROBLEM ||
+         c == CURLE_SSL_ISSUER_ERROR || c == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
+}
+
 // One request in progress: its easy handle and what it gathers.
 struct Transfer {
-  const S3Request* req = nullptr;
-  S3Response* resp = nullptr;
+  const HttpRequest* req = nullptr;
+  HttpResponse* resp = nullptr;
   size_t index = 0;
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
-  uint64_t got = 0;         // bytes written into req->out
-  size_t sent = 0;          // body bytes handed to libcurl
-  bool overflow = false;    // more bytes than the range holds
+  uint64_t got = 0;          // bytes written into req->out
+  size_t sent = 0;           // body bytes handed to libcurl
+  bool overflow = false;     // more bytes than the range holds
+  bool whole = false;        // a 200 with the whole file to a ranged request
   int attempts = 0;
   std::chrono::steady_clock::time_point deadline, not_before;
-  std::string last_error;   // of the latest failed attempt
+  std::string last_error;    // of the latest failed attempt
+  char error_buf[CURL_ERROR_SIZE] = {0};
 };
 
 size_t OnData(char* p, size_t size, size_t n, void* user) {
@@ -75,6 +68,12 @@ size_t OnData(char* p, size_t size, size_t n, void* user) {
   long status = 0;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
   if (t->req->out && status >= 200 && status < 300) {
+    // A server that ignores Range answers 200 with the whole file: not a
+    // short read to retry, and not data to keep.
+    if (status == 200 && !(t->req->range_offset == 0 && t->resp->content_length == t->req->out_size)) {
+      t->whole = true;
+      return 0;
+    }
     if (t->got + bytes > t->req->out_size) {
       t->overflow = true;
       return 0;  // aborts the transfer
@@ -93,6 +92,13 @@ size_t OnHeader(char* p, size_t size, size_t n, void* user) {
   const size_t bytes = size * n;
   std::string line(p, bytes);
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
+  // A new header block (a redirect or a 100 Continue before the answer).
+  if (line.rfind("HTTP/", 0) == 0) {
+    t->resp->etag.clear();
+    t->resp->content_range.clear();
+    t->resp->content_length = 0;
+    return bytes;
+  }
   const size_t colon = line.find(':');
   if (colon == std::string::npos) return bytes;
   std::string name = line.substr(0, colon);
@@ -102,6 +108,8 @@ size_t OnHeader(char* p, size_t size, size_t n, void* user) {
   const std::string value = line.substr(v);
   if (name == "etag") t->resp->etag = value;
   else if (name == "last-modified") t->resp->last_modified = value;
+  else if (name == "content-range") t->resp->content_range = value;
+  else if (name == "accept-ranges") t->resp->accept_ranges = value;
   else if (name == "content-length") t->resp->content_length = std::strtoull(value.c_str(), nullptr, 10);
   return bytes;
 }
@@ -149,56 +157,16 @@ std::string XmlValue(const std::string& xml, const std::string& tag, size_t from
   return v;
 }
 
-Result<ObjectUrl> ParseObjectUrl(const std::string& url) {
-  if (url.rfind("s3://", 0) != 0) return Status::InvalidArgument(url + ": not an s3:// URL");
-  const std::string rest = url.substr(5);
-  const size_t slash = rest.find('/');
-  ObjectUrl u;
-  u.bucket = rest.substr(0, slash);
-  if (slash != std::string::npos) u.key = rest.substr(slash + 1);
-  if (u.bucket.size() < 3 || u.bucket.size() > 63 ||
-      !std::all_of(u.bucket.begin(), u.bucket.end(),
-                   [](unsigned char c) { return std::islower(c) || std::isdigit(c) || c == '-' || c == '.'; }))
-    return Status::InvalidArgument(url + ": bucket name must be 3-63 characters of a-z, 0-9, '-' and '.'");
-  if (u.key.empty() || u.key.size() > 1024)
-    return Status::InvalidArgument(url + ": expected s3://BUCKET/KEY with a key of 1-1024 bytes");
-  return u;
-}
-
-Result<S3Config> S3ConfigFromEnv() {
-  S3Config c;
-  c.region = Env("AWS_REGION");
-  if (c.region.empty()) c.region = Env("AWS_DEFAULT_REGION");
-  if (c.region.empty()) c.region = "us-east-1";
-  c.endpoint = Env("AWS_ENDPOINT_URL_S3");
-  if (c.endpoint.empty()) c.endpoint = Env("AWS_ENDPOINT_URL");
-  if (c.endpoint.empty()) c.endpoint = "https://s3." + c.region + ".amazonaws.com";
-  while (!c.endpoint.empty() && c.endpoint.back() == '/') c.endpoint.pop_back();
-  if (c.endpoint.rfind("http://", 0) != 0 && c.endpoint.rfind("https://", 0) != 0)
-    return Status::InvalidArgument("AWS_ENDPOINT_URL=" + c.endpoint + ": expected http://HOST[:PORT] or https://...");
-  c.access_key = Env("AWS_ACCESS_KEY_ID");
-  c.secret_key = Env("AWS_SECRET_ACCESS_KEY");
-  c.session_token = Env("AWS_SESSION_TOKEN");
-  if (c.access_key.empty() || c.secret_key.empty())
-    return Status::InvalidArgument(
-        "object storage needs credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL "
-        "for a server other than AWS)");
-  const std::string style = Env("IMAGEPACK_S3_ADDRESSING");
-  if (style == "virtual") c.virtual_hosted = true;
-  else if (!style.empty() && style != "path")
-    return Status::InvalidArgument("IMAGEPACK_S3_ADDRESSING=" + style + ": expected path or virtual");
-  auto retry = EnvSeconds("IMAGEPACK_S3_RETRY_SECONDS", c.retry_seconds);
-  if (!retry.ok()) return retry.status();
-  c.retry_seconds = retry.value();
-  auto timeout = EnvSeconds("IMAGEPACK_S3_TIMEOUT", c.timeout_seconds);
-  if (!timeout.ok()) return timeout.status();
-  c.timeout_seconds = timeout.value();
-  return c;
+std::string OriginOf(const std::string& url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  const size_t end = url.find_first_of("/?#", scheme + 3);
+  return url.substr(0, end);
 }
 
 // Multi handles kept between calls: each keeps its connections open, so a
 // call reuses those of an earlier one (keep-alive) instead of connecting.
-struct S3Client::Pool {
+struct HttpClient::Pool {
   std::mutex mu;
   std::vector<CURLM*> free;
   int64_t requests = 0;
@@ -218,66 +186,58 @@ struct S3Client::Pool {
   }
 };
 
-S3Client::S3Client(S3Config config) : config_(std::move(config)), pool_(std::make_unique<Pool>()) {
+HttpClient::HttpClient(HttpConfig config) : config_(std::move(config)), pool_(std::make_unique<Pool>()) {
   InitCurlOnce();
 }
-S3Client::~S3Client() = default;
+HttpClient::~HttpClient() = default;
 
-Result<std::shared_ptr<S3Client>> S3Client::Default() {
+std::shared_ptr<HttpClient> HttpClient::Shared(const HttpConfig& c) {
   static std::mutex mu;
-  static std::shared_ptr<S3Client> client;
-  static std::string made_for;
-  auto c = S3ConfigFromEnv();
-  if (!c.ok()) return c.status();
-  // Made again when the environment changes (tests switch credentials).
-  const std::string key = c->endpoint + '\n' + c->region + '\n' + c->access_key + '\n' + c->secret_key + '\n' +
-                          c->session_token + '\n' + std::to_string(c->virtual_hosted) + '\n' +
-                          std::to_string(c->retry_seconds) + '\n' + std::to_string(c->timeout_seconds);
+  static std::map<std::string, std::shared_ptr<HttpClient>> clients;
+  const std::string key = std::to_string(c.retry_seconds) + '\n' + std::to_string(c.timeout_seconds) + '\n' +
+                          std::to_string(c.max_in_flight) + '\n' + c.ca_file + '\n' + c.ca_dir + '\n' +
+                          c.sigv4_region + '\n' + c.access_key + '\n' + c.secret_key + '\n' + c.session_token +
+                          '\n' + c.endpoint;
   std::lock_guard<std::mutex> g(mu);
-  if (!client || made_for != key) {
-    client = std::make_shared<S3Client>(std::move(c.value()));
-    made_for = key;
-  }
+  std::shared_ptr<HttpClient>& client = clients[key];
+  if (!client) client = std::make_shared<HttpClient>(c);
   return client;
 }
 
-int64_t S3Client::requests() const {
+int64_t HttpClient::requests() const {
   std::lock_guard<std::mutex> g(pool_->mu);
   return pool_->requests;
 }
 
-std::string S3Client::HttpUrl(const ObjectUrl& url, const std::string& query) const {
-  std::string base = config_.endpoint;
-  std::string path;
-  if (config_.virtual_hosted) {
-    const size_t host = base.find("://") + 3;
-    base.insert(host, url.bucket + ".");
-    path = "/" + UriEncode(url.key, true);
-  } else {
-    path = "/" + url.bucket + (url.key.empty() ? "" : "/" + UriEncode(url.key, true));
-  }
-  return base + path + (query.empty() ? "" : "?" + query);
-}
-
 namespace {
 
-void Setup(const S3Client& client, Transfer* t) {
-  const S3Config& c = client.config();
-  const S3Request& r = *t->req;
+void Setup(const HttpClient& client, Transfer* t) {
+  const HttpConfig& c = client.config();
+  const HttpRequest& r = *t->req;
   CURL* e = t->easy;
   curl_easy_reset(e);
   t->got = 0;
   t->sent = 0;
   t->overflow = false;
+  t->whole = false;
+  t->error_buf[0] = '\0';
   t->resp->body.clear();
   t->resp->etag.clear();
+  t->resp->content_range.clear();
+  t->resp->content_length = 0;
   t->resp->status = 0;
-  const std::string url = client.HttpUrl(r.url, r.query);
-  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-  const std::string sigv4 = "aws:amz:" + c.region + ":s3";
-  curl_easy_setopt(e, CURLOPT_AWS_SIGV4, sigv4.c_str());
-  curl_easy_setopt(e, CURLOPT_USERNAME, c.access_key.c_str());
-  curl_easy_setopt(e, CURLOPT_PASSWORD, c.secret_key.c_str());
+  t->resp->changed = false;
+  t->resp->tls_refused = false;
+  curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
+  if (!c.sigv4_region.empty()) {
+    const std::string sigv4 = "aws:amz:" + c.sigv4_region + ":s3";
+    curl_easy_setopt(e, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    curl_easy_setopt(e, CURLOPT_USERNAME, c.access_key.c_str());
+    curl_easy_setopt(e, CURLOPT_PASSWORD, c.secret_key.c_str());
+  }
+  if (!c.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, c.ca_file.c_str());
+  if (!c.ca_dir.empty()) curl_easy_setopt(e, CURLOPT_CAPATH, c.ca_dir.c_str());
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error_buf);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -290,9 +250,13 @@ void Setup(const S3Client& client, Transfer* t) {
   curl_easy_setopt(e, CURLOPT_PRIVATE, t);
   if (t->headers) curl_slist_free_all(t->headers);
   t->headers = nullptr;
-  t->headers = curl_slist_append(t->headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-  if (!c.session_token.empty())
-    t->headers = curl_slist_append(t->headers, ("x-amz-security-token: " + c.session_token).c_str());
+  if (!c.sigv4_region.empty()) {
+    // libcurl 7.88 signs but does not add this header, without which S3
+    // servers refuse the request.
+    t->headers = curl_slist_append(t->headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (!c.session_token.empty())
+      t->headers = curl_slist_append(t->headers, ("x-amz-security-token: " + c.session_token).c_str());
+  }
   for (const std::string& h : r.headers) t->headers = curl_slist_append(t->headers, h.c_str());
   if (r.out) {
     const std::string range = std::to_string(r.range_offset) + "-" + std::to_string(r.range_offset + r.out_size - 1);
@@ -318,44 +282,67 @@ void Setup(const S3Client& client, Transfer* t) {
 
 // Describes a failed attempt: "HTTP 403 SignatureDoesNotMatch" or the
 // transport error. Empty when the attempt succeeded. *retry: worth again.
-std::string Judge(const S3Client& client, Transfer* t, CURLcode code, const std::vector<long>& accept, bool* retry) {
+std::string Judge(const HttpClient& client, Transfer* t, CURLcode code, const std::vector<long>& accept,
+                  bool* retry) {
   *retry = false;
+  const std::string origin = OriginOf(t->req->url);
+  if (code == CURLE_WRITE_ERROR && t->whole)
+    return origin + " does not serve byte ranges (it answered a Range request with the whole file)";
   if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && t->overflow)) {
+    if (TlsRefused(code)) {
+      t->resp->tls_refused = true;
+      const HttpConfig& c = client.config();
+      return "the TLS certificate of " + origin + " does not verify against " +
+             (c.ca_file.empty() ? std::string("the system's CA bundle") : "CA file " + c.ca_file) +
+             (c.ca_dir.empty() ? "" : " and CA folder " + c.ca_dir) + " (" +
+             (t->error_buf[0] ? t->error_buf : curl_easy_strerror(code)) +
+             "); refused (SSL_CERT_FILE, CURL_CA_BUNDLE or the ca_file option name another CA)";
+    }
     *retry = Retryable(code);
-    return std::string("connection to ") + client.config().endpoint + " failed: " + curl_easy_strerror(code);
+    return "connection to " + origin + " failed: " + (t->error_buf[0] ? t->error_buf : curl_easy_strerror(code));
   }
   long status = 0;
   curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
   t->resp->status = status;
+  const HttpRequest& r = *t->req;
+  if (status == 412 || (r.out && !r.expect_etag.empty() && status >= 200 && status < 300 &&
+                        !t->resp->etag.empty() && t->resp->etag != r.expect_etag)) {
+    t->resp->changed = true;
+    return "HTTP " + std::to_string(status) + " (changed: ETag " + (t->resp->etag.empty() ? "?" : t->resp->etag) +
+           ", pinned " + r.expect_etag + ")";
+  }
   const bool ok = (status >= 200 && status < 300) || std::count(accept.begin(), accept.end(), status) > 0;
   if (!ok) {
     *retry = RetryableStatus(status, t->resp->body);
-    std::string s3code = XmlValue(t->resp->body, "Code");
-    if (s3code.empty() && status == 404) s3code = "NotFound";
-    std::string msg = "HTTP " + std::to_string(status) + (s3code.empty() ? "" : " " + s3code);
+    std::string code_name = XmlValue(t->resp->body, "Code");
+    if (code_name.empty() && status == 404) code_name = "NotFound";
+    std::string msg = "HTTP " + std::to_string(status) + (code_name.empty() ? "" : " " + code_name);
     const std::string detail = XmlValue(t->resp->body, "Message");
     if (!detail.empty()) msg += " (" + detail + ")";
     return msg;
   }
-  if (t->overflow || (t->req->out && status >= 200 && status < 300 && t->got != t->req->out_size)) {
+  if (t->overflow || (r.out && status >= 200 && status < 300 && t->got != r.out_size)) {
     *retry = true;  // a short body: the connection broke
     return "the server sent " + std::to_string(t->got) + (t->overflow ? "+" : "") + " bytes of a range of " +
-           std::to_string(t->req->out_size);
+           std::to_string(r.out_size);
   }
   return "";
 }
 
 }  // namespace
 
-Status S3Client::Run(const std::vector<S3Request>& reqs, std::vector<S3Response>* resps,
-                     const std::vector<long>& accept) {
+Status HttpClient::Run(const std::vector<HttpRequest>& reqs, std::vector<HttpResponse>* resps,
+                       const std::vector<long>& accept) {
   using Clock = std::chrono::steady_clock;
-  resps->assign(reqs.size(), S3Response());
+  resps->assign(reqs.size(), HttpResponse());
   if (reqs.empty()) return Status::Ok();
   CURLM* multi = pool_->Take();
   std::vector<Transfer> ts(reqs.size());
   std::vector<size_t> waiting;  // not yet started (or to retry), by index
-  const auto budget = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(config_.retry_seconds));
+  auto budget_of = [&](const HttpRequest& r) {
+    const double s = r.retry_seconds >= 0 ? r.retry_seconds : config_.retry_seconds;
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
   for (size_t i = 0; i < reqs.size(); ++i) {
     ts[i].req = &reqs[i];
     ts[i].resp = &(*resps)[i];
@@ -373,7 +360,7 @@ Status S3Client::Run(const std::vector<S3Request>& reqs, std::vector<S3Response>
     for (size_t k = waiting.size(); k-- > 0 && active < config_.max_in_flight;) {
       Transfer& t = ts[waiting[k]];
       if (t.not_before > now) continue;
-      if (t.attempts == 0) t.deadline = now + budget;
+      if (t.attempts == 0) t.deadline = now + budget_of(*t.req);
       ++t.attempts;
       Setup(*this, &t);
       curl_multi_add_handle(multi, t.easy);
@@ -402,9 +389,9 @@ Status S3Client::Run(const std::vector<S3Request>& reqs, std::vector<S3Response>
         continue;
       }
       if (first.ok()) {
-        const S3Request& r = *t->req;
-        std::string msg = r.method + " " + r.url.ToString() + (r.what.empty() ? "" : " (" + r.what + ")") + " at " +
-                          config_.endpoint + ": " + err;
+        const HttpRequest& r = *t->req;
+        std::string msg = r.method + " " + r.shown + (r.what.empty() ? "" : " (" + r.what + ")") +
+                          (config_.endpoint.empty() ? "" : " at " + config_.endpoint) + ": " + err;
         if (t->attempts > 1) msg += " after " + std::to_string(t->attempts) + " attempts";
         const long st = t->resp->status;
         first = st == 404 ? Status::NotFound(msg)
@@ -430,8 +417,8 @@ Status S3Client::Run(const std::vector<S3Request>& reqs, std::vector<S3Response>
   return first;
 }
 
-Status S3Client::RunOne(const S3Request& req, S3Response* resp, const std::vector<long>& accept) {
-  std::vector<S3Response> out;
+Status HttpClient::RunOne(const HttpRequest& req, HttpResponse* resp, const std::vector<long>& accept) {
+  std::vector<HttpResponse> out;
   Status st = Run({req}, &out, accept);
   *resp = std::move(out[0]);
   return st;

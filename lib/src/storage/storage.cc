@@ -1,0 +1,154 @@
+// The storage factory (the one place a URL's scheme is read), the
+// settings from the environment, and what every backend shares: whole
+// reads, publishing a folder, staging folders.
+#include "imagepack/storage.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+
+#include "fd_io.h"
+#include "imagepack/files.h"
+#include "storage/backends.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+// A positive number from `name`, at most `max`; unset keeps *out.
+Status EnvNumber(const char* name, double max, double* out) {
+  const std::string v = Env(name);
+  if (v.empty()) return Status::Ok();
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || *end != '\0' || !(d > 0) || d > max)
+    return Status::InvalidArgument(std::string(name) + "=" + v + ": expected a number in (0, " +
+                                   std::to_string(static_cast<long long>(max)) + "]");
+  *out = d;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<StorageSettings> StorageSettings::FromEnvironment() {
+  StorageSettings s;
+  s.s3_region = Env("AWS_REGION");
+  if (s.s3_region.empty()) s.s3_region = Env("AWS_DEFAULT_REGION");
+  if (s.s3_region.empty()) s.s3_region = "us-east-1";
+  s.s3_endpoint = Env("AWS_ENDPOINT_URL_S3");
+  if (s.s3_endpoint.empty()) s.s3_endpoint = Env("AWS_ENDPOINT_URL");
+  if (s.s3_endpoint.empty()) s.s3_endpoint = "https://s3." + s.s3_region + ".amazonaws.com";
+  while (!s.s3_endpoint.empty() && s.s3_endpoint.back() == '/') s.s3_endpoint.pop_back();
+  s.s3_access_key = Env("AWS_ACCESS_KEY_ID");
+  s.s3_secret_key = Env("AWS_SECRET_ACCESS_KEY");
+  s.s3_session_token = Env("AWS_SESSION_TOKEN");
+  const std::string style = Env("IMAGEPACK_S3_ADDRESSING");
+  if (style == "virtual") s.s3_virtual_hosted = true;
+  else if (!style.empty() && style != "path")
+    return Status::InvalidArgument("IMAGEPACK_S3_ADDRESSING=" + style + ": expected path or virtual");
+  IMAGEPACK_RETURN_IF_ERROR(EnvNumber("IMAGEPACK_S3_PART_MB", 5000, &s.s3_part_mb));
+  IMAGEPACK_RETURN_IF_ERROR(EnvNumber("IMAGEPACK_S3_RETRY_SECONDS", 86400, &s.retry_seconds));
+  IMAGEPACK_RETURN_IF_ERROR(EnvNumber("IMAGEPACK_S3_TIMEOUT", 86400, &s.timeout_seconds));
+  s.ca_file = Env("CURL_CA_BUNDLE");
+  if (s.ca_file.empty()) s.ca_file = Env("SSL_CERT_FILE");
+  s.ca_dir = Env("SSL_CERT_DIR");
+  s.cache_dir = Env("IMAGEPACK_CACHE_DIR");
+  IMAGEPACK_RETURN_IF_ERROR(EnvNumber("IMAGEPACK_CACHE_LIMIT_MB", 1e9, &s.cache_limit_mb));
+  IMAGEPACK_RETURN_IF_ERROR(EnvNumber("IMAGEPACK_FETCH_BLOCK_MB", 1024, &s.fetch_block_mb));
+  IMAGEPACK_RETURN_IF_ERROR(EnvNumber("IMAGEPACK_RAM_CACHE_MB", 1e9, &s.ram_cache_mb));
+  s.staging_dir = Env("IMAGEPACK_STAGING_DIR");
+  if (s.staging_dir.empty()) s.staging_dir = Env("TMPDIR");
+  if (s.staging_dir.empty()) s.staging_dir = "/tmp";
+  s.shm_dir = Env("IMAGEPACK_SHM_DIR");
+  if (s.shm_dir.empty()) s.shm_dir = "/dev/shm";
+  return s;
+}
+
+Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url, const StorageSettings& settings) {
+  // A scheme: letters, digits, '+', '-', '.' before "://" (RFC 3986).
+  const size_t sep = url.find("://");
+  if (sep != std::string::npos && sep > 0 && std::isalpha(static_cast<unsigned char>(url[0])) &&
+      std::all_of(url.begin(), url.begin() + static_cast<std::ptrdiff_t>(sep),
+                  [](unsigned char c) { return std::isalnum(c) || c == '+' || c == '-' || c == '.'; })) {
+    const std::string scheme = url.substr(0, sep);
+    if (scheme == "s3" || scheme == "https" || scheme == "http") {
+      auto made = scheme == "s3" ? internal::NewS3Storage(settings) : internal::NewHttpStorage(settings);
+      if (!made.ok()) return made.status().WithContext(url);
+      return made;
+    }
+    return Status::NotSupported(url + ": no storage for '" + scheme +
+                                "://' (imagepack reads local paths, s3://, https:// and http://)");
+  }
+  return internal::NewLocalStorage(settings);
+}
+
+Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url) {
+  auto settings = StorageSettings::FromEnvironment();
+  if (!settings.ok()) return settings.status();
+  return OpenStorage(url, settings.value());
+}
+
+Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
+  auto storage = OpenStorage(path);
+  if (!storage.ok()) return storage.status();
+  return storage.value()->Open(path);
+}
+
+std::string Storage::Parent(const std::string& url) {
+  const size_t slash = url.rfind('/');
+  return slash == std::string::npos ? std::string() : url.substr(0, slash + 1);
+}
+
+std::string Storage::Join(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+Result<std::vector<uint8_t>> ReadWhole(Storage& storage, const std::string& url, uint64_t max_bytes) {
+  auto bytes = storage.Open(url);
+  if (!bytes.ok()) return bytes.status();
+  const uint64_t size = bytes.value()->size();
+  if (size > max_bytes)
+    return Status::InvalidArgument(url + ": " + std::to_string(size) + " bytes, over the budget of " +
+                                   std::to_string(max_bytes) + " for one file");
+  std::vector<uint8_t> out(size);
+  if (size) IMAGEPACK_RETURN_IF_ERROR(bytes.value()->ReadAt(0, size, out.data()));
+  return out;
+}
+
+Status PublishTree(const std::string& dir, Storage& storage, const std::string& prefix) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file()) files.push_back(fs::relative(it->path(), dir).string());
+  if (ec) return Status::IOError(dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  Storage::CreateOptions co;
+  co.overwrite = true;
+  for (const std::string& rel : files) {
+    const std::string from = (fs::path(dir) / rel).string();
+    auto src = OpenFileSource(from);
+    if (!src.ok()) return src.status();
+    auto out = storage.Create(Storage::Join(prefix, rel), co);
+    if (!out.ok()) return out.status();
+    IMAGEPACK_RETURN_IF_ERROR(CopyToFile(*src.value(), out.value()->fd(), out.value()->staging_path(),
+                                         uint64_t(8) << 20, 2));
+    IMAGEPACK_RETURN_IF_ERROR(out.value()->Commit());
+  }
+  return Status::Ok();
+}
+
+Result<std::string> MakeStagingDir(const StorageSettings& settings, const std::string& what) {
+  return MakeTempDir(settings.staging_dir, what);
+}
+
+}  // namespace imagepack
