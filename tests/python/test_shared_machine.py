@@ -16,7 +16,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import stat
 import struct
 import subprocess
@@ -28,17 +27,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import SCRIPTS, tool
+from conftest import SCRIPTS, temp_name, tool
 
 sys.path.insert(0, SCRIPTS)
 import read_db  # noqa: E402  (independent reader: python3-lmdb, numpy, xxhash)
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 NOBODY = 65534
-IS_ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not IS_ROOT or not shutil.which("setpriv"),
-                                reason="attacks need root to become a second user (setpriv)")
-HOST = socket.gethostname().replace(".", "_")
+needs_root = pytest.mark.needs_root  # conftest.py: skipped without root, failed where CI requires them
 
 
 def as_nobody(code, *args, wait=True):
@@ -188,7 +184,7 @@ def test_planted_links_clobber_nothing(victim, shared, tree, fmt):
     pack writes its database, precious.txt is untouched, the links stay."""
     dst = os.path.join(shared, "out." + fmt)
     p = start_paused([tool("pack_lmdb"), tree, dst, "-q", "--format", fmt])
-    tmp = os.path.join(shared, ".out.%s.ipk-tmp.%s.%d" % (fmt, HOST, p.pid))
+    tmp = temp_name(dst, p.pid)
     precious = os.path.join(victim, "precious.txt")
     r = as_nobody("""
 import os, sys
@@ -218,7 +214,7 @@ def test_planted_links_clobber_nothing_on_pictures(victim, shared):
     for args, name in (([tool("inspect_db"), db, "--out", pics, "--summary"], "summary.png"),
                        ([tool("inspect_db"), db, "--out", pics, "--sheet"], "sheet.png")):
         p = start_paused(args)
-        tmp = os.path.join(pics, ".%s.ipk-tmp.%s.%d" % (name, HOST, p.pid))
+        tmp = temp_name(os.path.join(pics, name), p.pid)
         r = as_nobody("import os, sys; os.symlink(sys.argv[2], sys.argv[1])", tmp, precious)
         assert r.returncode == 0, r.stderr
         _, err = p.communicate("\n", timeout=120)
@@ -238,12 +234,20 @@ sys.stdin.read()
 
 @needs_root
 def test_a_held_lock_blocks_no_run(victim, shared, tree):
-    """nobody holds the lock every in_ram loader of the machine used to wait
-    on, and a destination's write lock in a shared folder. The loader runs
-    at once; the pack fails at once, naming the lock and its owner; an
-    unheld lock file of nobody's does not stop a pack."""
+    """nobody holds the locks an in_ram loader would wait on if it trusted
+    a folder it does not own: the folder lock in the shared root (where
+    the build before kept it) and in a folder nobody planted under the
+    victim's private name, as well as a destination's write lock in a
+    shared folder. The loader runs at once and opens its folder lock in a
+    private folder of its own (the name held here is the name it uses);
+    the pack fails at once, naming the lock and its owner; an unheld lock
+    file of nobody's does not stop a pack."""
     pytest.importorskip("imagepack")
-    holder = as_nobody(HOLD_LOCK, os.path.join(shared, "imagepack-copy-folder.lock"), wait=False)
+    lock_name = "imagepack-copy-folder.lock"
+    planted = os.path.join(shared, "imagepack-%d" % os.geteuid())
+    r = as_nobody("import os, sys; os.mkdir(sys.argv[1]); os.chmod(sys.argv[1], 0o777)", planted)
+    assert r.returncode == 0, r.stderr
+    holders = [as_nobody(HOLD_LOCK, os.path.join(folder, lock_name), wait=False) for folder in (shared, planted)]
     dst_holder = as_nobody(HOLD_LOCK, os.path.join(shared, ".held.lmdb.ipk-lock"), wait=False)
     try:
         code = ("import imagepack, sys; l = imagepack.Loader(sys.argv[1], batch_size=8, size=32, in_ram=True, "
@@ -254,12 +258,15 @@ def test_a_held_lock_blocks_no_run(victim, shared, tree):
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0 and r.stdout.strip() == "8", r.stderr
         assert time.time() - t0 < 30
+        # The loader's own folder lock: the same name, in its private folder.
+        mine = [e for e in os.listdir(shared) if e.startswith("imagepack-%d-" % os.geteuid())]
+        assert len(mine) == 1 and os.path.exists(os.path.join(shared, mine[0], lock_name)), os.listdir(shared)
         r = subprocess.run([tool("pack_lmdb"), tree, os.path.join(shared, "held.lmdb"), "-q"], capture_output=True,
                            text=True, timeout=30)
         assert r.returncode != 0
         assert ".held.lmdb.ipk-lock" in r.stderr and "nobody" in r.stderr, r.stderr
     finally:
-        for h in (holder, dst_holder):
+        for h in holders + [dst_holder]:
             h.stdin.close()
             h.wait(10)
     r = as_nobody("import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644))",
@@ -268,6 +275,13 @@ def test_a_held_lock_blocks_no_run(victim, shared, tree):
     r = subprocess.run([tool("pack_lmdb"), tree, os.path.join(shared, "free.lmdb"), "-q"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+
+
+def test_ci_runs_the_attacks():
+    """The CI command (scripts/test.sh) requires the attacks above to run:
+    without root they fail there instead of skipping without a word."""
+    text = open(os.path.join(SCRIPTS, "test.sh")).read()
+    assert "export IMAGEPACK_REQUIRE_ATTACKS=1" in text
 
 
 def test_a_source_damaged_in_place_is_not_served_from_its_old_copy(victim, tmp_path):
@@ -359,11 +373,31 @@ def test_every_byte_of_the_metadata_is_checked(tree, tmp_path, fmt):
                 imagepack.open(bad)
 
 
+def picture(encoding, payload):
+    """A record's picture as read_db.py gives it, as an HxWxC uint8 array:
+    raw samples as stored, a JPEG decoded by Pillow (accurate IDCT, as the
+    library's default)."""
+    if encoding == "raw":
+        return np.asarray(payload)
+    import io
+    return np.asarray(Image.open(io.BytesIO(payload)).convert("RGB"))
+
+
+def same_picture(got, want):
+    """Equal but for at most one grey level (the IDCT's rounding)."""
+    return got.shape == want.shape and np.abs(got.astype(int) - want.astype(int)).max() <= 1
+
+
 @pytest.mark.parametrize("version", [3, 4])
 def test_old_formats_still_load_byte_for_byte(version):
     """tests/data/format3 (fields, before the metadata checksum) and format4
     (checksummed, before 16-bit fields): the databases open, verify and
-    read exactly as when they were written, masks value for value."""
+    read exactly as when they were written. Each record's stored bytes
+    have the SHA-256 they had; the library's reader (imagepack.open) gives
+    every field of every record as the independent reader
+    (scripts/read_db.py) reads it from those bytes: path, label, the
+    image's pixels, the second image's pixels, boxes and their classes,
+    ints, floats, text, and masks value for value."""
     folder = os.path.join(DATA, "format%d" % version)
     expected = json.load(open(os.path.join(folder, "expected.json")))
     for name, want in expected.items():
@@ -372,22 +406,49 @@ def test_old_formats_still_load_byte_for_byte(version):
         assert r.returncode == 0, r.stdout + r.stderr
         db = read_db.open_db(path)
         assert db.meta["format_version"] == version and ("meta_checksum" in db.meta) == (version >= 4)
+        records = []
         for i, rec in enumerate(want["records"]):
             raw = db.raw(i)
             assert hashlib.sha256(raw).hexdigest() == rec["record_sha256"]
-            assert [f["kind"] for f in read_db.parse_record(raw)["fields"]] == rec["fields"]
+            parsed = read_db.parse_record(raw)
+            assert [f["kind"] for f in parsed["fields"]] == rec["fields"]
+            records.append(parsed)
         try:
             import imagepack
         except ImportError:
             continue
         ds = imagepack.open(path)
         assert ds.classes == want["classes"] and [f["name"] for f in ds.fields] == [f["name"] for f in want["fields"]]
-        for i, rec in enumerate(want["records"]):
+        names = [f["name"] for f in want["fields"]]
+        kinds_seen = set()
+        for i, (rec, parsed) in enumerate(zip(want["records"], records)):
             sample = ds[i]
-            assert sample["label"] == rec["label"] and sample["image"].shape[:2] == (rec["height"], rec["width"])
+            where = "%s record %d" % (name, i)
+            assert sample["label"] == rec["label"] == parsed["label"], where
+            assert sample["path"] == rec["path"] == parsed["path"], where
+            assert sample["image"].shape[:2] == (rec["height"], rec["width"]), where
+            assert same_picture(sample["image"], picture(parsed["encoding"], parsed["payload"])), where
+            for f in parsed["fields"]:
+                key, kind, value = names[f["slot"]], f["kind"], f["value"]
+                kinds_seen.add(kind)
+                got = sample[key]
+                if kind == "image":
+                    assert same_picture(got, picture(value["encoding"], value["payload"])), (where, key)
+                elif kind == "boxes":
+                    xy, cls = value
+                    assert np.array_equal(got.reshape(-1, 4), xy.reshape(-1, 4)), (where, key)
+                    labels = "box_labels" if key == "boxes" else key + "_labels"
+                    assert np.array_equal(sample[labels], cls), (where, key)
+                elif kind == "text":
+                    assert got == value, (where, key)
+                else:  # ints, floats, mask, depth: value for value
+                    assert got.shape == value.shape and np.array_equal(got, value), (where, key)
             if "mask_sha256" in rec:
                 assert sample["mask"].dtype == np.uint8
                 assert [hashlib.sha256(sample["mask"].tobytes()).hexdigest()] == rec["mask_sha256"]
+        # Every kind the fixture holds was compared (a fixture that lost
+        # one would make this test prove less without a word).
+        assert kinds_seen == {"image", "mask", "ints", "boxes", "floats", "text"}, kinds_seen
 
 
 def test_a_state_from_another_dataset_is_refused(tree, tmp_path):
@@ -442,8 +503,8 @@ def test_inspect_db_removes_its_dead_runs_temporaries(victim, shared):
             dead += 1
         except ProcessLookupError:
             break
-    ours = os.path.join(shared, ".sheet.png.ipk-tmp.%s.%d" % (HOST, dead))
-    theirs = os.path.join(shared, ".grid.png.ipk-tmp.%s.%d" % (HOST, dead))
+    ours = temp_name(os.path.join(shared, "sheet.png"), dead)
+    theirs = temp_name(os.path.join(shared, "grid.png"), dead, uid=NOBODY)
     open(ours, "w").close()
     assert as_nobody("import sys; open(sys.argv[1], 'w').close()", theirs).returncode == 0
     r = subprocess.run([tool("inspect_db"), db, "--out", shared, "--summary"], capture_output=True, text=True)
