@@ -16,12 +16,21 @@ import numpy as np
 
 HEADER = struct.Struct("<QIHBBiIIHHII")  # docs/FORMAT.md, "Record"
 FIELD = struct.Struct("<BBBBIII")        # docs/FORMAT.md, "Fields"
-# The kind byte of a field entry: its name and layout (docs/FORMAT.md,
-# "Fields"); the layout says how the entry is read.
-KINDS = {1: ("image", "picture"), 2: ("mask", "map"), 3: ("ints", "list"), 4: ("boxes", "boxes"),
-         5: ("floats", "list"), 6: ("text", "text"), 7: ("depth", "map")}
+# The kind byte of a field entry: its name, layout and first format
+# (docs/FORMAT.md, "Kinds"); the layout says how the entry is read.
+# BEGIN KINDS (generated from the library's kind table: tests/python/test_kinds.py --update)
+KINDS = {
+    1: ("image", "picture", 3),
+    2: ("mask", "map", 3),
+    3: ("ints", "list", 3),
+    4: ("boxes", "boxes", 3),
+    5: ("floats", "list", 3),
+    6: ("text", "text", 3),
+    7: ("depth", "map", 5),
+}
+FLOAT_LISTS = {"floats"}
+# END KINDS
 MAP_DTYPES = {1: np.uint8, 2: np.dtype("<u2")}  # a map's encoding byte: bytes per sample
-LIST_DTYPES = {"ints": "<i4", "floats": "<f4"}
 
 
 def parse_fields(buf, count):
@@ -36,7 +45,7 @@ def parse_fields(buf, count):
         if len(data) != size or kind not in KINDS:
             raise ValueError("bad field entry")
         at += 16 + size
-        kind, layout = KINDS[kind]
+        kind, layout, _ = KINDS[kind]
         if layout == "picture":
             value = dict(encoding="raw" if encoding else "jpeg", channels=channels, height=dim0, width=dim1,
                          payload=np.frombuffer(data, np.uint8).reshape(dim0, dim1, channels) if encoding else data)
@@ -45,7 +54,7 @@ def parse_fields(buf, count):
                 raise ValueError("bad map encoding %d" % encoding)
             value = np.frombuffer(data, MAP_DTYPES[encoding]).reshape(dim0, dim1)
         elif layout == "list":
-            value = np.frombuffer(data, LIST_DTYPES[kind])
+            value = np.frombuffer(data, "<f4" if kind in FLOAT_LISTS else "<i4")
         elif layout == "boxes":
             rec = np.frombuffer(data, np.dtype([("xy", "<f4", 4), ("cls", "<i4")]))
             value = (rec["xy"].copy(), rec["cls"].copy())

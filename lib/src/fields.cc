@@ -1,26 +1,26 @@
 #include "imagepack/fields.h"
 
+#include <algorithm>
 #include <iterator>
 #include <map>
 
 #include <cmath>
 #include <cstring>
 
+#include "formats/text.h"
+#include "imagepack/meta.h"
 #include "le.h"
 
 namespace imagepack {
 namespace {
 
-// The kind table. Columns: kind, name, layout, element bytes, name prefix,
-// floats, classes, fixed bits, fill key, default fill.
+// The kind table (IMAGEPACK_FIELD_KINDS in fields.h), as KindInfo rows.
 constexpr KindInfo kKinds[] = {
-    {FieldKind::kImage, "image", FieldLayout::kPicture, 0, "image", false, false, 0, nullptr, 0},
-    {FieldKind::kMask, "mask", FieldLayout::kMap, 0, "mask", false, true, 0, "ignore", -1},
-    {FieldKind::kInts, "ints", FieldLayout::kList, 4, nullptr, false, false, 0, nullptr, 0},
-    {FieldKind::kBoxes, "boxes", FieldLayout::kBoxes, kBoxBytes, nullptr, false, true, 0, nullptr, 0},
-    {FieldKind::kFloats, "floats", FieldLayout::kList, 4, nullptr, true, false, 0, nullptr, 0},
-    {FieldKind::kText, "text", FieldLayout::kText, 1, nullptr, false, false, 0, nullptr, 0},
-    {FieldKind::kDepth, "depth", FieldLayout::kMap, 0, "depth", false, false, 16, "no_reading", 0},
+#define IMAGEPACK_KIND_ROW(id, byte, name, layout, element_bytes, prefix, floats, classes, bits, fill_key, fill, \
+                           first_format)                                                                         \
+  {FieldKind::id, name, FieldLayout::layout, element_bytes, prefix, floats, classes, bits, fill_key, fill, first_format},
+    IMAGEPACK_FIELD_KINDS(IMAGEPACK_KIND_ROW)
+#undef IMAGEPACK_KIND_ROW
 };
 
 // Row i holds kind byte i + 1, so a kind is found by its byte without a
@@ -30,7 +30,16 @@ constexpr bool RowsInByteOrder() {
     if (static_cast<size_t>(kKinds[i].kind) != i + 1) return false;
   return true;
 }
-static_assert(RowsInByteOrder(), "kKinds rows must be in kind-byte order, from 1");
+static_assert(RowsInByteOrder(), "kind table rows must be in kind-byte order, from 1");
+
+// A kind needs a format with fields (3) at least, and none newer than the
+// newest one this build writes.
+constexpr bool FirstFormatsValid() {
+  for (const KindInfo& k : kKinds)
+    if (k.first_format < kFormatVersionFields) return false;
+  return true;
+}
+static_assert(FirstFormatsValid(), "a kind's first format is 3 (fields) or later");
 
 using internal::Get;
 using internal::Put;
@@ -42,6 +51,33 @@ const KindInfo* FindKind(uint8_t byte) {
 }
 
 const KindInfo& InfoOf(FieldKind kind) { return *FindKind(static_cast<uint8_t>(kind)); }
+
+const char* FieldLayoutName(FieldLayout layout) {
+  switch (layout) {
+    case FieldLayout::kPicture: return "picture";
+    case FieldLayout::kMap: return "map";
+    case FieldLayout::kBoxes: return "boxes";
+    case FieldLayout::kList: return "list";
+    case FieldLayout::kText: return "text";
+  }
+  return "?";
+}
+
+const std::vector<KindInfo>& AllKinds() {
+  static const std::vector<KindInfo> all(std::begin(kKinds), std::end(kKinds));
+  return all;
+}
+
+int FirstFormatOf(const FieldSpec& f) {
+  // 16-bit samples (a uint16 mask) came with format 5 whatever the kind.
+  return std::max(InfoOf(f.kind).first_format, f.bits > 8 ? kFormatVersionWide : 0);
+}
+
+int NewestFormatVersion() {
+  int newest = kFormatVersionWide;
+  for (const KindInfo& k : kKinds) newest = std::max(newest, k.first_format);
+  return newest;
+}
 
 std::string KindNames() {
   std::string out;
@@ -114,26 +150,6 @@ Status CheckFieldLayout(const FieldView& f) {
                               std::to_string(f.height) + "x" + std::to_string(f.width) + "x" +
                               std::to_string(sample_bytes));
   return Status::Ok();
-}
-
-bool IsValidUtf8(const uint8_t* s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    const uint8_t c = s[i];
-    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (len == 0 || i + len > n) return false;
-    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    // Overlong forms, surrogates, and code points past U+10FFFF.
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += len;
-  }
-  return true;
 }
 
 std::vector<Box> ReadBoxes(const FieldView& f) {
@@ -221,7 +237,8 @@ Status CheckFieldContent(const FieldView& f, const FieldSpec& spec, uint32_t W, 
             return Status::Corruption("element " + std::to_string(i) + " is not finite");
       return Status::Ok();
     case FieldLayout::kText:
-      if (!IsValidUtf8(f.data, f.size)) return Status::Corruption("is not valid UTF-8");
+      if (!internal::IsUtf8(std::string_view(reinterpret_cast<const char*>(f.data), f.size)))
+        return Status::Corruption("is not valid UTF-8");
       return Status::Ok();
   }
   return Status::Ok();

@@ -78,10 +78,12 @@ std::string DatasetMeta::ToJson() const {
   json j;
   j["format"] = "imagepack";
   const bool checked = format_version >= kFormatVersionChecked;
-  const bool wide = std::any_of(fields.begin(), fields.end(), [](const FieldSpec& f) { return f.bits > 8; });
-  j["format_version"] = checked ? (wide ? kFormatVersionWide : kFormatVersionChecked)
-                        : fields.empty() ? format_version
-                                         : kFormatVersionFields;
+  // The oldest version that holds every field (the kind table says each
+  // kind's first; 16-bit samples need 5): readers of older versions refuse
+  // the file by its version.
+  int version = kFormatVersionChecked;
+  for (const FieldSpec& f : fields) version = std::max(version, FirstFormatOf(f));
+  j["format_version"] = checked ? version : fields.empty() ? format_version : kFormatVersionFields;
   if (checked) j["meta_checksum"] = std::string(kChecksumDigits, '0');
   j["count"] = count;
   j["classes"] = classes;
@@ -236,6 +238,10 @@ Status ParseFieldSpecs(const json& fields, int version, std::vector<FieldSpec>* 
       }
     }
     IMAGEPACK_RETURN_IF_ERROR(ParseMapSpec(e, version, &f));
+    if (InfoOf(f.kind).first_format > version)
+      return Status::Corruption("metadata field '" + f.name + "' is a " + InfoOf(f.kind).name + " (format " +
+                                std::to_string(InfoOf(f.kind).first_format) + " and later) in format " +
+                                std::to_string(version) + " metadata");
     out->push_back(std::move(f));
   }
   if ((version == kFormatVersionFields && out->empty()) || out->size() > 255)
@@ -311,9 +317,9 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
   auto version = IntIn(j["format_version"], "format_version", 0, 1 << 30);
   if (!version.ok()) return version.status();
   m.format_version = static_cast<int>(*version);
-  if (m.format_version < 1 || m.format_version > kFormatVersionWide)
+  if (m.format_version < 1 || m.format_version > NewestFormatVersion())
     return Status::NotSupported("format version " + std::to_string(m.format_version) +
-                                " (this build reads 1 to " + std::to_string(kFormatVersionWide) + ")");
+                                " (this build reads 1 to " + std::to_string(NewestFormatVersion()) + ")");
   if (m.format_version >= kFormatVersionChecked && !j.contains("meta_checksum"))
     return Status::Corruption("metadata of format " + std::to_string(m.format_version) +
                               " lacks its meta_checksum (damaged)");

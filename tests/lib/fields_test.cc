@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "imagepack/meta.h"
 #include "imagepack/record.h"
 #include "testutil.h"
 
@@ -146,11 +147,62 @@ TEST(Fields, SixteenBitMapsAreCheckedByLayoutAndDtype) {
   EXPECT_EQ(BatchKeysOf(depth), std::vector<std::string>{"depth"});
 }
 
-TEST(Fields, Utf8Validation) {
-  for (const char* good : {"", "plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"})
-    EXPECT_TRUE(IsValidUtf8(reinterpret_cast<const uint8_t*>(good), std::strlen(good))) << good;
-  for (const char* bad : {"\x80", "\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"})
-    EXPECT_FALSE(IsValidUtf8(reinterpret_cast<const uint8_t*>(bad), std::strlen(bad))) << bad;
+// The format version a dataset is written in comes from the kind table:
+// each kind's first format (4 at least, the checksummed metadata; 16-bit
+// samples 5); metadata of an older version holding a kind is corruption.
+TEST(Fields, TheFormatVersionComesFromTheKindTable) {
+  int newest = 0;
+  for (const KindInfo& k : AllKinds()) {
+    SCOPED_TRACE(k.name);
+    DatasetMeta m;
+    FieldSpec f;
+    f.name = "f";
+    f.kind = k.kind;
+    f.bits = k.fixed_bits > 0 ? k.fixed_bits : 8;
+    f.ignore = k.default_fill;
+    m.fields = {f};
+    const std::string json = m.ToJson();
+    auto back = ParseMeta(reinterpret_cast<const uint8_t*>(json.data()), json.size());
+    ASSERT_OK(back);
+    EXPECT_EQ(back->format_version, std::max(kFormatVersionChecked, k.first_format));
+    EXPECT_EQ(FirstFormatOf(f), k.first_format);
+    newest = std::max(newest, k.first_format);
+  }
+  EXPECT_EQ(NewestFormatVersion(), std::max(newest, kFormatVersionWide));
+  // A 16-bit mask needs format 5 whatever its kind's first format.
+  FieldSpec wide;
+  wide.name = "m";
+  wide.kind = FieldKind::kMask;
+  wide.bits = 16;
+  EXPECT_EQ(FirstFormatOf(wide), kFormatVersionWide);
+  // Depth (format 5) in format 4 metadata: refused, not misread.
+  const std::string old = R"({"format":"imagepack","format_version":4,"count":0,"classes":[],"encoding":"jpeg",)"
+                          R"("channels":3,"fields":[{"name":"d","kind":"depth"}]})";
+  auto refused = ParseMeta(reinterpret_cast<const uint8_t*>(old.data()), old.size());
+  EXPECT_FALSE(refused.ok());
+}
+
+// Text fields are checked by the one UTF-8 validator (formats/text.h,
+// tested in formats/text_test.cc) at pack and at verify alike.
+TEST(Fields, TextThatIsNotUtf8IsCorruption) {
+  FieldSpec caption;
+  caption.name = "caption";
+  caption.kind = FieldKind::kText;
+  for (const char* bad : {"\x80", "\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"}) {
+    FieldView f;
+    f.kind = FieldKind::kText;
+    f.data = reinterpret_cast<const uint8_t*>(bad);
+    f.size = f.count = static_cast<uint32_t>(std::strlen(bad));
+    Status st = CheckFieldContent(f, caption, 4, 4);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("UTF-8"), std::string::npos) << st.ToString();
+  }
+  const char* good = "caf\xc3\xa9 \xf0\x9f\x98\x80";
+  FieldView f;
+  f.kind = FieldKind::kText;
+  f.data = reinterpret_cast<const uint8_t*>(good);
+  f.size = f.count = static_cast<uint32_t>(std::strlen(good));
+  EXPECT_TRUE(CheckFieldContent(f, caption, 4, 4).ok());
 }
 
 }  // namespace

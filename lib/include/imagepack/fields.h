@@ -15,21 +15,10 @@
 
 namespace imagepack {
 
-// Stored as one byte in each field entry; never renumber.
-enum class FieldKind : uint8_t {
-  kImage = 1,   // a second image of the same geometry (paired target): JPEG or raw uint8
-  kMask = 2,    // per-pixel label map, raw uint8 or uint16, the image's geometry
-  kInts = 3,    // int32 list (multi-label classes, ids)
-  kBoxes = 4,   // n x (float32 x0, y0, x1, y1 in pixels; int32 class)
-  kFloats = 5,  // float32 vector (regression targets)
-  kText = 6,    // UTF-8 text (captions, JSON metadata)
-  kDepth = 7,   // per-pixel uint16 measurement (depth in declared units), the image's geometry
-};
-
 // How a kind's data is stored and handled. Every stage switches on this,
 // exhaustively (no default: -Wswitch names a stage that misses one), never
 // on the kind itself; a new kind of an existing layout is one entry in the
-// kind table (fields.cc) and touches no stage.
+// kind table (IMAGEPACK_FIELD_KINDS below) and touches no stage.
 enum class FieldLayout : uint8_t {
   kPicture,  // JPEG or raw HWC uint8 of the image's geometry, rendered as the image is
   kMap,      // raw H x W samples, uint8 or uint16 little-endian (encoding byte 1 or
@@ -38,6 +27,41 @@ enum class FieldLayout : uint8_t {
   kList,     // count x 4 bytes, int32 or float32, padded to the batch's longest
   kText,     // UTF-8 bytes, concatenated with offsets in a batch
 };
+
+// The kind table: every kind of field, one row each. Adding a kind of an
+// existing layout is a row here, its row in docs/FORMAT.md ("Kinds") and a
+// case in its test (tests/python/test_kinds.py checks the three agree and
+// regenerates scripts/read_db.py's copy); no stage changes. Columns (see
+// KindInfo): enumerator, kind byte (stored in each field entry: never
+// renumber), name, layout, element bytes, name prefix, floats, classes,
+// fixed bits, fill key, default fill, first format.
+#define IMAGEPACK_FIELD_KINDS(X)                                                     \
+  /* a second image of the same geometry (paired target): JPEG or raw uint8 */      \
+  X(kImage, 1, "image", kPicture, 0, "image", false, false, 0, nullptr, 0, 3)         \
+  /* per-pixel label map, raw uint8 or uint16, the image's geometry */              \
+  X(kMask, 2, "mask", kMap, 0, "mask", false, true, 0, "ignore", -1, 3)               \
+  /* int32 list (multi-label classes, ids) */                                       \
+  X(kInts, 3, "ints", kList, 4, nullptr, false, false, 0, nullptr, 0, 3)              \
+  /* n x (float32 x0, y0, x1, y1 in pixels; int32 class) */                         \
+  X(kBoxes, 4, "boxes", kBoxes, kBoxBytes, nullptr, false, true, 0, nullptr, 0, 3)    \
+  /* float32 vector (regression targets) */                                         \
+  X(kFloats, 5, "floats", kList, 4, nullptr, true, false, 0, nullptr, 0, 3)           \
+  /* UTF-8 text (captions, JSON metadata) */                                        \
+  X(kText, 6, "text", kText, 1, nullptr, false, false, 0, nullptr, 0, 3)              \
+  /* per-pixel uint16 measurement (depth in declared units), the image's geometry */ \
+  X(kDepth, 7, "depth", kMap, 0, "depth", false, false, 16, "no_reading", 0, 5)
+
+// Bytes of one box in a record: x0, y0, x1, y1 (float32), class (int32).
+constexpr size_t kBoxBytes = 20;
+
+enum class FieldKind : uint8_t {
+#define IMAGEPACK_KIND_ENUMERATOR(id, byte, ...) id = byte,
+  IMAGEPACK_FIELD_KINDS(IMAGEPACK_KIND_ENUMERATOR)
+#undef IMAGEPACK_KIND_ENUMERATOR
+};
+
+// "picture", "map", "boxes", "list", "text" (docs/FORMAT.md, "Kinds").
+const char* FieldLayoutName(FieldLayout layout);
 
 // Everything a stage needs to know about a kind: one row of the kind table.
 struct KindInfo {
@@ -58,12 +82,19 @@ struct KindInfo {
   // pads with (masks "ignore", depth "no_reading").
   const char* fill_key;
   int default_fill;       // ... when a source declares none (mask -1: none, read as 0; depth 0)
+  // The first format version that can hold this kind (meta.h): a dataset
+  // with it is written in at least this version, so that a build that
+  // reads only older versions refuses the file by its version instead of
+  // calling its records corrupt.
+  int first_format;
   // Follows the image's geometry (resize, crop, flips).
   bool spatial() const { return from_file() || layout == FieldLayout::kBoxes; }
   // A file of the image's size (a picture or a map), not a value.
   bool from_file() const { return layout == FieldLayout::kPicture || layout == FieldLayout::kMap; }
 };
 const KindInfo& InfoOf(FieldKind kind);
+// Every row of the kind table, in kind-byte order.
+const std::vector<KindInfo>& AllKinds();
 // Null for a byte that names no kind.
 const KindInfo* FindKind(uint8_t byte);
 Result<FieldKind> ParseFieldKind(const std::string& name);
@@ -75,9 +106,6 @@ const KindInfo* FileKindOfName(const std::string& name);
 // The kind of a file-valued field named `name` (a paired tree, a
 // WebDataset member): FileKindOfName's, else a second image.
 FieldKind KindOfFileField(const std::string& name);
-
-// Bytes of one box in a record: x0, y0, x1, y1 (float32), class (int32).
-constexpr size_t kBoxBytes = 20;
 
 // A field as the dataset metadata declares it. Records refer to it by its
 // position in DatasetMeta::fields ("slot").
@@ -99,6 +127,14 @@ struct FieldSpec {
   }
   bool operator!=(const FieldSpec& o) const { return !(*this == o); }
 };
+
+// The first format version that can hold field `f`: its kind's, or 5 for
+// 16-bit samples. A dataset's metadata is written in the newest of its
+// fields' (and 4 at least).
+int FirstFormatOf(const FieldSpec& f);
+// The newest format version this build reads and writes: 5, or a newer
+// kind's first format.
+int NewestFormatVersion();
 
 // The value a map field holds outside its data (the loader's padding).
 inline int MapFill(const FieldSpec& spec) { return spec.ignore >= 0 ? spec.ignore : 0; }
@@ -135,11 +171,10 @@ Status CheckFieldLayout(const FieldView& f);
 // What a record's field holds, checked against its spec and the record's
 // image (width x height): a map of the image's size and the declared
 // sample width, a mask with only declared values or the ignore value, boxes finite and inside the image with
-// classes in range, text that is valid UTF-8,
+// classes in range, text that is valid UTF-8 (the one validator,
+// formats/text.h, that also checks names where they enter),
 // a second image of the image's size. The first problem, or Ok.
 Status CheckFieldContent(const FieldView& f, const FieldSpec& spec, uint32_t width, uint32_t height);
-
-bool IsValidUtf8(const uint8_t* data, size_t size);
 
 // The boxes of a field as floats (x0, y0, x1, y1) and classes.
 struct Box {

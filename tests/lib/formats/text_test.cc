@@ -19,6 +19,10 @@ TEST(Text, Utf8AsTheStandardDefinesIt) {
   EXPECT_FALSE(IsUtf8("\xed\xa0\x80"));           // surrogate
   EXPECT_FALSE(IsUtf8("\xf4\x90\x80\x80"));       // past U+10FFFF
   EXPECT_FALSE(IsUtf8("\xe2\x82"));               // truncated
+  EXPECT_FALSE(IsUtf8("\x80"));                   // a continuation byte alone
+  EXPECT_FALSE(IsUtf8("\xc3"));                   // a lead byte alone
+  EXPECT_TRUE(IsUtf8(""));
+  EXPECT_TRUE(IsUtf8(std::string("nul \0 inside", 13)));
   EXPECT_EQ(Shown("caf\xe9"), "\"caf\\xe9\"");
   EXPECT_EQ(Shown("caf\xc3\xa9"), "caf\xc3\xa9");
 }
