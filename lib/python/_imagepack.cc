@@ -393,6 +393,30 @@ PYBIND11_MODULE(_imagepack, m) {
     std::fflush(stderr);
   });
   m.def(
+      "transforms",
+      [] {
+        std::vector<std::pair<std::string, bool>> out;
+        for (TransformKind t : TransformKinds()) out.emplace_back(TransformName(t), TransformTrains(t));
+        return out;
+      },
+      "The loader's transforms as (name, trains) pairs, from the library's one table.");
+  m.def(
+      "kinds",
+      [] {
+        py::list out;
+        for (const KindInfo& k : AllKinds()) {
+          py::dict d;
+          d["byte"] = static_cast<int>(k.kind);
+          d["name"] = k.name;
+          d["layout"] = FieldLayoutName(k.layout);
+          d["floats"] = k.floats;
+          d["first_format"] = k.first_format;
+          out.append(d);
+        }
+        return out;
+      },
+      "The library's kind table (fields.h): byte, name, layout, floats, first format, per kind.");
+  m.def(
       "is_local",
       [](const std::string& path) {
         auto storage = OpenStorage(path);

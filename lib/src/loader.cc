@@ -38,19 +38,23 @@ size_t DTypeBytes(DType t) {
 
 namespace {
 
-// The transforms' names, one per kind, and the old spellings still read.
+// The transforms: one name per kind (every tool, the Python package and the
+// docs take these), whether it trains (random crop and flips: a loader
+// shuffles by default), and the old spellings still read.
 struct TransformEntry {
   TransformKind kind;
   const char* name;
+  bool trains;
 };
 constexpr TransformEntry kTransforms[] = {
-    {TransformKind::kTrain, "train"},
-    {TransformKind::kEval, "eval"},
-    {TransformKind::kPadCrop, "pad_crop"},
-    {TransformKind::kPadCropEval, "pad_crop_eval"},
+    {TransformKind::kTrain, "train", true},
+    {TransformKind::kEval, "eval", false},
+    {TransformKind::kPadCrop, "pad_crop", true},
+    {TransformKind::kPadCropEval, "pad_crop_eval", false},
 };
 constexpr TransformEntry kTransformAliases[] = {
-    {TransformKind::kPadCrop, "padcrop"},  // inspect_db --augment and bench_loader --transform until the names were one
+    // inspect_db --augment and bench_loader --transform until the names were one
+    {TransformKind::kPadCrop, "padcrop", true},
 };
 
 }  // namespace
@@ -59,6 +63,18 @@ const char* TransformName(TransformKind t) {
   for (const auto& e : kTransforms)
     if (e.kind == t) return e.name;
   return "?";
+}
+
+bool TransformTrains(TransformKind t) {
+  for (const auto& e : kTransforms)
+    if (e.kind == t) return e.trains;
+  return false;
+}
+
+std::vector<TransformKind> TransformKinds() {
+  std::vector<TransformKind> out;
+  for (const auto& e : kTransforms) out.push_back(e.kind);
+  return out;
 }
 
 std::string TransformNames() {

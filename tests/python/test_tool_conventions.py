@@ -153,7 +153,9 @@ def test_transform_names_are_one_table(jpeg_db, tmp_path):
         import imagepack
     except ImportError:
         return
-    for transform in ("train", "eval", "pad_crop", "pad_crop_eval"):
-        imagepack.Loader(jpeg_db, 4, 16, transform=transform, as_torch=False)
+    assert imagepack.TRANSFORMS == tuple(names.split(", "))  # the library's table, not a copy
+    for transform in imagepack.TRANSFORMS:
+        loader = imagepack.Loader(jpeg_db, 4, 16, transform=transform, as_torch=False)
+        assert loader._shuffle == (transform in ("train", "pad_crop"))  # training transforms shuffle by default
     with pytest.raises(ValueError):
         imagepack.Loader(jpeg_db, 4, 16, transform="crop", as_torch=False)

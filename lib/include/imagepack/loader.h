@@ -21,10 +21,15 @@ enum class TransformKind {
   kPadCrop,   // small images: pad, random crop size x size, flip
   kPadCropEval,  // small images, evaluation: centre crop of size (no pad, no flip)
 };
-// The one spelling of each transform, for every tool option and binding
-// that names one (inspect_db --augment, bench_loader --transform, Python's
-// transform=): "train", "eval", "pad_crop", "pad_crop_eval".
+// The one table of transforms (loader.cc) and the one spelling of each,
+// for every tool option, binding and doc that names one (inspect_db
+// --augment, bench_loader --transform, Python's transform=, which takes
+// the names from here): "train", "eval", "pad_crop", "pad_crop_eval".
 const char* TransformName(TransformKind t);
+// Random crops and flips (train, pad_crop): a loader shuffles by default.
+bool TransformTrains(TransformKind t);
+// Every kind, in the table's order.
+std::vector<TransformKind> TransformKinds();
 // A transform by its name; "padcrop", the tools' spelling before the names
 // were one, is read as "pad_crop". The error lists the names.
 Result<TransformKind> ParseTransform(const std::string& name);

@@ -26,12 +26,15 @@ import numpy as np
 from . import _imagepack
 
 __all__ = ["Loader", "Dataset", "open", "CorruptionError", "epoch_indices", "match_classes", "ClassMatch",
-           "distributed_env"]
+           "distributed_env", "TRANSFORMS"]
 
 CorruptionError = _imagepack.CorruptionError
 epoch_indices = _imagepack.epoch_indices
 
-_TRANSFORMS = ("train", "eval", "pad_crop", "pad_crop_eval")
+# The loader's transforms, name -> trains (random crop and flips), from the
+# library's one table (TransformName in loader.h): never spelled here.
+_TRANSFORMS = dict(_imagepack.transforms())
+TRANSFORMS = tuple(_TRANSFORMS)
 # Loader's keyword options that go to the C++ LoaderOptions as they are
 # (the others are set from the arguments: paths, batch_size, size,
 # transform, scale, ratio, shuffle, rank, world_size, even_partition,
@@ -173,8 +176,9 @@ class Loader:
         every rank the same number of samples (DistributedSampler's rule);
         False: resize the shorter edge to eval_resize (size / 0.875 when 0),
         centre crop, in order, every sample exactly once across ranks.
-    transform: overrides train's choice: "train", "eval", "pad_crop" (pad
-        by `pad`, random crop, flip: CIFAR-style) or "pad_crop_eval".
+    transform: overrides train's choice, one of imagepack.TRANSFORMS:
+        "train", "eval", "pad_crop" (pad by `pad`, random crop, flip:
+        CIFAR-style) or "pad_crop_eval".
     channels: 0 (the dataset's), 1 or 3. layout: "NCHW" or "NHWC".
     seed: the order and every augmentation are functions of (seed, epoch,
         rank, world_size, position), so runs repeat exactly.
@@ -226,7 +230,7 @@ class Loader:
             raise ValueError("transform must be one of %s, not %r" % (", ".join(_TRANSFORMS), transform))
         if int(batch_size) < 1 or int(size) < 1:
             raise ValueError("batch_size and size must be positive (got %r, %r)" % (batch_size, size))
-        training = transform in ("train", "pad_crop")
+        training = _TRANSFORMS[transform]
         r, w, local, source = distributed_env()
         if rank is None or world_size is None:
             rank = r if rank is None else rank
