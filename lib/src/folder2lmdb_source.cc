@@ -9,8 +9,8 @@
 #include <memory>
 #include <set>
 
+#include "formats/folder2lmdb.h"
 #include "formats/labels.h"
-#include "formats/pickle.h"
 #include "imagepack/meta.h"
 #include "sources.h"
 #include "store_internal.h"
@@ -21,15 +21,9 @@ namespace imagepack::internal {
 
 namespace {
 
-std::string KeyText(const MDB_val& k) {
-  const auto* c = static_cast<const char*>(k.mv_data);
-  std::string s(c, k.mv_size);
-  if (std::all_of(s.begin(), s.end(), [](char ch) { return ch >= 0x21 && ch < 0x7f && ch != '/'; }) && !s.empty())
-    return s;
-  static const char* hex = "0123456789abcdef";
-  std::string h = "key-";
-  for (unsigned char ch : s) h += hex[ch >> 4], h += hex[ch & 15];
-  return h;
+// A record path for key `k` (formats/folder2lmdb.h).
+std::string KeyOf(const MDB_val& k) {
+  return KeyText(std::string_view(static_cast<const char*>(k.mv_data), k.mv_size));
 }
 
 }  // namespace
@@ -69,15 +63,9 @@ Result<std::vector<std::string>> RecordKeys(MDB_txn* txn, MDB_dbi dbi, const std
   std::vector<std::string> keys;
   MDB_val v;
   if (value_of("__keys__", &v)) {
-    auto list = Pickle::Parse(static_cast<const uint8_t*>(v.mv_data), v.mv_size);
-    if (!list.ok()) return Status::InvalidArgument(path + ": __keys__: " + list.status().message());
-    if (list->root().kind != PickleValue::kSeq) return Status::InvalidArgument(path + ": __keys__ is not a list");
-    for (uint32_t i : list->root().items) {
-      const PickleValue& k = list->at(i);
-      if (k.kind != PickleValue::kBytes && k.kind != PickleValue::kStr)
-        return Status::InvalidArgument(path + ": __keys__ holds a value that is not bytes or str");
-      keys.emplace_back(list->text(k));
-    }
+    auto list = ParseKeyList(static_cast<const uint8_t*>(v.mv_data), v.mv_size);
+    if (!list.ok()) return list.status().WithContext(path);
+    keys = std::move(list.value());
   } else {
     MDB_cursor* cur = nullptr;
     mdb_cursor_open(txn, dbi, &cur);
@@ -89,10 +77,10 @@ Result<std::vector<std::string>> RecordKeys(MDB_txn* txn, MDB_dbi dbi, const std
     mdb_cursor_close(cur);
   }
   if (value_of("__len__", &v)) {
-    auto len = Pickle::Parse(static_cast<const uint8_t*>(v.mv_data), v.mv_size);
-    if (len.ok() && len->root().kind == PickleValue::kInt && len->root().i != static_cast<int64_t>(keys.size()))
-      return Status::InvalidArgument(path + ": __len__ says " + std::to_string(len->root().i) +
-                                     " records, __keys__ lists " + std::to_string(keys.size()));
+    const auto len = ParseLen(static_cast<const uint8_t*>(v.mv_data), v.mv_size);
+    if (len && *len != static_cast<int64_t>(keys.size()))
+      return Status::InvalidArgument(path + ": __len__ says " + std::to_string(*len) + " records, __keys__ lists " +
+                                     std::to_string(keys.size()));
   }
   return keys;
 }
@@ -144,7 +132,7 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
   std::set<std::string> seen;
   for (const std::string& key : keys.value()) {
     MDB_val k{key.size(), const_cast<char*>(key.data())};
-    const std::string shown = path + ":" + KeyText(k);
+    const std::string shown = path + ":" + KeyOf(k);
     if (!seen.insert(key).second) {
       s.errors.push_back({shown, "listed twice in __keys__"});
       continue;
@@ -154,33 +142,17 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
       continue;
     }
     const auto* data = static_cast<const uint8_t*>(v.mv_data);
-    auto val = Pickle::Parse(data, v.mv_size);
+    auto val = ParseRecordValue(data, v.mv_size);
     if (!val.ok()) {
       s.errors.push_back({shown, val.status().message()});
       continue;
     }
-    const PickleValue& root = val->root();
-    if (root.kind != PickleValue::kSeq || root.items.empty() || root.items.size() > 2 ||
-        val->at(root.items[0]).kind != PickleValue::kBytes) {
-      s.errors.push_back({shown, "value is not a pickled (image bytes, label)"});
-      continue;
-    }
-    const PickleValue& image = val->at(root.items[0]);
-    RawLabel label;
-    if (root.items.size() == 2) {
-      const PickleValue& l = val->at(root.items[1]);
-      if (l.kind == PickleValue::kInt) label = LabelFromIndex(l.i);
-      else if (l.kind == PickleValue::kStr) label = LabelFromText(std::string(val->text(l)));
-      else if (l.kind != PickleValue::kNone) {
-        s.errors.push_back({shown, "label is not an int, a str or None"});
-        continue;
-      }
-    }
+    const RawLabel label = val->label;
     SourceItem item;
-    item.rel = KeyText(k);
+    item.rel = KeyOf(k);
     item.archive = 0;
-    item.offset = static_cast<uint64_t>(data - map.value()) + image.off;
-    item.size = image.len;
+    item.offset = static_cast<uint64_t>(data - map.value()) + val->image_offset;
+    item.size = val->image_size;
     s.items.push_back(std::move(item));
     raw.push_back(label);
     raw_where.push_back(shown);

@@ -10,7 +10,9 @@
 
 #include "formats/labels.h"
 #include "formats/limits.h"
+#include "formats/manifest.h"
 #include "formats/text.h"
+#include "imagepack/storage.h"
 #include "sources.h"
 
 namespace fs = std::filesystem;
@@ -19,37 +21,6 @@ namespace imagepack::internal {
 namespace {
 
 using nlohmann::json;
-
-// Splits one CSV line (RFC 4180 quoting, no newlines inside fields).
-std::vector<std::string> SplitCsv(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
-      else if (c == '"') quoted = false;
-      else out.back() += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.emplace_back();
-    } else if (c != '\r') {
-      out.back() += c;
-    }
-  }
-  return out;
-}
-
-// A CSV cell as the JSON value it spells (numbers, lists, objects), else a
-// string.
-json CellValue(const std::string& cell) {
-  const std::string t = TrimSpace(cell);
-  if (t.empty()) return json();
-  json v = json::parse(t, nullptr, /*allow_exceptions=*/false);
-  if (!v.is_discarded() && (v.is_number() || v.is_array() || v.is_object())) return v;
-  return t;
-}
 
 }  // namespace
 
@@ -109,57 +80,14 @@ Status FillField(const FieldSpec& spec, const json& v, const fs::path& base, Sou
 
 namespace {
 
-// Rows (line number, object) of a JSON Lines or CSV manifest. Lines are
-// at most limits::kLineBytes, rows' JSON at most limits::kJsonDepth deep,
-// CSV cells UTF-8.
-Result<std::vector<std::pair<int, json>>> ReadManifestRows(const std::string& path) {
-  auto bytes = ReadFile(path);
+// The manifest's rows (formats/manifest.h), read through its storage.
+Result<std::vector<ManifestRow>> ReadManifestRows(const std::string& path) {
+  auto storage = OpenStorage(path);
+  if (!storage.ok()) return storage.status().WithContext("manifest");
+  auto bytes = ReadWhole(*storage.value(), path, limits::kWholeFile);
   if (!bytes.ok()) return bytes.status().WithContext("manifest");
-  std::vector<std::pair<int, json>> rows;
-  const std::string text(bytes->begin(), bytes->end());
-  bytes->clear();
-  const std::string ext = LowerAscii(fs::path(path).extension().string());
-  const bool csv = ext == ".csv";
-  std::vector<std::string> header;
-  int n = 0;
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    ++n;
-    const std::string where = path + ":" + std::to_string(n);
-    if (end - at > limits::kLineBytes)
-      return Status::InvalidArgument(where + ": a line of " + std::to_string(end - at) + " bytes (budget " +
-                                     std::to_string(limits::kLineBytes) + ")");
-    const std::string line = text.substr(at, end - at);
-    at = end + 1;
-    if (TrimSpace(line).empty()) continue;
-    if (csv) {
-      if (!IsUtf8(line)) return Status::InvalidArgument(where + ": not UTF-8");
-      auto cells = SplitCsv(line);
-      if (header.empty()) {
-        for (auto& c : cells) header.push_back(TrimSpace(c));
-        continue;
-      }
-      if (cells.size() != header.size())
-        return Status::InvalidArgument(where + ": " + std::to_string(cells.size()) + " cells, the header has " +
-                                       std::to_string(header.size()));
-      json row = json::object();
-      for (size_t i = 0; i < cells.size(); ++i) {
-        const std::string t = TrimSpace(cells[i]);
-        if (t.empty()) continue;
-        if (JsonDepth(t) > limits::kJsonDepth)
-          return Status::InvalidArgument(where + ": a cell nested deeper than " + std::to_string(limits::kJsonDepth));
-        if (auto v = CellValue(t); !v.is_null()) row[header[i]] = v;
-      }
-      rows.emplace_back(n, std::move(row));
-      continue;
-    }
-    auto row = ParseJsonBounded(line, where);
-    if (!row.ok()) return row.status();
-    if (!row->is_object()) return Status::InvalidArgument(where + ": not a JSON object");
-    rows.emplace_back(n, std::move(row.value()));
-  }
-  return rows;
+  const std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  return ParseManifest(text, LowerAscii(fs::path(path).extension().string()) == ".csv", path);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "formats/limits.h"
 #include "formats/tar.h"
 #include "formats/text.h"
+#include "formats/webdataset.h"
 #include "imagepack/meta.h"
 #include "imagepack/storage.h"
 #include "sources.h"
@@ -28,27 +29,6 @@ namespace fs = std::filesystem;
 
 namespace imagepack::internal {
 namespace {
-
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-bool IsGzipName(const std::string& p) {
-  const std::string l = LowerAscii(p);
-  return EndsWith(l, ".tar.gz") || EndsWith(l, ".tgz");
-}
-bool IsShardName(const std::string& p) { return EndsWith(LowerAscii(p), ".tar") || IsGzipName(p); }
-
-// webdataset's rule: a member "dir/base.ext1.ext2" belongs to sample
-// "dir/base" as its "ext1.ext2".
-std::pair<std::string, std::string> KeyAndExtension(const std::string& name) {
-  const auto slash = name.rfind('/');
-  const auto dot = name.find('.', slash == std::string::npos ? 0 : slash + 1);
-  if (dot == std::string::npos) return {name, ""};
-  return {name.substr(0, dot), LowerAscii(name.substr(dot + 1))};
-}
-
-const char* const kImageExtensions[] = {"jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp", "tif", "tiff", "gif"};
 
 // A value member (.cls, .json, .txt) read whole, within its budget.
 Result<std::string> ReadValueMember(const ByteSource& shard, const TarMember& m, const std::string& shown) {
@@ -193,14 +173,12 @@ std::string SampleValues(const Sample& m, const std::string& image_ext, const So
     if (ext == image_ext) continue;
     // KEY.NAME.EXT with an image EXT: spatial field NAME.
     const auto dot = ext.rfind('.');
-    if (dot != std::string::npos && dot != 0 &&
-        std::find(std::begin(kImageExtensions), std::end(kImageExtensions), ext.substr(dot + 1)) !=
-            std::end(kImageExtensions)) {
+    if (dot != std::string::npos && dot != 0 && IsImageExtension(ext.substr(dot + 1))) {
       extra->members[ext.substr(0, dot)] = {m.key + "." + ext, member};
       continue;
     }
-    if (ext == "json" || ext == "cls" || ext == "cls.txt" || ext == "class" || ext == "label" || ext == "label.txt")
-      continue;
+    const auto& labels = LabelExtensions();
+    if (ext == "json" || std::find(labels.begin(), labels.end(), ext) != labels.end()) continue;
     if (std::find(opts.keep_members.begin(), opts.keep_members.end(), ext) != opts.keep_members.end()) {
       auto text = ReadValueMember(m.bytes, member, m.shard);
       if (!text.ok()) return text.status().message();
@@ -210,7 +188,7 @@ std::string SampleValues(const Sample& m, const std::string& image_ext, const So
     }
     ++(*unpacked)[ext];
   }
-  for (const char* e : {"cls", "cls.txt", "class", "label", "label.txt"})
+  for (const std::string& e : LabelExtensions())
     if (auto it = m.parts.find(e); it != m.parts.end()) {
       auto text = ReadValueMember(m.bytes, it->second, m.shard);
       if (!text.ok()) return text.status().message();
@@ -221,25 +199,17 @@ std::string SampleValues(const Sample& m, const std::string& image_ext, const So
   if (it == m.parts.end()) return "";
   // The .json's values are data: a string is never opened as a file.
   auto text = ReadValueMember(m.bytes, it->second, m.shard);
-  Result<nlohmann::json> parsed = text.ok() ? ParseJsonBounded(*text, Shown(m.key) + ".json") : text.status();
+  Result<WdsJson> parsed = text.ok() ? ParseSampleJson(*text, m.key) : text.status();
   if (!parsed.ok()) return parsed.status().message();
-  if (!parsed->is_object()) return Shown(m.key) + ".json is not a JSON object";
-  nlohmann::json& j = parsed.value();
-  if (j.contains("path") && j["path"].is_string() && !j["path"].get<std::string>().empty())
-    item->rel = j["path"].get<std::string>();
+  const WdsJson& j = parsed.value();
+  if (!j.path.empty()) item->rel = j.path;
   // export_db's record index: the order the records come back in.
-  if (auto at = j.find("index"); at != j.end() && !at->is_null()) {
-    if (!at->is_number_integer() || at->get<int64_t>() < 0)
-      return Shown(m.key) + ".json: \"index\" is not a record index (an integer >= 0)";
-    item->db_index = at->get<int64_t>();
+  if (j.index >= 0) item->db_index = j.index;
+  if (!label->present) {
+    if (!j.label_error.empty()) return j.label_error;
+    if (j.label.present) *label = j.label;
   }
-  if (!label->present && j.contains("label")) {
-    if (j["label"].is_number_integer()) *label = LabelFromIndex(j["label"].get<int64_t>());
-    else if (j["label"].is_string()) *label = LabelFromText(j["label"].get<std::string>());
-    else if (!j["label"].is_null()) return Shown(m.key) + ".json: \"label\" is not an integer or a string";
-  }
-  for (auto& [k, v] : j.items())
-    if (k != "path" && k != "label" && k != "class" && k != "index" && !v.is_null()) extra->values[k] = v;
+  extra->values.update(j.values);
   return "";
 }
 
@@ -252,7 +222,7 @@ void AddSample(const Sample& m, const SourceOptions& opts, DatasetSource& s, Lis
   }
   const TarMember* image = nullptr;
   std::string image_ext;
-  for (const char* e : kImageExtensions)
+  for (const std::string& e : ImageExtensions())
     if (auto it = m.parts.find(e); it != m.parts.end()) {
       image = &it->second;
       image_ext = e;
@@ -306,26 +276,13 @@ Status AddShard(Storage& storage, const std::string& shard, const std::string& s
   if (!members.ok()) return members.status();
   const int archive = static_cast<int>(s.archives.size());
   s.archives.push_back(shard);
-  // Samples in the order their first member appears. A key seen again
-  // with the same extension is an error for that sample (webdataset's
-  // own reader raises one).
-  std::vector<std::string> order;
-  std::map<std::string, std::map<std::string, TarMember>> samples;
-  std::map<std::string, std::string> sample_error;
-  for (const auto& m : members.value()) {
-    auto [key, ext] = KeyAndExtension(m.name);
-    if (ext.empty()) continue;
-    auto [it, fresh] = samples.try_emplace(key);
-    if (fresh) order.push_back(key);
-    if (!it->second.emplace(ext, m).second && !sample_error.count(key))
-      sample_error[key] = "member " + Shown(key + "." + ext) + " appears twice in the shard";
-  }
-  for (const std::string& key : order) {
-    if (auto e = sample_error.find(key); e != sample_error.end()) {
-      s.errors.push_back({shard + ":" + Shown(key), e->second});
+  // Samples in the order their first member appears (formats/webdataset.h).
+  for (const WdsSample& sample : GroupSamples(members.value())) {
+    if (!sample.error.empty()) {
+      s.errors.push_back({shard + ":" + Shown(sample.key), sample.error});
       continue;
     }
-    AddSample(Sample{key, samples[key], bytes, shard, archive}, opts, s, l);
+    AddSample(Sample{sample.key, sample.parts, bytes, shard, archive}, opts, s, l);
   }
   return Status::Ok();
 }

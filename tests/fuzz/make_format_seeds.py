@@ -22,7 +22,8 @@ from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "data", "fuzz")
-TARGETS = ("fuzz_tar", "fuzz_pickle", "fuzz_json", "fuzz_labels", "fuzz_sources", "fuzz_mask", "fuzz_braces")
+TARGETS = ("fuzz_tar", "fuzz_pickle", "fuzz_json", "fuzz_labels", "fuzz_sources", "fuzz_mask", "fuzz_braces",
+           "fuzz_manifest", "fuzz_coco", "fuzz_webdataset", "fuzz_folder2lmdb")
 
 
 def put(target, name, data):
@@ -82,6 +83,7 @@ def main():
             except ValueError:  # a name too long for ustar
                 continue
             put("fuzz_tar", f"{name}-{i}", data)
+            put("fuzz_webdataset", f"{name}-{i}", data)
             put("fuzz_sources", f"tar-{name}-{i}", b"\x00" + data)
             put("fuzz_sources", f"gz-{name}-{i}", b"\x01" + data)
             put("fuzz_sources", f"gzfile-{name}-{i}", b"\x06" + gzip.compress(data))
@@ -92,6 +94,10 @@ def main():
         f2l = pickle.dumps([b"a0", b"b0"], protocol=proto) + b"\n--\n" + \
             pickle.dumps((jpg, 1), protocol=proto) + b"\n--\n" + pickle.dumps((jpg, 0), protocol=proto)
         put("fuzz_sources", f"folder2lmdb-p{proto}", b"\x05" + f2l)
+        put("fuzz_folder2lmdb", f"record-p{proto}", pickle.dumps((jpg[:64], 7), protocol=proto))
+        put("fuzz_folder2lmdb", f"named-p{proto}", pickle.dumps((jpg[:64], "tench"), protocol=proto))
+        put("fuzz_folder2lmdb", f"keys-p{proto}", pickle.dumps([b"a0", "b0", b"c0"], protocol=proto))
+        put("fuzz_folder2lmdb", f"len-p{proto}", pickle.dumps(3, protocol=proto))
     shared = [b"x" * 8]
     shared = [shared, shared]
     put("fuzz_pickle", "shared-memo", pickle.dumps([shared, shared, shared], protocol=4))
@@ -101,7 +107,10 @@ def main():
     put("fuzz_json", "row", json.dumps(rows[0]).encode())
     put("fuzz_json", "laion", laion[2][1])
     put("fuzz_sources", "jsonl", b"\x02" + jsonl)
-    put("fuzz_sources", "csv", b"\x03" + b'image,label,boxes\na.jpg,3,"[[1,2,5,6,0]]"\n"b,c.jpg",cat,\n')
+    put("fuzz_manifest", "jsonl", b"\x00" + jsonl)
+    csv = b'image,label,boxes\na.jpg,3,"[[1,2,5,6,0]]"\n"b,c.jpg",cat,\n'
+    put("fuzz_sources", "csv", b"\x03" + csv)
+    put("fuzz_manifest", "csv", b"\x01" + csv)
     coco = {"images": [{"id": 1, "file_name": "a.jpg", "width": 8, "height": 8},
                        {"id": 2, "file_name": "sub/b.jpg", "width": 8, "height": 8}],
             "categories": [{"id": 1, "name": "person", "supercategory": "person",
@@ -113,6 +122,7 @@ def main():
                             {"id": 12, "image_id": 2, "category_id": 1, "keypoints": [1, 1, 2], "num_keypoints": 1}]}
     put("fuzz_json", "coco", json.dumps(coco).encode())
     put("fuzz_sources", "coco", b"\x04" + json.dumps(coco).encode())
+    put("fuzz_coco", "instances", json.dumps(coco).encode())
     put("fuzz_labels", "indices", b"0\n3\n1\n\n2")
     put("fuzz_labels", "names", b"Ankle boot\ncat\n7\n")
     put("fuzz_labels", "fixed", b"@n01440764,n01443537\nn01443537\n1\n5\n")

@@ -30,6 +30,8 @@ inline constexpr size_t kPickleValues = 50'000'000;
 inline constexpr int kJsonDepth = 64;
 // JSON Lines / CSV / labels / classes: one line.
 inline constexpr size_t kLineBytes = 16 << 20;
+// Rows of one manifest (JSON Lines or CSV).
+inline constexpr size_t kManifestRows = 100'000'000;
 
 // Classes inferred from label indices ("0".."max"): the largest index may
 // be at most max(kSparseClassFloor, kSparseClassFactor * distinct labels
