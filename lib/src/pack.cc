@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/text.h"
 #include "imagepack/files.h"
 #include "pixel_stats.h"
 #include "record_maker.h"
