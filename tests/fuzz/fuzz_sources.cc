@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "sources.h"
+#include "sources/sources.h"
 
 using namespace imagepack;
 using namespace imagepack::internal;

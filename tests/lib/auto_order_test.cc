@@ -2,7 +2,7 @@
 // shuffled, small, or mostly cached -> random; object storage, or large and
 // cold -> blocks. (What real stores say, stored_bytes and the file's
 // pages in the page cache: store_test.cc and byte_source_test.cc.)
-#include "auto_order.h"
+#include "loader/auto_order.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // through the caller's renderer, and the list kinds padded (ints -1, floats
 // 0, box labels -1) with their counts, checked against values worked out
 // here by hand.
-#include "batch_fields.h"
+#include "loader/batch_fields.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // caches of one object whose download claims interleave must not wait for
 // each other. Each DiskCache opens the folder's lock file for itself, so
 // two of them in one process hold their OFD claims as two processes do.
-#include "block_cache.h"
+#include "storage/block_cache.h"
 
 #include <gtest/gtest.h>
 

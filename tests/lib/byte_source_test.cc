@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "fd_io.h"
+#include "storage/fd_io.h"
 #include "testutil.h"
 
 namespace imagepack {

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "testutil.h"
-#include "fd_io.h"
+#include "storage/fd_io.h"
 
 namespace fs = std::filesystem;
 

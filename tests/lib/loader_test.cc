@@ -7,7 +7,7 @@
 #include <set>
 
 #include "imagepack/store.h"
-#include "resample_internal.h"
+#include "image/resample_internal.h"
 #include "testutil.h"
 
 namespace imagepack {

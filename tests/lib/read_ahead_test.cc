@@ -2,7 +2,7 @@
 // chunks by the I/O threads, in the order they were issued. The source here
 // is a real file of fixed-size records whose location step can be held
 // shut, as a cold index page on a slow device holds it.
-#include "read_ahead.h"
+#include "loader/read_ahead.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "resample_internal.h"
+#include "image/resample_internal.h"
 #include "testutil.h"
 
 namespace imagepack {

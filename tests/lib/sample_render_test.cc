@@ -3,7 +3,7 @@
 // channels (checked against the stored pixels here), the draws depend on
 // (seed, epoch, position) only, and a record's bad label or size is an
 // error naming it.
-#include "sample_render.h"
+#include "loader/sample_render.h"
 
 #include <gtest/gtest.h>
 

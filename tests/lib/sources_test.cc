@@ -1,7 +1,7 @@
 // Dataset sources: how a tree's images get their labels (class folders, a
 // labels file, a fixed class list as verify_db --against uses), and a
 // database listed as a source.
-#include "sources.h"
+#include "sources/sources.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // StagedFile: O_DIRECT writes from staging chunks, bytes put from several
 // threads in any order. Small chunks, so that many complete mid-test.
-#include "staged_file.h"
+#include "storage/staged_file.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -14,7 +14,7 @@
 #include <map>
 #include <optional>
 
-#include "fd_io.h"
+#include "storage/fd_io.h"
 #include "imagepack/files.h"
 #include "testutil.h"
 

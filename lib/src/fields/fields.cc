@@ -9,7 +9,7 @@
 
 #include "formats/text.h"
 #include "imagepack/meta.h"
-#include "le.h"
+#include "base/le.h"
 
 namespace imagepack {
 namespace {

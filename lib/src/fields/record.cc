@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "le.h"
+#include "base/le.h"
 
 namespace imagepack {
 namespace {

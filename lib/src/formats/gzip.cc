@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "fd_io.h"
+#include "storage/fd_io.h"
 #include "imagepack/files.h"
 
 namespace fs = std::filesystem;

@@ -3,9 +3,9 @@
 #include <string>
 
 #include "imagepack/decode.h"
-#include "decode_internal.h"
-#include "jpeg/jpeg.h"
-#include "vips_util.h"
+#include "image/decode_internal.h"
+#include "image/jpeg/jpeg.h"
+#include "image/vips_util.h"
 
 namespace imagepack {
 namespace internal {

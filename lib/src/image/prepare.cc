@@ -1,8 +1,8 @@
 // One source image as a training JPEG: pass-through, the planar YCbCr
 // path, or decode + resize + encode.
 #include "imagepack/prepare.h"
-#include "decode_internal.h"
-#include "jpeg/jpeg.h"
+#include "image/decode_internal.h"
+#include "image/jpeg/jpeg.h"
 
 namespace imagepack {
 

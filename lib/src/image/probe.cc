@@ -4,8 +4,8 @@
 #include <string>
 
 #include "imagepack/probe.h"
-#include "jpeg/jpeg.h"
-#include "vips_util.h"
+#include "image/jpeg/jpeg.h"
+#include "image/vips_util.h"
 
 namespace imagepack {
 

@@ -16,8 +16,8 @@
 #include <atomic>
 
 #include "imagepack/resample.h"
-#include "resample_internal.h"
-#include "resample_kernels.h"
+#include "image/resample_internal.h"
+#include "image/resample_kernels.h"
 
 namespace imagepack {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "resample_kernels.h"
+#include "image/resample_kernels.h"
 
 namespace imagepack::internal {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "jpeg/jpeg.h"
+#include "image/jpeg/jpeg.h"
 
 namespace imagepack {
 namespace {

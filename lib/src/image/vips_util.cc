@@ -1,4 +1,4 @@
-#include "vips_util.h"
+#include "image/vips_util.h"
 
 #include <vips/vips.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cmyk.h"
+#include "image/cmyk.h"
 
 namespace imagepack::internal {
 namespace {

@@ -16,7 +16,7 @@
 #include "imagepack/record.h"
 #include "imagepack/resample.h"
 #include "imagepack/store.h"
-#include "threads.h"
+#include "base/threads.h"
 
 namespace imagepack {
 namespace {

@@ -16,7 +16,7 @@
 #include "imagepack/record.h"
 #include "imagepack/resample.h"
 #include "imagepack/store.h"
-#include "vips_util.h"
+#include "image/vips_util.h"
 
 namespace imagepack {
 namespace {

@@ -14,9 +14,9 @@
 
 #include "imagepack/files.h"
 #include "imagepack/decode.h"
-#include "pixel_stats.h"
-#include "sources.h"
-#include "threads.h"
+#include "pack/pixel_stats.h"
+#include "sources/sources.h"
+#include "base/threads.h"
 
 namespace fs = std::filesystem;
 

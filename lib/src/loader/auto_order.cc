@@ -1,4 +1,4 @@
-#include "auto_order.h"
+#include "loader/auto_order.h"
 
 namespace imagepack::internal {
 

@@ -1,4 +1,4 @@
-#include "batch_fields.h"
+#include "loader/batch_fields.h"
 
 #include <algorithm>
 #include <cstring>

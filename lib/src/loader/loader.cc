@@ -15,13 +15,13 @@
 #include <mutex>
 #include <thread>
 
-#include "auto_order.h"
-#include "batch_fields.h"
-#include "sample_render.h"
+#include "loader/auto_order.h"
+#include "loader/batch_fields.h"
+#include "loader/sample_render.h"
 #include "imagepack/classes.h"
 #include "imagepack/store.h"
-#include "read_ahead.h"
-#include "threads.h"
+#include "loader/read_ahead.h"
+#include "base/threads.h"
 
 namespace imagepack {
 

@@ -1,4 +1,4 @@
-#include "read_ahead.h"
+#include "loader/read_ahead.h"
 
 #include <algorithm>
 #include <chrono>

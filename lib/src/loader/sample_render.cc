@@ -1,4 +1,4 @@
-#include "sample_render.h"
+#include "loader/sample_render.h"
 
 #include <algorithm>
 #include <cstring>

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "batch_fields.h"
+#include "loader/batch_fields.h"
 #include "imagepack/loader.h"
 #include "imagepack/pixels.h"
 #include "imagepack/record.h"

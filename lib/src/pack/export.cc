@@ -23,8 +23,8 @@
 #include "imagepack/mask.h"
 #include "imagepack/record.h"
 #include "imagepack/store.h"
-#include "threads.h"
-#include "fd_io.h"
+#include "base/threads.h"
+#include "storage/fd_io.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

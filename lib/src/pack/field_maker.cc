@@ -1,6 +1,6 @@
 // FieldMaker (field_maker.h): an input's fields made into its record's
 // field section, by layout.
-#include "field_maker.h"
+#include "pack/field_maker.h"
 
 #include <algorithm>
 #include <cstring>

@@ -14,7 +14,7 @@
 #include "imagepack/fields.h"
 #include "imagepack/pixels.h"
 #include "imagepack/record.h"
-#include "sources.h"
+#include "sources/sources.h"
 
 namespace imagepack::internal {
 

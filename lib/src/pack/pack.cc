@@ -18,11 +18,11 @@
 
 #include "formats/text.h"
 #include "imagepack/files.h"
-#include "pixel_stats.h"
-#include "record_maker.h"
-#include "sources.h"
-#include "threads.h"
-#include "tsan_annotations.h"
+#include "pack/pixel_stats.h"
+#include "pack/record_maker.h"
+#include "sources/sources.h"
+#include "base/threads.h"
+#include "base/tsan_annotations.h"
 
 namespace fs = std::filesystem;
 

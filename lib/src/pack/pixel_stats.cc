@@ -1,4 +1,4 @@
-#include "pixel_stats.h"
+#include "pack/pixel_stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // RecordMaker (record_maker.h): an input's bytes read, prepared or decoded,
 // its fields made by FieldMaker, its statistics sampled, the record sealed.
-#include "record_maker.h"
+#include "pack/record_maker.h"
 
 #include <algorithm>
 #include <cstring>

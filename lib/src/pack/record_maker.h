@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "field_maker.h"
+#include "pack/field_maker.h"
 #include "imagepack/pack.h"
-#include "pixel_stats.h"
-#include "sources.h"
+#include "pack/pixel_stats.h"
+#include "sources/sources.h"
 
 namespace imagepack::internal {
 

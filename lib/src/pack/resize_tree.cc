@@ -13,7 +13,7 @@
 
 #include "imagepack/files.h"
 #include "imagepack/mask.h"
-#include "threads.h"
+#include "base/threads.h"
 
 namespace fs = std::filesystem;
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <cstring>
 
-#include "sources.h"
+#include "sources/sources.h"
 
 namespace imagepack::internal {
 

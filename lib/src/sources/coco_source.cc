@@ -8,7 +8,7 @@
 #include "formats/coco.h"
 #include "formats/limits.h"
 #include "imagepack/storage.h"
-#include "sources.h"
+#include "sources/sources.h"
 
 namespace imagepack::internal {
 

@@ -12,8 +12,8 @@
 #include "formats/folder2lmdb.h"
 #include "formats/labels.h"
 #include "imagepack/meta.h"
-#include "sources.h"
-#include "store_internal.h"
+#include "sources/sources.h"
+#include "stores/store_internal.h"
 
 namespace fs = std::filesystem;
 

@@ -13,7 +13,7 @@
 #include "formats/manifest.h"
 #include "formats/text.h"
 #include "imagepack/storage.h"
-#include "sources.h"
+#include "sources/sources.h"
 
 namespace fs = std::filesystem;
 

@@ -1,7 +1,7 @@
 // Image trees (ImageFolder classes, a labels file, paired trees), class
 // lists, declared fields and the choice of source for a path (sources.h).
 // Manifests, COCO, WebDataset and folder2lmdb have files of their own.
-#include "sources.h"
+#include "sources/sources.h"
 
 #include <algorithm>
 #include <filesystem>

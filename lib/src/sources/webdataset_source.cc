@@ -22,8 +22,8 @@
 #include "formats/webdataset.h"
 #include "imagepack/meta.h"
 #include "imagepack/storage.h"
-#include "sources.h"
-#include "fd_io.h"
+#include "sources/sources.h"
+#include "storage/fd_io.h"
 
 namespace fs = std::filesystem;
 

@@ -1,4 +1,4 @@
-#include "block_cache.h"
+#include "storage/block_cache.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,8 +14,8 @@
 #include <filesystem>
 
 #include "imagepack/files.h"
-#include "shared_copy.h"
-#include "fd_io.h"
+#include "storage/shared_copy.h"
+#include "storage/fd_io.h"
 
 namespace imagepack::internal {
 namespace fs = std::filesystem;

@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "fd_io.h"
+#include "storage/fd_io.h"
 #include "imagepack/files.h"
 
 namespace imagepack {

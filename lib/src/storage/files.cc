@@ -1,5 +1,5 @@
 #include "imagepack/files.h"
-#include "fd_io.h"
+#include "storage/fd_io.h"
 
 #include <fcntl.h>
 #include <pwd.h>

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <filesystem>
 
-#include "fd_io.h"
+#include "storage/fd_io.h"
 #include "imagepack/files.h"
 #include "storage/backends.h"
 

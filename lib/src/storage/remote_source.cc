@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "block_cache.h"
-#include "fd_io.h"
+#include "storage/block_cache.h"
+#include "storage/fd_io.h"
 #include "storage/backends.h"
 #include "storage/http_client.h"
 

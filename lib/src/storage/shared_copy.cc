@@ -1,4 +1,4 @@
-#include "shared_copy.h"
+#include "storage/shared_copy.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "fd_io.h"
+#include "storage/fd_io.h"
 #include "imagepack/files.h"
 
 namespace fs = std::filesystem;

@@ -1,5 +1,5 @@
 // StagedFile: O_DIRECT writes from aligned staging chunks (staged_file.h).
-#include "staged_file.h"
+#include "storage/staged_file.h"
 
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "imagepack/files.h"
-#include "fd_io.h"
+#include "storage/fd_io.h"
 
 namespace imagepack::internal {
 

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "fd_io.h"
+#include "storage/fd_io.h"
 #include "imagepack/files.h"
 #include "storage/backends.h"
 

@@ -11,9 +11,9 @@
 #include <mutex>
 
 #include "imagepack/files.h"
-#include "staged_file.h"
-#include "store_internal.h"
-#include "fd_io.h"
+#include "storage/staged_file.h"
+#include "stores/store_internal.h"
+#include "storage/fd_io.h"
 #include "imagepack/byte_source.h"
 
 namespace imagepack::internal {

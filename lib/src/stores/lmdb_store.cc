@@ -13,8 +13,8 @@
 #include <mutex>
 
 #include "imagepack/files.h"
-#include "store_internal.h"
-#include "fd_io.h"
+#include "stores/store_internal.h"
+#include "storage/fd_io.h"
 
 namespace fs = std::filesystem;
 

@@ -1,4 +1,4 @@
-#include "memory_source.h"
+#include "stores/memory_source.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "imagepack/byte_source.h"
-#include "store_internal.h"
+#include "stores/store_internal.h"
 
 namespace imagepack::internal {
 namespace {

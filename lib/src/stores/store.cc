@@ -11,10 +11,10 @@
 #include "imagepack/files.h"
 #include "imagepack/storage.h"
 #include "imagepack/store.h"
-#include "pixel_stats.h"
-#include "shared_copy.h"
-#include "store_internal.h"
-#include "fd_io.h"
+#include "pack/pixel_stats.h"
+#include "storage/shared_copy.h"
+#include "stores/store_internal.h"
+#include "storage/fd_io.h"
 
 namespace fs = std::filesystem;
 

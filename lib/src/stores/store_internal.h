@@ -9,8 +9,8 @@
 #include "imagepack/files.h"
 #include "imagepack/storage.h"
 #include "imagepack/store.h"
-#include "memory_source.h"
-#include "fd_io.h"
+#include "stores/memory_source.h"
+#include "storage/fd_io.h"
 
 namespace imagepack::internal {
 

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-#include "fd_io.h"
+#include "storage/fd_io.h"
 #include "testutil.h"
 
 namespace imagepack::internal {

@@ -2,8 +2,8 @@
 // of TurboJPEG's messages.
 #include <string>
 
-#include "jpeg/jpeg.h"
-#include "jpeg/turbo.h"
+#include "image/jpeg/jpeg.h"
+#include "image/jpeg/turbo.h"
 
 namespace imagepack::internal {
 

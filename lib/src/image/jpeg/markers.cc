@@ -8,7 +8,7 @@
 #include <string>
 
 #include "imagepack/probe.h"
-#include "jpeg/jpeg.h"
+#include "image/jpeg/jpeg.h"
 
 namespace imagepack {
 namespace {

@@ -3,8 +3,8 @@
 #include <array>
 #include <vector>
 
-#include "jpeg/jpeg.h"
-#include "jpeg/turbo.h"
+#include "image/jpeg/jpeg.h"
+#include "image/jpeg/turbo.h"
 
 namespace imagepack::internal {
 

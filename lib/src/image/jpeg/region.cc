@@ -9,7 +9,7 @@
 #include <jpeglib.h>  // after <cstdio>: it uses size_t and FILE
 #include <jerror.h>
 
-#include "jpeg/jpeg.h"
+#include "image/jpeg/jpeg.h"
 
 namespace imagepack::internal {
 namespace {

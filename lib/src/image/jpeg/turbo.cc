@@ -1,11 +1,11 @@
 // TurboJPEG: whole-image decodes at a reduced DCT scale, and encoding.
-#include "jpeg/turbo.h"
+#include "image/jpeg/turbo.h"
 
 #include <string>
 
-#include "cmyk.h"
-#include "decode_internal.h"
-#include "jpeg/jpeg.h"
+#include "image/cmyk.h"
+#include "image/decode_internal.h"
+#include "image/jpeg/jpeg.h"
 
 namespace imagepack {
 namespace internal {
