@@ -70,8 +70,8 @@ class MultiCursor : public RecordCursor {
 
 class MultiSource : public RecordSource {
  public:
-  MultiSource(std::vector<std::unique_ptr<RecordSource>> parts, DatasetMeta meta)
-      : parts_(std::move(parts)), meta_(std::move(meta)) {
+  MultiSource(std::vector<std::unique_ptr<RecordSource>> parts, DatasetMeta meta, std::string parts_are = "shards")
+      : parts_(std::move(parts)), meta_(std::move(meta)), parts_are_(std::move(parts_are)) {
     int64_t at = 0;
     for (const auto& p : parts_) {
       starts_.push_back(at);
@@ -84,7 +84,7 @@ class MultiSource : public RecordSource {
     return std::make_unique<MultiCursor>(&parts_, &starts_);
   }
   std::string Describe() const override {
-    std::string d = std::to_string(parts_.size()) + " shards: ";
+    std::string d = std::to_string(parts_.size()) + " " + parts_are_ + ": ";
     for (size_t i = 0; i < parts_.size(); ++i) d += (i ? ", " : "") + parts_[i]->Describe();
     return d;
   }
@@ -142,6 +142,7 @@ class MultiSource : public RecordSource {
   std::vector<std::unique_ptr<RecordSource>> parts_;
   std::vector<int64_t> starts_;
   DatasetMeta meta_;
+  std::string parts_are_;  // "shards", or "datasets" (a mix)
 };
 
 // A database held in RAM as a shared copy (OpenOptions::in_ram): the
@@ -302,5 +303,14 @@ Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::strin
   if (all_have_stats && pooled.images > 0) pooled.MeanStd(static_cast<int>(first.mean.size()), &meta.mean, &meta.std);
   return std::unique_ptr<RecordSource>(new MultiSource(std::move(parts), std::move(meta)));
 }
+
+namespace internal {
+
+std::unique_ptr<RecordSource> JoinSources(std::vector<std::unique_ptr<RecordSource>> parts, DatasetMeta meta,
+                                          const std::string& parts_are) {
+  return std::unique_ptr<RecordSource>(new MultiSource(std::move(parts), std::move(meta), parts_are));
+}
+
+}  // namespace internal
 
 }  // namespace imagepack

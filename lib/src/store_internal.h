@@ -44,4 +44,10 @@ Result<std::unique_ptr<RecordWriter>> NewUploadingWriter(ContainerFormat format,
                                                          const WriterOptions& opts);
 Result<std::unique_ptr<RecordSource>> OpenRemoteBlob(const std::string& url, const OpenOptions& opts);
 
+// Sources read as one: records of parts[0], then parts[1], ..., with
+// `meta` (count: the parts' total). Described as "N <parts_are>: ...".
+// OpenDatabases joins a dataset's shards so; a mix (mix.h) its datasets.
+std::unique_ptr<RecordSource> JoinSources(std::vector<std::unique_ptr<RecordSource>> parts, DatasetMeta meta,
+                                          const std::string& parts_are);
+
 }  // namespace imagepack::internal
