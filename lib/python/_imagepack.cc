@@ -23,6 +23,8 @@
 #include "imagepack/fields.h"
 #include "imagepack/image.h"
 #include "imagepack/loader.h"
+#include "imagepack/mix.h"
+#include "imagepack/resolution.h"
 #include "imagepack/store.h"
 
 namespace py = pybind11;
@@ -78,10 +80,19 @@ py::array FieldArray(const BatchField& f, const std::shared_ptr<void>& hold) {
 // the C++ defaults (the package reads them from here rather than writing
 // them again); enums as the strings the package documents.
 void BindLoaderOptions(py::module_& m) {
+  py::class_<MixSource>(m, "MixSource")
+      .def(py::init<>())
+      .def_readwrite("paths", &MixSource::paths)
+      .def_readwrite("weight", &MixSource::weight)
+      .def_readwrite("repeat", &MixSource::repeat)
+      .def_readwrite("choose", &MixSource::choose);
   using O = LoaderOptions;
   py::class_<O>(m, "LoaderOptions")
       .def(py::init<>())
       .def_readwrite("paths", &O::paths)
+      .def_readwrite("sources", &O::sources)
+      .def_readwrite("epoch_size", &O::epoch_size)
+      .def_readwrite("crop_size", &O::crop_size)
       .def_readwrite("classes", &O::classes)
       .def_readwrite("classes_from", &O::classes_from)
       .def_readwrite("wide_maps_int32", &O::wide_maps_int32)
@@ -141,7 +152,7 @@ void BindLoaderOptions(py::module_& m) {
 
 class PyLoader {
  public:
-  explicit PyLoader(const LoaderOptions& o) : nchw_(o.layout == Layout::kNCHW), size_(o.size) {
+  explicit PyLoader(const LoaderOptions& o) : nchw_(o.layout == Layout::kNCHW) {
     Result<std::unique_ptr<Loader>> l = [&] {
       py::gil_scoped_release release;
       return Loader::Open(o);
@@ -154,14 +165,27 @@ class PyLoader {
     loader_->StartEpoch(epoch);
   }
 
+  // Refuses (ValueError) a state of another mix, naming the source, or a
+  // position beyond the epoch (Loader::CheckState).
+  void CheckState(int64_t position, const std::string& mix) const {
+    LoaderState state;
+    state.position = position;
+    state.mix = mix;
+    Status st = loader_->CheckState(state);
+    if (!st.ok()) Raise(st);
+  }
+
   void Restore(int64_t epoch, int64_t position, const std::string& order, int world, int64_t block_records,
-               int64_t window_blocks) {
-    if (position < 0 || position > loader_->dataset_size())
-      Raise(Status::InvalidArgument("position " + std::to_string(position) + " outside the epoch's " +
-                                    std::to_string(loader_->dataset_size()) + " samples"));
-    const Order kind = Take(ParseOrder(order));
+               int64_t window_blocks, int size, const std::string& mix) {
+    CheckState(position, mix);
+    const LoaderState state{epoch, position, Take(ParseOrder(order)), world, block_records, window_blocks, size, mix};
     py::gil_scoped_release release;
-    loader_->Restore(LoaderState{epoch, position, kind, world, block_records, window_blocks});
+    loader_->Restore(state);
+  }
+
+  void SetOutputSize(int size) {
+    Status st = loader_->SetOutputSize(size);
+    if (!st.ok()) Raise(st);
   }
 
   // (images, labels, indices, {name: array} of the dataset's fields), or
@@ -173,7 +197,7 @@ class PyLoader {
     }();
     OwnedBatch b = Take(std::move(r));
     if (b.count == 0) return py::none();
-    const py::ssize_t n = b.count, s = size_, c = loader_->channels();
+    const py::ssize_t n = b.count, s = loader_->output_size(), c = loader_->channels();
     std::vector<py::ssize_t> shape = nchw_ ? std::vector<py::ssize_t>{n, c, s, s} : std::vector<py::ssize_t>{n, s, s, c};
     py::dict fields;
     for (const BatchField& f : b.fields) fields[py::str(f.name)] = FieldArray(f, b.hold);
@@ -202,7 +226,6 @@ class PyLoader {
  private:
   std::unique_ptr<Loader> loader_;
   bool nchw_ = true;
-  int size_ = 0;
 };
 
 // Random access to records, decoding in C++. One cursor, behind a mutex;
@@ -394,12 +417,23 @@ PYBIND11_MODULE(_imagepack, m) {
       .def(py::init<const LoaderOptions&>(), py::arg("options"))
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"))
       .def("restore", &PyLoader::Restore, py::arg("epoch"), py::arg("position"), py::arg("order") = "auto",
-           py::arg("world") = 0, py::arg("block_records") = 0, py::arg("window_blocks") = 0)
+           py::arg("world") = 0, py::arg("block_records") = 0, py::arg("window_blocks") = 0, py::arg("size") = 0,
+           py::arg("mix") = "")
+      .def("check_state", &PyLoader::CheckState, py::arg("position"), py::arg("mix") = "")
+      .def("set_output_size", &PyLoader::SetOutputSize, py::arg("size"))
+      .def_property_readonly("output_size", [](PyLoader& l) { return l.loader().output_size(); })
+      .def_property_readonly("epoch_length", [](PyLoader& l) { return l.loader().epoch_length(); })
+      .def_property_readonly("sources", [](PyLoader& l) {
+        py::list out;
+        for (const auto& s : l.loader().sources()) out.append(py::make_tuple(s.name, s.records, s.samples));
+        return out;
+      })
       .def("next", &PyLoader::Next)
       .def("stats", &PyLoader::Stats)
       .def_property_readonly("state", [](PyLoader& l) {
         const LoaderState s = l.loader().state();
-        return py::make_tuple(s.epoch, s.position, OrderName(s.order), s.world, s.block_records, s.window_blocks);
+        return py::make_tuple(s.epoch, s.position, OrderName(s.order), s.world, s.block_records, s.window_blocks, s.size,
+                              s.mix);
       })
       .def_property_readonly("order", [](PyLoader& l) { return OrderName(l.loader().order()); })
       .def_property_readonly("block_records", [](PyLoader& l) { return l.loader().block_records(); })
@@ -436,6 +470,22 @@ PYBIND11_MODULE(_imagepack, m) {
       py::arg("what") = "classes",
       "(labels of `other` as indices of `reference`, reference classes `other` lacks, a one-line description); "
       "ValueError naming the first class of `other` that `reference` lacks (classes.h).");
+  m.def(
+      "resolution",
+      [](int64_t epoch, int min_res, int max_res, int64_t start_ramp, int64_t end_ramp, int step) {
+        return ResolutionSchedule{min_res, max_res, start_ramp, end_ramp, step}.At(epoch);
+      },
+      py::arg("epoch"), py::arg("min_res"), py::arg("max_res"), py::arg("start_ramp"), py::arg("end_ramp"),
+      py::arg("step") = 32,
+      "FFCV's progressive resolution at `epoch` (resolution.h): min_res up to start_ramp, max_res from end_ramp, "
+      "in between linear, rounded to a multiple of `step` (halves to even).");
+  m.def(
+      "parse_resolution_schedule",
+      [](const std::string& text) {
+        const ResolutionSchedule s = Take(ParseResolutionSchedule(text));
+        return py::make_tuple(s.min_res, s.max_res, s.start_ramp, s.end_ramp, s.step);
+      },
+      py::arg("text"), "\"MIN,MAX,START_RAMP,END_RAMP[,STEP]\" as a tuple; ValueError naming what is wrong.");
   m.def(
       "epoch_indices",
       [](int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world, bool even, int64_t start) {
