@@ -197,6 +197,24 @@ def _train_imagepack(ctx):
         "no 'train_imagepack: test accuracy' line"
 
 
+def _train_imagepack_progressive(ctx):
+    out = ctx.out("train_imagepack.py")
+    assert re.search(r"train_imagepack: test accuracy [\d.]+%", out), "no 'train_imagepack: test accuracy' line"
+    assert re.search(r"^Epoch 0: 16 px", out, re.M) and re.search(r"^Epoch 1: 28 px", out, re.M), \
+        "the epochs did not train at 16 then 28 px: %s" % re.findall(r"^Epoch \d+: .*", out, re.M)
+
+
+RECIPES_POST = """
+assert tuple(images.shape[1:]) == (3, 192, 192), images.shape
+assert [imagepack.resolution(e, 160, 192, 11, 13) for e in range(16)] == [160] * 12 + [192] * 4
+assert sum(s["samples"] for s in mix.sources) == mix.epoch_length == len(imagepack.open("train.lmdb")) + len(imagepack.open("val.lmdb"))
+_counts = [s["samples"] for s in mix.sources]
+assert abs(_counts[0] - 0.7 * mix.epoch_length) < 1, _counts
+fixed.set_epoch(0)
+assert tuple(next(iter(fixed))[0].shape[2:]) == (192, 192)
+"""
+
+
 def _train_imagepack_seg(ctx):
     assert re.search(r"mIoU", ctx.out("train_imagepack.py")), "no mIoU reported"
 
@@ -258,6 +276,9 @@ SPECS = [
     Spec("docs/PYTHON.md", "T.RandomResizedCrop(224)", post=TV_POST),
     Spec("docs/PYTHON.md", "--arch small_cnn --epochs 8", _train_imagepack, subst=[("--epochs 8", "--epochs 1")],
          timeout=300),
+    Spec("docs/PYTHON.md", "size_schedule=(160, 192, 11, 13)", post=RECIPES_POST),
+    Spec("docs/PYTHON.md", "--res-schedule 16,28,1,4,4", _train_imagepack_progressive,
+         subst=[("--epochs 6", "--epochs 2"), ("16,28,1,4,4", "16,28,0,1,4")]),
     Spec("docs/PYTHON.md", "--task segmentation", _train_imagepack_seg, subst=[("--epochs 8", "--epochs 1")],
          timeout=300),
     Spec("docs/PYTHON.md", "old/imagenet_train.lmdb", post=ELSEWHERE_POST, omit=["train.lmdb"]),
@@ -344,7 +365,10 @@ def _python_recipe_options(ctx):
     train = ctx.runner.registry.tools["train"].options()
     py = ctx.runner.registry.tools["scripts/train_imagepack.py"].options()
     sgd = ["--lr", "--momentum", "--nesterov", "--wd", "--no-bn-wd", "--label-smoothing", "--schedule",
-           "--step-size", "--warmup-epochs", "--lr-scale-batch"]
+           "--step-size", "--warmup-epochs", "--lr-scale-batch",
+           # the recipes (TRAINING.md, "Recipes")
+           "--weights", "--repeat", "--choose", "--classes", "--res-schedule", "--val-size", "--val-resize",
+           "--lr-peak-epoch", "--blurpool"]
     assert set(sgd) <= train, "train lacks %s" % sorted(set(sgd) - train)
     missing = [o for o in sgd if o not in py]
     assert not missing, "scripts/train_imagepack.py --help lacks the C++ trainer's %s" % " ".join(missing)
