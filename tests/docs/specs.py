@@ -434,8 +434,8 @@ def _loader_options(ctx):
 CLAIMS = [
     Claim("docs/PYTHON.md", "- Options (keyword arguments, the C++ loader's", _python_keywords),
     Claim("docs/LOADER.md", "## Options (`LoaderOptions`)", _loader_options),
-    Claim("docs/USAGE.md", "shards/ back.lmdb` gives back the same records", _round_trip),
-    Claim("docs/USAGE.md", "pixel. `0`: no statistics.", _no_statistics),
+    Claim("docs/USAGE.md", "`pack_lmdb shards/ back.lmdb` with no option gives back", _round_trip),
+    Claim("docs/USAGE.md", "pixel. `0`: no statistics, for JPEG and raw alike", _no_statistics),
     Claim("docs/OBJECT_STORAGE.md", "(shards comma-separated, read", _val_shards),
     Claim("docs/PYTHON.md", "the C++ trainer's SGD and schedule options", _python_recipe_options),
 ]
