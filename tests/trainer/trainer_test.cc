@@ -253,10 +253,11 @@ TEST(Checkpoint, ResumeEqualsUninterruptedTraining) {
 
 // ---- interruption and resume, with real processes --------------------------
 
-// Runs `cmd` through sh, returning (exit code, stdout).
-std::pair<int, std::string> Capture(const std::string& cmd) {
+// Runs `cmd` through sh, returning (exit code, stdout, and stderr too
+// when asked).
+std::pair<int, std::string> Capture(const std::string& cmd, bool with_stderr = false) {
   std::string out;
-  FILE* f = popen((cmd + " 2>/dev/null").c_str(), "r");
+  FILE* f = popen((cmd + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   if (!f) return {-1, ""};
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
@@ -554,15 +555,7 @@ double LastAcc1(const std::string& dir) {
 }
 
 // Runs `cmd` through sh, returning (exit code, stdout + stderr).
-std::pair<int, std::string> CaptureAll(const std::string& cmd) {
-  std::string out;
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (!f) return {-1, ""};
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-  const int rc = pclose(f);
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
-}
+std::pair<int, std::string> CaptureAll(const std::string& cmd) { return Capture(cmd, /*with_stderr=*/true); }
 
 std::string Contract(const std::string& train, const std::string& val) {
   return kTrain + " --data " + train + " --val " + val +
