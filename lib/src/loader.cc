@@ -405,7 +405,7 @@ class LoaderImpl : public Loader {
     }
   }
 
-  // The output channels' pieces for output size `size` (between epochs,
+  // What depends on the output size, for `size` (between epochs,
   // the producer idle): eval_resize follows it unless it was given.
   void ApplySize(int size) {
     o_.size = size;
