@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "imagepack/mix.h"
 #include "imagepack/shard.h"
 #include "imagepack/store.h"
 #include "resample_internal.h"
@@ -789,6 +790,14 @@ TEST(Loader, MixHasExactCountsAndOneGlobalOrderAtEveryWorldSize) {
   int64_t from_a = 0;
   for (const auto& [pos, v] : one) from_a += v.first < 60;
   EXPECT_EQ(from_a, 84);  // 70% of 120; b's 36 from 25 records: each once or twice
+  // The records are MixOrder's, position by position (whose 70/30 order
+  // keeps every 1,000 samples within 3 points: mix_test.cc).
+  MixSpec spec;
+  spec.sizes = {60, 25};
+  spec.counts = {84, 36};
+  spec.seed = 6;
+  const std::vector<int64_t> order = MixOrder(spec, 2);
+  for (const auto& [pos, v] : one) EXPECT_EQ(v.first, order[size_t(pos)]) << "position " << pos;
   for (int world : {2, 4}) {
     std::map<int64_t, std::pair<int64_t, std::vector<uint8_t>>> w;
     run(world, 2, nullptr, &w);

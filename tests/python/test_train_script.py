@@ -148,3 +148,23 @@ def test_a_mix_with_a_resolution_schedule_logs_res_and_sources_and_resumes_exact
     assert digest(resumed.stdout) == digest(straight.stdout)
     rows = [json.loads(line) for line in open(d / "mix_cut" / "metrics.jsonl")]
     assert [r["res"] for r in rows if r["type"] == "epoch"] == [8, 12, 16]
+
+
+def test_resnet_with_blurpool_a_ramp_and_evaluation_at_its_own_size(dbs):
+    """FFCV's recipe on a ResNet: --blurpool puts a fixed blur before the 6
+    strided convolutions of >= 16 channels (buffers, no parameters), the
+    ramp gives each epoch's size, evaluation runs at --val-size."""
+    d = dbs["dir"]
+    r = train("--data", dbs["train"], "--val", dbs["same"], "--arch", "resnet18", "--blurpool", "--epochs", "2",
+              "--res-schedule", "16,24,0,1,8", "--val-size", "24", "--val-resize", "28", "--output", str(d / "r18"))
+    assert r.returncode == 0, r.stderr
+    assert "evaluation at 24 px" in r.stdout, r.stdout
+    rows = [json.loads(line) for line in open(d / "r18" / "metrics.jsonl")]
+    assert [x["res"] for x in rows if x["type"] == "epoch"] == [16, 24]
+    assert [x["samples"] for x in rows if x["type"] == "eval"] == [32, 32]
+    import torch
+    state = torch.load(d / "r18" / "checkpoint.pt", map_location="cpu")["model"]
+    blurs = [k for k in state if k.endswith(".blur")]
+    assert len(blurs) == 6 and all(torch.allclose(state[k][0, 0].sum(), torch.tensor(1.0)) for k in blurs), blurs
+    refused = train("--data", dbs["train"], "--no-val", "--blurpool", "--epochs", "1")
+    assert refused.returncode != 0 and "--blurpool: for the ResNets" in refused.stderr
