@@ -188,7 +188,8 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
   auto tmp = CreateTempFor(path);
   if (!tmp.ok()) return tmp.status();
   auto inner = format == ContainerFormat::kBlob
-                   ? internal::NewBlobWriter(path, std::move(tmp.value()), opts.direct_io)
+                   ? internal::NewBlobWriter(path, std::move(tmp.value()), opts.direct_io, opts.blob_index_chunk_shift,
+                                                             opts.blob_index_memory)
                    : internal::NewLmdbWriter(path, std::move(tmp.value()), opts.lmdb_records_per_value);
   if (!inner.ok()) return inner.status();
   inner.value()->lock_ = std::move(lock.value());
