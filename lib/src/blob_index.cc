@@ -98,18 +98,21 @@ void ChunkRange(const BlobHead& head, uint64_t chunk, uint64_t* first, uint64_t*
   *count = std::min<uint64_t>(uint64_t(1) << head.chunk_shift, head.count - *first);
 }
 
-Status CheckIndexChunk(const BlobHead& head, uint64_t chunk, const uint8_t* entries) {
+namespace {
+
+Status SumMismatch(const BlobHead& head, uint64_t chunk) {
   uint64_t first = 0, n = 0;
   ChunkRange(head, chunk, &first, &n);
-  const uint64_t want = head.layout == 1 ? head.index_sum : head.chunk_sums[chunk];
-  if (XXH3_64bits(entries, n * 16) != want) {
-    if (head.layout == 1)
-      return Status::Corruption("blob index checksum mismatch at offset " + std::to_string(head.index_offset));
-    const std::string records = n == 1 ? "record " + RecordKey(int64_t(first))
-                                       : "records " + RecordKey(int64_t(first)) + ".." + RecordKey(int64_t(first + n - 1));
-    return Status::Corruption("blob index checksum mismatch in chunk " + std::to_string(chunk) + " (" +
-                              records + ", offset " + std::to_string(head.index_offset + first * 16) + ")");
-  }
+  if (head.layout == 1)
+    return Status::Corruption("blob index checksum mismatch at offset " + std::to_string(head.index_offset));
+  const std::string records = n == 1 ? "record " + RecordKey(int64_t(first))
+                                     : "records " + RecordKey(int64_t(first)) + ".." + RecordKey(int64_t(first + n - 1));
+  return Status::Corruption("blob index checksum mismatch in chunk " + std::to_string(chunk) + " (" + records +
+                            ", offset " + std::to_string(head.index_offset + first * 16) + ")");
+}
+
+// Entries of records first .. first + n - 1: each inside the record area.
+Status CheckEntries(const BlobHead& head, uint64_t first, const uint8_t* entries, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t off = Get64(entries + i * 16), len = Get64(entries + i * 16 + 8);
     if (off < kHeaderSize || off > head.index_offset || len > head.index_offset - off)
@@ -119,37 +122,76 @@ Status CheckIndexChunk(const BlobHead& head, uint64_t chunk, const uint8_t* entr
   return Status::Ok();
 }
 
-BlobIndex::BlobIndex(std::string path, BlobHead head, const uint8_t* entries)
-    : path_(std::move(path)), head_(std::move(head)), entries_(entries) {
+uint64_t ChunkSum(const BlobHead& head, uint64_t chunk) {
+  return head.layout == 1 ? head.index_sum : head.chunk_sums[chunk];
+}
+
+}  // namespace
+
+Status CheckIndexChunk(const BlobHead& head, uint64_t chunk, const uint8_t* entries) {
+  uint64_t first = 0, n = 0;
+  ChunkRange(head, chunk, &first, &n);
+  if (XXH3_64bits(entries, n * 16) != ChunkSum(head, chunk)) return SumMismatch(head, chunk);
+  return CheckEntries(head, first, entries, n);
+}
+
+BlobIndex::BlobIndex(std::string path, BlobHead head, const ByteSource* bytes, const uint8_t* mapped)
+    : path_(std::move(path)), head_(std::move(head)), bytes_(bytes), mapped_(mapped) {
   const uint64_t words = (IndexChunks(head_) + 63) / 64;
   checked_.reset(new std::atomic<uint64_t>[words]);
   for (uint64_t w = 0; w < words; ++w) checked_[w].store(0, std::memory_order_relaxed);
 }
 
-Result<std::unique_ptr<BlobIndex>> BlobIndex::Open(std::string path, BlobHead head, const uint8_t* entries) {
-  std::unique_ptr<BlobIndex> index(new BlobIndex(std::move(path), std::move(head), entries));
+Result<std::unique_ptr<BlobIndex>> BlobIndex::Open(std::string path, BlobHead head, const ByteSource* bytes,
+                                                   const uint8_t* mapped) {
+  std::unique_ptr<BlobIndex> index(new BlobIndex(std::move(path), std::move(head), bytes, mapped));
   // Layout 1 has one checksum for the whole index: checked now, as ever.
-  if (index->head_.layout == 1) IMAGEPACK_RETURN_IF_ERROR(index->CheckChunk(0));
+  if (index->head_.layout == 1) IMAGEPACK_RETURN_IF_ERROR(index->CheckChunk(0, true));
   return index;
 }
 
-Status BlobIndex::CheckChunk(uint64_t chunk) const {
+Status BlobIndex::CheckChunk(uint64_t chunk, bool named) const {
   uint64_t first = 0, n = 0;
   ChunkRange(head_, chunk, &first, &n);
-  Status st = CheckIndexChunk(head_, chunk, entries_ + first * 16);
-  if (!st.ok()) return st.WithContext(path_);
+  Status st;
+  if (mapped_) {
+    st = CheckIndexChunk(head_, chunk, mapped_ + first * 16);
+  } else {
+    // Read in pieces (a layout 1 index is one chunk of any size).
+    XXH3_state_t* sum = XXH3_createState();
+    XXH3_64bits_reset(sum);
+    std::vector<uint8_t> piece(static_cast<size_t>(std::min<uint64_t>(n, 1 << 18) * 16));
+    Status outside;  // the first entry outside the record area: reported if the checksum holds
+    for (uint64_t at = 0; st.ok() && at < n; at += piece.size() / 16) {
+      const uint64_t m = std::min<uint64_t>(piece.size() / 16, n - at);
+      st = bytes_->ReadAt(head_.index_offset + (first + at) * 16, m * 16, piece.data());
+      if (st.ok()) XXH3_64bits_update(sum, piece.data(), m * 16);
+      if (st.ok() && outside.ok()) outside = CheckEntries(head_, first + at, piece.data(), m);
+    }
+    if (st.ok()) st = XXH3_64bits_digest(sum) != ChunkSum(head_, chunk) ? SumMismatch(head_, chunk) : outside;
+    XXH3_freeState(sum);
+  }
+  if (!st.ok()) return named ? st.WithContext(path_) : st;
   checked_[chunk / 64].fetch_or(uint64_t(1) << (chunk % 64), std::memory_order_acq_rel);
   return Status::Ok();
 }
 
+Status BlobIndex::Entries(uint64_t first, uint64_t n, uint8_t* out) const {
+  if (n == 0) return Status::Ok();
+  for (uint64_t c = first >> head_.chunk_shift; c <= (first + n - 1) >> head_.chunk_shift; ++c)
+    if (!Checked(c)) IMAGEPACK_RETURN_IF_ERROR(CheckChunk(c, true));
+  if (mapped_) {
+    std::memcpy(out, mapped_ + first * 16, n * 16);
+    return Status::Ok();
+  }
+  return bytes_->ReadAt(head_.index_offset + first * 16, n * 16, out);
+}
+
 void BlobIndex::CheckAll(const std::function<void(const std::string&)>& report) const {
   for (uint64_t c = 0; c < IndexChunks(head_); ++c) {
-    if (checked_[c / 64].load(std::memory_order_acquire) >> (c % 64) & 1) continue;
-    uint64_t first = 0, n = 0;
-    ChunkRange(head_, c, &first, &n);
-    Status st = CheckIndexChunk(head_, c, entries_ + first * 16);
-    if (st.ok()) checked_[c / 64].fetch_or(uint64_t(1) << (c % 64), std::memory_order_acq_rel);
-    else report(st.message());
+    if (Checked(c)) continue;
+    Status st = CheckChunk(c, false);
+    if (!st.ok()) report(st.message());
   }
 }
 

@@ -1,8 +1,9 @@
 // A blob's record index read where it lies (docs/FORMAT.md, "Blob
-// container"): the (offset, length) entries in the file's mapping, never
-// copied, so every process on a machine reads the same pages (the page
-// cache, or the shared in-RAM copy) and a process's own memory does not
-// grow with the records. Internal.
+// container"): the (offset, length) entries of the file, read through its
+// mapping or with pread when a record is, never copied whole, so every
+// process on a machine reads the same pages (the page cache, or the shared
+// in-RAM copy) and a process's own memory does not grow with the records.
+// Internal.
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "imagepack/byte_source.h"
 #include "imagepack/meta.h"
 #include "imagepack/status.h"
 
@@ -52,36 +54,46 @@ Status CheckIndexChunk(const BlobHead& head, uint64_t chunk, const uint8_t* entr
 
 class BlobIndex {
  public:
-  // `entries`: the index's bytes in the file's mapping (valid while the
-  // mapping lives). Layout 1 is checked whole here (its one checksum),
-  // layout 2 chunk by chunk as entries are first used.
-  static Result<std::unique_ptr<BlobIndex>> Open(std::string path, BlobHead head, const uint8_t* entries);
+  // The index of the blob `bytes` (kept by the caller while this lives):
+  // read in `mapped` (the file's mapping) or, when that is null, with
+  // ReadAt (no page of the file mapped: a file that shrinks under a reader
+  // gives errors, not a SIGBUS). Layout 1 is checked whole here (its one
+  // checksum), layout 2 chunk by chunk as entries are first used.
+  static Result<std::unique_ptr<BlobIndex>> Open(std::string path, BlobHead head, const ByteSource* bytes,
+                                                 const uint8_t* mapped);
 
   const BlobHead& head() const { return head_; }
   uint64_t size() const { return head_.count; }
   // Record i's place in the file. Corruption when its chunk fails its
   // checksum (checked once per process) or the entry lies outside the
-  // record area. Thread-safe. REQUIRES: i < size().
+  // record area; an error reading the file. Thread-safe. REQUIRES: i <
+  // size().
   Status Entry(uint64_t i, uint64_t* offset, uint64_t* length) const {
-    const uint64_t chunk = i >> head_.chunk_shift;
-    if (!(checked_[chunk / 64].load(std::memory_order_acquire) >> (chunk % 64) & 1))
-      IMAGEPACK_RETURN_IF_ERROR(CheckChunk(chunk));
-    const uint8_t* e = entries_ + i * 16;
+    uint8_t e[16];
+    IMAGEPACK_RETURN_IF_ERROR(Entries(i, 1, e));
     __builtin_memcpy(offset, e, 8);
     __builtin_memcpy(length, e + 8, 8);
     return Status::Ok();
   }
+  // Entries first .. first + n - 1 into out (16 bytes each), their chunks
+  // checked. REQUIRES: first + n <= size().
+  Status Entries(uint64_t first, uint64_t n, uint8_t* out) const;
   // Checks every chunk not checked yet; each failure goes to `report`
   // (without the file's name).
   void CheckAll(const std::function<void(const std::string&)>& report) const;
 
  private:
-  BlobIndex(std::string path, BlobHead head, const uint8_t* entries);
-  Status CheckChunk(uint64_t chunk) const;
+  BlobIndex(std::string path, BlobHead head, const ByteSource* bytes, const uint8_t* mapped);
+  bool Checked(uint64_t chunk) const {
+    return checked_[chunk / 64].load(std::memory_order_acquire) >> (chunk % 64) & 1;
+  }
+  // Checks chunk `chunk`; `named`: its error names the file.
+  Status CheckChunk(uint64_t chunk, bool named) const;
 
   std::string path_;
   BlobHead head_;
-  const uint8_t* entries_;
+  const ByteSource* bytes_;
+  const uint8_t* mapped_;  // the index's first entry in the mapping, or null
   std::unique_ptr<std::atomic<uint64_t>[]> checked_;  // a bit per chunk
 };
 

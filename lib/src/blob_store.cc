@@ -327,21 +327,33 @@ Result<std::unique_ptr<RecordSource>> OpenBlob(std::shared_ptr<const ByteSource>
   if (file_size < kHeaderSize)
     return Status::Corruption(path + ": blob is " + std::to_string(file_size) +
                               " bytes, shorter than its header (truncated)");
-  // in_ram is OpenDatabase's (a shared copy, mapped here like any file).
-  auto base = bytes->Map();
-  if (!base.ok()) return base.status();
+  // in_ram is OpenDatabase's (a shared copy, read here like any file).
+  // pread_records: nothing of the file is mapped (header, metadata and
+  // index entries are read like the records); else all of it.
+  const uint8_t* base = nullptr;
+  if (!opts.pread_records) {
+    auto mapped = bytes->Map();
+    if (!mapped.ok()) return mapped.status();
+    base = mapped.value();
+  }
+  std::vector<uint8_t> scratch;
   BlobHead head;
   IMAGEPACK_RETURN_IF_ERROR(ParseBlobHead(path, file_size,
-                                          [&](uint64_t at, uint64_t, const uint8_t** p) {
-                                            *p = *base + at;
-                                            return Status::Ok();
+                                          [&](uint64_t at, uint64_t n, const uint8_t** p) {
+                                            if (base) {
+                                              *p = base + at;
+                                              return Status::Ok();
+                                            }
+                                            scratch.resize(n);
+                                            *p = scratch.data();
+                                            return n ? bytes->ReadAt(at, n, scratch.data()) : Status::Ok();
                                           },
                                           &head));
-  // The index is read where it lies in the mapping: nothing per record is
-  // copied into this process.
-  const uint8_t* entries = *base + head.index_offset;
+  // The index is read where it lies: nothing per record is copied into
+  // this process.
   DatasetMeta meta = std::move(head.meta);
-  auto index = BlobIndex::Open(path, std::move(head), entries);
+  const uint8_t* entries = base ? base + head.index_offset : nullptr;
+  auto index = BlobIndex::Open(path, std::move(head), bytes.get(), entries);
   if (!index.ok()) return index.status();
   return NewMemorySource(std::move(meta), path + " (blob)", std::move(bytes), std::move(index.value()),
                          opts.pread_records);

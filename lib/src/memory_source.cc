@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 namespace imagepack::internal {
@@ -14,7 +15,8 @@ namespace {
 Status Locate(const BlobIndex& idx, int64_t index, uint64_t* offset, uint64_t* length) {
   if (index < 0 || static_cast<uint64_t>(index) >= idx.size())
     return Status::InvalidArgument("record " + RecordKey(index) + " is out of range");
-  return idx.Entry(static_cast<uint64_t>(index), offset, length);
+  Status st = idx.Entry(static_cast<uint64_t>(index), offset, length);
+  return st.ok() ? st : st.WithContext("record " + RecordKey(index));
 }
 
 class MappedCursor : public RecordCursor {
@@ -71,24 +73,35 @@ class MemorySource : public RecordSource {
   void CheckLayout(const std::function<void(const std::string&)>& report) const override { index_->CheckAll(report); }
   // The records' pages only: the index's stay mapped, read by every
   // record's lookup (shared with every process that maps the file).
-  void ReleaseMappedPages() const override { ReleasePages(base_, index_->head().index_offset); }
+  void ReleaseMappedPages() const override {
+    if (base_) ReleasePages(base_, index_->head().index_offset);
+  }
   void StoredRanges(int64_t first, int64_t last, std::vector<StoredRange>* out) const override {
     first = std::max<int64_t>(first, 0);
     last = std::min<int64_t>(last, static_cast<int64_t>(index_->size()) - 1);
-    for (int64_t i = first; i <= last; ++i) {
-      uint64_t offset = 0, length = 0;
-      if (!index_->Entry(static_cast<uint64_t>(i), &offset, &length).ok()) return;  // the reader reports it
-      AppendRange(bytes_.get(), offset, length, out);
+    std::vector<uint8_t> entries;
+    for (int64_t at = first; at <= last;) {  // entries a chunk of the index at a time
+      const uint64_t n = std::min<uint64_t>(uint64_t(last - at + 1), 1 << 16);
+      entries.resize(static_cast<size_t>(n * 16));
+      if (!index_->Entries(static_cast<uint64_t>(at), n, entries.data()).ok()) return;  // the reader reports it
+      for (uint64_t k = 0; k < n; ++k) {
+        uint64_t offset, length;
+        std::memcpy(&offset, &entries[k * 16], 8);
+        std::memcpy(&length, &entries[k * 16 + 8], 8);
+        AppendRange(bytes_.get(), offset, length, out);
+      }
+      at += static_cast<int64_t>(n);
     }
   }
   int64_t stored_bytes() const override { return static_cast<int64_t>(bytes_->size()); }
   int64_t cached_bytes() const override { return static_cast<int64_t>(bytes_->CachedBytes()); }
+  void DropSharedMeta() override { imagepack::DropSharedMeta(&meta_); }
 
  private:
   DatasetMeta meta_;
   std::string describe_;
   std::shared_ptr<const ByteSource> bytes_;
-  const uint8_t* base_;  // bytes_'s mapping
+  const uint8_t* base_;  // bytes_'s mapping (null with pread)
   const bool pread_;
   std::unique_ptr<BlobIndex> index_;
 };
@@ -98,10 +111,14 @@ class MemorySource : public RecordSource {
 Result<std::unique_ptr<RecordSource>> NewMemorySource(DatasetMeta meta, std::string describe,
                                                       std::shared_ptr<const ByteSource> bytes,
                                                       std::unique_ptr<BlobIndex> index, bool pread) {
-  auto base = bytes->Map();
-  if (!base.ok()) return base.status();
+  const uint8_t* base = nullptr;
+  if (!pread) {
+    auto mapped = bytes->Map();
+    if (!mapped.ok()) return mapped.status();
+    base = mapped.value();
+  }
   return std::unique_ptr<RecordSource>(new MemorySource(std::move(meta), std::move(describe), std::move(bytes),
-                                                        *base, std::move(index), pread));
+                                                        base, std::move(index), pread));
 }
 
 void AppendRange(const ByteSource* source, uint64_t offset, uint64_t size, std::vector<StoredRange>* out) {

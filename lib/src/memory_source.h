@@ -15,9 +15,9 @@
 namespace imagepack::internal {
 
 // The records `index` locates in `bytes` (a blob file, or its shared
-// in-RAM copy; the index lies in its mapping), read through the mapping
-// (ByteSource::Map), or, with `pread`, with ReadAt into each cursor's own
-// buffer (no page faults; resident memory is one record per cursor).
+// in-RAM copy), read through its mapping (ByteSource::Map), or, with
+// `pread`, with ReadAt into each cursor's own buffer (no page faults, no
+// page of the file mapped: resident memory is one record per cursor).
 // StoredRanges name `bytes`.
 Result<std::unique_ptr<RecordSource>> NewMemorySource(DatasetMeta meta, std::string describe,
                                                       std::shared_ptr<const ByteSource> bytes,

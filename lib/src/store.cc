@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -45,6 +48,17 @@ Result<RecordView> RecordCursor::Read(int64_t index, bool verify_checksum) {
 }
 
 RecordWriter::~RecordWriter() = default;
+
+void DropSharedMeta(DatasetMeta* meta) {
+  meta->classes = {};
+  meta->label_counts = {};
+  meta->mean = {};
+  meta->std = {};
+  meta->options_json = "{}";
+  meta->tool = {};
+  meta->source = {};
+  meta->created = {};
+}
 
 namespace {
 
@@ -159,6 +173,7 @@ class SharedSource : public RecordSource {
     inner_->CheckLayout(report);
   }
   void ReleaseMappedPages() const override { inner_->ReleaseMappedPages(); }
+  void DropSharedMeta() override { inner_->DropSharedMeta(); }
   int64_t stored_bytes() const override { return static_cast<int64_t>(copy_->size()); }
   int64_t cached_bytes() const override { return static_cast<int64_t>(copy_->size()); }
 
@@ -262,12 +277,19 @@ Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, cons
 Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::string>& paths, const OpenOptions& opts) {
   if (paths.empty()) return Status::InvalidArgument("no database given");
   if (paths.size() == 1) return OpenDatabase(paths[0], opts);
-  std::vector<std::unique_ptr<RecordSource>> parts;
-  for (const auto& p : paths) {
-    auto s = OpenDatabase(p, opts);
-    if (!s.ok()) return s.status();
-    parts.push_back(std::move(s.value()));
-  }
+  // Shards open in parallel (thousands of them: a file, its header and
+  // metadata each); the first failure in path order is the one reported.
+  std::vector<std::unique_ptr<RecordSource>> parts(paths.size());
+  std::vector<Status> failed(paths.size());
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, paths.size(), 16), [&](const tbb::blocked_range<size_t>& r) {
+    for (size_t i = r.begin(); i != r.end(); ++i) {
+      auto s = OpenDatabase(paths[i], opts);
+      if (s.ok()) parts[i] = std::move(s.value());
+      else failed[i] = s.status();
+    }
+  });
+  for (const Status& st : failed)
+    if (!st.ok()) return st;
   const DatasetMeta& first = parts[0]->meta();
   DatasetMeta meta = first;
   meta.count = 0;
@@ -301,6 +323,8 @@ Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::strin
   meta.mean.clear();
   meta.std.clear();
   if (all_have_stats && pooled.images > 0) pooled.MeanStd(static_cast<int>(first.mean.size()), &meta.mean, &meta.std);
+  // The dataset's metadata holds it all now; each shard keeps what is its own.
+  for (auto& p : parts) p->DropSharedMeta();
   return std::unique_ptr<RecordSource>(new MultiSource(std::move(parts), std::move(meta)));
 }
 

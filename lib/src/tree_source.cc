@@ -120,7 +120,8 @@ Result<DatasetSource> OpenTreeSourceBounded(const std::string& root, const Sourc
   for (size_t i = 0; i < s.classes.size(); ++i) index_of[s.classes[i]] = static_cast<int32_t>(i);
   std::set<std::string> found;  // class folders holding images (classes found in the tree)
   std::vector<std::string> outside;  // images outside any class, with why
-  Items items(opts.scratch_dir, opts.item_memory);
+  std::error_code ec;
+  Items items(opts.scratch_dir.empty() ? fs::temp_directory_path(ec).string() : opts.scratch_dir, opts.item_memory);
   Walker w;
   w.seen.insert({st.st_dev, st.st_ino});
   w.image = [&](std::string rel) -> Status {

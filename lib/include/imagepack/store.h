@@ -177,7 +177,16 @@ class RecordSource {
   // blocks served from the caches cost none.
   virtual int64_t remote_requests() const { return 0; }
   virtual int64_t remote_bytes() const { return 0; }  // received from the server
+  // Frees the metadata every shard of a dataset repeats (class names, label
+  // counts, options), once OpenDatabases has checked and merged it into the
+  // dataset's: 10,000 shards of 1,000 classes would otherwise hold 10,000
+  // copies of the names. meta() keeps its count, encoding, channels and
+  // fields.
+  virtual void DropSharedMeta() {}
 };
+
+// The part of DropSharedMeta that every source does to its own metadata.
+void DropSharedMeta(DatasetMeta* meta);
 
 struct OpenOptions {
   // Hold the database in RAM, one copy per machine: the file is copied
