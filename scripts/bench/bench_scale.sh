@@ -30,7 +30,7 @@ BIN=$(cd "${IMAGEPACK_BUILD_DIR:-build}/tools" && pwd)
 mkdir -p "$DIR"
 WORK=$(mktemp -d "$DIR/run-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-T="/usr/bin/time -f %e\ %M"
+T=(/usr/bin/time -f "%e %M")
 field() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" | head -1; }
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(df -h "$DIR" | awk 'NR == 2 {print $4 " free on " $6}')"
 for N in $COUNTS; do
@@ -41,35 +41,35 @@ for N in $COUNTS; do
   if [ "$N" -le "$TREE_MAX" ]; then
     "$BIN/bench_scale" "$WORK/tree" --records "$N" --tree >/dev/null
     cat "$WORK/tree.sources"/* > /dev/null
-    out=$( { $T "$BIN/pack_lmdb" "$WORK/tree" "$WORK/tree.lmdb" -q --stats-sample 0 >/dev/null; } 2>&1 | tail -1)
+    out=$( { "${T[@]}" "$BIN/pack_lmdb" "$WORK/tree" "$WORK/tree.lmdb" -q --stats-sample 0 >/dev/null; } 2>&1 | tail -1)
     echo "   pack_lmdb tree -> lmdb: $(awk -v n="$N" -v s="${out% *}" 'BEGIN {printf "%.0f files/s (%.1f s)", n / s, s}'), peak RSS $(( ${out#* } / 1024 )) MiB"
     rm -rf "$WORK/tree" "$WORK/tree.sources" "$WORK/tree.lmdb"
   fi
   cat "$GEN" > /dev/null
-  out=$( { $T "$BIN/pack_lmdb" "$GEN" "$WORK/conv.lmdb" -q >/dev/null; } 2>&1 | tail -1)
+  out=$( { "${T[@]}" "$BIN/pack_lmdb" "$GEN" "$WORK/conv.lmdb" -q >/dev/null; } 2>&1 | tail -1)
   echo "   pack_lmdb blob -> lmdb (conversion): $(awk -v n="$N" -v s="${out% *}" 'BEGIN {printf "%.0f records/s (%.1f s)", n / s, s}'), peak RSS $(( ${out#* } / 1024 )) MiB"
   rm -f "$WORK/conv.lmdb"
   cat "$GEN" > /dev/null
-  LOAD=(--batch 256 --size 32 --threads 2 --order random)
-  "$BIN/bench_loader" "$GEN" "${LOAD[@]}" --batches 1 >/dev/null  # warm: the header and metadata
-  out=$("$BIN/bench_loader" "$GEN" "${LOAD[@]}" --batches 400)
+  LOAD=(--batch 256 --size 32 --order random)
+  "$BIN/bench_loader" "$GEN" "${LOAD[@]}" --threads 2 --batches 1 >/dev/null  # warm: the header and metadata
+  out=$("$BIN/bench_loader" "$GEN" "${LOAD[@]}" --threads 2 --batches 400)
   echo "   loader, 1 rank: open $(echo "$out" | field "open") s, $(echo "$out" | field ":") images/s; $(echo "$out" | grep -o 'RssAnon [0-9]* MiB')"
   for r in 0 1 2 3; do
     "$BIN/bench_loader" "$GEN" "${LOAD[@]}" --threads 1 --rank $r --world 4 --batches 100 --linger 4 > "$WORK/rank$r" &
   done
   wait
-  awk '/memory:/ {
-         for (i = 1; i <= NF; i++) {
-           if ($i == "RssAnon") anon = anon " " $(i + 1)
-           if ($i == "Pss" && $(i - 1) != "MiB,") pss += $(i + 1)
-         }
-         match($0, /mappings Rss ([0-9.]+) MiB, Pss ([0-9.]+)/, m); rss_db = rss_db " " m[1]; pss_db += m[2]
-       }
-       END { printf "   loader, 4 ranks: RssAnon per rank%s MiB; node Pss %d MiB; blob mapping Rss per rank%s MiB, Pss of the 4 together %.1f MiB\n",
-             anon, pss, rss_db, pss_db }' "$WORK"/rank?
+  anon="" pss=0 dbrss="" dbpss=0
+  for r in 0 1 2 3; do
+    line=$(grep 'memory:' "$WORK/rank$r")
+    anon+=" $(echo "$line" | sed -n 's/.*RssAnon \([0-9]*\) MiB.*/\1/p')"
+    pss=$((pss + $(echo "$line" | sed -n 's/.*, Pss \([0-9]*\) MiB;.*/\1/p')))
+    dbrss+=" $(echo "$line" | sed -n 's/.*mappings Rss \([0-9.]*\) MiB.*/\1/p')"
+    dbpss=$(awk -v a="$dbpss" -v b="$(echo "$line" | sed -n 's/.*mappings Rss [0-9.]* MiB, Pss \([0-9.]*\) MiB.*/\1/p')" 'BEGIN {print a + b}')
+  done
+  echo "   loader, 4 ranks: RssAnon per rank$anon MiB; node Pss $pss MiB; blob mapped per rank$dbrss MiB (Pss of the 4: $dbpss MiB); the file in the page cache once: $(fincore -n -o RES "$GEN" | tr -d ' ')"
   out=$("$BIN/bench_loader" "$GEN" "${LOAD[@]}" --resume-at $((N / 2)) --batches 1)
   echo "   resume at position $((N / 2)): $(echo "$out" | grep -o 'restored.*')"
-  out=$( { $T "$BIN/verify_db" "$GEN" -q >/dev/null; } 2>&1 | tail -1)
+  out=$( { "${T[@]}" "$BIN/verify_db" "$GEN" -q >/dev/null; } 2>&1 | tail -1)
   echo "   verify_db: ${out% *} s, peak RSS $(( ${out#* } / 1024 )) MiB"
   rm -f "$GEN"
 done
