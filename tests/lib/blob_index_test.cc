@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "imagepack/store.h"
 #include "testutil.h"
@@ -160,6 +161,32 @@ TEST(BlobIndex, ADamagedChunkFailsItsOwnRecordsOnly) {
   EXPECT_NE(r.status().message().find("record 0000000009 at offset " + std::to_string(far)), std::string::npos)
       << r.status().ToString();
   EXPECT_NE(r.status().message().find("lies outside the record area"), std::string::npos) << r.status().ToString();
+}
+
+// tests/data/layout2/tiny.blob: layout 2 as this build first wrote it
+// (chunks of 2 entries, 5 raw 2x3 records): it must keep opening and
+// reading the same bytes.
+TEST(BlobIndex, TheLayoutTwoGoldenFileKeepsLoading) {
+  for (bool pread : {false, true}) {
+    OpenOptions oo;
+    oo.pread_records = pread;
+    auto src = OpenDatabase(std::string(IMAGEPACK_TEST_DATA_DIR) + "/layout2/tiny.blob", oo);
+    ASSERT_OK(src);
+    EXPECT_EQ(src.value()->meta().classes, (std::vector<std::string>{"a", "b"}));
+    EXPECT_EQ(src.value()->meta().created, "2025-11-27T00:00:00Z");
+    auto cur = src.value()->NewCursor();
+    for (int i = 0; i < 5; ++i) {
+      auto r = cur->Read(i);
+      ASSERT_OK(r);
+      EXPECT_EQ(std::string(r->path), "r" + std::to_string(i));
+      EXPECT_EQ(r->fields.label, i % 2);
+      EXPECT_EQ(r->fields.width, 2u);
+      EXPECT_EQ(std::vector<uint8_t>(r->payload, r->payload + r->payload_size), std::vector<uint8_t>(18, uint8_t(40 * i)));
+    }
+    std::vector<std::string> problems;
+    src.value()->CheckLayout([&](const std::string& m) { problems.push_back(m); });
+    EXPECT_TRUE(problems.empty());
+  }
 }
 
 TEST(BlobIndex, BadChunkSizesAreRefused) {
