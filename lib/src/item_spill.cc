@@ -249,7 +249,7 @@ Result<bool> KeyedSpill::Next(SourceItem* item) {
     IMAGEPACK_RETURN_IF_ERROR(LoadBucket(next_bucket_++));
   }
   *item = std::move(loaded_[loaded_at_++].second);
-  if (loaded_at_ == loaded_.size()) loaded_ = {};
+  if (loaded_at_ == loaded_.size()) loaded_ = std::vector<std::pair<uint64_t, SourceItem>>();
   return true;
 }
 

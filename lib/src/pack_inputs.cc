@@ -88,7 +88,7 @@ Result<std::unique_ptr<PackInputs>> PackInputs::Open(DatasetSource* source, cons
       for (auto& item : source->items)
         if (Mine(item, shard)) mine.push_back(std::move(item));
     }
-    source->items = {};
+    source->items = std::vector<SourceItem>();
     return std::unique_ptr<PackInputs>(new InMemory(std::move(mine), seed));
   }
   std::shared_ptr<ItemSpill> spill = std::move(source->spilled);

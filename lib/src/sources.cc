@@ -364,7 +364,11 @@ Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOption
 }
 
 Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records) {
-  auto db = OpenDatabase(path);
+  // Records read with pread into each thread's cursor: through the file's
+  // mapping, a conversion's resident set grew to the size of its source.
+  OpenOptions oo;
+  oo.pread_records = true;
+  auto db = OpenDatabase(path, oo);
   if (!db.ok()) return db.status();
   DatasetSource s;
   s.db = std::move(db.value());

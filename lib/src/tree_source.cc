@@ -90,7 +90,7 @@ class Items {
     if (!spill.ok()) return spill.status();
     spill_ = std::move(spill.value());
     for (const SourceItem& i : memory_) IMAGEPACK_RETURN_IF_ERROR(spill_->Add(i));
-    memory_ = {};
+    memory_ = std::vector<SourceItem>();  // `= {}` would keep the capacity
     return Status::Ok();
   }
   std::vector<SourceItem>& memory() { return memory_; }

@@ -48,6 +48,10 @@ for N in $COUNTS; do
   cat "$GEN" > /dev/null
   out=$( { "${T[@]}" "$BIN/pack_lmdb" "$GEN" "$WORK/conv.lmdb" -q >/dev/null; } 2>&1 | tail -1)
   echo "   pack_lmdb blob -> lmdb (conversion): $(awk -v n="$N" -v s="${out% *}" 'BEGIN {printf "%.0f records/s (%.1f s)", n / s, s}'), peak RSS $(( ${out#* } / 1024 )) MiB"
+  # The loader over that LMDB (its tree mapped by liblmdb).
+  "$BIN/bench_loader" "$WORK/conv.lmdb" --batch 256 --size 32 --order random --threads 2 --batches 1 >/dev/null
+  out=$("$BIN/bench_loader" "$WORK/conv.lmdb" --batch 256 --size 32 --order random --threads 2 --batches 400)
+  echo "   loader on the LMDB, 1 rank: open $(echo "$out" | field "open") s, $(echo "$out" | field ":") images/s; $(echo "$out" | grep -o 'RssAnon [0-9]* MiB')"
   rm -f "$WORK/conv.lmdb"
   cat "$GEN" > /dev/null
   LOAD=(--batch 256 --size 32 --order random)
