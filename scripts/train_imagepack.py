@@ -97,6 +97,7 @@ def make_parser():
     a("--checkpoint-every", type=int, default=0, help="also write checkpoint.pt every N steps (0: epoch ends)")
     a("--stop-at-step", type=int, default=0, help="write a checkpoint and exit 0 after global step K")
     a("--print-freq", type=int, default=100)
+    a("--quiet", "-q", action="store_true", help="no per-step lines")
     return p
 
 
@@ -565,7 +566,7 @@ def main(argv=None):
             scaler.update()
             step += 1
             seen += len(x)
-            if (first + i) % args.print_freq == 0:
+            if (first + i) % args.print_freq == 0 and not args.quiet:
                 log("Epoch: [%d][%d/%d]  Loss %.4f  LR %.5f" % (epoch, first + i, steps_per_epoch, loss.item(), lr))
             # Stop and checkpoint decisions are taken together (a signal may reach one rank).
             flags = torch.tensor([stop["signal"] != 0, 0 < args.stop_at_step <= step,

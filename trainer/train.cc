@@ -68,6 +68,7 @@ po::options_description Options(TrainOptions* o) {
       ("dct", po::value(&a.dct)->default_value("fast"),
        "JPEG IDCT of the training and validation loaders: fast, or accurate (Pillow's pixels)")
       ("print-freq", po::value(&a.print_freq)->default_value(10), "log every N steps")
+      ("quiet,q", "no per-step lines (set-up, evaluation and epoch lines only; metrics.jsonl unchanged)")
       ("seed", po::value(&a.seed)->default_value(0), "seed for init, shuffling and augmentation")
       ("threads", po::value(&a.threads)->default_value(0), "torch threads (0: cores / local ranks)")
       ("loader-threads", po::value(&a.loader_threads)->default_value(0), "decode threads (0: cores / local ranks)")
@@ -154,6 +155,7 @@ int main(int argc, char** argv) {
   a.lr_scale = vm.count("lr-scale-batch");
   a.zero_init = vm.count("zero-init-residual");
   a.channels_last = vm.count("channels-last");
+  a.quiet = vm.count("quiet") > 0;
   if (a.print_freq < 1) a.print_freq = 1;
   try {
     return Trainer(a).Run();

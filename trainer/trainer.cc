@@ -557,7 +557,7 @@ Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
         record[now[f].key] = figures[f].val;
       }
       std::snprintf(buf, sizeof buf, "  LR %.5f", lr);
-      Log(line + buf);
+      if (!o_.quiet) Log(line + buf);
       Emit(record);
     }
   }

@@ -43,7 +43,7 @@ struct TrainOptions {
   std::string cache_dir;      // s3:// datasets: node-local block cache
   double cache_limit_mb = 0;
   bool in_ram = false, lock_in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
-       lr_scale = false, zero_init = false, channels_last = false, no_val = false;
+       lr_scale = false, zero_init = false, channels_last = false, no_val = false, quiet = false;
   GivenOptions given;               // the options as given (with the checkpoint's), saved in checkpoints
   std::vector<std::string> notes;   // given options that differ from the checkpoint's run, for the log
 };

@@ -250,7 +250,8 @@ SPECS = [
     Spec("docs/FORMAT.md", 'k = meta["records_per_value"]', prelude=RECORD_PRELUDE, post=RECORD_POST),
     Spec("docs/PYTHON.md", "print(imagepack.__file__)", _python_path),
     Spec("docs/PYTHON.md", "for epoch in range(90):", post=LOADER_POST),
-    Spec("docs/PYTHON.md", "state = loader.state_dict()", prelude=RESUME_PRELUDE, post=RESUME_POST),
+    Spec("docs/PYTHON.md", "state = loader.state_dict()", prelude=RESUME_PRELUDE, post=RESUME_POST,
+         subst=[('range(state["epoch"], 90)', 'range(state["epoch"], 4)')]),
     Spec("docs/PYTHON.md", 'Loader("seg.lmdb"', prelude=SEG_PRELUDE, post=SEG_POST),
     Spec("docs/PYTHON.md", 'Loader("pairs.lmdb"', post=PAIRS_POST),
     Spec("docs/PYTHON.md", 'Loader("det.lmdb"', post=DET_POST),
@@ -262,7 +263,7 @@ SPECS = [
          timeout=300),
     Spec("docs/PYTHON.md", "old/imagenet_train.lmdb", post=ELSEWHERE_POST, omit=["train.lmdb"]),
     Spec("docs/PYTHON.md", "read_db.open_db", post=READ_DB_POST),
-    Spec("docs/TRAINING.md", "--arch resnet50 --epochs 90", _train_r50, timeout=300,
+    Spec("docs/TRAINING.md", "--lr-scale-batch --schedule cosine --warmup-epochs 5", _train_r50, timeout=300,
          subst=[("--arch resnet50 --epochs 90", "--arch resnet18 --epochs 1 --size 32 --max-steps 2"),
                 ("--batch-size 64", "--batch-size 4")]),
     Spec("docs/USAGE.md", "laion/00000.tar", _usage_import, fresh_each=True, omit=["train.lmdb"]),
@@ -456,6 +457,14 @@ def all_keys():
 # (doc or None for every doc, option) -> whose option it is.
 FOREIGN_OPTIONS = {
     ("docs/TRAINING.md", "--signal"): "Slurm's sbatch (--signal=USR1@120)",
+    ("docs/TRAINING.md", "--array"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--exclusive"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--cpus-per-task"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--dependency"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--kill-on-invalid-dep"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--requeue"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--open-mode"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--no_python"): "torchrun's (python3-torch 1.13 spells it with an underscore)",
     ("docs/PYTHON.md", "--no-index"): "pip's",
 }
 

@@ -253,10 +253,11 @@ TEST(Checkpoint, ResumeEqualsUninterruptedTraining) {
 
 // ---- interruption and resume, with real processes --------------------------
 
-// Runs `cmd` through sh, returning (exit code, stdout).
-std::pair<int, std::string> Capture(const std::string& cmd) {
+// Runs `cmd` through sh, returning (exit code, stdout, and stderr too
+// when asked).
+std::pair<int, std::string> Capture(const std::string& cmd, bool with_stderr = false) {
   std::string out;
-  FILE* f = popen((cmd + " 2>/dev/null").c_str(), "r");
+  FILE* f = popen((cmd + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   if (!f) return {-1, ""};
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
@@ -554,15 +555,7 @@ double LastAcc1(const std::string& dir) {
 }
 
 // Runs `cmd` through sh, returning (exit code, stdout + stderr).
-std::pair<int, std::string> CaptureAll(const std::string& cmd) {
-  std::string out;
-  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
-  if (!f) return {-1, ""};
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-  const int rc = pclose(f);
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
-}
+std::pair<int, std::string> CaptureAll(const std::string& cmd) { return Capture(cmd, /*with_stderr=*/true); }
 
 std::string Contract(const std::string& train, const std::string& val) {
   return kTrain + " --data " + train + " --val " + val +
@@ -822,21 +815,19 @@ std::string Dense(const std::string& task, const std::string& db) {
          " --size 16 --batch-size 8 --lr 0.05 --seed 3 --threads 1 --loader-threads 1 --print-freq 1000";
 }
 
-// AMP (bf16 autocast on CPU) trains both dense tasks; a segmentation run
-// cut on 2 processes and resumed on 1 reads every sample of the epoch
-// once, masks included (the loader's elastic rule, through the trainer).
-TEST(Tasks, AmpTrainsDenseTasksAndSegmentationResumesOnAnotherWorldSize) {
+// bf16 autocast on CPU (forced: --amp alone trains in fp32 on a CPU
+// without native bf16, where bf16 is emulated and several times slower)
+// trains a dense task; a segmentation run cut on 2 processes and resumed
+// on 1 reads every sample of the epoch once, masks included (the loader's
+// elastic rule, through the trainer). Restoration is trained in fp32 by
+// RestorationGainsOverTheNoisyInput.
+TEST(Tasks, Bf16AutocastTrainsSegmentationAndAResumeOnAnotherWorldSizeReadsEachSampleOnce) {
   TempDir d;
-  const std::string seg = MakeDenseDb(d, "seg", false), rest = MakeDenseDb(d, "rest", true);
+  const std::string seg = MakeDenseDb(d, "seg", false);
   const auto [rc, out] = Capture(Dense("segmentation", seg) + " --epochs 4 --amp=bf16 --output " + (d / "amp_seg"));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("AMP bf16"), std::string::npos) << out;
   EXPECT_GT(LastEval(d / "amp_seg").at("miou"), 50) << out;
-  const auto [rc2, out2] = Capture(Dense("restoration", rest) + " --epochs 6 --amp=bf16 --output " + (d / "amp_rest"));
-  ASSERT_EQ(rc2, 0) << out2;
-  const auto e = LastEval(d / "amp_rest");
-  EXPECT_GT(e.at("psnr_gain"), 0.5) << out2;
-  EXPECT_GT(e.at("ssim"), e.at("ssim_input")) << out2;
 
   const std::string log = d / "elastic.samples";
   const auto [rc3, out3] = Capture(kLaunch + " --nproc 2 -- " + Dense("segmentation", seg) +

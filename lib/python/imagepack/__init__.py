@@ -381,6 +381,16 @@ class Loader:
             self._meta = _parse_meta(self._loader.meta_json)
         return self._meta
 
+    def normalisation(self):
+        """(mean, std, where) per channel on [0, 1] to normalise this
+        dataset's images with: its statistics, or 0.5 / 0.25 when it holds
+        none (packed with --stats-sample 0), as the trainers decide; `where`
+        says which. Normalise validation data with the training loader's."""
+        mean, std, c = self.meta.get("mean") or [], self.meta.get("std") or [], self.channels
+        if len(mean) == c and len(std) == c:
+            return list(mean), list(std), "the training data's statistics"
+        return [0.5] * c, [0.25] * c, "0.5 / 0.25 (the dataset holds no statistics)"
+
     @property
     def fields(self):
         """The dataset's fields beyond image and class (metadata entries)."""
