@@ -5,13 +5,14 @@
 #    by bench_scale (no pack pipeline): the dataset the loader and
 #    verify_db are measured on;
 #  - pack_lmdb of an image tree of N hard links to tiny JPEGs (counts up to
-#    --tree-max), and pack_lmdb converting the generated blob to LMDB:
-#    files/s and peak RSS;
+#    --tree-max): files/s and peak RSS;
 #  - the loader (bench_loader, random order, batch 256, 32 px, warm cache):
-#    open time, RssAnon, images/s; 4 ranks at once: each rank's RssAnon and
+#    open time, peak RSS, RssAnon, images/s; 4 ranks at once: each rank's RssAnon and
 #    Pss, the node's Pss, and the blob mapping's (the index) Rss and Pss;
 #    a restore in the middle of the epoch;
-#  - verify_db: seconds and peak RSS.
+#  - verify_db: seconds and peak RSS;
+#  - last (the longest step at 10^8), pack_lmdb converting the generated
+#    blob to LMDB, and the loader on that LMDB.
 # Then --shards S shards of 1,000 records as one dataset: open time.
 # Everything is written under --dir and removed as it goes.
 #
@@ -46,18 +47,10 @@ for N in $COUNTS; do
     rm -rf "$WORK/tree" "$WORK/tree.sources" "$WORK/tree.lmdb"
   fi
   cat "$GEN" > /dev/null
-  out=$( { "${T[@]}" "$BIN/pack_lmdb" "$GEN" "$WORK/conv.lmdb" -q >/dev/null; } 2>&1 | tail -1)
-  echo "   pack_lmdb blob -> lmdb (conversion): $(awk -v n="$N" -v s="${out% *}" 'BEGIN {printf "%.0f records/s (%.1f s)", n / s, s}'), peak RSS $(( ${out#* } / 1024 )) MiB"
-  # The loader over that LMDB (its tree mapped by liblmdb).
-  "$BIN/bench_loader" "$WORK/conv.lmdb" --batch 256 --size 32 --order random --threads 2 --batches 1 >/dev/null
-  out=$("$BIN/bench_loader" "$WORK/conv.lmdb" --batch 256 --size 32 --order random --threads 2 --batches 400)
-  echo "   loader on the LMDB, 1 rank: open $(echo "$out" | field "open") s, $(echo "$out" | field ":") images/s; $(echo "$out" | grep -o 'RssAnon [0-9]* MiB')"
-  rm -f "$WORK/conv.lmdb"
-  cat "$GEN" > /dev/null
   LOAD=(--batch 256 --size 32 --order random)
   "$BIN/bench_loader" "$GEN" "${LOAD[@]}" --threads 2 --batches 1 >/dev/null  # warm: the header and metadata
   out=$("$BIN/bench_loader" "$GEN" "${LOAD[@]}" --threads 2 --batches 400)
-  echo "   loader, 1 rank: open $(echo "$out" | field "open") s, $(echo "$out" | field ":") images/s; $(echo "$out" | grep -o 'RssAnon [0-9]* MiB')"
+  echo "   loader, 1 rank: open $(echo "$out" | field "open") s, $(echo "$out" | field ":") images/s; $(echo "$out" | grep -o 'peak RSS [0-9]* MiB'), $(echo "$out" | grep -o 'RssAnon [0-9]* MiB')"
   for r in 0 1 2 3; do
     "$BIN/bench_loader" "$GEN" "${LOAD[@]}" --threads 1 --rank $r --world 4 --batches 100 --linger 4 > "$WORK/rank$r" &
   done
@@ -75,6 +68,14 @@ for N in $COUNTS; do
   echo "   resume at position $((N / 2)): $(echo "$out" | grep -o 'restored.*')"
   out=$( { "${T[@]}" "$BIN/verify_db" "$GEN" -q >/dev/null; } 2>&1 | tail -1)
   echo "   verify_db: ${out% *} s, peak RSS $(( ${out#* } / 1024 )) MiB"
+  cat "$GEN" > /dev/null
+  out=$( { "${T[@]}" "$BIN/pack_lmdb" "$GEN" "$WORK/conv.lmdb" -q >/dev/null; } 2>&1 | tail -1)
+  echo "   pack_lmdb blob -> lmdb (conversion): $(awk -v n="$N" -v s="${out% *}" 'BEGIN {printf "%.0f records/s (%.1f s)", n / s, s}'), peak RSS $(( ${out#* } / 1024 )) MiB"
+  # The loader over that LMDB (its tree mapped by liblmdb).
+  "$BIN/bench_loader" "$WORK/conv.lmdb" --batch 256 --size 32 --order random --threads 2 --batches 1 >/dev/null
+  out=$("$BIN/bench_loader" "$WORK/conv.lmdb" --batch 256 --size 32 --order random --threads 2 --batches 400)
+  echo "   loader on the LMDB, 1 rank: open $(echo "$out" | field "open") s, $(echo "$out" | field ":") images/s; $(echo "$out" | grep -o 'RssAnon [0-9]* MiB')"
+  rm -f "$WORK/conv.lmdb"
   rm -f "$GEN"
 done
 if [ "$SHARDS" -gt 0 ]; then
