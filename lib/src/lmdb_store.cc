@@ -2,6 +2,8 @@
 // file, keys "0000000000".. appended in order, "__meta__" written last.
 #include <fcntl.h>
 #include <lmdb.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -248,11 +250,60 @@ class LmdbWriter : public RecordWriter {
   Status status_;
 };
 
+// liblmdb's descriptor of the file as a ByteSource that does not own it
+// (liblmdb closes it): reads, hints and page-cache residency.
+class LmdbFile : public ByteSource {
+ public:
+  LmdbFile(int fd, std::string path, const struct stat& st) : fd_(fd), path_(std::move(path)), st_(st) {}
+  uint64_t size() const override { return static_cast<uint64_t>(st_.st_size); }
+  Status ReadAt(uint64_t offset, uint64_t n, uint8_t* out) const override {
+    if (offset > size() || n > size() - offset)
+      return Status::Corruption(path_ + ": read of " + std::to_string(n) + " bytes at " + std::to_string(offset) +
+                                " past the end (" + std::to_string(size()) + " bytes)");
+    const ssize_t got = PreadFull(fd_, out, n, offset);
+    if (got < 0) return Status::FromErrno(path_, errno);
+    if (static_cast<uint64_t>(got) != n)
+      return Status::Corruption(path_ + ": ends at byte " + std::to_string(offset + uint64_t(got)) +
+                                " (the file shrank while read)");
+    return Status::Ok();
+  }
+  std::string identity() const override {
+    return "file:" + std::to_string(st_.st_dev) + ":" + std::to_string(st_.st_ino) + ":" +
+           std::to_string(st_.st_size) + ":" + std::to_string(st_.st_mtim.tv_sec) + "." +
+           std::to_string(st_.st_mtim.tv_nsec) + ":" + std::to_string(st_.st_ctim.tv_sec) + "." +
+           std::to_string(st_.st_ctim.tv_nsec);
+  }
+  std::string Describe() const override { return path_; }
+  void Advise(Access access) const override {
+    ::posix_fadvise(fd_, 0, 0,
+                    access == Access::kRandom       ? POSIX_FADV_RANDOM
+                    : access == Access::kSequential ? POSIX_FADV_SEQUENTIAL
+                                                    : POSIX_FADV_NORMAL);
+  }
+  uint64_t CachedBytes() const override {
+    if (size() == 0) return 0;
+    void* m = ::mmap(nullptr, size(), PROT_READ, MAP_SHARED, fd_, 0);
+    if (m == MAP_FAILED) return 0;
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> in((size() + page - 1) / page);
+    uint64_t cached = 0;
+    if (::mincore(m, size(), in.data()) == 0)
+      for (unsigned char c : in) cached += (c & 1) * page;
+    ::munmap(m, size());
+    return std::min(cached, size());
+  }
+
+ private:
+  const int fd_;
+  const std::string path_;
+  const struct stat st_;
+};
+
 struct Env {
   MDB_env* env = nullptr;
   MDB_dbi dbi = 0;
-  // The file, through a duplicate of liblmdb's descriptor (reads with
-  // pread_records, StoredRanges); null when liblmdb gave none.
+  // The file, through liblmdb's descriptor (reads with pread_records,
+  // StoredRanges; mdb_env_close closes it); null when liblmdb gave none.
   std::unique_ptr<ByteSource> file;
   const uint8_t* map_addr = nullptr;  // `map`: file offset 0 (null: unknown, no pread)
   // liblmdb's read-only map of the file (found at open), for
@@ -263,6 +314,34 @@ struct Env {
     if (env) mdb_env_close(env);
   }
 };
+
+// The start of liblmdb's map of the file, from a value inside it: the
+// value lies in a page of the map (a leaf, or the first of its overflow
+// pages), whose header begins with the page's number (LMDB's page layout,
+// MDB_DATA_VERSION 1), so the map begins that many pages before. Checked:
+// the candidate is mapped (mincore) and holds meta page 0 (its magic).
+// /proc/self/maps says the same, but reading it per shard costs time in
+// proportion to the mappings: quadratic over thousands of shards.
+bool MapBase(MDB_env* env, const void* value, uint64_t file_size, const void** base) {
+  MDB_stat st;
+  if (mdb_env_stat(env, &st) != 0) return false;
+  const uintptr_t psize = st.ms_psize, os_page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  // Pages of the OS's size only: then the map's pages are the OS's, and the
+  // value's page starts inside the map.
+  if (psize != os_page || (psize & (psize - 1)) != 0) return false;
+  const uintptr_t page = reinterpret_cast<uintptr_t>(value) & ~(psize - 1);
+  uint64_t pgno = 0;
+  std::memcpy(&pgno, reinterpret_cast<const void*>(page), 8);
+  if (pgno == 0 || pgno > file_size / psize || pgno * psize > page) return false;
+  const uintptr_t at = page - pgno * psize;
+  unsigned char resident = 0;
+  if (::mincore(reinterpret_cast<void*>(at), os_page, &resident) != 0) return false;  // not mapped
+  uint32_t magic = 0;
+  std::memcpy(&magic, reinterpret_cast<const void*>(at + 16), 4);  // MDB_meta.mm_magic after the page header
+  if (magic != 0xBEEFC0DE) return false;
+  *base = reinterpret_cast<const void*>(at);
+  return true;
+}
 
 // Values holding records first..last: "records A..B" (or "record A").
 std::string RecordRange(int64_t first, int64_t last) {
@@ -443,6 +522,7 @@ class LmdbSource : public RecordSource {
   void ReleaseMappedPages() const override {
     if (env_->map_size > 0) ReleasePages(env_->map, env_->map_size);
   }
+  void DropSharedMeta() override { imagepack::DropSharedMeta(&meta_); }
 
   void CheckLayout(const std::function<void(const std::string&)>& report) const override {
     MDB_txn* txn = nullptr;
@@ -519,12 +599,12 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
   rc = mdb_env_open(env->env, path.c_str(), MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOTLS, 0644);
   if (rc)
     return Status::Corruption(path + ": neither an imagepack blob nor an LMDB file (" + mdb_strerror(rc) + ")");
+  // liblmdb's own descriptor, borrowed: one per shard, not two (thousands
+  // of shards would run into the limit on open files).
   if (int fd = -1; mdb_env_get_fd(env->env, &fd) == 0 && fd >= 0) {
-    if (const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0); own >= 0) {
-      auto file = AdoptFileSource(own, path);
-      if (!file.ok()) return file.status();
-      env->file = std::move(file.value());
-    }
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return Status::FromErrno(path, errno);
+    env->file = std::make_unique<LmdbFile>(fd, path, st);
   }
   MDB_txn* txn = nullptr;
   rc = mdb_txn_begin(env->env, nullptr, MDB_RDONLY, &txn);
@@ -540,7 +620,12 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
   if (rc == 0) {
     // Values point into liblmdb's map of the file; the mapping that holds
     // one is the whole map (liblmdb keeps its address to itself).
-    if (env->file && FindMapping(v.mv_data, &env->map, &env->map_size)) {
+    const void* base = nullptr;
+    if (env->file && MapBase(env->env, v.mv_data, env->file->size(), &base)) {
+      env->map = base;
+      env->map_size = env->file->size();
+      env->map_addr = static_cast<const uint8_t*>(base);
+    } else if (env->file && FindMapping(v.mv_data, &env->map, &env->map_size)) {
       env->map_size = std::min<size_t>(env->map_size, env->file->size());
       env->map_addr = static_cast<const uint8_t*>(env->map);  // file offset 0
     }

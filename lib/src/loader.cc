@@ -80,7 +80,10 @@ std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_
   OrderSpec spec;
   spec.kind = shuffle ? Order::kRandom : Order::kSequential;
   spec.seed = seed;
-  return DealPositions(EpochOrder(n, spec, epoch), rank, world, even_partition, start);
+  const RankOrder mine(EpochPermutation(n, spec, epoch), rank, world, even_partition, start);
+  std::vector<int64_t> out(static_cast<size_t>(mine.size()));
+  for (int64_t k = 0; k < mine.size(); ++k) out[static_cast<size_t>(k)] = mine[k];
+  return out;
 }
 
 Result<std::vector<int64_t>> ReadLabels(const std::vector<std::string>& paths) {
@@ -281,18 +284,21 @@ class LoaderImpl : public Loader {
     if (state.world > 0) epoch_spec_.world = state.world;
     if (state.block_records > 0) epoch_spec_.block_records = state.block_records;
     if (state.window_blocks > 0) epoch_spec_.window_blocks = state.window_blocks;
+    // Computed position by position: nothing here grows with the dataset
+    // (a mix's order is a list: its counts are per epoch and interleaved).
+    EpochPermutation order;
     if (mix_) {
       // A mix's order is world-independent: random (or sequential), its
       // reads ahead a batch at a time.
       if (epoch_spec_.kind != Order::kSequential) epoch_spec_.kind = Order::kRandom;
       MixSpec ms{{}, mix_->counts, epoch_spec_.kind, o_.seed};
       for (size_t i = 0; i + 1 < mix_->starts.size(); ++i) ms.sizes.push_back(mix_->starts[i + 1] - mix_->starts[i]);
-      indices_ = DealPositions(MixOrder(ms, epoch_), o_.rank, o_.world_size, o_.even_partition, start_);
+      order = EpochPermutation::FromList(MixOrder(ms, epoch_));
     } else {
-      indices_ = DealPositions(EpochOrder(src_->size(), epoch_spec_, epoch_), o_.rank, o_.world_size,
-                               o_.even_partition, start_);
+      order = EpochPermutation(src_->size(), epoch_spec_, epoch_);
     }
-    if (read_ahead_) read_ahead_->Start(&indices_, epoch_spec_, start_ / o_.world_size);
+    mine_ = RankOrder(std::move(order), o_.rank, o_.world_size, o_.even_partition, start_);
+    if (read_ahead_) read_ahead_->Start(&mine_, epoch_spec_, start_ / o_.world_size);
     next_consume_ = 0;
     for (auto& b : queue_) Recycle(std::move(b));
     queue_.clear();
@@ -501,7 +507,7 @@ class LoaderImpl : public Loader {
 
   void Fill(Batch& b, int64_t bn) {
     const int64_t begin = bn * o_.batch_size;
-    const int64_t end = std::min<int64_t>(begin + o_.batch_size, static_cast<int64_t>(indices_.size()));
+    const int64_t end = std::min<int64_t>(begin + o_.batch_size, mine_.size());
     b.count = static_cast<int>(end - begin);
     b.images.resize(size_t(o_.batch_size) * sample_bytes_);
     b.labels.assign(static_cast<size_t>(o_.batch_size), -1);
@@ -514,12 +520,12 @@ class LoaderImpl : public Loader {
         RecordCursor& cur = *cursors_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
         const int64_t pos = begin + i;
         uint8_t* dst = b.images.data() + size_t(i) * sample_bytes_;
-        b.indices[i] = indices_[pos];
-        Status st = RenderOne(cur, indices_[pos], pos, dst, &b.labels[i], b, i);
+        b.indices[i] = mine_[pos];
+        Status st = RenderOne(cur, b.indices[i], pos, dst, &b.labels[i], b, i);
         // kSkip: try the following records of the epoch order instead.
         for (int64_t k = 1; !st.ok() && o_.on_corrupt == CorruptPolicy::kSkip && k <= 16; ++k) {
           ++skipped_;
-          b.indices[i] = indices_[(pos + k) % indices_.size()];
+          b.indices[i] = mine_[(pos + k) % mine_.size()];
           st = RenderOne(cur, b.indices[i], pos, dst, &b.labels[i], b, i);
         }
         if (!st.ok()) {
@@ -550,8 +556,8 @@ class LoaderImpl : public Loader {
   bool started_ = false;  // an epoch was started or restored
   std::unique_ptr<internal::ReadAheadPlan> read_ahead_;  // null: none
   int64_t epoch_ = 0;
-  int64_t start_ = 0;  // the epoch position this rank's indices_ begin at
-  std::vector<int64_t> indices_;
+  int64_t start_ = 0;  // the epoch position this rank's order begins at
+  RankOrder mine_;     // this rank's records from start_ on
   int64_t next_consume_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -34,6 +34,7 @@ class RemoteBlobSource : public RecordSource {
   std::unique_ptr<RecordCursor> NewCursor() const override { return std::make_unique<RemoteCursor>(this); }
   std::string Describe() const override { return bytes_->Describe() + " (blob)"; }
   bool remote() const override { return true; }
+  void DropSharedMeta() override { imagepack::DropSharedMeta(&layout_.meta); }
   int64_t stored_bytes() const override { return static_cast<int64_t>(bytes_->size()); }
   int64_t remote_requests() const override { return bytes_->requests() + 1; }  // + the HEAD at open
   int64_t remote_bytes() const override { return bytes_->bytes_fetched(); }

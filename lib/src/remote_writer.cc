@@ -73,7 +73,8 @@ Result<std::unique_ptr<RecordWriter>> NewUploadingWriter(ContainerFormat format,
     fs::remove_all(tmpl, ec);
     return tmp.status();
   }
-  auto inner = NewBlobWriter(staged, std::move(tmp.value()), opts.direct_io);
+  auto inner = NewBlobWriter(staged, std::move(tmp.value()), opts.direct_io, opts.blob_index_chunk_shift,
+                             opts.blob_index_memory);
   if (!inner.ok()) {
     std::error_code ec;
     fs::remove_all(tmpl, ec);

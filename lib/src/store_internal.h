@@ -20,14 +20,18 @@ constexpr char kBlobMagic[8] = {'I', 'P', 'K', 'B', 'L', 'O', 'B', '1'};
 // CreateTempFor; the writer owns its fd, and renames it onto `path` in
 // Finish or removes it).
 Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(const std::string& path, TempFile tmp, int records_per_value);
-Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, TempFile tmp, DirectIo direct_io);
+// index_chunk_shift, index_memory: WriterOptions::blob_index_chunk_shift, blob_index_memory.
+Result<std::unique_ptr<RecordWriter>> NewBlobWriter(const std::string& path, TempFile tmp, DirectIo direct_io,
+                                                    int index_chunk_shift, size_t index_memory);
 
 Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const OpenOptions& opts);
 // `bytes`: the blob's file, opened by OpenDatabase.
 Result<std::unique_ptr<RecordSource>> OpenBlob(std::shared_ptr<const ByteSource> bytes, const OpenOptions& opts);
 
 // A blob's layout, checked (docs/FORMAT.md): every offset against the file,
-// the header's and the index's checksums, the metadata's own.
+// the header's and the index's checksums, the metadata's own; the whole
+// index read into memory (object storage; a local blob maps its index
+// instead: blob_index.h).
 struct BlobLayout {
   DatasetMeta meta;
   std::vector<uint64_t> offsets, lengths;
