@@ -16,6 +16,7 @@
 
 #include "imagepack/files.h"
 #include "store_internal.h"
+#include "descriptor_source.h"
 #include "fd_io.h"
 
 namespace fs = std::filesystem;
@@ -250,54 +251,6 @@ class LmdbWriter : public RecordWriter {
   Status status_;
 };
 
-// liblmdb's descriptor of the file as a ByteSource that does not own it
-// (liblmdb closes it): reads, hints and page-cache residency.
-class LmdbFile : public ByteSource {
- public:
-  LmdbFile(int fd, std::string path, const struct stat& st) : fd_(fd), path_(std::move(path)), st_(st) {}
-  uint64_t size() const override { return static_cast<uint64_t>(st_.st_size); }
-  Status ReadAt(uint64_t offset, uint64_t n, uint8_t* out) const override {
-    if (offset > size() || n > size() - offset)
-      return Status::Corruption(path_ + ": read of " + std::to_string(n) + " bytes at " + std::to_string(offset) +
-                                " past the end (" + std::to_string(size()) + " bytes)");
-    const ssize_t got = PreadFull(fd_, out, n, offset);
-    if (got < 0) return Status::FromErrno(path_, errno);
-    if (static_cast<uint64_t>(got) != n)
-      return Status::Corruption(path_ + ": ends at byte " + std::to_string(offset + uint64_t(got)) +
-                                " (the file shrank while read)");
-    return Status::Ok();
-  }
-  std::string identity() const override {
-    return "file:" + std::to_string(st_.st_dev) + ":" + std::to_string(st_.st_ino) + ":" +
-           std::to_string(st_.st_size) + ":" + std::to_string(st_.st_mtim.tv_sec) + "." +
-           std::to_string(st_.st_mtim.tv_nsec) + ":" + std::to_string(st_.st_ctim.tv_sec) + "." +
-           std::to_string(st_.st_ctim.tv_nsec);
-  }
-  std::string Describe() const override { return path_; }
-  void Advise(Access access) const override {
-    ::posix_fadvise(fd_, 0, 0,
-                    access == Access::kRandom       ? POSIX_FADV_RANDOM
-                    : access == Access::kSequential ? POSIX_FADV_SEQUENTIAL
-                                                    : POSIX_FADV_NORMAL);
-  }
-  uint64_t CachedBytes() const override {
-    if (size() == 0) return 0;
-    void* m = ::mmap(nullptr, size(), PROT_READ, MAP_SHARED, fd_, 0);
-    if (m == MAP_FAILED) return 0;
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    std::vector<unsigned char> in((size() + page - 1) / page);
-    uint64_t cached = 0;
-    if (::mincore(m, size(), in.data()) == 0)
-      for (unsigned char c : in) cached += (c & 1) * page;
-    ::munmap(m, size());
-    return std::min(cached, size());
-  }
-
- private:
-  const int fd_;
-  const std::string path_;
-  const struct stat st_;
-};
 
 struct Env {
   MDB_env* env = nullptr;
@@ -604,7 +557,7 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
   if (int fd = -1; mdb_env_get_fd(env->env, &fd) == 0 && fd >= 0) {
     struct stat st;
     if (::fstat(fd, &st) != 0) return Status::FromErrno(path, errno);
-    env->file = std::make_unique<LmdbFile>(fd, path, st);
+    env->file = std::make_unique<DescriptorSource>(fd, path, st);  // liblmdb closes the descriptor
   }
   MDB_txn* txn = nullptr;
   rc = mdb_txn_begin(env->env, nullptr, MDB_RDONLY, &txn);
