@@ -223,7 +223,7 @@ class LmdbWriter : public RecordWriter {
       else mdb_txn_abort(txn);
       if (rc == 0) {
         dbi_open_ = true;
-        return Status::Ok();
+        return DropMappedPages(batch_bytes);
       }
       if (rc != MDB_MAP_FULL) return DiskError(tmp_, rc);
       map_size_ *= 2;
@@ -233,6 +233,21 @@ class LmdbWriter : public RecordWriter {
     return Status::IOError("LMDB map could not be grown enough for " + tmp_);
   }
 
+  // liblmdb reads the rightmost pages through its map as records are
+  // appended, and each fault maps the neighbouring pages already written
+  // (the kernel's fault-around): the file's pages piled up in this
+  // process's RSS (2.1 GB peak writing 10^8 records, 30 MB of it its own).
+  // A remap at the same size, between transactions, lets them go: every
+  // kRemapBytes written.
+  Status DropMappedPages(size_t written) {
+    constexpr size_t kRemapBytes = size_t(128) << 20;
+    written_since_remap_ += written;
+    if (written_since_remap_ < kRemapBytes) return Status::Ok();
+    written_since_remap_ = 0;
+    const int rc = mdb_env_set_mapsize(env_, map_size_);
+    return rc ? LmdbError("remap LMDB map", rc) : Status::Ok();
+  }
+
   std::string path_, tmp_;
   int tmp_fd_ = -1;  // the temporary as created; LMDB opens it through /proc/self/fd
   const size_t per_value_;
@@ -240,6 +255,7 @@ class LmdbWriter : public RecordWriter {
   MDB_dbi dbi_ = 0;
   bool dbi_open_ = false;
   size_t map_size_ = size_t(256) << 20;
+  size_t written_since_remap_ = 0;  // DropMappedPages
   Batch pending_;   // filled by Add
   Batch flushing_;  // owned by the flush thread while inflight_ is valid
   Batch spares_;    // written records' buffers, for TakeSpareBuffer()
