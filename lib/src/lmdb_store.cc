@@ -515,7 +515,11 @@ class LmdbSource : public RecordSource {
     MDB_val k, v;
     int64_t expect = 0, reported = 0;
     bool meta_seen = false;
+    int64_t seen = 0;
     for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+      // The walk reads every leaf page through the map: unmapped as it
+      // goes (a 10^7-record LMDB kept its whole 1.5 GB mapped).
+      if (++seen % 16384 == 0) ReleaseMappedPages();
       std::string key(static_cast<const char*>(k.mv_data), k.mv_size);
       if (key == kMetaKey) {
         meta_seen = true;
