@@ -136,9 +136,11 @@ class LmdbDB:
 class BlobDB:
     def __init__(self, path):
         self.buf = np.memmap(path, np.uint8, "r")
-        magic, _, _, count, index_off, meta_off, meta_len = struct.unpack_from("<8sIIQQQQ", self.buf, 0)
+        magic, layout, _, count, index_off, meta_off, meta_len = struct.unpack_from("<8sIIQQQQ", self.buf, 0)
         if magic != b"IPKBLOB1":
             raise ValueError("not an imagepack blob")
+        if layout not in (1, 2):  # 2: the index checksummed per chunk; the entries are where 1 has them
+            raise ValueError("blob layout version %d" % layout)
         self.index = np.frombuffer(self.buf, np.uint64, count * 2, index_off).reshape(count, 2)
         self.meta = load_meta(bytes(self.buf[meta_off:meta_off + meta_len]))
 

@@ -29,6 +29,15 @@ exactly the uninterrupted run's batches and needs no option repeated; an
 option given again with another value is used and said, except --arch and
 --task (refused). --evaluate --resume CKPT --val DB needs nothing else.
 
+Recipes (docs/TRAINING.md, "Recipes"): --data given several times mixes
+datasets (--weights 0.7,0.3, or --repeat / --choose per dataset; a comma
+inside one --data still names shards of one dataset); --res-schedule
+MIN,MAX,START_RAMP,END_RAMP is FFCV's progressive resolution, --val-size and
+--val-resize evaluate at a size of their own (FixRes), --schedule triangular
+is FFCV's lr, --blurpool blurs before the ResNets' strided convolutions.
+Each epoch's row in metrics.jsonl holds its resolution (res) and each
+source's samples (sources).
+
 --arch: any torchvision.models name (resnet18, resnet50, ...) or small_cnn
 (the C++ trainer's small network, for 28-px images such as Fashion-MNIST).
 Small images (small_cnn, or --size <= 64) use pad-and-crop augmentation,
@@ -60,13 +69,19 @@ EXIT_PREEMPTED = 75
 # Options that belong to one invocation, never taken from a checkpoint.
 PER_INVOCATION = ("resume", "evaluate", "stop_at_step")
 # Options that define the saved model: a resumed run may not change them.
-MODEL_DEFINING = ("arch", "task")
+MODEL_DEFINING = ("arch", "task", "blurpool")
 
 
 def make_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     a = p.add_argument
-    a("--data", help="training database(s), comma-separated shards; defines the classes, channels, normalisation")
+    a("--data", action="append", help="training database(s), comma-separated shards of one dataset; defines the "
+      "classes, channels, normalisation. Given again: datasets mixed (--weights, --repeat, --choose)")
+    a("--weights", help="a mix: each --data's relative share of every epoch (0.7,0.3)")
+    a("--repeat", help="a mix: each --data's records this many times per epoch (3,1; 0: its --choose)")
+    a("--choose", help="a mix: each --data's samples per epoch (5000,0; 0: its --repeat, else once)")
+    a("--classes", help="the class list the model learns (a file, one name per line): each --data's labels "
+      "matched to it by name")
     a("--val", help="validation database(s), comma-separated shards; classes matched to --data's by name")
     a("--task", choices=["classification", "segmentation", "restoration"], default="classification")
     a("--arch", default="", help="torchvision model or small_cnn (default: resnet18; dense tasks: their model)")
@@ -74,7 +89,9 @@ def make_parser():
     a("--batch-size", "-b", type=int, default=64, help="per process")
     a("--lr", type=float, default=0.1)
     a("--lr-scale-batch", action="store_true", help="scale lr by global batch / 256")
-    a("--schedule", choices=["step", "cosine", "onecycle"], default="step")
+    a("--schedule", choices=["step", "cosine", "onecycle", "triangular"], default="step",
+      help="triangular: FFCV's, linear up to --lr-peak-epoch, linear down to 0")
+    a("--lr-peak-epoch", type=float, default=2, help="--schedule triangular: where the lr peaks")
     a("--step-size", type=int, default=30, help="step schedule: epochs between decays")
     a("--warmup-epochs", "--warmup", dest="warmup_epochs", type=float, default=0, help="linear warm-up epochs")
     a("--momentum", type=float, default=0.9)
@@ -84,6 +101,11 @@ def make_parser():
     a("--label-smoothing", type=float, default=0.0)
     a("--zero-init-residual", action="store_true", help="torchvision ResNets: zero-init each block's last BN")
     a("--size", type=int, default=0, help="input size (0: 28 for small_cnn, 96 for dense tasks, else 224)")
+    a("--res-schedule", default="", help="progressive resolution MIN,MAX,START_RAMP,END_RAMP[,STEP]: each epoch's "
+      "training size as FFCV's (160,192,11,13), rounded to STEP (32)")
+    a("--val-size", type=int, default=0, help="evaluation size (0: --size)")
+    a("--val-resize", type=int, default=0, help="evaluation: the shorter edge before the centre crop (0: size/0.875)")
+    a("--blurpool", action="store_true", help="torchvision ResNets: a blur before each strided convolution")
     a("--amp", nargs="?", const="auto", default="", choices=["auto", "bf16", "fp16"],
       help="autocast (bf16 on a CPU with native bf16, fp32 with a notice on others; --amp=bf16 forces it)")
     a("--threads", type=int, default=0, help="loader threads per process (0: cores / local processes)")
@@ -97,6 +119,7 @@ def make_parser():
     a("--checkpoint-every", type=int, default=0, help="also write checkpoint.pt every N steps (0: epoch ends)")
     a("--stop-at-step", type=int, default=0, help="write a checkpoint and exit 0 after global step K")
     a("--print-freq", type=int, default=100)
+    a("--quiet", "-q", action="store_true", help="no per-step lines")
     return p
 
 
@@ -139,6 +162,11 @@ def parse(argv):
                              "--%s out to resume or evaluate it, or start a new run in another --output" % (
                                  key, getattr(args, key), path, key, value, key))
                 notes.append("--%s %s (the checkpoint's run: %s)" % (key.replace("_", "-"), getattr(args, key), value))
+    if isinstance(args.data, str):  # a checkpoint of a version with one --data
+        args.data = [args.data]
+    for key in (k for k in MODEL_DEFINING if k != "arch" and k != "task"):
+        if ckpt and key in given and key not in ckpt["args"] and getattr(args, key):
+            sys.exit("train_imagepack: --%s contradicts %s, whose model was trained without it" % (key, path))
     if args.evaluate and not ckpt:
         parser.error("--evaluate needs --resume CHECKPOINT")
     if args.evaluate and not args.val:
@@ -164,6 +192,13 @@ def cpu_has_native_bf16():
 def learning_rate(args, base_lr, progress):
     """The C++ trainer's schedules (trainer/schedule.h) at `progress` epochs."""
     t, w, total = progress, args.warmup_epochs, args.epochs
+    if args.schedule == "triangular":  # FFCV's: np.interp(t, [0, peak, total], [lr / 1e4, lr, 0])
+        peak, start = min(max(0.0, args.lr_peak_epoch), total), base_lr * 1e-4
+        if t <= 0:
+            return start
+        if t < peak:
+            return start + (base_lr - start) * t / peak
+        return 0.0 if t >= total else base_lr * (total - t) / max(1e-9, total - peak)
     if args.schedule != "onecycle" and w > 0 and t < w:
         return base_lr * (t + 1e-3) / w
     if args.schedule == "cosine":
@@ -186,7 +221,29 @@ def small_cnn(in_channels, num_classes):
                          *block(64, 128), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, num_classes))
 
 
-def make_model(arch, in_channels, outputs, zero_init_residual):
+class Blur(nn.Module):
+    """BlurPool's fixed low-pass, [1 2 1]^T [1 2 1] / 16 per channel, stride 1."""
+
+    def __init__(self, channels):
+        super().__init__()
+        k = torch.tensor([1.0, 2.0, 1.0])
+        self.register_buffer("blur", (k.view(3, 1) * k.view(1, 3) / 16).expand(channels, 1, 3, 3).contiguous())
+        self.channels = channels
+
+    def forward(self, x):
+        return F.conv2d(x, self.blur.to(x.dtype), padding=1, groups=self.channels)
+
+
+def add_blurpool(module):
+    """Each strided convolution of at least 16 input channels blurred first (FFCV's rule)."""
+    for name, child in module.named_children():
+        if isinstance(child, nn.Conv2d) and max(child.stride) > 1 and child.in_channels >= 16:
+            setattr(module, name, nn.Sequential(Blur(child.in_channels), child))
+        else:
+            add_blurpool(child)
+
+
+def make_model(arch, in_channels, outputs, zero_init_residual, blurpool=False):
     if arch == "small_cnn":
         return small_cnn(in_channels, outputs)
     if arch == "fcn_small":
@@ -200,6 +257,8 @@ def make_model(arch, in_channels, outputs, zero_init_residual):
         conv = model.conv1
         model.conv1 = nn.Conv2d(in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
                                 bias=conv.bias is not None)
+    if blurpool:
+        add_blurpool(model)
     return model
 
 
@@ -381,6 +440,30 @@ def weights_digest(model):
     return h.hexdigest()[:16]
 
 
+def data_sources(args):
+    """--data as imagepack.Loader takes it: (one dataset's shards, {}) or
+    (a list of datasets, {weights= / repeat= / choose=}), and the given classes."""
+    datasets = [d.split(",") for d in args.data]
+    kw = {}
+    for option in ("weights", "repeat", "choose"):
+        text = getattr(args, option)
+        if not text:
+            continue
+        try:
+            values = [float(v) for v in text.split(",")]
+        except ValueError:
+            sys.exit("train_imagepack: --%s %s: not a list of numbers" % (option, text))
+        kw[option] = values if option == "weights" else [None if v == 0 else v for v in values]
+        if option == "choose":
+            kw[option] = [None if v is None else int(v) for v in kw[option]]
+    if args.classes:
+        with open(args.classes) as f:
+            kw["classes"] = [line.rstrip("\n") for line in f if line.strip()]
+    if len(datasets) == 1 and not any(k in kw for k in ("weights", "repeat", "choose")):
+        return datasets[0], kw
+    return datasets, kw
+
+
 def main(argv=None):
     args, ckpt, notes = parse(sys.argv[1:] if argv is None else argv)
     rank, world, local_world, device = setup_process(args)
@@ -393,10 +476,16 @@ def main(argv=None):
     # checkpoint keeps those it was trained with).
     saved = ckpt["run"] if ckpt else None
     if args.data:
-        meta = imagepack.open(args.data.split(",")).meta
+        train_data, mix_kw = data_sources(args)
+        # The data's metadata (a mix's: its classes, statistics pooled by share).
+        try:
+            meta = imagepack.Loader(train_data, batch_size=1, size=8, threads=1, as_torch=False, rank=0, world_size=1,
+                                    **mix_kw).meta
+        except ValueError as e:
+            sys.exit("train_imagepack: %s" % e)
         if saved and list(saved["meta"]["classes"]) != list(meta["classes"]):
             sys.exit("train_imagepack: %s was trained on the classes of %s, and --data %s has others: resume with "
-                     "that data, or start a new run in another --output" % (ckpt["path"], saved["data"], args.data))
+                     "that data, or start a new run in another --output" % (ckpt["path"], saved["data"], " + ".join(args.data)))
     else:
         meta = saved["meta"]
     channels = saved["channels"] if saved else meta["channels"]
@@ -429,30 +518,42 @@ def main(argv=None):
 
     small = arch == "small_cnn" or (args.task == "classification" and 0 < args.size <= 64)
     size = args.size or (28 if arch == "small_cnn" else 96 if args.task != "classification" else 224)
-    common = dict(batch_size=args.batch_size, size=size, in_ram=args.in_ram, seed=args.seed, threads=args.threads,
+    val_size = args.val_size or size
+    common = dict(batch_size=args.batch_size, in_ram=args.in_ram, seed=args.seed, threads=args.threads,
                   channels=channels)
+    # --res-schedule: the loader sets each epoch's size; pad-crop (small
+    # images) keeps its crop at --size and resizes it.
+    sized = dict(size=None, size_schedule=args.res_schedule) if args.res_schedule else dict(size=size)
+    crop = dict(crop_size=size) if args.res_schedule or args.val_size else {}
+    resize = dict(eval_resize=args.val_resize) if args.val_resize else {}
     if args.task == "segmentation":  # crops of at least a third; the whole image for evaluation
-        train_kw, val_kw = dict(transform="train", scale=(0.35, 1.0)), dict(transform="eval", eval_resize=size)
+        train_kw = dict(transform="train", scale=(0.35, 1.0))
+        val_kw = dict(transform="eval", eval_resize=args.val_resize or val_size)
     elif args.task == "restoration":  # crops at the stored scale, both flips; the centre crop
         train_kw, val_kw = dict(transform="pad_crop", pad=0, vflip=True), dict(transform="pad_crop_eval")
     elif small:
-        train_kw, val_kw = dict(transform="pad_crop", pad=2), dict(transform="pad_crop_eval")
+        train_kw, val_kw = dict(transform="pad_crop", pad=2, **crop), dict(transform="pad_crop_eval", **crop)
     else:
-        train_kw, val_kw = dict(transform="train"), dict(transform="eval")
+        train_kw, val_kw = dict(transform="train"), dict(transform="eval", **resize)
     train = None
     if not args.evaluate:
-        train = imagepack.Loader(args.data.split(","), order=args.order, **common, **train_kw)
+        try:
+            train = imagepack.Loader(train_data, order=args.order, **sized, **common, **train_kw, **mix_kw)
+        except ValueError as e:
+            sys.exit("train_imagepack: %s" % e)
     val = None
     if args.val:
         if args.task == "classification":  # the training data's classes, matched by name
             val_kw["classes"] = train if train is not None else meta["classes"]
-        val = imagepack.Loader(args.val.split(","), **common, **val_kw)
+        val = imagepack.Loader(args.val.split(","), size=val_size, **common, **val_kw)
         matched = task.match_eval(val)
         if args.task == "classification":
             matched = str(imagepack.match_classes(meta["classes"], imagepack.open(args.val.split(",")).classes))
         log("=> validation %s: %d samples, %s" % (args.val, val.dataset_size, matched))
 
-    model = make_model(arch, channels, outputs, args.zero_init_residual).to(device)
+    if args.blurpool and not arch.startswith("resnet"):
+        sys.exit("train_imagepack: --blurpool: for the ResNets")
+    model = make_model(arch, channels, outputs, args.zero_init_residual, args.blurpool).to(device)
     decay = [q for q in model.parameters() if not (args.no_bn_wd and q.dim() <= 1)]
     no_decay = [q for q in model.parameters() if args.no_bn_wd and q.dim() <= 1]
     groups = [{"params": decay}] + ([{"params": no_decay, "weight_decay": 0.0}] if no_decay else [])
@@ -467,7 +568,10 @@ def main(argv=None):
             optimizer.load_state_dict(ckpt["optimizer"])
             scaler.load_state_dict(ckpt["scaler"])
             torch.set_rng_state(ckpt["rng"])
-            train.load_state_dict(ckpt["loader"])  # refuses another dataset mid-epoch, by name
+            try:
+                train.load_state_dict(ckpt["loader"])  # refuses another dataset or mix, by name
+            except ValueError as e:
+                sys.exit("train_imagepack: %s: %s" % (ckpt["path"], e))
             epoch, position, step, best = (ckpt["loader"]["epoch"], ckpt["loader"]["position"], ckpt["global_step"],
                                            ckpt["best"])
         log("=> resumed from %s (%s, %s, %d px, trained on %s) at epoch %d%s" % (
@@ -482,8 +586,13 @@ def main(argv=None):
         "%d val samples" % val.dataset_size if val else "no validation") + (
         ", AMP " + str(amp_dtype).replace("torch.", "") if amp else ""))
 
-    run = {"arch": arch, "task": args.task, "size": size, "channels": channels, "mean": mean, "std": std,
-           "normalisation": source, "data": args.data or saved["data"], "meta": meta}
+    run = {"arch": arch, "task": args.task, "size": val_size, "channels": channels, "mean": mean, "std": std,
+           "normalisation": source, "data": " + ".join(args.data) if args.data else saved["data"], "meta": meta}
+    if train is not None and len(train.sources) > 1:
+        log("=> training mix, per epoch: " + "; ".join(
+            "%s %d of %d records" % (s["name"], s["samples"], s["records"]) for s in train.sources))
+    if args.res_schedule:
+        log("=> progressive resolution %s; evaluation at %d px" % (args.res_schedule, val_size))
     if args.output and rank == 0:
         os.makedirs(args.output, exist_ok=True)
     metrics = open(os.path.join(args.output, "metrics.jsonl"), "a") if args.output and rank == 0 else None
@@ -541,7 +650,7 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGUSR1, on_signal)
 
-    steps_per_epoch = math.ceil(math.ceil(train.dataset_size / world) / args.batch_size)
+    steps_per_epoch = math.ceil(math.ceil(train.epoch_length / world) / args.batch_size)
     f = None
     for epoch in range(epoch, args.epochs):
         model.train()
@@ -565,7 +674,7 @@ def main(argv=None):
             scaler.update()
             step += 1
             seen += len(x)
-            if (first + i) % args.print_freq == 0:
+            if (first + i) % args.print_freq == 0 and not args.quiet:
                 log("Epoch: [%d][%d/%d]  Loss %.4f  LR %.5f" % (epoch, first + i, steps_per_epoch, loss.item(), lr))
             # Stop and checkpoint decisions are taken together (a signal may reach one rank).
             flags = torch.tensor([stop["signal"] != 0, 0 < args.stop_at_step <= step,
@@ -583,8 +692,13 @@ def main(argv=None):
             t_data = time.time()
         elapsed = time.time() - t0
         rate = seen * world / max(elapsed, 1e-9)
-        log("Epoch %d: %.1f images/s, %.0f%% of the time waiting for input" % (epoch, rate, 100 * wait / elapsed))
-        emit({"type": "epoch", "epoch": epoch, "images_per_s": rate, "input_wait": wait / elapsed})
+        res = train.output_size
+        sources = {s["name"]: s["samples"] for s in train.sources}
+        log("Epoch %d: %d px, %.1f images/s, %.0f%% of the time waiting for input%s" % (
+            epoch, res, rate, 100 * wait / elapsed,
+            "; samples: " + ", ".join("%s %d" % kv for kv in sources.items()) if len(sources) > 1 else ""))
+        emit({"type": "epoch", "epoch": epoch, "images_per_s": rate, "input_wait": wait / elapsed, "res": res,
+              "sources": sources, "seconds": elapsed})
         if val is not None and not args.no_val:
             f = evaluate(epoch)
             best = max(best, task.score(f))

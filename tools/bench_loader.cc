@@ -3,8 +3,12 @@
 // and where the time went; see docs/BENCHMARKS.md.
 #include <xxhash.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <thread>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -26,6 +30,30 @@ long StatusKb(const char* file, const std::string& key) {
   return 0;
 }
 
+// Rss and Pss (kB) of this process's mappings of the files `paths` (their
+// canonical names, or a shared in-RAM copy of one: /dev/shm).
+void MappedKb(const std::vector<std::string>& paths, long* rss, long* pss) {
+  std::vector<std::string> names;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    names.push_back(std::filesystem::weakly_canonical(p, ec).string());
+  }
+  std::ifstream f("/proc/self/smaps");
+  std::string line;
+  bool mine = false;
+  while (std::getline(f, line)) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < 16) {
+      const auto slash = line.find('/');
+      const std::string file = slash == std::string::npos ? "" : line.substr(slash);
+      mine = file.rfind("/dev/shm/", 0) == 0 ||
+             std::find(names.begin(), names.end(), file) != names.end();
+      continue;
+    }
+    if (!mine) continue;
+    if (line.rfind("Rss:", 0) == 0) *rss += std::stol(line.substr(4));
+    if (line.rfind("Pss:", 0) == 0) *pss += std::stol(line.substr(4));
+  }
+}
 
 struct Run {
   LoaderOptions o;
@@ -33,6 +61,8 @@ struct Run {
   int64_t max_batches = 0;
   std::string transform = "train";
   bool copy = false, digest = false;
+  int64_t resume_at = -1;  // the first epoch restored at this position
+  double linger = 0;       // seconds to wait before measuring memory (other ranks still mapped)
 };
 
 // The command line into `r`; an empty string, or the usage error.
@@ -69,7 +99,9 @@ std::string ParseArgs(int argc, char** argv, Run& r) {
       ("epochs", po::value(&epochs)->default_value(1), "passes over the data")
       ("batches", po::value(&max_batches)->default_value(0), "stop after N batches per epoch (0: all)")
       ("seed", po::value(&o.seed)->default_value(d.seed), "sampling and augmentation seed")
-      ("digest", "print each batch's XXH3-64 of images and of labels (to compare runs and bindings)");
+      ("digest", "print each batch's XXH3-64 of images and of labels (to compare runs and bindings)")
+      ("resume-at", po::value(&r.resume_at)->default_value(-1), "start the first epoch restored at this position (Restore), timed")
+      ("linger", po::value(&r.linger)->default_value(0), "seconds to wait before measuring memory (ranks on a node: all still mapped)");
   cli::AddStandardOptions(opts);
   po::options_description hidden;
   hidden.add_options()("db", po::value(&o.paths)->multitoken());
@@ -100,6 +132,7 @@ using Clock = std::chrono::steady_clock;
 struct Timing {
   Clock::time_point start, first;  // the first batch: a window order reads a whole window first
   int64_t images = 0, first_images = 0;
+  double restore_s = -1;  // --resume-at: Restore()'s own time
 };
 
 // Takes the epochs' batches (NextView, or Next with --copy), printing each
@@ -110,7 +143,12 @@ Status Stream(Loader& l, const Run& r, Timing* t) {
   std::vector<int64_t> labels(r.o.batch_size);
   t->start = t->first = Clock::now();
   for (int e = 0; e < r.epochs; ++e) {
-    l.StartEpoch(e);
+    if (e == 0 && r.resume_at >= 0) {
+      l.Restore(LoaderState{0, r.resume_at});
+      t->restore_s = std::chrono::duration<double>(Clock::now() - t->start).count();
+    } else {
+      l.StartEpoch(e);
+    }
     for (int64_t b = 0; r.max_batches == 0 || b < r.max_batches; ++b) {
       const uint8_t* px = images.data();
       const int64_t* lb = labels.data();
@@ -166,11 +204,20 @@ void Print(const Loader& l, const Run& r, const Timing& t, double open_s) {
   if (s.remote_requests > 0)
     std::printf("  object storage: %lld requests, from the network %.3f MB (%.1f MB/s)\n",
                 static_cast<long long>(s.remote_requests), s.remote_bytes / 1e6, s.remote_bytes / secs / 1e6);
+  if (t.restore_s >= 0)
+    std::printf("  restored at position %lld in %.2f ms; first batch after %.2f ms\n",
+                static_cast<long long>(r.resume_at), 1e3 * t.restore_s,
+                1e3 * std::chrono::duration<double>(t.first - t.start).count());
+  if (r.linger > 0) std::this_thread::sleep_for(std::chrono::duration<double>(r.linger));
   // Memory at the end: private (anonymous), shared memory mapped, and the
-  // proportional share (Pss) of everything mapped.
-  std::printf("  memory: RssAnon %ld MiB, RssShmem %ld MiB, Pss %ld MiB\n",
+  // proportional share (Pss) of everything mapped; the databases' own
+  // mappings (a blob's index, LMDB's tree: pages every rank shares).
+  long db_rss = 0, db_pss = 0;
+  MappedKb(r.o.paths, &db_rss, &db_pss);
+  std::printf("  memory: RssAnon %ld MiB, RssShmem %ld MiB, Pss %ld MiB; database mappings Rss %.1f MiB, "
+              "Pss %.1f MiB\n",
               StatusKb("/proc/self/status", "RssAnon:") / 1024, StatusKb("/proc/self/status", "RssShmem:") / 1024,
-              StatusKb("/proc/self/smaps_rollup", "Pss:") / 1024);
+              StatusKb("/proc/self/smaps_rollup", "Pss:") / 1024, db_rss / 1024.0, db_pss / 1024.0);
 }
 
 }  // namespace

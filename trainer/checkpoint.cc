@@ -51,6 +51,8 @@ Status SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::
     WriteInt(a, "order_block_records", s.order_block_records);
     WriteInt(a, "order_window_blocks", s.order_window_blocks);
     WriteInt(a, "dataset", s.dataset);
+    WriteInt(a, "size", s.size);
+    a.write("mix", c10::IValue(s.mix));
     a.write("run", c10::IValue(s.run));
     a.write("rng", at::detail::getDefaultCPUGenerator().get_state());
     a.save_to(bytes);
@@ -91,6 +93,8 @@ TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, tor
   if (auto t = Read(a, "order_block_records", false); t.defined()) s.order_block_records = t.item<int64_t>();
   if (auto t = Read(a, "order_window_blocks", false); t.defined()) s.order_window_blocks = t.item<int64_t>();
   if (auto t = Read(a, "dataset", false); t.defined()) s.dataset = t.item<int64_t>();
+  if (auto t = Read(a, "size", false); t.defined()) s.size = t.item<int64_t>();
+  if (c10::IValue mix; a.try_read("mix", mix) && mix.isString()) s.mix = mix.toStringRef();
   if (c10::IValue run; a.try_read("run", run) && run.isString()) s.run = run.toStringRef();
   if (auto t = Read(a, "rng", false); t.defined()) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();

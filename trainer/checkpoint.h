@@ -27,6 +27,11 @@ struct TrainState {
   int64_t order = -1;
   int64_t order_world = 0;
   int64_t order_block_records = 0, order_window_blocks = 0;  // kBlocks: the epoch's geometry
+  // The training output size of the epoch in progress (LoaderState::size;
+  // --res-schedule), 0: the run's --size.
+  int64_t size = 0;
+  // The training mix's sources and shares (LoaderState::mix); "": one dataset.
+  std::string mix;
   // DatasetIdentity of the training data (its bits); 0: saved before
   // identities were kept.
   int64_t dataset = 0;

@@ -15,24 +15,53 @@ nn::Conv2d Conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1, int64_t 
   return nn::Conv2d(nn::Conv2dOptions(in, out, k).stride(stride).padding(pad).bias(false));
 }
 
+// BlurPool's low-pass (Zhang, "Making Convolutional Networks Shift-Invariant
+// Again", 2019): [1 2 1]^T [1 2 1] / 16 on each channel, stride 1, padded by
+// 1, so that the strided convolution after it subsamples a blurred map. A
+// fixed filter: a buffer, never trained.
+struct BlurImpl : nn::Module {
+  explicit BlurImpl(int64_t channels) : channels_(channels) {
+    const auto k = torch::tensor({1.0f, 2.0f, 1.0f});
+    filter_ = register_buffer("blur", (k.view({3, 1}) * k.view({1, 3}) / 16).expand({channels, 1, 3, 3}).contiguous());
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return torch::conv2d(x, filter_.to(x.scalar_type()), {}, 1, 1, 1, channels_);
+  }
+  int64_t channels_;
+  torch::Tensor filter_;
+};
+TORCH_MODULE(Blur);
+
+// The blur before a strided convolution of `in` channels when BlurPool is
+// on (a stride above 1 and at least 16 input channels, FFCV's rule), or
+// none. Registered as a module of its own beside the convolution, so the
+// parameters keep their names (checkpoints load either way).
+Blur BlurFor(nn::Module& block, const std::string& name, int64_t in, int64_t stride, bool blurpool) {
+  if (!blurpool || stride <= 1 || in < 16) return Blur(nullptr);
+  return block.register_module(name, Blur(in));
+}
+torch::Tensor Blurred(Blur& blur, const torch::Tensor& x) { return blur ? blur->forward(x) : x; }
+
 struct BasicBlockImpl : nn::Module {
   static constexpr int64_t kExpansion = 1;
-  BasicBlockImpl(int64_t in, int64_t planes, int64_t stride)
+  BasicBlockImpl(int64_t in, int64_t planes, int64_t stride, bool blurpool)
       : conv1(Conv(in, planes, 3, stride, 1)), bn1(planes), conv2(Conv(planes, planes, 3, 1, 1)), bn2(planes) {
     register_module("conv1", conv1);
     register_module("bn1", bn1);
     register_module("conv2", conv2);
     register_module("bn2", bn2);
+    blur_conv = BlurFor(*this, "blur_conv1", in, stride, blurpool);
     if (stride != 1 || in != planes) {
       downsample = nn::Sequential(Conv(in, planes, 1, stride), nn::BatchNorm2d(planes));
       register_module("downsample", downsample);
+      blur_down = BlurFor(*this, "blur_downsample", in, stride, blurpool);
     }
   }
   // In-place ReLU and residual add, as torchvision does: on CPU every
   // avoided activation-sized allocation is a page-faulting mmap avoided.
   torch::Tensor forward(torch::Tensor x) {
-    auto identity = downsample ? downsample->forward(x) : x;
-    auto out = bn1(conv1(x)).relu_();
+    auto identity = downsample ? downsample->forward(Blurred(blur_down, x)) : x;
+    auto out = bn1(conv1(Blurred(blur_conv, x))).relu_();
     out = bn2(conv2(out));
     out += identity;
     return out.relu_();
@@ -43,12 +72,13 @@ struct BasicBlockImpl : nn::Module {
   nn::Conv2d conv2;
   nn::BatchNorm2d bn2;
   nn::Sequential downsample{nullptr};
+  Blur blur_conv{nullptr}, blur_down{nullptr};  // BlurPool: before conv1 and the downsample
 };
 TORCH_MODULE(BasicBlock);
 
 struct BottleneckImpl : nn::Module {
   static constexpr int64_t kExpansion = 4;
-  BottleneckImpl(int64_t in, int64_t planes, int64_t stride)
+  BottleneckImpl(int64_t in, int64_t planes, int64_t stride, bool blurpool)
       : conv1(Conv(in, planes, 1)), bn1(planes), conv2(Conv(planes, planes, 3, stride, 1)), bn2(planes),
         conv3(Conv(planes, planes * 4, 1)), bn3(planes * 4) {
     register_module("conv1", conv1);
@@ -57,15 +87,17 @@ struct BottleneckImpl : nn::Module {
     register_module("bn2", bn2);
     register_module("conv3", conv3);
     register_module("bn3", bn3);
+    blur_conv = BlurFor(*this, "blur_conv2", planes, stride, blurpool);
     if (stride != 1 || in != planes * 4) {
       downsample = nn::Sequential(Conv(in, planes * 4, 1, stride), nn::BatchNorm2d(planes * 4));
       register_module("downsample", downsample);
+      blur_down = BlurFor(*this, "blur_downsample", in, stride, blurpool);
     }
   }
   torch::Tensor forward(torch::Tensor x) {
-    auto identity = downsample ? downsample->forward(x) : x;
+    auto identity = downsample ? downsample->forward(Blurred(blur_down, x)) : x;
     auto out = bn1(conv1(x)).relu_();
-    out = bn2(conv2(out)).relu_();
+    out = bn2(conv2(Blurred(blur_conv, out))).relu_();
     out = bn3(conv3(out));
     out += identity;
     return out.relu_();
@@ -78,13 +110,15 @@ struct BottleneckImpl : nn::Module {
   nn::Conv2d conv3;
   nn::BatchNorm2d bn3;
   nn::Sequential downsample{nullptr};
+  Blur blur_conv{nullptr}, blur_down{nullptr};  // BlurPool: before conv2 (strided) and the downsample
 };
 TORCH_MODULE(Bottleneck);
 
 template <typename Block>
 struct ResNetImpl : nn::Module {
   ResNetImpl(std::vector<int64_t> layers, const ModelOptions& o)
-      : conv1(Conv(o.in_channels, 64, 7, 2, 3)), bn1(64), fc(512 * Block::Impl::kExpansion, o.num_classes) {
+      : blurpool_(o.blurpool), conv1(Conv(o.in_channels, 64, 7, 2, 3)), bn1(64),
+        fc(512 * Block::Impl::kExpansion, o.num_classes) {
     register_module("conv1", conv1);
     register_module("bn1", bn1);
     layer1 = register_module("layer1", MakeLayer(64, layers[0], 1));
@@ -106,9 +140,9 @@ struct ResNetImpl : nn::Module {
   }
   nn::Sequential MakeLayer(int64_t planes, int64_t blocks, int64_t stride) {
     nn::Sequential seq;
-    seq->push_back(Block(inplanes_, planes, stride));
+    seq->push_back(Block(inplanes_, planes, stride, blurpool_));
     inplanes_ = planes * Block::Impl::kExpansion;
-    for (int64_t i = 1; i < blocks; ++i) seq->push_back(Block(inplanes_, planes, 1));
+    for (int64_t i = 1; i < blocks; ++i) seq->push_back(Block(inplanes_, planes, 1, blurpool_));
     return seq;
   }
   torch::Tensor forward(torch::Tensor x) {
@@ -117,6 +151,7 @@ struct ResNetImpl : nn::Module {
     x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
     return fc(x);
   }
+  bool blurpool_;
   int64_t inplanes_ = 64;
   nn::Conv2d conv1;
   nn::BatchNorm2d bn1;

@@ -15,6 +15,10 @@ struct ModelOptions {
   int64_t in_channels = 3;
   int64_t input_size = 224;       // mlp only (its first layer is size-dependent)
   bool zero_init_residual = false;  // last BN of each residual block starts at 0
+  // ResNets: a fixed 3x3 binomial blur before every strided convolution
+  // of at least 16 input channels (BlurPool, Zhang 2019, as FFCV's ImageNet
+  // recipe applies it): no parameters, a buffer `blur` per such convolution.
+  bool blurpool = false;
 };
 
 // Returns the model as a type-erased module whose forward maps

@@ -1,6 +1,7 @@
 // Learning-rate schedules. Plain C++ (no torch): a pure function of progress.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -8,20 +9,32 @@
 namespace imagepack::trainer {
 
 struct ScheduleOptions {
-  std::string kind = "step";    // step | cosine | onecycle
+  std::string kind = "step";    // step | cosine | onecycle | triangular
   double base_lr = 0.1;         // after any batch scaling
   double warmup_epochs = 0;     // linear from ~0 to base_lr
   int step_size = 30;           // step: decay every step_size epochs ...
   double gamma = 0.1;           // ... by this factor
   double onecycle_pct = 0.3;    // onecycle: fraction of training spent rising
   double final_div = 1e4;       // onecycle: final lr = base_lr / final_div
+  double peak_epoch = 2;        // triangular: where the ramp up ends and the ramp down begins
 };
 
 // LR at `epoch_progress` (epoch + fraction of it done) of `total_epochs`.
+// triangular: FFCV's ImageNet recipe ('cyclic' in ffcv-imagenet): linear
+// from base_lr / 1e4 at 0 up to base_lr at peak_epoch, then linear down to
+// 0 at total_epochs (FFCV interpolates per step between the epochs' values,
+// which is this line); warmup_epochs does not apply (the ramp is one).
 inline double LearningRate(const ScheduleOptions& s, double epoch_progress, double total_epochs) {
   const double t = epoch_progress;
-  if (s.kind != "step" && s.kind != "cosine" && s.kind != "onecycle")
-    throw std::invalid_argument("unknown schedule '" + s.kind + "' (step, cosine, onecycle)");
+  if (s.kind != "step" && s.kind != "cosine" && s.kind != "onecycle" && s.kind != "triangular")
+    throw std::invalid_argument("unknown schedule '" + s.kind + "' (step, cosine, onecycle, triangular)");
+  if (s.kind == "triangular") {
+    const double peak = std::min(std::max(0.0, s.peak_epoch), total_epochs), start = s.base_lr * 1e-4;
+    if (t <= 0) return start;
+    if (t < peak) return start + (s.base_lr - start) * t / peak;
+    if (t >= total_epochs) return 0;
+    return s.base_lr * (total_epochs - t) / std::max(1e-9, total_epochs - peak);
+  }
   if (s.kind != "onecycle" && s.warmup_epochs > 0 && t < s.warmup_epochs)
     return s.base_lr * (t + 1e-3) / s.warmup_epochs;
   if (s.kind == "step") return s.base_lr * std::pow(s.gamma, std::floor(t / s.step_size));
@@ -37,7 +50,7 @@ inline double LearningRate(const ScheduleOptions& s, double epoch_progress, doub
     const double f = std::min(1.0, (t - up) / std::max(1e-9, total_epochs - up));
     return end + (s.base_lr - end) * 0.5 * (1 + std::cos(M_PI * f));
   }
-  throw std::invalid_argument("unknown schedule '" + s.kind + "' (step, cosine, onecycle)");
+  throw std::invalid_argument("unknown schedule '" + s.kind + "' (step, cosine, onecycle, triangular)");
 }
 
 }  // namespace imagepack::trainer

@@ -94,15 +94,17 @@ Result<std::vector<HostExpr>> Parse(std::string_view list) {
   return exprs;
 }
 
-uint64_t CountNames(const HostExpr& e) {  // saturates just past the budget
+uint64_t CountNames(const HostExpr& e, uint64_t max) {  // saturates just past `max`
   uint64_t n = 1;
   for (const Part& p : e) {
     if (!std::holds_alternative<std::vector<Range>>(p)) continue;
     uint64_t in_set = 0;
-    for (const Range& r : std::get<std::vector<Range>>(p)) in_set += r.hi - r.lo + 1;
-    if (in_set > kMaxNodeListHosts) return kMaxNodeListHosts + 1;
+    for (const Range& r : std::get<std::vector<Range>>(p)) {
+      in_set += r.hi - r.lo + 1;
+      if (in_set > max) return max + 1;
+    }
     n *= in_set;
-    if (n > kMaxNodeListHosts) return kMaxNodeListHosts + 1;
+    if (n > max) return max + 1;
   }
   return n;
 }
@@ -176,19 +178,19 @@ const char* NonEmpty(const EnvLookup& env, const char* name) {
 
 }  // namespace
 
-Result<std::vector<std::string>> ExpandNodeList(std::string_view list) {
+Result<std::vector<std::string>> ExpandNodeList(std::string_view list, size_t max_hosts) {
   auto exprs = Parse(list);
   if (!exprs.ok()) return exprs.status();
   uint64_t total = 0;
   for (const HostExpr& e : *exprs) {
-    total += CountNames(e);
-    if (total > kMaxNodeListHosts)
+    total += CountNames(e, max_hosts);
+    if (total > max_hosts)
       return Status::InvalidArgument("host list \"" + std::string(list.substr(0, 200)) + "\" names more than " +
-                                     std::to_string(kMaxNodeListHosts) + " hosts");
+                                     std::to_string(max_hosts) + " hosts");
   }
   std::vector<std::string> names;
   names.reserve(total);
-  for (const HostExpr& e : *exprs) Expand(e, names.size() + CountNames(e), &names);
+  for (const HostExpr& e : *exprs) Expand(e, names.size() + CountNames(e, max_hosts), &names);
   return names;
 }
 

@@ -1,6 +1,7 @@
 // train --data DB[,DB...] --val DB --arch A --epochs E --batch-size B --lr LR --output DIR [options]
 // Trains on what pack_lmdb wrote and reports accuracy; see docs/TRAINING.md.
 // Option parsing only: the run itself is Trainer (trainer.h).
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -22,8 +23,15 @@ po::options_description Options(TrainOptions* o) {
   po::options_description opts("Options");
   TrainOptions& a = *o;
   opts.add_options()
-      ("data", po::value(&a.data), "training database(s), comma-separated shards; defines the classes, channels "
-       "and normalisation")
+      ("data", po::value(&a.data_list)->composing(),
+       "training database(s), comma-separated shards of one dataset; defines the classes, channels and "
+       "normalisation. Given again, datasets mixed: --weights, --repeat or --choose")
+      ("weights", po::value(&a.weights), "a mix: each --data's relative share of every epoch (0.7,0.3)")
+      ("repeat", po::value(&a.repeat), "a mix: each --data's records this many times per epoch (3,1; 0: its --choose)")
+      ("choose", po::value(&a.choose), "a mix: each --data's samples per epoch (5000,0; 0: its --repeat, else once)")
+      ("classes", po::value(&a.classes_file),
+       "the class list the model learns, one name per line: the labels of --data (of each dataset of a mix) "
+       "matched to it by name")
       ("val", po::value(&a.val), "validation database(s), comma-separated shards; classes matched to --data's by name")
       ("task", po::value(&a.task)->default_value("classification"),
        "classification, segmentation (a mask field), restoration (a target image field)")
@@ -33,7 +41,9 @@ po::options_description Options(TrainOptions* o) {
       ("batch-size,b", po::value(&a.batch)->default_value(256), "batch size per process")
       ("lr", po::value(&a.lr)->default_value(0.1), "learning rate")
       ("lr-scale-batch", "scale lr by global batch / 256")
-      ("schedule", po::value(&a.schedule)->default_value("step"), "step, cosine, onecycle")
+      ("schedule", po::value(&a.schedule)->default_value("step"),
+       "step, cosine, onecycle, triangular (FFCV: linear up to --lr-peak-epoch, linear down to 0)")
+      ("lr-peak-epoch", po::value(&a.lr_peak_epoch)->default_value(2), "--schedule triangular: where the lr peaks")
       ("step-size", po::value(&a.step_size)->default_value(30), "step schedule: epochs between decays")
       ("warmup-epochs", po::value(&a.warmup)->default_value(0), "linear warm-up epochs")
       ("momentum", po::value(&a.momentum)->default_value(0.9), "SGD momentum")
@@ -44,6 +54,13 @@ po::options_description Options(TrainOptions* o) {
       ("zero-init-residual", "zero-init the last BN of each residual block")
       ("size", po::value(&a.size)->default_value(0),
        "input size (0: 224; 28 for small_cnn/mlp; 96 for segmentation and restoration)")
+      ("res-schedule", po::value(&a.res_schedule),
+       "progressive resolution MIN,MAX,START_RAMP,END_RAMP[,STEP]: each epoch's training size as FFCV's "
+       "(160,192,11,13), rounded to STEP (32)")
+      ("val-size", po::value(&a.val_size)->default_value(0), "evaluation size (0: --size)")
+      ("val-resize", po::value(&a.val_resize)->default_value(0),
+       "evaluation: the shorter edge before the centre crop (0: val-size / 0.875)")
+      ("blurpool", "ResNets: a blur before each strided convolution (BlurPool)")
       ("output", po::value(&a.output), "directory for checkpoints and metrics.jsonl")
       ("resume", po::value(&a.resume),
        "checkpoint to resume from ('auto': OUTPUT/checkpoint.pt if present); options not given are the checkpoint's")
@@ -68,6 +85,7 @@ po::options_description Options(TrainOptions* o) {
       ("dct", po::value(&a.dct)->default_value("fast"),
        "JPEG IDCT of the training and validation loaders: fast, or accurate (Pillow's pixels)")
       ("print-freq", po::value(&a.print_freq)->default_value(10), "log every N steps")
+      ("quiet,q", "no per-step lines (set-up, evaluation and epoch lines only; metrics.jsonl unchanged)")
       ("seed", po::value(&a.seed)->default_value(0), "seed for init, shuffling and augmentation")
       ("threads", po::value(&a.threads)->default_value(0), "torch threads (0: cores / local ranks)")
       ("loader-threads", po::value(&a.loader_threads)->default_value(0), "decode threads (0: cores / local ranks)")
@@ -87,11 +105,22 @@ po::options_description Options(TrainOptions* o) {
   return opts;
 }
 
-// The options on the command line, in order, as given.
+// The options on the command line, in order, as given; an option given
+// several times (--data) is one entry with all its values.
 GivenOptions Given(int argc, char** argv, const po::options_description& opts) {
   GivenOptions out;
-  for (const auto& o : po::command_line_parser(argc, argv).options(opts).run().options)
-    if (!o.unregistered && o.position_key < 0) out.emplace_back(o.string_key, o.value);
+  for (const auto& o : po::command_line_parser(argc, argv).options(opts).run().options) {
+    if (o.unregistered || o.position_key >= 0) continue;
+    auto same = std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == o.string_key; });
+    if (same == out.end()) out.emplace_back(o.string_key, o.value);
+    else same->second.insert(same->second.end(), o.value.begin(), o.value.end());
+  }
+  return out;
+}
+
+std::string Joined(const std::vector<std::string>& parts, const std::string& by) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : by) + p;
   return out;
 }
 
@@ -141,6 +170,8 @@ int main(int argc, char** argv) {
   for (const auto& g : given)
     if (!OptionIsPerInvocation(g.first)) a.given.push_back(g);
   a.notes = notes;
+  a.data = Joined(a.data_list, " + ");
+  a.blurpool = vm.count("blurpool");
   a.no_val = vm.count("no-val");
   a.evaluate = vm.count("evaluate");
   if (a.evaluate && a.resume_path.empty()) return cli::UsageError("--evaluate needs --resume CHECKPOINT");
@@ -154,6 +185,7 @@ int main(int argc, char** argv) {
   a.lr_scale = vm.count("lr-scale-batch");
   a.zero_init = vm.count("zero-init-residual");
   a.channels_last = vm.count("channels-last");
+  a.quiet = vm.count("quiet") > 0;
   if (a.print_freq < 1) a.print_freq = 1;
   try {
     return Trainer(a).Run();

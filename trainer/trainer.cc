@@ -43,8 +43,53 @@ T Check(Result<T> r) {
   if (!r.ok()) throw std::runtime_error(r.status().ToString());
   return std::move(r.value());
 }
+void Check(const Status& st) {
+  if (!st.ok()) throw std::runtime_error(st.ToString());
+}
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> parts;
+  boost::split(parts, text, boost::is_any_of(","));
+  return parts;
+}
+
+// A --weights/--repeat/--choose list: one number per --data.
+std::vector<double> Shares(const std::string& option, const std::string& text, size_t sources) {
+  if (text.empty()) return {};
+  std::vector<double> out;
+  for (const auto& part : SplitCommas(text)) {
+    char* end = nullptr;
+    const double v = std::strtod(part.c_str(), &end);
+    if (part.empty() || end != part.c_str() + part.size())
+      throw std::invalid_argument("--" + option + " " + text + ": '" + part + "' is not a number");
+    out.push_back(v);
+  }
+  if (out.size() != sources)
+    throw std::invalid_argument("--" + option + " " + text + " has " + std::to_string(out.size()) + " values for " +
+                                std::to_string(sources) + " --data: one per dataset");
+  return out;
+}
 
 }  // namespace
+
+std::vector<MixSource> Trainer::MixSources() const {
+  const size_t n = o_.data_list.size();
+  if (n <= 1 && o_.weights.empty() && o_.repeat.empty() && o_.choose.empty()) return {};
+  const auto weights = Shares("weights", o_.weights, n), repeat = Shares("repeat", o_.repeat, n),
+             choose = Shares("choose", o_.choose, n);
+  if (!weights.empty() && (!repeat.empty() || !choose.empty()))
+    throw std::invalid_argument("--weights (relative shares) or --repeat/--choose (absolute counts), not both");
+  std::vector<MixSource> out;
+  for (size_t i = 0; i < n; ++i) {
+    MixSource s;
+    s.paths = SplitCommas(o_.data_list[i]);
+    if (!weights.empty()) s.weight = weights[i];
+    if (!repeat.empty()) s.repeat = repeat[i];
+    if (!choose.empty()) s.choose = static_cast<int64_t>(choose[i]);
+    out.push_back(s);
+  }
+  return out;
+}
 
 Trainer::Trainer(const TrainOptions& o)
     : o_(o), env_(ReadDistEnv()), device_(o.device == "cuda" ? torch::kCUDA : torch::kCPU) {
@@ -81,7 +126,10 @@ Trainer::Trainer(const TrainOptions& o)
   // --log-samples: each rank's dataset indices, one line per step.
   if (!o_.log_samples.empty())
     sample_log_.open(o_.log_samples + ".rank" + std::to_string(dist_->rank()), std::ios::app);
-  const size_t sample_bytes = size_t(lo_.size) * lo_.size * channels_;
+  // Room for the largest batch: training (the schedule's largest size) or
+  // validation.
+  const int64_t largest = std::max<int64_t>(lo_.size, val_loader_ ? val_loader_->output_size() : 0);
+  const size_t sample_bytes = size_t(largest) * largest * channels_;
   host_batch_ = torch::empty({static_cast<int64_t>(sample_bytes) * o_.batch},
                              torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(device_.is_cuda()));
   host_labels_.resize(size_t(o_.batch));
@@ -91,6 +139,16 @@ Trainer::Trainer(const TrainOptions& o)
       " process(es) [" + dist_->backend() + ", " + env_.source + "], batch " + std::to_string(o_.batch) +
       "/rank, lr " + std::to_string(schedule_.base_lr) +
       (amp_ ? (device_.is_cuda() ? ", AMP fp16" : ", AMP bf16") : ""));
+  if (train_loader_ && mix_.size() > 0) {
+    std::string line = "=> training mix, per epoch:";
+    for (const auto& s : train_loader_->sources())
+      line += " " + s.name + " " + std::to_string(s.samples) + " of " + std::to_string(s.records) + " records;";
+    Log(line.substr(0, line.size() - 1));
+  }
+  if (has_res_)
+    Log("=> progressive resolution " + res_.ToString() + ": " + std::to_string(res_.min_res) + " px to epoch " +
+        std::to_string(res_.start_ramp) + ", " + std::to_string(res_.max_res) + " px from epoch " +
+        std::to_string(res_.end_ramp) + (val_loader_ ? "; evaluation at " + std::to_string(val_loader_->output_size()) + " px" : ""));
   if (train_loader_)
     Log("=> training order " + std::string(OrderName(train_loader_->order())) +
         (train_loader_->order() == Order::kBlocks
@@ -124,13 +182,35 @@ void Trainer::SetUpData() {
     const std::string run = ReadCheckpointRun(o_.resume_path);
     if (!run.empty()) saved_ = RunInfo::FromJson(run, o_.resume_path);
   }
+  if (!o_.classes_file.empty()) {
+    std::ifstream f(o_.classes_file);
+    if (!f) throw std::runtime_error("--classes " + o_.classes_file + ": cannot read it");
+    for (std::string line; std::getline(f, line);)
+      if (!line.empty()) classes_.push_back(line);
+    if (classes_.empty()) throw std::runtime_error("--classes " + o_.classes_file + " names no class");
+  }
+  if (!o_.res_schedule.empty()) {
+    res_ = Check(ParseResolutionSchedule(o_.res_schedule));
+    has_res_ = true;
+  }
+  mix_ = MixSources();
   if (!o_.data.empty()) {
-    std::vector<std::string> paths;
-    boost::split(paths, o_.data, boost::is_any_of(","));
     OpenOptions oo;
     oo.cache_dir = o_.cache_dir;
     oo.cache_limit_mb = o_.cache_limit_mb;
-    train_meta_ = Check(OpenDatabases(paths, oo))->meta();
+    if (!mix_.empty()) {  // the mix's classes, statistics (pooled by share) and identity
+      train_meta_ = Check(OpenMix(mix_, 0, classes_, o_.classes_file, 0, oo)).meta;
+    } else {
+      train_meta_ = Check(OpenDatabases(SplitCommas(o_.data), oo))->meta();
+      if (!classes_.empty()) {  // the labels as the given classes (LoaderOptions::classes)
+        const ClassMap map = Check(MatchClasses(classes_, o_.classes_file, train_meta_.classes, o_.data));
+        std::vector<int64_t> counts(classes_.size(), 0);
+        for (size_t c = 0; c < train_meta_.label_counts.size(); ++c)
+          counts[size_t(map.Map(int64_t(c)))] += train_meta_.label_counts[c];
+        train_meta_.classes = classes_;
+        train_meta_.label_counts = train_meta_.label_counts.empty() ? std::vector<int64_t>{} : counts;
+      }
+    }
     train_name_ = o_.data;
   } else if (!saved_.train_meta.empty()) {
     train_meta_ = Check(ParseMeta(reinterpret_cast<const uint8_t*>(saved_.train_meta.data()), saved_.train_meta.size()));
@@ -191,10 +271,11 @@ void Trainer::SetUpData() {
 }
 
 void Trainer::SetUpLoaders() {
-  std::vector<std::string> train_paths;
-  boost::split(train_paths, o_.data, boost::is_any_of(","));
   const bool small = IsSmall(arch_);
-  lo_.paths = train_paths;
+  if (!mix_.empty()) lo_.sources = mix_;
+  else if (!o_.data.empty()) lo_.paths = SplitCommas(o_.data);
+  lo_.classes = classes_;
+  lo_.classes_from = o_.classes_file;
   lo_.in_ram = o_.in_ram;
   lo_.lock_in_ram = o_.lock_in_ram;
   lo_.cache_dir = o_.cache_dir;
@@ -210,12 +291,23 @@ void Trainer::SetUpLoaders() {
   lo_.rank = dist_->rank();
   lo_.world_size = dist_->world_size();
   lo_.threads = o_.loader_threads > 0 ? o_.loader_threads : per_rank_threads_;
-  lo_.size = o_.size > 0 ? o_.size : (small ? 28 : task_->dense() ? 96 : 224);
+  const int base = o_.size > 0 ? o_.size : (small ? 28 : task_->dense() ? 96 : 224);
+  // --res-schedule: each epoch's size is set by TrainEpoch; the loader is
+  // checked for the largest. Pad-crop (small images) keeps its crop at the
+  // stored scale, --size, and resizes it to the epoch's size.
+  lo_.size = has_res_ ? res_.max_res : base;
+  if (has_res_ && arch_ == "mlp") throw std::invalid_argument("--res-schedule: mlp's first layer takes one input size");
+  lo_.crop_size = has_res_ ? base : 0;
   lo_.transform = small ? TransformKind::kPadCrop : TransformKind::kTrain;
   lo_.pad = 2;
   lo_.layout = o_.channels_last ? Layout::kNHWC : Layout::kNCHW;
   LoaderOptions vo = lo_;
-  boost::split(vo.paths, o_.val, boost::is_any_of(","));
+  vo.paths = SplitCommas(o_.val);
+  vo.sources.clear();
+  vo.classes.clear();
+  vo.size = o_.val_size > 0 ? o_.val_size : base;
+  vo.crop_size = has_res_ || o_.val_size > 0 ? base : 0;
+  vo.eval_resize = o_.val_resize;
   if (task_->labels_are_targets()) {  // labels as the training data's classes (matched by name)
     vo.classes = train_meta_.classes;
     vo.classes_from = train_name_;
@@ -229,13 +321,14 @@ void Trainer::SetUpLoaders() {
     // Crops of at least a third of the image (garments stay recognisable),
     // flipped; evaluation on the whole image (shorter edge to the size).
     lo_.scale_min = 0.35;
-    vo.eval_resize = lo_.size;
+    vo.eval_resize = o_.val_resize > 0 ? o_.val_resize : vo.size;
   } else if (std::string(task_->name()) == "restoration") {
     // Crops at the stored scale (a resize would change the degradation),
     // flipped both ways; evaluation on the centre crop.
     lo_.transform = TransformKind::kPadCrop;
     lo_.pad = 0;
     lo_.vflip = true;
+    lo_.crop_size = vo.crop_size = 0;  // with --res-schedule: smaller crops, never resized
     vo.transform = TransformKind::kPadCropEval;
   }
   lo_.channels = channels_;
@@ -264,9 +357,11 @@ void Trainer::SetUpModel() {
   mo.in_channels = channels_;
   mo.input_size = lo_.size;
   mo.zero_init_residual = o_.zero_init;
+  mo.blurpool = o_.blurpool;
+  if (o_.blurpool && arch_.rfind("resnet", 0) != 0) throw std::invalid_argument("--blurpool: for the ResNets");
   model_ = MakeModel(mo, &module_);
   run_.arch = arch_;
-  run_.size = lo_.size;
+  run_.size = val_loader_ ? val_loader_->output_size() : lo_.size;
   module_->to(device_);
   if (o_.channels_last) {
     torch::NoGradGuard ng;
@@ -286,6 +381,7 @@ void Trainer::SetUpOptimizer() {
   schedule_.base_lr = o_.lr_scale ? o_.lr * global_batch / 256.0 : o_.lr;
   schedule_.warmup_epochs = o_.warmup;
   schedule_.step_size = o_.step_size;
+  schedule_.peak_epoch = o_.lr_peak_epoch;
   auto sgd = torch::optim::SGDOptions(schedule_.base_lr).momentum(o_.momentum).nesterov(o_.nesterov).weight_decay(o_.wd);
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, std::make_unique<torch::optim::SGDOptions>(sgd));
@@ -306,6 +402,18 @@ void Trainer::Resume() {
   if (!resume.empty()) {
     // --evaluate needs the weights only.
     state_ = LoadCheckpoint(resume, *module_, o_.evaluate ? nullptr : optimizer_.get());
+    // A mix's position is a place in the order of its sources and shares.
+    if (train_loader_ && state_.position > 0) {
+      LoaderState at;
+      at.position = state_.position;
+      at.mix = state_.mix;
+      if (Status st = train_loader_->CheckState(at); !st.ok())
+        throw std::runtime_error("checkpoint " + resume + " stopped in the middle of epoch " +
+                                 std::to_string(state_.epoch) + " (position " + std::to_string(state_.position) +
+                                 ") of another mix: " + st.message() +
+                                 ". Resume with the --data and shares it was trained on, or start the new mix from "
+                                 "the weights in a fresh --output");
+    }
     // A position in an epoch is a position in one dataset's order.
     if (train_loader_ && state_.position > 0 && state_.dataset != 0 &&
         static_cast<uint64_t>(state_.dataset) != DatasetIdentity(train_loader_->meta()))
@@ -318,7 +426,7 @@ void Trainer::Resume() {
     // --order auto resolves by what is cached now; the run keeps the order
     // it started with, so its epochs are those of the uninterrupted run.
     const Order saved = state_.order < 0 ? Order::kRandom : static_cast<Order>(state_.order);
-    if (train_loader_ && lo_.order == Order::kAuto && lo_.shuffle && saved != train_loader_->order()) {
+    if (train_loader_ && mix_.empty() && lo_.order == Order::kAuto && lo_.shuffle && saved != train_loader_->order()) {
       lo_.order = saved;
       train_loader_ = Check(Loader::Open(lo_));
     }
@@ -346,7 +454,7 @@ void Trainer::PrintDigest() {
 }
 
 torch::Tensor Trainer::Input(int n) {
-  const int64_t s = lo_.size, C = channels_;
+  const int64_t s = cur_size_, C = channels_;
   auto x = torch::from_blob(host_batch_.data_ptr<uint8_t>(),
                             o_.channels_last ? torch::IntArrayRef{n, s, s, C} : torch::IntArrayRef{n, C, s, s},
                             torch::kUInt8);
@@ -358,7 +466,8 @@ torch::Tensor Trainer::Input(int n) {
 int Trainer::NextBatch(Loader& loader, torch::Tensor* target) {
   const BatchView v = Check(loader.NextView());
   if (v.count == 0) return 0;
-  const size_t sample_bytes = size_t(lo_.size) * lo_.size * channels_;
+  cur_size_ = loader.output_size();  // the epoch's (--res-schedule), or the validation size
+  const size_t sample_bytes = size_t(cur_size_) * cur_size_ * channels_;
   std::memcpy(host_batch_.data_ptr<uint8_t>(), v.images, size_t(v.count) * sample_bytes);
   std::memcpy(host_labels_.data(), v.labels, size_t(v.count) * sizeof(int64_t));
   std::memcpy(host_indices_.data(), v.indices, size_t(v.count) * sizeof(int64_t));
@@ -373,7 +482,7 @@ int Trainer::Run() {
   }
   const int64_t world = dist_->world_size();
   // Steps in a whole epoch at this world size: the schedule's unit.
-  steps_per_epoch_ = ((train_loader_->dataset_size() + world - 1) / world + o_.batch - 1) / o_.batch;
+  steps_per_epoch_ = ((train_loader_->epoch_length() + world - 1) / world + o_.batch - 1) / o_.batch;
   global_step_ = state_.global_step > 0 ? state_.global_step : state_.epoch * steps_per_epoch_;
   last_checkpoint_ = Clock::now();
   for (int64_t epoch = state_.epoch; epoch < o_.epochs; ++epoch) {
@@ -387,6 +496,8 @@ int Trainer::Run() {
     state_.best_acc1 = std::max(state_.best_acc1, acc1);
     state_.order = static_cast<int64_t>(train_loader_->order());  // the next epoch's
     state_.order_world = state_.order_block_records = state_.order_window_blocks = 0;
+    state_.size = 0;
+    state_.mix = train_loader_->state().mix;
     Checkpoint(epoch + 1, 0);
     if (main_rank_ && best) {
       Status st = SaveCheckpoint(o_.output + "/model_best.pt", *module_, *optimizer_, state_);
@@ -428,7 +539,7 @@ void Trainer::SavePredictions() {
   torch::Tensor y;
   const int n = std::min(NextBatch(vl, &y), o_.save_predictions);
   if (n == 0) return;
-  auto images = torch::from_blob(host_batch_.data_ptr<uint8_t>(), {n, channels_, lo_.size, lo_.size}, torch::kUInt8);
+  auto images = torch::from_blob(host_batch_.data_ptr<uint8_t>(), {n, channels_, cur_size_, cur_size_}, torch::kUInt8);
   auto out = model_.forward(Input(n)).to(torch::kFloat32);
   const bool image_out = out.dim() == 4 && out.size(1) == channels_ && y.dim() == 4;
   auto to_u8 = [](const torch::Tensor& t) { return t.clamp(-1, 1).add(1).mul(127.5).round(); };
@@ -480,6 +591,8 @@ bool Trainer::CheckpointOrStop(Loader& tl, int64_t epoch, EpochEnd* end) {
   state_.order_world = ls.world;
   state_.order_block_records = ls.block_records;
   state_.order_window_blocks = ls.window_blocks;
+  state_.size = ls.size;
+  state_.mix = ls.mix;
   Checkpoint(epoch, position);
   if (!preempted && !stop) return false;
   Log("=> " + std::string(preempted ? "stop requested by a signal" : "--stop-at-step reached") +
@@ -495,6 +608,9 @@ Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
   const int64_t world = dist_->world_size();
   const bool resumed = epoch == state_.epoch && state_.position > 0;
   const int64_t start = resumed ? state_.position : 0;
+  // The epoch's size (--res-schedule); a restored epoch keeps its own.
+  const int planned = has_res_ ? res_.At(epoch) : lo_.size;
+  Check(tl.SetOutputSize(planned));
   LoaderState from{epoch, start};
   if (resumed && state_.order >= 0) {
     from.order = static_cast<Order>(state_.order);
@@ -502,7 +618,13 @@ Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
     from.block_records = state_.order_block_records;
     from.window_blocks = state_.order_window_blocks;
   }
+  if (resumed) {
+    from.size = static_cast<int>(state_.size);
+    from.mix = state_.mix;
+  }
   tl.Restore(from);
+  if (has_res_ && (epoch == state_.epoch || res_.At(epoch - 1) != tl.output_size()))
+    Log("=> epoch " + std::to_string(epoch) + ": training at " + std::to_string(tl.output_size()) + " px");
   // Exact when the world and batch sizes are those that saved the state;
   // otherwise the nearest step (the schedule only needs progress).
   const int64_t first_step = start / (int64_t(o_.batch) * world);
@@ -557,18 +679,27 @@ Trainer::EpochEnd Trainer::TrainEpoch(int64_t epoch) {
         record[now[f].key] = figures[f].val;
       }
       std::snprintf(buf, sizeof buf, "  LR %.5f", lr);
-      Log(line + buf);
+      if (!o_.quiet) Log(line + buf);
       Emit(record);
     }
   }
   const double frac = wait_s / std::max(1e-9, wait_s + compute_s);
   char buf[256];
-  std::snprintf(buf, sizeof buf, "Epoch %lld: waited for data %.1f s, computed %.1f s: %s (%.0f%% of step time waiting)",
-                static_cast<long long>(epoch), wait_s, compute_s, frac > 0.1 ? "INPUT-BOUND" : "compute-bound",
-                100 * frac);
-  Log(buf);
+  std::snprintf(buf, sizeof buf,
+                "Epoch %lld: %d px, waited for data %.1f s, computed %.1f s: %s (%.0f%% of step time waiting)",
+                static_cast<long long>(epoch), tl.output_size(), wait_s, compute_s,
+                frac > 0.1 ? "INPUT-BOUND" : "compute-bound", 100 * frac);
+  // Each source's samples in the epoch (a mix's exact counts).
+  nlohmann::json sources = nlohmann::json::object();
+  std::string shares;
+  for (const auto& s : tl.sources()) {
+    sources[s.name] = s.samples;
+    shares += (shares.empty() ? "; samples: " : ", ") + s.name + " " + std::to_string(s.samples);
+  }
+  Log(buf + (mix_.empty() ? std::string() : shares));
   Emit({{"type", "epoch"}, {"epoch", epoch}, {"wait_seconds", wait_s}, {"compute_seconds", compute_s},
-        {"images_per_s", data_rate.avg()}, {"skipped_steps", scaler_->skipped_steps()}});
+        {"images_per_s", data_rate.avg()}, {"skipped_steps", scaler_->skipped_steps()}, {"res", tl.output_size()},
+        {"sources", sources}});
   return EpochEnd::kCompleted;
 }
 

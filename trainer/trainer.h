@@ -19,6 +19,8 @@
 #include "distributed.h"
 #include "run_info.h"
 #include "imagepack/loader.h"
+#include "imagepack/mix.h"
+#include "imagepack/resolution.h"
 #include "schedule.h"
 #include "task.h"
 
@@ -26,6 +28,15 @@ namespace imagepack::trainer {
 
 // What `train` was asked to do (its options, docs/TRAINING.md).
 struct TrainOptions {
+  // --data as given: one dataset (commas: its shards), or several, mixed
+  // (--weights, --repeat, --choose). `data`: them joined by " + ", for logs.
+  std::vector<std::string> data_list;
+  std::string weights, repeat, choose;  // a mix: one share per --data, comma-separated
+  std::string classes_file;             // --classes: the class list the model learns (mixes of other lists)
+  std::string res_schedule;             // --res-schedule MIN,MAX,START_RAMP,END_RAMP[,STEP] (resolution.h)
+  int val_size = 0, val_resize = 0;     // evaluation size and shorter edge (0: --size; size / 0.875)
+  double lr_peak_epoch = 2;             // --schedule triangular
+  bool blurpool = false;
   std::string data, val, arch, output, resume, device = "cpu", schedule = "step";
   std::string resume_path;  // --resume resolved: the checkpoint to load, or "" (a fresh start)
   std::string amp_mode;     // --amp: "" off, "auto", "bf16" (forced on CPU), "fp16"
@@ -43,7 +54,7 @@ struct TrainOptions {
   std::string cache_dir;      // s3:// datasets: node-local block cache
   double cache_limit_mb = 0;
   bool in_ram = false, lock_in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
-       lr_scale = false, zero_init = false, channels_last = false, no_val = false;
+       lr_scale = false, zero_init = false, channels_last = false, no_val = false, quiet = false;
   GivenOptions given;               // the options as given (with the checkpoint's), saved in checkpoints
   std::vector<std::string> notes;   // given options that differ from the checkpoint's run, for the log
 };
@@ -86,6 +97,8 @@ class Trainer {
   // The next batch of `loader` into host memory, with its target on the
   // device; 0 at the end of the epoch.
   int NextBatch(Loader& loader, torch::Tensor* target);
+  // --data as the loader takes it: a mix's sources (empty: one dataset).
+  std::vector<MixSource> MixSources() const;
   // checkpoint.pt (rank 0) for the given place; every rank waits for it.
   void Checkpoint(int64_t epoch, int64_t position);
   // The host batch (first n samples) on the device as float, as the task
@@ -106,6 +119,11 @@ class Trainer {
 
   LoaderOptions lo_;
   std::unique_ptr<Loader> train_loader_, val_loader_;
+  std::vector<MixSource> mix_;          // --data mixed (empty: one dataset)
+  std::vector<std::string> classes_;    // --classes (empty: the training data's)
+  bool has_res_ = false;                // --res-schedule given
+  ResolutionSchedule res_;
+  int cur_size_ = 0;                    // the output size of the batch in host_batch_
   int channels_ = 3;
   bool amp_ = false;        // autocast on (--amp resolved for this device)
   RunInfo saved_;           // the --resume checkpoint's description (empty arch: none)

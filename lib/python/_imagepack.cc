@@ -23,6 +23,8 @@
 #include "imagepack/fields.h"
 #include "imagepack/image.h"
 #include "imagepack/loader.h"
+#include "imagepack/mix.h"
+#include "imagepack/resolution.h"
 #include "imagepack/storage.h"
 #include "imagepack/store.h"
 
@@ -79,10 +81,19 @@ py::array FieldArray(const BatchField& f, const std::shared_ptr<void>& hold) {
 // the C++ defaults (the package reads them from here rather than writing
 // them again); enums as the strings the package documents.
 void BindLoaderOptions(py::module_& m) {
+  py::class_<MixSource>(m, "MixSource")
+      .def(py::init<>())
+      .def_readwrite("paths", &MixSource::paths)
+      .def_readwrite("weight", &MixSource::weight)
+      .def_readwrite("repeat", &MixSource::repeat)
+      .def_readwrite("choose", &MixSource::choose);
   using O = LoaderOptions;
   py::class_<O>(m, "LoaderOptions")
       .def(py::init<>())
       .def_readwrite("paths", &O::paths)
+      .def_readwrite("sources", &O::sources)
+      .def_readwrite("epoch_size", &O::epoch_size)
+      .def_readwrite("crop_size", &O::crop_size)
       .def_readwrite("classes", &O::classes)
       .def_readwrite("classes_from", &O::classes_from)
       .def_readwrite("wide_maps_int32", &O::wide_maps_int32)
@@ -143,7 +154,7 @@ void BindLoaderOptions(py::module_& m) {
 
 class PyLoader {
  public:
-  explicit PyLoader(const LoaderOptions& o) : nchw_(o.layout == Layout::kNCHW), size_(o.size) {
+  explicit PyLoader(const LoaderOptions& o) : nchw_(o.layout == Layout::kNCHW) {
     Result<std::unique_ptr<Loader>> l = [&] {
       py::gil_scoped_release release;
       return Loader::Open(o);
@@ -156,14 +167,27 @@ class PyLoader {
     loader_->StartEpoch(epoch);
   }
 
+  // Refuses (ValueError) a state of another mix, naming the source, or a
+  // position beyond the epoch (Loader::CheckState).
+  void CheckState(int64_t position, const std::string& mix) const {
+    LoaderState state;
+    state.position = position;
+    state.mix = mix;
+    Status st = loader_->CheckState(state);
+    if (!st.ok()) Raise(st);
+  }
+
   void Restore(int64_t epoch, int64_t position, const std::string& order, int world, int64_t block_records,
-               int64_t window_blocks) {
-    if (position < 0 || position > loader_->dataset_size())
-      Raise(Status::InvalidArgument("position " + std::to_string(position) + " outside the epoch's " +
-                                    std::to_string(loader_->dataset_size()) + " samples"));
-    const Order kind = Take(ParseOrder(order));
+               int64_t window_blocks, int size, const std::string& mix) {
+    CheckState(position, mix);
+    const LoaderState state{epoch, position, Take(ParseOrder(order)), world, block_records, window_blocks, size, mix};
     py::gil_scoped_release release;
-    loader_->Restore(LoaderState{epoch, position, kind, world, block_records, window_blocks});
+    loader_->Restore(state);
+  }
+
+  void SetOutputSize(int size) {
+    Status st = loader_->SetOutputSize(size);
+    if (!st.ok()) Raise(st);
   }
 
   // (images, labels, indices, {name: array} of the dataset's fields), or
@@ -175,7 +199,7 @@ class PyLoader {
     }();
     OwnedBatch b = Take(std::move(r));
     if (b.count == 0) return py::none();
-    const py::ssize_t n = b.count, s = size_, c = loader_->channels();
+    const py::ssize_t n = b.count, s = loader_->output_size(), c = loader_->channels();
     std::vector<py::ssize_t> shape = nchw_ ? std::vector<py::ssize_t>{n, c, s, s} : std::vector<py::ssize_t>{n, s, s, c};
     py::dict fields;
     for (const BatchField& f : b.fields) fields[py::str(f.name)] = FieldArray(f, b.hold);
@@ -204,7 +228,6 @@ class PyLoader {
  private:
   std::unique_ptr<Loader> loader_;
   bool nchw_ = true;
-  int size_ = 0;
 };
 
 // Random access to records, decoding in C++. One cursor, behind a mutex;
@@ -380,6 +403,12 @@ class PyDataset {
   std::mutex mu_;
 };
 
+// Iteration over an EpochIndices sequence.
+struct RankOrderIterator {
+  RankOrder order;
+  int64_t k = 0;
+};
+
 }  // namespace
 }  // namespace imagepack
 
@@ -433,12 +462,23 @@ PYBIND11_MODULE(_imagepack, m) {
       .def(py::init<const LoaderOptions&>(), py::arg("options"))
       .def("start_epoch", &PyLoader::StartEpoch, py::arg("epoch"))
       .def("restore", &PyLoader::Restore, py::arg("epoch"), py::arg("position"), py::arg("order") = "auto",
-           py::arg("world") = 0, py::arg("block_records") = 0, py::arg("window_blocks") = 0)
+           py::arg("world") = 0, py::arg("block_records") = 0, py::arg("window_blocks") = 0, py::arg("size") = 0,
+           py::arg("mix") = "")
+      .def("check_state", &PyLoader::CheckState, py::arg("position"), py::arg("mix") = "")
+      .def("set_output_size", &PyLoader::SetOutputSize, py::arg("size"))
+      .def_property_readonly("output_size", [](PyLoader& l) { return l.loader().output_size(); })
+      .def_property_readonly("epoch_length", [](PyLoader& l) { return l.loader().epoch_length(); })
+      .def_property_readonly("sources", [](PyLoader& l) {
+        py::list out;
+        for (const auto& s : l.loader().sources()) out.append(py::make_tuple(s.name, s.records, s.samples));
+        return out;
+      })
       .def("next", &PyLoader::Next)
       .def("stats", &PyLoader::Stats)
       .def_property_readonly("state", [](PyLoader& l) {
         const LoaderState s = l.loader().state();
-        return py::make_tuple(s.epoch, s.position, OrderName(s.order), s.world, s.block_records, s.window_blocks);
+        return py::make_tuple(s.epoch, s.position, OrderName(s.order), s.world, s.block_records, s.window_blocks, s.size,
+                              s.mix);
       })
       .def_property_readonly("order", [](PyLoader& l) { return OrderName(l.loader().order()); })
       .def_property_readonly("block_records", [](PyLoader& l) { return l.loader().block_records(); })
@@ -475,14 +515,78 @@ PYBIND11_MODULE(_imagepack, m) {
       py::arg("what") = "classes",
       "(labels of `other` as indices of `reference`, reference classes `other` lacks, a one-line description); "
       "ValueError naming the first class of `other` that `reference` lacks (classes.h).");
+  // A rank's indices of an epoch, computed when asked (order.h): the
+  // sequence takes no memory per record, whatever the dataset's size.
+  py::class_<RankOrder>(m, "EpochIndices")
+      .def("__len__", [](const RankOrder& r) { return r.size(); })
+      .def("__getitem__",
+           [](const RankOrder& r, int64_t k) {
+             if (k < 0) k += r.size();
+             if (k < 0 || k >= r.size()) throw py::index_error("epoch index out of range");
+             return r[k];
+           })
+      .def("__getitem__",
+           [](const RankOrder& r, const py::slice& slice) {
+             py::ssize_t start = 0, stop = 0, step = 0, len = 0;
+             if (!slice.compute(static_cast<py::ssize_t>(r.size()), &start, &stop, &step, &len))
+               throw py::error_already_set();
+             py::array_t<int64_t> out(len);
+             int64_t* o = out.mutable_data();
+             {
+               py::gil_scoped_release release;
+               for (py::ssize_t i = 0; i < len; ++i) o[i] = r[start + i * step];
+             }
+             return out;
+           })
+      .def(
+          "__array__",
+          [](const RankOrder& r, const py::object&) {
+            py::array_t<int64_t> out(static_cast<py::ssize_t>(r.size()));
+            int64_t* o = out.mutable_data();
+            {
+              py::gil_scoped_release release;
+              for (int64_t k = 0; k < r.size(); ++k) o[k] = r[k];
+            }
+            return out;
+          },
+          py::arg("dtype") = py::none())
+      .def("__iter__", [](const RankOrder& r) { return RankOrderIterator{r, 0}; })
+      .def("position", &RankOrder::Position, py::arg("k"), "The position in the epoch's order that entry k takes.");
+  py::class_<RankOrderIterator>(m, "_EpochIndicesIterator")
+      .def("__iter__", [](RankOrderIterator& it) -> RankOrderIterator& { return it; })
+      .def("__next__", [](RankOrderIterator& it) {
+        if (it.k >= it.order.size()) throw py::stop_iteration();
+        return it.order[it.k++];
+      });
+  m.def(
+      "resolution",
+      [](int64_t epoch, int min_res, int max_res, int64_t start_ramp, int64_t end_ramp, int step) {
+        return ResolutionSchedule{min_res, max_res, start_ramp, end_ramp, step}.At(epoch);
+      },
+      py::arg("epoch"), py::arg("min_res"), py::arg("max_res"), py::arg("start_ramp"), py::arg("end_ramp"),
+      py::arg("step") = 32,
+      "FFCV's progressive resolution at `epoch` (resolution.h): min_res up to start_ramp, max_res from end_ramp, "
+      "in between linear, rounded to a multiple of `step` (halves to even).");
+  m.def(
+      "parse_resolution_schedule",
+      [](const std::string& text) {
+        const ResolutionSchedule s = Take(ParseResolutionSchedule(text));
+        return py::make_tuple(s.min_res, s.max_res, s.start_ramp, s.end_ramp, s.step);
+      },
+      py::arg("text"), "\"MIN,MAX,START_RAMP,END_RAMP[,STEP]\" as a tuple; ValueError naming what is wrong.");
   m.def(
       "epoch_indices",
       [](int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world, bool even, int64_t start) {
-        py::gil_scoped_release release;
-        return EpochIndices(n, shuffle, seed, epoch, rank, world, even, start);
+        if (n < 0 || world < 1 || rank < 0 || rank >= world)
+          throw py::value_error("epoch_indices: need n >= 0 and 0 <= rank < world_size");
+        OrderSpec spec;
+        spec.kind = shuffle ? Order::kRandom : Order::kSequential;
+        spec.seed = seed;
+        return RankOrder(EpochPermutation(n, spec, epoch), rank, world, even, start);
       },
       py::arg("n"), py::arg("shuffle"), py::arg("seed"), py::arg("epoch"), py::arg("rank"), py::arg("world_size"),
       py::arg("even_partition"), py::arg("start") = 0,
       "The dataset indices rank `rank` reads in epoch `epoch` from position `start` on, in order (the loader's "
-      "sampling rule, docs/LOADER.md).");
+      "sampling rule, docs/LOADER.md): a sequence computed when indexed (len, [k], iteration; slices and "
+      "numpy.asarray give int64 arrays), so it holds nothing per record.");
 }

@@ -9,8 +9,9 @@
 #     -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/before/build
 #   scripts/bench/bench_ab.sh /tmp/before/build build [--rounds 5] [--no-train]
 #
-# Data: the trees bench_pack.sh makes (20,000 resized JPEGs, 2000 photos)
-# and bench_loader.sh's JPEG LMDB; made first where missing.
+# Data: the trees bench_pack.sh makes (20,000 resized JPEGs, 2000 photos),
+# bench_resize.sh's 1000 photos and bench_loader.sh's JPEG LMDB; made
+# first where missing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -ge 2 ] || { echo "usage: $0 BUILD_A BUILD_B [--rounds N] [--no-train]" >&2; exit 2; }
@@ -33,7 +34,10 @@ RESIZED=$WORK/resized-20000
 LOADER_DB=/dev/shm/imagepack-bench-loader/jpeg.lmdb
 [ -d "$RESIZED" ] && [ -d "$PHOTOS" ] || IMAGEPACK_BUILD_DIR=$B scripts/bench/bench_pack.sh --rounds 1 >/dev/null
 [ -f "$LOADER_DB" ] || IMAGEPACK_BUILD_DIR=$B scripts/bench/bench_loader.sh --rounds 1 >/dev/null
-find "$RESIZED" "$PHOTOS" -type f -exec cat {} + >/dev/null
+# The resize job's photos (bench_resize.sh's tree of 1000): without them
+# it timed a run that failed at once.
+[ -d "$WORK/photos-1000" ] || /usr/bin/python3 scripts/make_photo_tree.py "$WORK/photos-1000" --images 1000 --classes 10 --seed 1 >/dev/null
+find "$RESIZED" "$PHOTOS" "$WORK/photos-1000" -type f -exec cat {} + >/dev/null
 OUT=/dev/shm/imagepack-bench-ab
 TMP=$(mktemp -d /tmp/imagepack-bench-ab-XXXXXX)
 trap 'rm -rf "$OUT" "$TMP"' EXIT

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What exact resume and mid-epoch checkpoints cost:
 #  1. restoring the loader in the middle of an ImageNet-sized epoch
-#     (1,281,167 records): the permutation and the rank's share, no data
-#     read (the loader's Restore does exactly this before its first read);
+#     (1,281,167 records) and of a 10^9-record one: the rank's share of the
+#     epoch's order, computed per position, and its first and last entries
+#     (the loader's Restore does no more before its first read);
 #  2. size and write time of a ResNet-50 checkpoint (model + SGD momentum +
 #     state; fsync of file and folder), to disk and to tmpfs;
 #  3. the step time of --checkpoint-every: ResNet-18 at 64 px on the
@@ -22,19 +23,20 @@ OUT=$(mktemp -d /tmp/imagepack-bench-resume-XXXXXX)
 SHM=$(mktemp -d /dev/shm/imagepack-bench-resume-XXXXXX)
 trap 'rm -rf "$OUT" "$SHM"' EXIT
 
-echo "1. loader restore in the middle of a 1,281,167-record epoch (no data read), median of 5"
+echo "1. loader restore in the middle of an epoch (no data read), median of 5"
 /usr/bin/python3 - <<'PY'
 import statistics, time
 import imagepack
-n = 1281167
-for world in (1, 8, 64):
-    times = []
-    for _ in range(5):
-        t = time.perf_counter()
-        mine = imagepack.epoch_indices(n, True, 0, 17, 0, world, True, start=n // 2)
-        times.append(time.perf_counter() - t)
-    print("   world %2d: %6.1f ms (this rank's %d indices of the %d left; Python list included)" % (
-        world, 1000 * statistics.median(times), len(mine), n - n // 2))
+for n in (1281167, 10 ** 9):
+    for world in (1, 8, 64):
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()
+            mine = imagepack.epoch_indices(n, True, 0, 17, 0, world, True, start=n // 2)
+            first, last = mine[0], mine[-1]
+            times.append(time.perf_counter() - t)
+        print("   %10d records, world %2d: %6.3f ms (this rank's %d indices of the %d left, computed per index)" % (
+            n, world, 1000 * statistics.median(times), len(mine), n - n // 2))
 PY
 
 echo "2. ResNet-50 checkpoint (batch 2, one step, then --stop-at-step 1)"

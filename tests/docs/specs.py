@@ -197,6 +197,24 @@ def _train_imagepack(ctx):
         "no 'train_imagepack: test accuracy' line"
 
 
+def _train_imagepack_progressive(ctx):
+    out = ctx.out("train_imagepack.py")
+    assert re.search(r"train_imagepack: test accuracy [\d.]+%", out), "no 'train_imagepack: test accuracy' line"
+    assert re.search(r"^Epoch 0: 16 px", out, re.M) and re.search(r"^Epoch 1: 28 px", out, re.M), \
+        "the epochs did not train at 16 then 28 px: %s" % re.findall(r"^Epoch \d+: .*", out, re.M)
+
+
+RECIPES_POST = """
+assert tuple(images.shape[1:]) == (3, 192, 192), images.shape
+assert [imagepack.resolution(e, 160, 192, 11, 13) for e in range(16)] == [160] * 12 + [192] * 4
+assert sum(s["samples"] for s in mix.sources) == mix.epoch_length == len(imagepack.open("train.lmdb")) + len(imagepack.open("val.lmdb"))
+_counts = [s["samples"] for s in mix.sources]
+assert abs(_counts[0] - 0.7 * mix.epoch_length) < 1, _counts
+fixed.set_epoch(0)
+assert tuple(next(iter(fixed))[0].shape[2:]) == (192, 192)
+"""
+
+
 def _train_imagepack_seg(ctx):
     assert re.search(r"mIoU", ctx.out("train_imagepack.py")), "no mIoU reported"
 
@@ -250,7 +268,8 @@ SPECS = [
     Spec("docs/FORMAT.md", 'k = meta["records_per_value"]', prelude=RECORD_PRELUDE, post=RECORD_POST),
     Spec("docs/PYTHON.md", "print(imagepack.__file__)", _python_path),
     Spec("docs/PYTHON.md", "for epoch in range(90):", post=LOADER_POST),
-    Spec("docs/PYTHON.md", "state = loader.state_dict()", prelude=RESUME_PRELUDE, post=RESUME_POST),
+    Spec("docs/PYTHON.md", "state = loader.state_dict()", prelude=RESUME_PRELUDE, post=RESUME_POST,
+         subst=[('range(state["epoch"], 90)', 'range(state["epoch"], 4)')]),
     Spec("docs/PYTHON.md", 'Loader("seg.lmdb"', prelude=SEG_PRELUDE, post=SEG_POST),
     Spec("docs/PYTHON.md", 'Loader("pairs.lmdb"', post=PAIRS_POST),
     Spec("docs/PYTHON.md", 'Loader("det.lmdb"', post=DET_POST),
@@ -258,11 +277,14 @@ SPECS = [
     Spec("docs/PYTHON.md", "T.RandomResizedCrop(224)", post=TV_POST),
     Spec("docs/PYTHON.md", "--arch small_cnn --epochs 8", _train_imagepack, subst=[("--epochs 8", "--epochs 1")],
          timeout=300),
+    Spec("docs/PYTHON.md", "size_schedule=(160, 192, 11, 13)", post=RECIPES_POST),
+    Spec("docs/PYTHON.md", "--res-schedule 16,28,1,4,4", _train_imagepack_progressive,
+         subst=[("--epochs 6", "--epochs 2"), ("16,28,1,4,4", "16,28,0,1,4")]),
     Spec("docs/PYTHON.md", "--task segmentation", _train_imagepack_seg, subst=[("--epochs 8", "--epochs 1")],
          timeout=300),
     Spec("docs/PYTHON.md", "old/imagenet_train.lmdb", post=ELSEWHERE_POST, omit=["train.lmdb"]),
     Spec("docs/PYTHON.md", "read_db.open_db", post=READ_DB_POST),
-    Spec("docs/TRAINING.md", "--arch resnet50 --epochs 90", _train_r50, timeout=300,
+    Spec("docs/TRAINING.md", "--lr-scale-batch --schedule cosine --warmup-epochs 5", _train_r50, timeout=300,
          subst=[("--arch resnet50 --epochs 90", "--arch resnet18 --epochs 1 --size 32 --max-steps 2"),
                 ("--batch-size 64", "--batch-size 4")]),
     Spec("docs/USAGE.md", "laion/00000.tar", _usage_import, fresh_each=True, omit=["train.lmdb"]),
@@ -344,7 +366,10 @@ def _python_recipe_options(ctx):
     train = ctx.runner.registry.tools["train"].options()
     py = ctx.runner.registry.tools["scripts/train_imagepack.py"].options()
     sgd = ["--lr", "--momentum", "--nesterov", "--wd", "--no-bn-wd", "--label-smoothing", "--schedule",
-           "--step-size", "--warmup-epochs", "--lr-scale-batch"]
+           "--step-size", "--warmup-epochs", "--lr-scale-batch",
+           # the recipes (TRAINING.md, "Recipes")
+           "--weights", "--repeat", "--choose", "--classes", "--res-schedule", "--val-size", "--val-resize",
+           "--lr-peak-epoch", "--blurpool"]
     assert set(sgd) <= train, "train lacks %s" % sorted(set(sgd) - train)
     missing = [o for o in sgd if o not in py]
     assert not missing, "scripts/train_imagepack.py --help lacks the C++ trainer's %s" % " ".join(missing)
@@ -434,8 +459,8 @@ def _loader_options(ctx):
 CLAIMS = [
     Claim("docs/PYTHON.md", "- Options (keyword arguments, the C++ loader's", _python_keywords),
     Claim("docs/LOADER.md", "## Options (`LoaderOptions`)", _loader_options),
-    Claim("docs/USAGE.md", "shards/ back.lmdb` gives back the same records", _round_trip),
-    Claim("docs/USAGE.md", "pixel. `0`: no statistics.", _no_statistics),
+    Claim("docs/USAGE.md", "`pack_lmdb shards/ back.lmdb` with no option gives back", _round_trip),
+    Claim("docs/USAGE.md", "pixel. `0`: no statistics, for JPEG and raw alike", _no_statistics),
     Claim("docs/OBJECT_STORAGE.md", "(shards comma-separated, read", _val_shards),
     Claim("docs/PYTHON.md", "the C++ trainer's SGD and schedule options", _python_recipe_options),
 ]
@@ -456,6 +481,14 @@ def all_keys():
 # (doc or None for every doc, option) -> whose option it is.
 FOREIGN_OPTIONS = {
     ("docs/TRAINING.md", "--signal"): "Slurm's sbatch (--signal=USR1@120)",
+    ("docs/TRAINING.md", "--array"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--exclusive"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--cpus-per-task"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--dependency"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--kill-on-invalid-dep"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--requeue"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--open-mode"): "Slurm's sbatch",
+    ("docs/TRAINING.md", "--no_python"): "torchrun's (python3-torch 1.13 spells it with an underscore)",
     ("docs/PYTHON.md", "--no-index"): "pip's",
 }
 

@@ -2,10 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "imagepack/mix.h"
+#include "imagepack/shard.h"
 #include "imagepack/store.h"
 #include "image/resample_internal.h"
 #include "testutil.h"
@@ -566,6 +571,334 @@ TEST(Loader, OwnedBatchesStayValidUntilDropped) {
   EXPECT_EQ(std::vector<uint8_t>(first.images, first.images + bytes), all[0]) << "after the loader";
   EXPECT_EQ(std::vector<int64_t>(first.labels, first.labels + first.count),
             std::vector<int64_t>(labels.begin(), labels.begin() + first.count));
+}
+
+// Pad-crop with a crop size of its own: the crop is taken at the stored
+// scale and resized to the output size (progressive resolution on small
+// images). A centre crop of 40 of a 48x40 image resized to 20 is the eval
+// transform's resize to 20 and centre crop.
+TEST(Loader, PadCropWithACropSizeResizesTheCropToTheOutput) {
+  TempDir d;
+  LoaderOptions o;
+  o.paths = {MakeDb(d, "db", 6, Encoding::kRaw)};
+  o.batch_size = 6;
+  o.size = 20;
+  o.threads = 1;
+  o.shuffle = false;
+  o.transform = TransformKind::kPadCropEval;
+  o.crop_size = 40;
+  std::vector<int64_t> l1, l2;
+  const auto pad = Epoch(o, 0, &l1);
+  o.transform = TransformKind::kEval;
+  o.crop_size = 0;
+  o.eval_resize = 20;
+  EXPECT_EQ(Epoch(o, 0, &l2), pad);
+  o.crop_size = -1;
+  EXPECT_FALSE(Loader::Open(o).ok());
+}
+
+// The thread ids of this process and the files its descriptors name
+// (/proc/self): what a loader holds besides memory.
+std::set<std::string> ProcEntries(const std::string& dir, bool links) {
+  std::set<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (!links) {
+      out.insert(name);
+      continue;
+    }
+    char target[4096];
+    const ssize_t n = readlink((dir + "/" + name).c_str(), target, sizeof target - 1);
+    const std::string t = n > 0 ? std::string(target, size_t(n)) : "?";
+    if (t.rfind("/proc/", 0) != 0) out.insert(name + " -> " + t);  // not this listing's own descriptor
+  }
+  closedir(d);
+  return out;
+}
+
+// Every batch of an epoch (images, then labels and indices), as a loader
+// that is already open gives them.
+struct EpochBatches {
+  std::vector<std::vector<uint8_t>> images;
+  std::vector<int64_t> labels, indices;
+};
+EpochBatches Drain(Loader& l, int64_t max_batches = -1) {
+  EpochBatches out;
+  while (max_batches < 0 || int64_t(out.images.size()) < max_batches) {
+    auto v = l.NextView();
+    EXPECT_OK(v);
+    if (!v.ok() || v->count == 0) break;
+    const size_t sample = size_t(l.output_size()) * l.output_size() * l.channels();
+    out.images.emplace_back(v->images, v->images + sample * v->count);
+    out.labels.insert(out.labels.end(), v->labels, v->labels + v->count);
+    out.indices.insert(out.indices.end(), v->indices, v->indices + v->count);
+  }
+  return out;
+}
+
+// Progressive resolution: the size changes between epochs on one loader,
+// which keeps every thread (the same ids) and every open file, and whose
+// epoch at the new size is exactly a fresh loader's at that size.
+TEST(Loader, SizeChangeBetweenEpochsKeepsThreadsAndOpenFiles) {
+  TempDir d;
+  LoaderOptions o;
+  o.paths = {MakeDb(d, "db", 40, Encoding::kJpeg)};
+  o.batch_size = 8;
+  o.size = 16;
+  o.threads = 2;
+  o.seed = 4;
+  auto l = Loader::Open(o);
+  ASSERT_OK(l);
+  Loader& loader = *l.value();
+  for (int64_t e = 0; e < 2; ++e) {  // warm: every worker has joined
+    loader.StartEpoch(e);
+    EXPECT_EQ(Drain(loader).images.size(), 5u);
+  }
+  const auto threads = ProcEntries("/proc/self/task", false), files = ProcEntries("/proc/self/fd", true);
+  ASSERT_GE(threads.size(), 3u);  // main, producer, releaser (and the decode workers)
+  ASSERT_OK(loader.SetOutputSize(24));
+  EXPECT_EQ(loader.output_size(), 16) << "until the next epoch";
+  loader.StartEpoch(2);
+  EXPECT_EQ(loader.output_size(), 24);
+  const EpochBatches at24 = Drain(loader);
+  ASSERT_EQ(at24.images.size(), 5u);
+  EXPECT_EQ(at24.images[0].size(), size_t(8) * 24 * 24 * 3);
+  ASSERT_OK(loader.SetOutputSize(16));
+  loader.StartEpoch(3);
+  const EpochBatches at16 = Drain(loader);
+  EXPECT_EQ(at16.images[0].size(), size_t(8) * 16 * 16 * 3);
+  EXPECT_EQ(ProcEntries("/proc/self/task", false), threads) << "the loader's threads are the same ones";
+  EXPECT_EQ(ProcEntries("/proc/self/fd", true), files) << "no database reopened";
+  // A fresh loader at 24 gives epoch 2 byte for byte; at 16, epoch 3.
+  for (auto [size, epoch, want] : {std::tuple{24, 2, &at24}, std::tuple{16, 3, &at16}}) {
+    LoaderOptions f = o;
+    f.size = size;
+    auto fresh = Loader::Open(f);
+    ASSERT_OK(fresh);
+    fresh.value()->StartEpoch(epoch);
+    const EpochBatches got = Drain(*fresh.value());
+    EXPECT_EQ(got.images, want->images) << "size " << size;
+    EXPECT_EQ(got.indices, want->indices);
+  }
+  EXPECT_FALSE(loader.SetOutputSize(0).ok());
+  EXPECT_FALSE(loader.SetOutputSize(20000).ok());
+}
+
+// Inside a schedule (a size per epoch), a state saved mid-epoch holds the
+// epoch's size: a fresh loader restored from it gives the uninterrupted
+// run's remaining batches, whatever size it was opened or set to.
+TEST(Loader, MidEpochResumeInsideAScheduleGivesTheUninterruptedBatches) {
+  TempDir d;
+  LoaderOptions o;
+  o.paths = {MakeDb(d, "db", 37, Encoding::kJpeg)};
+  o.batch_size = 4;
+  o.size = 16;
+  o.threads = 2;
+  o.prefetch = 1;
+  o.seed = 8;
+  const int sizes[] = {16, 24, 32};
+  std::vector<EpochBatches> uninterrupted;
+  std::vector<std::vector<LoaderState>> states(3);
+  {
+    auto l = Loader::Open(o);
+    ASSERT_OK(l);
+    for (int64_t e = 0; e < 3; ++e) {
+      ASSERT_OK(l.value()->SetOutputSize(sizes[e]));
+      l.value()->StartEpoch(e);
+      EpochBatches all;
+      for (int k = 0;; ++k) {
+        states[size_t(e)].push_back(l.value()->state());
+        EpochBatches one = Drain(*l.value(), 1);
+        if (one.images.empty()) break;
+        all.images.push_back(one.images[0]);
+      }
+      EXPECT_EQ(states[size_t(e)][3].size, sizes[e]);
+      uninterrupted.push_back(all);
+    }
+  }
+  SplitMix64 rng(2);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t e = int64_t(rng.Below(3));
+    const size_t k = size_t(rng.Below(uninterrupted[size_t(e)].images.size()));
+    LoaderOptions f = o;
+    f.size = 40;  // another size: the state's wins for its epoch
+    auto l = Loader::Open(f);
+    ASSERT_OK(l);
+    ASSERT_OK(l.value()->CheckState(states[size_t(e)][k]));
+    l.value()->Restore(states[size_t(e)][k]);
+    EXPECT_EQ(l.value()->output_size(), sizes[e]);
+    const EpochBatches rest = Drain(*l.value());
+    const auto& want = uninterrupted[size_t(e)].images;
+    EXPECT_EQ(rest.images, std::vector<std::vector<uint8_t>>(want.begin() + std::ptrdiff_t(k), want.end()))
+        << "epoch " << e << " batch " << k;
+    l.value()->StartEpoch(e + 1);  // the next epoch: the loader's own size again
+    EXPECT_EQ(l.value()->output_size(), 40);
+  }
+}
+
+MixSource Source(const std::string& path, double weight) {
+  MixSource s;
+  s.paths = {path};
+  s.weight = weight;
+  return s;
+}
+
+// A mix's global order at world sizes 1, 2 and 4 (global batch 8): every
+// position holds the same record with the same pixels; the epoch holds
+// each source's exact count.
+TEST(Loader, MixHasExactCountsAndOneGlobalOrderAtEveryWorldSize) {
+  TempDir d;
+  LoaderOptions o;
+  o.sources = {Source(MakeDb(d, "a", 60, Encoding::kRaw), 0.7), Source(MakeDb(d, "b", 25, Encoding::kJpeg), 0.3)};
+  o.epoch_size = 120;
+  o.size = 8;
+  o.seed = 6;
+  o.threads = 2;
+  auto run = [&](int world, int64_t epoch, const LoaderState* from, std::map<int64_t, std::pair<int64_t, std::vector<uint8_t>>>* by_pos) {
+    for (int r = 0; r < world; ++r) {
+      LoaderOptions w = o;
+      w.rank = r;
+      w.world_size = world;
+      w.batch_size = 8 / world;
+      auto l = Loader::Open(w);
+      ASSERT_OK(l);
+      if (from) {
+        ASSERT_OK(l.value()->CheckState(*from));
+        l.value()->Restore(*from);
+      } else {
+        l.value()->StartEpoch(epoch);
+      }
+      const int64_t start = from ? from->position : 0;
+      const EpochBatches got = Drain(*l.value());
+      const size_t sample = size_t(8 * 8 * 3);
+      std::vector<uint8_t> all;
+      for (const auto& b : got.images) all.insert(all.end(), b.begin(), b.end());
+      for (size_t j = 0; j < got.indices.size(); ++j) {
+        const int64_t pos = start + int64_t(j) * world + r;
+        if (pos >= 120) continue;  // padding to equal shares
+        (*by_pos)[pos] = {got.indices[j], std::vector<uint8_t>(all.begin() + std::ptrdiff_t(j * sample),
+                                                               all.begin() + std::ptrdiff_t((j + 1) * sample))};
+      }
+    }
+  };
+  std::map<int64_t, std::pair<int64_t, std::vector<uint8_t>>> one;
+  run(1, 2, nullptr, &one);
+  ASSERT_EQ(one.size(), 120u);
+  int64_t from_a = 0;
+  for (const auto& [pos, v] : one) from_a += v.first < 60;
+  EXPECT_EQ(from_a, 84);  // 70% of 120; b's 36 from 25 records: each once or twice
+  // The records are MixOrder's, position by position (whose 70/30 order
+  // keeps every 1,000 samples within 3 points: mix_test.cc).
+  MixSpec spec;
+  spec.sizes = {60, 25};
+  spec.counts = {84, 36};
+  spec.seed = 6;
+  const std::vector<int64_t> order = MixOrder(spec, 2);
+  for (const auto& [pos, v] : one) EXPECT_EQ(v.first, order[size_t(pos)]) << "position " << pos;
+  for (int world : {2, 4}) {
+    std::map<int64_t, std::pair<int64_t, std::vector<uint8_t>>> w;
+    run(world, 2, nullptr, &w);
+    EXPECT_EQ(w, one) << "world " << world;
+  }
+  // Resumed at a random global batch, from each world size to each other:
+  // the uninterrupted remainder, position by position.
+  SplitMix64 rng(13);
+  for (int saved : {1, 2, 4})
+    for (int resumed : {1, 2, 4}) {
+      const int64_t k = 1 + int64_t(rng.Below(14));  // global batches taken
+      LoaderState state;
+      for (int r = 0; r < saved; ++r) {
+        LoaderOptions w = o;
+        w.rank = r;
+        w.world_size = saved;
+        w.batch_size = 8 / saved;
+        auto l = Loader::Open(w);
+        ASSERT_OK(l);
+        l.value()->StartEpoch(2);
+        Drain(*l.value(), k);
+        state = l.value()->state();
+      }
+      ASSERT_EQ(state.position, k * 8);
+      std::map<int64_t, std::pair<int64_t, std::vector<uint8_t>>> rest;
+      run(resumed, 2, &state, &rest);
+      std::map<int64_t, std::pair<int64_t, std::vector<uint8_t>>> want(one.lower_bound(k * 8), one.end());
+      EXPECT_EQ(rest, want) << "saved by " << saved << " ranks at batch " << k << ", resumed on " << resumed;
+    }
+}
+
+TEST(Loader, MixRepeatsASmallPackAndRefusesAnotherMixByName) {
+  TempDir d;
+  const std::string small = MakeDb(d, "small", 9, Encoding::kRaw), big = MakeDb(d, "big", 40, Encoding::kRaw);
+  LoaderOptions o;
+  MixSource s, b;
+  s.paths = {small};
+  s.repeat = 3;
+  b.paths = {big};
+  o.sources = {s, b};
+  o.size = 8;
+  o.batch_size = 5;
+  o.threads = 1;
+  auto l = Loader::Open(o);
+  ASSERT_OK(l);
+  EXPECT_EQ(l.value()->epoch_length(), 67);
+  EXPECT_EQ(l.value()->dataset_size(), 49);
+  ASSERT_EQ(l.value()->sources().size(), 2u);
+  EXPECT_EQ(l.value()->sources()[0].samples, 27);
+  EXPECT_EQ(l.value()->sources()[1].name, big);
+  for (int64_t epoch : {0, 1}) {
+    l.value()->StartEpoch(epoch);
+    std::map<int64_t, int> seen;
+    for (int64_t i : Drain(*l.value()).indices) ++seen[i];
+    for (int64_t i = 0; i < 49; ++i) EXPECT_EQ(seen[i], i < 9 ? 3 : 1) << "record " << i;
+  }
+  l.value()->StartEpoch(0);
+  Drain(*l.value(), 2);
+  const LoaderState state = l.value()->state();
+  EXPECT_NE(state.mix.find("\"repeat\":3"), std::string::npos) << state.mix;
+  LoaderOptions other = o;
+  other.sources[0].repeat = 2;
+  auto l2 = Loader::Open(other);
+  ASSERT_OK(l2);
+  const Status refused = l2.value()->CheckState(state);
+  EXPECT_EQ(refused.message(), "source 1 (" + small + "): repeat 3.0 in the state, repeat 2.0 now");
+  LoaderOptions single;
+  single.paths = {big};
+  single.size = 8;
+  auto l3 = Loader::Open(single);
+  ASSERT_OK(l3);
+  EXPECT_NE(l3.value()->CheckState(state).message().find("this loader reads one dataset"), std::string::npos);
+  EXPECT_OK(l3.value()->CheckState(l3.value()->state()));
+  // Block order cannot be the same for every world size.
+  o.order = Order::kBlocks;
+  EXPECT_FALSE(Loader::Open(o).ok());
+}
+
+// Mixed packs with different class lists: refused, or matched by name to
+// the classes given; labels come out in the given list.
+TEST(Loader, MixLabelsAreTheGivenClassesMatchedByName) {
+  TempDir d;
+  LoaderOptions o;
+  o.sources = {Source(MakeDb(d, "a", 10, Encoding::kRaw), 1), Source(MakeDb(d, "b", 10, Encoding::kRaw), 1)};
+  o.size = 8;
+  o.batch_size = 20;
+  o.threads = 1;
+  o.shuffle = false;
+  ASSERT_OK(Loader::Open(o));  // the same classes a..e
+  o.classes = {"e", "d", "c", "b", "a", "z"};
+  auto l = Loader::Open(o);
+  ASSERT_OK(l);
+  EXPECT_EQ(l.value()->meta().classes, o.classes);
+  l.value()->StartEpoch(0);
+  const EpochBatches got = Drain(*l.value());
+  ASSERT_EQ(got.labels.size(), 20u);
+  for (size_t j = 0; j < got.labels.size(); ++j) EXPECT_EQ(got.labels[j], 4 - got.indices[j] % 10 % 5) << j;
+  o.classes = {"a", "b", "c"};
+  auto refused = Loader::Open(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("'d'"), std::string::npos) << refused.status().ToString();
 }
 
 }  // namespace

@@ -81,7 +81,11 @@ TEST(Order, AFunctionOfSeedEpochAndWorldAlone) {
   OrderSpec r;
   r.kind = Order::kRandom;
   r.seed = 7;
-  EXPECT_EQ(EpochOrder(500, r, 1), Permutation(500, 7 * 0x9E3779B97F4A7C15ull + 2));
+  OrderSpec r_blocks = Blocks(10, 2, 3, 7);
+  r_blocks.kind = Order::kRandom;
+  EXPECT_EQ(EpochOrder(500, r, 1), EpochOrder(500, r_blocks, 1));
+  EXPECT_TRUE(IsPermutation(EpochOrder(500, r, 1), 500));
+  EXPECT_NE(EpochOrder(500, r, 1), EpochOrder(500, r, 2));
   r.kind = Order::kSequential;
   std::vector<int64_t> seq(500);
   std::iota(seq.begin(), seq.end(), 0);
@@ -123,6 +127,49 @@ TEST(Order, WindowsRampUpFromOneBlock) {
   for (int k = 0; k < 10; ++k) first.insert(order[size_t(k)] / 10);
   EXPECT_EQ(first.size(), 1u);
   EXPECT_FALSE(std::is_sorted(order.begin(), order.begin() + 10));
+}
+
+// The order is computed position by position: any entry of an epoch of
+// any size is at hand at once, and the vector form and each rank's share
+// are exactly those entries.
+TEST(Order, PositionsAreComputedNotStored) {
+  for (Order kind : {Order::kRandom, Order::kBlocks, Order::kSequential})
+    for (int64_t n : {1, 2, 5, 97, 1000, 4099})
+      for (int world : {1, 3, 8}) {
+        OrderSpec s = Blocks(7, 3, world);
+        s.kind = kind;
+        const auto all = EpochOrder(n, s, 5);
+        ASSERT_TRUE(IsPermutation(all, n));
+        const EpochPermutation order(n, s, 5);
+        ASSERT_EQ(order.size(), n);
+        for (int64_t p = 0; p < n; ++p) ASSERT_EQ(order[p], all[size_t(p)]);
+        for (bool even : {false, true})
+          for (int64_t start : {int64_t(0), n / 3, n}) {
+            for (int r = 0; r < world; ++r) {
+              const auto dealt = DealPositions(all, r, world, even, start);
+              const RankOrder mine(order, r, world, even, start);
+              ASSERT_EQ(mine.size(), int64_t(dealt.size())) << "n " << n << " world " << world << " start " << start;
+              for (int64_t k = 0; k < mine.size(); ++k) ASSERT_EQ(mine[k], dealt[size_t(k)]);
+            }
+          }
+      }
+  // 10^12 records: a position in the middle of the epoch costs what the
+  // first does; the entries are distinct and inside the dataset.
+  const int64_t huge = 1000000000000;
+  for (Order kind : {Order::kRandom, Order::kBlocks}) {
+    OrderSpec s = Blocks(40000, 16, 8);
+    s.kind = kind;
+    const EpochPermutation order(huge, s, 3);
+    std::set<int64_t> seen;
+    for (int64_t p = huge / 2; p < huge / 2 + 1000; ++p) {
+      const int64_t at = order[p];
+      ASSERT_GE(at, 0);
+      ASSERT_LT(at, huge);
+      seen.insert(at);
+    }
+    EXPECT_EQ(seen.size(), 1000u);
+    EXPECT_GE(order[huge - 1], 0);
+  }
 }
 
 TEST(Order, BlockRecordsFollowTheMeanRecordAndTheValueSize) {

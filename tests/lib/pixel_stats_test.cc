@@ -1,6 +1,6 @@
 // AddChannelSums (its AVX2 kernels where the CPU has them) against a plain
 // per-byte loop; PixelMoments' mean/std against the textbook formula.
-#include "pack/pixel_stats.h"
+#include "fields/pixel_stats.h"
 
 #include <gtest/gtest.h>
 

@@ -154,8 +154,9 @@ TEST_F(ReadAheadTest, DestroyedWhileLocationIsHeld) {
 // each batch's own records are read before Before() returns; a new epoch
 // starts over.
 TEST_F(ReadAheadTest, PlanKeepsTwoWindowsAheadWithBlocksAndOneBatchOtherwise) {
-  std::vector<int64_t> indices(kRecords);
-  for (int64_t i = 0; i < kRecords; ++i) indices[size_t(i)] = kRecords - 1 - i;
+  OrderSpec shuffled;  // any order of the records: the plan reads what the rank order names
+  shuffled.kind = Order::kRandom;
+  const RankOrder indices(EpochPermutation(kRecords, shuffled, 0), 0, 1, false);
   OrderSpec blocks;
   blocks.kind = Order::kBlocks;
   blocks.block_records = 4;

@@ -16,6 +16,7 @@
 
 #include "storage/fd_io.h"
 #include "imagepack/files.h"
+#include "imagepack/store.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
@@ -201,6 +202,27 @@ TEST(LocalStorage, ListStatRemoveAndLock) {
       << second.status().ToString();
   lock.value().reset();
   EXPECT_OK(st.Lock(d / "b.tar"));
+}
+
+// A writer locks its destination before it creates it (CreateWriter):
+// a destination in folders that do not exist yet is locked, created and
+// published, as `pack_lmdb TREE out/new/train.lmdb` needs.
+TEST(LocalStorage, ALockMakesTheFoldersItsFileNeeds) {
+  TempDir d;
+  const std::string path = d / "new/deeper/train.blob";
+  auto s = OpenStorage(path);
+  ASSERT_OK(s);
+  auto lock = s.value()->Lock(path);
+  ASSERT_OK(lock);
+  EXPECT_TRUE(fs::is_directory(d / "new/deeper"));
+  auto f = s.value()->Create(path, {});
+  ASSERT_OK(f);
+  ASSERT_OK(WriteAll(f.value()->fd(), "abc", 3, "a"));
+  ASSERT_OK(f.value()->Commit());
+  EXPECT_EQ(Slurp(path), (std::vector<uint8_t>{'a', 'b', 'c'}));
+  // The writer of the store itself, end to end.
+  auto w = CreateWriter(ContainerFormat::kLmdb, d / "other/new/train.lmdb", {});
+  ASSERT_OK(w);
 }
 
 TEST(Storage, ParentJoinAndWholeReads) {

@@ -71,6 +71,14 @@ def temp_name(path, pid, uid=None, host=None):
                                                                                  host, boot, pid))
 
 
+def run(*args, ok=True):
+    """Runs a command; with ok, a non-zero exit fails the test with its output."""
+    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+    if ok and r.returncode != 0:
+        raise AssertionError("%s failed (%d):\n%s%s" % (args[0], r.returncode, r.stdout, r.stderr))
+    return r
+
+
 def pack(src, dst, *args):
     subprocess.run([tool("pack_lmdb"), str(src), str(dst), "-q", "--shuffle", "1", *args], check=True)
     return str(dst)

@@ -154,7 +154,12 @@ def test_mask_stays_aligned_with_its_image_and_fails_when_cropped_apart(seg_db):
     for epoch in range(3):
         for b in batches(loader, epoch):
             bad, total = alignment_mismatches(b["image"], b["mask"])
-            assert total > 0.5 * b["mask"].size and bad == 0
+            # A crop shrunk a few times over gives the image's antialiasing
+            # filter a support wider than the 3x3 neighbourhood taken as
+            # edge-free, so a pixel or three of a batch may mix across an
+            # edge (0 to 3 of ~28,000 over seeds 0-11); the controls below
+            # are off on more than 5%.
+            assert total > 0.5 * b["mask"].size and bad <= 0.001 * total
             # The negative controls: the same masks flipped on their own, or
             # taken from another sample's crop, break the relation.
             bad_flip, total_flip = alignment_mismatches(b["image"], b["mask"][:, :, ::-1])

@@ -12,17 +12,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import SCRIPTS, pack, tool
+from conftest import SCRIPTS, pack, run, tool
 
 sys.path.insert(0, SCRIPTS)
 import read_db  # noqa: E402
-
-
-def run(*args, ok=True):
-    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-    if ok and r.returncode != 0:
-        raise AssertionError("%s failed (%d):\n%s%s" % (args[0], r.returncode, r.stdout, r.stderr))
-    return r
 
 
 def pillow_tile(jpeg, tile):

@@ -17,19 +17,12 @@ import lmdb
 import numpy as np
 import pytest
 
-from conftest import SCRIPTS, tool
+from conftest import SCRIPTS, run, tool
 
 sys.path.insert(0, SCRIPTS)
 import read_db  # noqa: E402  (independent reader: python3-lmdb + numpy)
 
 CLASSES = ["class0", "class1", "class2"]
-
-
-def run(*args, ok=True):
-    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-    if ok and r.returncode != 0:
-        raise AssertionError("%s failed (%d):\n%s%s" % (args[0], r.returncode, r.stdout, r.stderr))
-    return r
 
 
 def originals(tree):

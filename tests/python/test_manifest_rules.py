@@ -6,7 +6,6 @@ scripts/make_photo_pairs.py writes (real wallpapers, real processes) and
 against Pillow's pixels."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -14,17 +13,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import SCRIPTS, tool
+from conftest import SCRIPTS, run, tool
 
 sys.path.insert(0, SCRIPTS)
 import read_db  # noqa: E402
-
-
-def run(*args, ok=True):
-    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-    if ok and r.returncode != 0:
-        raise AssertionError("%s failed (%d):\n%s%s" % (args[0], r.returncode, r.stdout, r.stderr))
-    return r
 
 
 def fields_of(db, i):

@@ -150,6 +150,18 @@ def test_loader_batches_from_the_bucket_are_the_local_files(packed, order):
 
 
 @needs_package
+def test_a_mix_of_a_bucket_and_a_local_pack_is_the_mix_of_the_local_files(packed):
+    """A mix's datasets may live in a bucket: the batches are those of the
+    same records read from local files."""
+    local, url = packed
+    opts = dict(batch_size=8, size=24, seed=3, threads=2, weights=[0.7, 0.3])
+    _, want = epochs([local, local], **opts)
+    loader, got = epochs([url, [local]], **opts)
+    assert same(want, got) and len(got) == 2 * 23  # 180 samples per epoch in batches of 8
+    assert [s["samples"] for s in loader.sources] == [126, 54] and loader.stats()["remote_requests"] > 1
+
+
+@needs_package
 def test_in_ram_is_one_shared_copy_filled_from_the_bucket(packed, s3, tmp_path, monkeypatch):
     local, url = packed
     monkeypatch.setenv("IMAGEPACK_SHM_DIR", str(tmp_path))

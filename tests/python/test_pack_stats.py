@@ -4,7 +4,6 @@ layout (scripts/read_db.py), never one image's mean passed off as the
 dataset's; and every reader takes such a database."""
 import json
 import os
-import subprocess
 import sys
 
 import lmdb
@@ -12,17 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import SCRIPTS, tool
+from conftest import SCRIPTS, run, tool
 
 sys.path.insert(0, SCRIPTS)
 import read_db  # noqa: E402
-
-
-def run(*args, ok=True):
-    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-    if ok and r.returncode != 0:
-        raise AssertionError("%s failed (%d):\n%s%s" % (args[0], r.returncode, r.stdout, r.stderr))
-    return r
 
 
 def lmdb_meta(path):

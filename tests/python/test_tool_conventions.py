@@ -73,7 +73,7 @@ def test_every_built_program_is_listed_here():
 
 
 @pytest.mark.parametrize("name", sorted(["resize_imagenet", "pack_lmdb", "verify_db", "export_db", "inspect_db",
-                                         "shuffle_quality", "bench_loader", "bench_jpeg_ceiling"]))
+                                         "shuffle_quality", "bench_loader", "bench_jpeg_ceiling", "bench_scale"]))
 def test_help_version_and_usage_errors(name):
     r = run(program(name), "--help")
     assert r.returncode == 0 and r.stdout.startswith("Usage: %s " % name) and r.stderr == "", r.stderr
@@ -95,6 +95,7 @@ RUNS = {
     "shuffle_quality": (lambda d: [d["db"], "--block-mb", "1", "--window-blocks", "4"], False),
     "bench_loader": (lambda d: [d["db"], "--batches", "2", "--batch", "4", "--size", "16"], False),
     "bench_jpeg_ceiling": (lambda d: [d["tree"], "--max-size", "24"], False),
+    "bench_scale": (lambda d: [d["tmp"] / "s.blob", "--records", "10", "--shards", "2"], False),
 }
 
 

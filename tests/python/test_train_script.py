@@ -1,6 +1,7 @@
 """scripts/train_imagepack.py, the PyTorch recipe people copy: the data
 contract of the C++ trainer (validation classes matched by name or refused
 by name), and checkpoints that describe themselves and resume exactly."""
+import json
 import os
 import re
 import subprocess
@@ -120,3 +121,50 @@ def test_amp_on_a_cpu_without_native_bf16_trains_in_fp32_and_says_so(dbs):
               env={"IMAGEPACK_CPU_BF16": "0"})
     assert r.returncode == 0, r.stderr
     assert "AMP bfloat16" in r.stdout
+
+
+def test_a_mix_with_a_resolution_schedule_logs_res_and_sources_and_resumes_exactly(dbs):
+    """--data A --data B --weights 0.7,0.3 with --res-schedule: each epoch's
+    row has its size and each source's samples; a run cut inside the ramp
+    resumes to the uninterrupted weights; other weights are refused by name."""
+    d = dbs["dir"]
+    common = ["--data", dbs["train"], "--data", dbs["same"], "--weights", "0.7,0.3", "--no-val",
+              "--res-schedule", "8,16,0,2,4", "--schedule", "triangular", "--lr-peak-epoch", "1", "--epochs", "3"]
+    straight = train(*common, "--output", str(d / "mix_straight"))
+    assert straight.returncode == 0, straight.stderr
+    rows = [json.loads(line) for line in open(d / "mix_straight" / "metrics.jsonl")]
+    epochs = [r for r in rows if r["type"] == "epoch"]
+    assert [r["res"] for r in epochs] == [8, 12, 16]
+    assert all(r["sources"] == {dbs["train"]: 112, dbs["same"]: 48} for r in epochs), epochs
+    cut = train(*common, "--output", str(d / "mix_cut"), "--stop-at-step", "14")  # 10 steps an epoch
+    assert cut.returncode == 0, cut.stderr
+    other = subprocess.run([sys.executable, SCRIPT, "--resume", "auto", "--output", str(d / "mix_cut"),
+                            "--weights", "0.5,0.5"], capture_output=True, text=True)
+    assert other.returncode != 0
+    assert re.search(r"source 1 \(.*train.lmdb\): weight 0.7 in the state, weight 0.5 now", other.stderr), other.stderr
+    resumed = subprocess.run([sys.executable, SCRIPT, "--resume", "auto", "--output", str(d / "mix_cut")],
+                             capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert digest(resumed.stdout) == digest(straight.stdout)
+    rows = [json.loads(line) for line in open(d / "mix_cut" / "metrics.jsonl")]
+    assert [r["res"] for r in rows if r["type"] == "epoch"] == [8, 12, 16]
+
+
+def test_resnet_with_blurpool_a_ramp_and_evaluation_at_its_own_size(dbs):
+    """FFCV's recipe on a ResNet: --blurpool puts a fixed blur before the 6
+    strided convolutions of >= 16 channels (buffers, no parameters), the
+    ramp gives each epoch's size, evaluation runs at --val-size."""
+    d = dbs["dir"]
+    r = train("--data", dbs["train"], "--val", dbs["same"], "--arch", "resnet18", "--blurpool", "--epochs", "2",
+              "--res-schedule", "16,24,0,1,8", "--val-size", "24", "--val-resize", "28", "--output", str(d / "r18"))
+    assert r.returncode == 0, r.stderr
+    assert "evaluation at 24 px" in r.stdout, r.stdout
+    rows = [json.loads(line) for line in open(d / "r18" / "metrics.jsonl")]
+    assert [x["res"] for x in rows if x["type"] == "epoch"] == [16, 24]
+    assert [x["samples"] for x in rows if x["type"] == "eval"] == [32, 32]
+    import torch
+    state = torch.load(d / "r18" / "checkpoint.pt", map_location="cpu")["model"]
+    blurs = [k for k in state if k.endswith(".blur")]
+    assert len(blurs) == 6 and all(torch.allclose(state[k][0, 0].sum(), torch.tensor(1.0)) for k in blurs), blurs
+    refused = train("--data", dbs["train"], "--no-val", "--blurpool", "--epochs", "1")
+    assert refused.returncode != 0 and "--blurpool: for the ResNets" in refused.stderr

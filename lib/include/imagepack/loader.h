@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "imagepack/meta.h"
+#include "imagepack/mix.h"
 #include "imagepack/order.h"
 #include "imagepack/status.h"
 #include "imagepack/transform.h"
@@ -45,6 +46,14 @@ enum class CorruptPolicy {
 
 struct LoaderOptions {
   std::vector<std::string> paths;  // one container or the shards of one dataset
+  // Several datasets mixed instead (mix.h; docs/LOADER.md, "Mixing
+  // datasets"): each with its weight, repeat or choose; `paths` empty. Their
+  // records are indexed one source after the other (BatchView::indices);
+  // the order is random or sequential (not kBlocks) and the same for every
+  // world size. Classes: every source's list must be the first's, or
+  // `classes` gives the mix's list and each source is matched to it by name.
+  std::vector<MixSource> sources;
+  int64_t epoch_size = 0;  // a mix by weights: samples per epoch (0: every source's records, summed)
   // The class list labels are given in (the training data's, for a
   // validation loader): the dataset's labels are matched to it by name
   // (MatchClasses, classes.h) and handed out as indices into it; meta()
@@ -61,9 +70,13 @@ struct LoaderOptions {
   double cache_limit_mb = 0;
   std::string ca_file;
   int batch_size = 256;
-  int size = 224;                  // output height and width
+  int size = 224;                  // output height and width (Loader::SetOutputSize changes it between epochs)
   int eval_resize = 0;             // kEval: shorter edge before the crop (0: size / 0.875)
   int pad = 4;                     // kPadCrop
+  // kPadCrop, kPadCropEval: the crop's side in stored pixels, resized to
+  // `size` (0: size itself, no resize). Progressive resolution on small
+  // images keeps the crop at the image's scale and lowers only the output.
+  int crop_size = 0;
   TransformKind transform = TransformKind::kTrain;
   double scale_min = 0.08, scale_max = 1.0;
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
@@ -174,6 +187,13 @@ struct LoaderState {
   int world = 0;
   int64_t block_records = 0;  // kBlocks: the epoch's block and window (0: the loader's own)
   int64_t window_blocks = 0;
+  // The output size the epoch is rendered at (0: the loader's own): a
+  // restored epoch keeps it, whatever SetOutputSize says since.
+  int size = 0;
+  // A mix: the sources and shares the epoch's order was made from
+  // (OpenedMix::description); "" for one dataset. Loader::CheckState
+  // refuses a state of another mix, naming the source that differs.
+  std::string mix = {};
 };
 
 // A batch the caller owns (Loader::NextOwned): `images`, `labels` and
@@ -198,7 +218,17 @@ class Loader {
 
   virtual const DatasetMeta& meta() const = 0;
   virtual int channels() const = 0;
-  virtual int64_t dataset_size() const = 0;
+  virtual int64_t dataset_size() const = 0;  // records (a mix: of every source)
+  // Positions in an epoch's order: dataset_size(), or a mix's samples per
+  // epoch (MixCounts summed). LoaderState::position counts these.
+  virtual int64_t epoch_length() const = 0;
+  // Each source's name (its paths, comma-joined), records and samples per
+  // epoch: one entry for one dataset (samples = records).
+  struct SourceInfo {
+    std::string name;
+    int64_t records = 0, samples = 0;
+  };
+  virtual std::vector<SourceInfo> sources() const = 0;
   // The order epochs start with (LoaderOptions::order resolved), and the
   // records per block (kBlocks).
   virtual Order order() const = 0;
@@ -212,6 +242,16 @@ class Loader {
   // rank, world_size) alone; batches are identical whatever `threads` is.
   virtual void StartEpoch(int64_t epoch) = 0;
 
+  // The output size (height and width) of the epochs started from now on
+  // (StartEpoch, or Restore of a state that names none): progressive
+  // resolution (resolution.h). The loader keeps its threads, its open
+  // databases and its batch buffers (they grow to the largest size asked
+  // for and are reused); nothing changes for the epoch in progress. Errors
+  // as Open's for `size` (1..16384, batch buffers within 64 GiB).
+  virtual Status SetOutputSize(int size) = 0;
+  // The current epoch's output size (before any StartEpoch: the next one's).
+  virtual int output_size() const = 0;
+
   // The state after the batches handed out so far (all ranks are assumed to
   // have taken as many: they step together).
   virtual LoaderState state() const = 0;
@@ -223,6 +263,13 @@ class Loader {
   // batch size, the batches are exactly those the uninterrupted loader
   // would have produced, augmentation included.
   virtual void Restore(const LoaderState& state) = 0;
+
+  // Whether `state` can continue on this loader: OK, or InvalidArgument
+  // when it was saved reading another mix (other sources or shares; named),
+  // a mix on a loader of one dataset or the reverse, or beyond the epoch.
+  // The dataset's identity is the caller's to compare (DatasetIdentity of
+  // meta(), which for a mix names its sources and shares).
+  virtual Status CheckState(const LoaderState& state) const = 0;
 
   // Writes the next batch: images as uint8 [B, C, size, size] (NCHW) or
   // [B, size, size, C] (NHWC) into `images`, labels into `labels` (B

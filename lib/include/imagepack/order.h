@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "imagepack/permutation.h"
 #include "imagepack/status.h"
 
 namespace imagepack {
@@ -33,14 +35,43 @@ struct OrderSpec {
 };
 
 // The epoch's order: a permutation of 0 .. n-1 that is a function of
-// (spec, epoch) alone. kBlocks: the blocks [k*B, (k+1)*B) are permuted and
-// laid end to end; that sequence is cut into `world` runs of consecutive
-// entries (run r holds n/world entries, one more for r < n % world); each
-// run is shuffled within consecutive windows (WindowRecords: 1, 2, 4, ...
-// blocks, then window_blocks blocks each);
-// position k * world + r of the order is entry k of run r. So rank r of
-// `world`, dealt positions r, r + world, ... (DealPositions), reads whole
-// blocks of its own, a window at a time.
+// (spec, epoch) alone, computed position by position (keyed bijections:
+// a Feistel network with cycle walking), so it takes O(1) memory whatever
+// n is and any position is reached in O(1). kRandom: one such bijection of
+// the records. kBlocks: the blocks [k*B, (k+1)*B) are permuted (a
+// bijection of the blocks) and laid end to end; that sequence is cut into
+// `world` runs of consecutive entries (run r holds n/world entries, one
+// more for r < n % world); each run is shuffled within consecutive windows
+// (WindowRecords: 1, 2, 4, ... blocks, then window_blocks blocks each; a
+// bijection per window); position k * world + r of the order is entry k of
+// run r. So rank r of `world`, dealt positions r, r + world, ...
+// (DealPositions), reads whole blocks of its own, a window at a time.
+// Copyable and cheap; thread-safe (const).
+class EpochPermutation {
+ public:
+  EpochPermutation() = default;
+  EpochPermutation(int64_t n, const OrderSpec& spec, int64_t epoch);
+  // An order given as a list (a mix's, MixOrder): held, shared by copies.
+  static EpochPermutation FromList(std::vector<int64_t> order);
+  int64_t size() const { return n_; }
+  // The record at `position`. REQUIRES: 0 <= position < size().
+  int64_t operator[](int64_t position) const;
+
+ private:
+  int64_t RandomAt(int64_t position) const;
+  int64_t BlocksAt(int64_t position) const;
+
+  int64_t n_ = 0;
+  OrderSpec spec_;
+  int64_t epoch_ = 0;
+  KeyedPermutation perm_;  // kRandom: of the records; kBlocks: of the blocks
+  int64_t blocks_ = 0;     // kBlocks: ceil(n / B)
+  int64_t short_at_ = 0;   // kBlocks: the slot of the block sequence that holds the last (short) block
+  std::shared_ptr<const std::vector<int64_t>> list_;  // FromList: the order itself
+};
+
+// The same order as a vector (tools and tests; the loader evaluates
+// positions as it needs them).
 std::vector<int64_t> EpochOrder(int64_t n, const OrderSpec& spec, int64_t epoch);
 
 // kBlocks: the entries of window `i` of a rank's run: B * min(window_blocks,
@@ -54,6 +85,28 @@ int64_t WindowRecords(const OrderSpec& spec, int64_t i);
 // 0, 1, ... of the order (DistributedSampler's rule when start is 0).
 std::vector<int64_t> DealPositions(const std::vector<int64_t>& order, int rank, int world, bool even_partition,
                                    int64_t start = 0);
+
+// DealPositions' rule as a function: entry k of rank `rank`'s share of
+// `order` from position `start` on, computed when asked (O(1) memory, O(1)
+// to reach any entry, so resuming in the middle of an epoch costs nothing).
+class RankOrder {
+ public:
+  RankOrder() = default;
+  RankOrder(EpochPermutation order, int rank, int world, bool even_partition, int64_t start = 0);
+  // This rank's entries: ceil((n - start) / world) with even_partition.
+  int64_t size() const { return size_; }
+  // The position in the epoch's order that entry k takes: start + rank +
+  // k * world, or for the padding past the end, a position from 0 on.
+  int64_t Position(int64_t k) const;
+  // The record of entry k. REQUIRES: 0 <= k < size().
+  int64_t operator[](int64_t k) const { return order_[Position(k)]; }
+  const EpochPermutation& order() const { return order_; }
+
+ private:
+  EpochPermutation order_;
+  int rank_ = 0, world_ = 1;
+  int64_t start_ = 0, rest_ = 0, size_ = 0;
+};
 
 // Records per block for blocks of about `block_bytes`, from the dataset's
 // mean record size (`bytes` over `count`: the loader gives the files'

@@ -34,7 +34,15 @@ struct SourceOptions {
   double depth_scale = 0;    // depth maps: units per stored value (0.001: mm as m; KITTI 1/256); 0: not declared
   int depth_no_reading = 0;  // depth maps: the value that means "no reading" (padding too)
   std::string box_classes;   // boxes: a classes file (manifests; COCO names its own)
-  std::string scratch_dir;   // gzipped shards are inflated here (default: the temp folder)
+  std::string scratch_dir;   // gzipped shards are inflated here, items spilled (default: the temp folder)
+  // Items of a tree labelled by class folders (or without classes) held in
+  // memory at most; past this many bytes they wait in a scratch file in
+  // scratch_dir, so that any number of inputs packs in bounded memory.
+  uint64_t item_memory = uint64_t(256) << 20;
+  // An imagepack database as the source: its records are the items, read
+  // as they are packed instead of all at open (pack sets this where it
+  // needs no path before packing: no --shard).
+  bool database_records = false;
   // WebDataset members kept as text fields named by their extension
   // (e.g. "txt" for img2dataset's captions); others are counted.
   std::vector<std::string> keep_members;

@@ -93,6 +93,16 @@ struct WriterOptions {
   // would waste alone. Blob: not used.
   int lmdb_records_per_value = 1;
   DirectIo direct_io = DirectIo::kAuto;  // blob only; liblmdb does its own writing
+  // Blob: index entries per checksummed chunk, 2^blob_index_chunk_shift
+  // (1..40), in blob layout 2 (docs/FORMAT.md: a reader checks each chunk
+  // when it first uses it, not the whole index at open). 0: layout 2 with
+  // 2^16-entry chunks from 2^22 records on, layout 1 (one checksum, read
+  // by every earlier build) below.
+  int blob_index_chunk_shift = 0;
+  // Blob: index bytes kept in memory while writing (16 bytes a record);
+  // the rest waits in a scratch file beside the blob, so memory stays
+  // bounded whatever the count.
+  size_t blob_index_memory = size_t(16) << 20;
 };
 
 // Creates a writer for `path`. Refuses when `path` exists (unless
@@ -167,7 +177,16 @@ class RecordSource {
   // blocks served from the caches cost none.
   virtual int64_t remote_requests() const { return 0; }
   virtual int64_t remote_bytes() const { return 0; }  // received from the server
+  // Frees the metadata every shard of a dataset repeats (class names, label
+  // counts, options), once OpenDatabases has checked and merged it into the
+  // dataset's: 10,000 shards of 1,000 classes would otherwise hold 10,000
+  // copies of the names. meta() keeps its count, encoding, channels and
+  // fields.
+  virtual void DropSharedMeta() {}
 };
+
+// The part of DropSharedMeta that every source does to its own metadata.
+void DropSharedMeta(DatasetMeta* meta);
 
 struct OpenOptions {
   // Hold the database in RAM, one copy per machine: the file is copied

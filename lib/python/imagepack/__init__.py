@@ -26,7 +26,7 @@ import numpy as np
 from . import _imagepack
 
 __all__ = ["Loader", "Dataset", "open", "CorruptionError", "epoch_indices", "match_classes", "ClassMatch",
-           "distributed_env", "TRANSFORMS"]
+           "distributed_env", "resolution", "TRANSFORMS"]
 
 CorruptionError = _imagepack.CorruptionError
 epoch_indices = _imagepack.epoch_indices
@@ -39,9 +39,9 @@ TRANSFORMS = tuple(_TRANSFORMS)
 # (the others are set from the arguments: paths, batch_size, size,
 # transform, scale, ratio, shuffle, rank, world_size, even_partition,
 # cache_dir).
-_LOADER_OPTIONS = ("in_ram", "lock_in_ram", "cache_limit_mb", "ca_file", "eval_resize", "pad", "channels", "layout",
-                   "seed", "order", "block_mb", "window_blocks", "io_threads", "read_chunk_mb", "drop_last", "threads",
-                   "prefetch", "on_corrupt", "dct_scaling", "dct", "vflip", "min_box_visible")
+_LOADER_OPTIONS = ("in_ram", "lock_in_ram", "cache_limit_mb", "ca_file", "eval_resize", "pad", "crop_size", "channels",
+                   "layout", "seed", "order", "block_mb", "window_blocks", "io_threads", "read_chunk_mb", "drop_last",
+                   "threads", "prefetch", "on_corrupt", "dct_scaling", "dct", "vflip", "min_box_visible")
 
 
 def _paths(paths):
@@ -54,6 +54,61 @@ def _paths(paths):
         if _imagepack.is_local(p) and not os.path.exists(p):
             raise FileNotFoundError(2, "no such database", p)
     return paths
+
+
+def resolution(epoch, min_res, max_res, start_ramp, end_ramp, step=32):
+    """FFCV's progressive resolution at `epoch` (ffcv-imagenet's
+    get_resolution): min_res while epoch <= start_ramp, max_res from
+    end_ramp on, in between the linear interpolation rounded to a multiple
+    of `step` (halves to even, as numpy rounds). The C++ trainer's and
+    train_imagepack.py's --res-schedule, and Loader(size_schedule=)."""
+    return _imagepack.resolution(int(epoch), int(min_res), int(max_res), int(start_ramp), int(end_ramp), int(step))
+
+
+def _schedule(schedule):
+    """(min, max, start_ramp, end_ramp, step) from a tuple or "MIN,MAX,START,END[,STEP]"."""
+    if isinstance(schedule, str):
+        return _imagepack.parse_resolution_schedule(schedule)
+    values = [int(v) for v in schedule]
+    if len(values) == 4:
+        values.append(32)
+    text = ",".join(str(v) for v in values)
+    return _imagepack.parse_resolution_schedule(text)  # the C++ checks, one wording
+
+
+def _is_mix(paths, weights, repeat, choose):
+    if weights is not None or repeat is not None or choose is not None:
+        return True
+    return isinstance(paths, (list, tuple)) and any(isinstance(p, (list, tuple)) for p in paths)
+
+
+def _sources(paths, weights, repeat, choose):
+    """The datasets of a mix (each its list of shards) and their MixSources."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    datasets = [_paths(p) for p in paths]
+    if not datasets:
+        raise ValueError("no dataset given")
+    shares = {"weights": weights, "repeat": repeat, "choose": choose}
+    for name, values in shares.items():
+        if values is not None and len(values) != len(datasets):
+            raise ValueError("%s has %d entries for %d datasets: one per dataset" % (name, len(values), len(datasets)))
+    if weights is not None and (repeat is not None or choose is not None):
+        raise ValueError("give weights (relative shares) or repeat/choose (absolute counts), not both")
+    sources = []
+    for i, d in enumerate(datasets):
+        src = _imagepack.MixSource()
+        src.paths = d
+        if weights is not None:
+            src.weight = float(weights[i])
+        elif choose is not None and choose[i] is not None:
+            src.choose = int(choose[i])
+            if repeat is not None and repeat[i] is not None:
+                raise ValueError("dataset %d (%s) has both a repeat and a choose" % (i + 1, ",".join(d)))
+        elif repeat is not None and repeat[i] is not None:
+            src.repeat = float(repeat[i])
+        sources.append(src)
+    return datasets, sources
 
 
 def _torch():
@@ -136,7 +191,7 @@ class ClassMatch:
 def _classes_and_name(x):
     """(class names, a name for messages) of a Loader, Dataset, path(s) or list of names."""
     if isinstance(x, (Loader, Dataset)):
-        return list(x.classes), ",".join(x._paths)
+        return list(x.classes), x._name if isinstance(x, Loader) else ",".join(x._paths)
     if isinstance(x, (str, os.PathLike)):
         ds = Dataset(x)
         return list(ds.classes), ",".join(ds._paths)
@@ -193,6 +248,18 @@ class Loader:
         the training Loader / Dataset (for a validation loader). The
         dataset's labels are matched to it by name (match_classes); a
         class it lacks is a ValueError naming it. None: the dataset's own.
+    Mixing datasets (docs/PYTHON.md, "Mixing datasets"): paths a list of
+        datasets, each a path or a list of shards, with weights=[0.7,
+        0.3] (relative shares of each epoch of epoch_size samples, default
+        every record once on average), or repeat=[3, 1] / choose=[5000,
+        None] (absolute per dataset; None or absent: once). Exact counts
+        per epoch, a small dataset repeated rather than dropped, one order
+        for every world size, exact and elastic resume; the datasets share
+        their class list, or classes= names it and each is matched to it.
+    size_schedule: (min, max, start_ramp, end_ramp[, step]) or its text
+        "160,192,11,13": each epoch's output size (resolution()); size
+        may then be None. set_output_size(n) sets the next epochs' size by
+        hand. The loader keeps its threads and open databases.
     on_corrupt: "fail" (raise CorruptionError naming the record) or "skip"
         (take the next readable record; counted in stats()["skipped"]).
     vflip: training transforms also flip vertically (probability 1/2), the
@@ -223,12 +290,16 @@ class Loader:
     """
 
     def __init__(self, paths, batch_size, size, train=True, *, transform=None, scale=None, ratio=None,
-                 shuffle=None, rank=None, world_size=None, cache_dir=None, as_torch=True, classes=None, **options):
+                 shuffle=None, rank=None, world_size=None, cache_dir=None, as_torch=True, classes=None,
+                 weights=None, repeat=None, choose=None, epoch_size=None, size_schedule=None, **options):
         if transform is None:
             transform = "train" if train else "eval"
         if transform not in _TRANSFORMS:
             raise ValueError("transform must be one of %s, not %r" % (", ".join(_TRANSFORMS), transform))
-        if int(batch_size) < 1 or int(size) < 1:
+        self._schedule = _schedule(size_schedule) if size_schedule is not None else None
+        if size is None and self._schedule is not None:
+            size = self._schedule[1]  # the largest: batch buffers are checked for it
+        if size is None or int(batch_size) < 1 or int(size) < 1:
             raise ValueError("batch_size and size must be positive (got %r, %r)" % (batch_size, size))
         training = _TRANSFORMS[transform]
         r, w, local, source = distributed_env()
@@ -247,8 +318,18 @@ class Loader:
             if name not in _LOADER_OPTIONS:
                 raise TypeError("Loader() got an unexpected keyword argument %r" % name)
             setattr(o, name, type(getattr(o, name))(value))
-        self._paths = _paths(paths)
-        o.paths = self._paths
+        if _is_mix(paths, weights, repeat, choose):
+            datasets, o.sources = _sources(paths, weights, repeat, choose)
+            self._paths = [p for d in datasets for p in d]
+            self._name = " + ".join(",".join(d) for d in datasets)
+            if epoch_size is not None:
+                o.epoch_size = int(epoch_size)
+        else:
+            if epoch_size is not None:
+                raise ValueError("epoch_size applies to a mix of datasets (weights=)")
+            self._paths = _paths(paths)
+            self._name = ",".join(self._paths)
+            o.paths = self._paths
         o.batch_size, o.size, o.transform = int(batch_size), int(size), transform
         o.rank, o.world_size, o.shuffle, o.even_partition = int(rank), int(world_size), self._shuffle, training
         if scale is not None:
@@ -266,10 +347,11 @@ class Loader:
         self._threads = o.threads
         if int(world_size) > 1 and int(rank) == 0:
             print("imagepack.Loader: %s: rank %d of %d (from %s), %d decode threads" % (
-                ",".join(self._paths), int(rank), int(world_size), source, o.threads), file=sys.stderr)
+                self._name, int(rank), int(world_size), source, o.threads), file=sys.stderr)
         self._has_fields = bool(self.meta.get("fields"))
         self._epoch = 0
-        self._resume = None    # (epoch, position, order, world, block, window): where the next iteration continues
+        # (epoch, position, order, world, block, window, size, mix): where the next iteration continues
+        self._resume = None
         self._started = False
 
     @staticmethod
@@ -303,11 +385,28 @@ class Loader:
         after load_state_dict)."""
         return self._loader.batches_per_epoch
 
+    def set_output_size(self, size):
+        """The output size (height and width) of the epochs started from the
+        next iteration on; the epoch in progress keeps its own. The loader
+        keeps its threads, open databases and batch buffers. Progressive
+        resolution by hand (or size_schedule= for FFCV's schedule)."""
+        if self._schedule is not None:
+            raise ValueError("this loader follows size_schedule=%s: its sizes come from the schedule" %
+                             ",".join(str(v) for v in self._schedule))
+        self._loader.set_output_size(int(size))
+
+    @property
+    def output_size(self):
+        """The current epoch's output size (before the first iteration, the next one's)."""
+        return self._loader.output_size
+
     def __iter__(self):
         if self._resume is not None:
             self._loader.restore(*self._resume)
             self._resume = None
         else:
+            if self._schedule is not None:
+                self._loader.set_output_size(resolution(self._epoch, *self._schedule))
             self._loader.start_epoch(self._epoch)
         self._started = True
         while True:
@@ -346,32 +445,45 @@ class Loader:
         uninterrupted run would have produced; with another world size, the
         rest of the epoch split over the new ranks (docs/LOADER.md)."""
         if self._resume is not None:
-            epoch, position, order, world, block, window = self._resume
+            epoch, position, order, world, block, window, size, mix = self._resume
         elif self._started and self._loader.state[0] == self._epoch:
-            epoch, position, order, world, block, window = self._loader.state
+            epoch, position, order, world, block, window, size, mix = self._loader.state
         else:
-            epoch, position, order, world, block, window = self._epoch, 0, self.order, 0, 0, 0
-        return {"epoch": int(epoch), "position": int(position), "order": order, "order_world": int(world),
-                "order_block_records": int(block), "order_window_blocks": int(window),
-                "dataset": self._loader.identity, "dataset_size": int(self.dataset_size), **self._options}
+            epoch, position, order, world, block, window, size, mix = (
+                self._epoch, 0, self.order, 0, 0, 0, self._next_size(), self._loader.state[7])
+        state = dict(self._options, size=int(size))
+        state.update({"epoch": int(epoch), "position": int(position), "order": order, "order_world": int(world),
+                      "order_block_records": int(block), "order_window_blocks": int(window),
+                      "dataset": self._loader.identity, "dataset_size": int(self.dataset_size)})
+        if mix:
+            state["mix"] = mix  # the sources and shares (checked by name on load)
+            state["sources"] = self.sources
+        return state
+
+    def _next_size(self):
+        if self._schedule is not None:
+            return resolution(self._epoch, *self._schedule)
+        return self._loader.output_size
 
     def load_state_dict(self, state):
+        # A mix's position is a place in the order of its sources and shares:
+        # another mix is refused naming the source that differs.
+        self._loader.check_state(int(state["position"]), state.get("mix", ""))
         # A position is a position in one dataset's order (states saved
         # before identities were kept carry none).
         if "dataset" in state and state["dataset"] != self._loader.identity:
             raise ValueError("state was saved for another dataset (identity %s, %s records), this loader reads "
                              "%s (identity %s, %d records)" % (state["dataset"], state.get("dataset_size", "?"),
                                                               ", ".join(self._paths), self._loader.identity, self.dataset_size))
-        for key in ("seed", "size", "transform", "shuffle"):
+        # The size is the epoch's own (progressive resolution): restored, not compared.
+        for key in ("seed", "transform", "shuffle"):
             if key in state and state[key] != self._options[key]:
                 raise ValueError("state was saved with %s=%r, this loader has %r: the rest of the epoch would "
                                  "differ" % (key, state[key], self._options[key]))
-        if not 0 <= int(state["position"]) <= self.dataset_size:
-            raise ValueError("position %r outside the epoch's %d samples" % (state["position"], self.dataset_size))
         self._epoch = int(state["epoch"])
         self._resume = (self._epoch, int(state["position"]), state.get("order", "auto"),
                         int(state.get("order_world", 0)), int(state.get("order_block_records", 0)),
-                        int(state.get("order_window_blocks", 0)))
+                        int(state.get("order_window_blocks", 0)), int(state.get("size", 0)), state.get("mix", ""))
         self._loader.restore(*self._resume)  # len() now counts the rest of the epoch
 
     def stats(self):
@@ -384,6 +496,16 @@ class Loader:
         if getattr(self, "_meta", None) is None:
             self._meta = _parse_meta(self._loader.meta_json)
         return self._meta
+
+    def normalisation(self):
+        """(mean, std, where) per channel on [0, 1] to normalise this
+        dataset's images with: its statistics, or 0.5 / 0.25 when it holds
+        none (packed with --stats-sample 0), as the trainers decide; `where`
+        says which. Normalise validation data with the training loader's."""
+        mean, std, c = self.meta.get("mean") or [], self.meta.get("std") or [], self.channels
+        if len(mean) == c and len(std) == c:
+            return list(mean), list(std), "the training data's statistics"
+        return [0.5] * c, [0.25] * c, "0.5 / 0.25 (the dataset holds no statistics)"
 
     @property
     def fields(self):
@@ -424,6 +546,17 @@ class Loader:
     @property
     def samples_per_epoch(self):
         return self._loader.samples_per_epoch
+
+    @property
+    def epoch_length(self):
+        """Positions in an epoch's order: dataset_size, or a mix's samples per epoch."""
+        return self._loader.epoch_length
+
+    @property
+    def sources(self):
+        """Per dataset: {"name": its paths joined by commas, "records", "samples": per epoch}
+        (one entry for one dataset)."""
+        return [{"name": n, "records": r, "samples": c} for n, r, c in self._loader.sources]
 
 
 class Dataset:

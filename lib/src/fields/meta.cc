@@ -294,8 +294,138 @@ Status ParseStatistics(const json& j, DatasetMeta* mp) {
   return Status::Ok();
 }
 
+// The top-level "classes" and "label_counts" arrays: most of a large
+// dataset's metadata (1,000 names and counts are 20 KB, and every shard
+// repeats them: 10,000 shards are 200 MB of JSON), read by a tight scan;
+// the rest of the text goes to nlohmann with those two arrays as []. Only
+// plain entries are taken (ASCII names without escapes, integers without
+// sign, fraction or leading zero); anything else, or a key seen twice,
+// leaves the whole text to nlohmann: the same result, more slowly.
+struct BigArrays {
+  std::string rest;
+  bool classes = false, counts = false;
+  std::vector<std::string> class_names;
+  std::vector<int64_t> label_counts;
+};
+
+bool TakeBigArrays(const uint8_t* data, size_t size, BigArrays* out) {
+  const char* p = reinterpret_cast<const char*>(data);
+  const char* const end = p + size;
+  auto ws = [&] {
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+  };
+  // A string without escapes or control bytes at p ('"'), ASCII unless `any`.
+  auto plain_string = [&](std::string_view* s, bool any) {
+    if (p >= end || *p != '"') return false;
+    const char* b = ++p;
+    while (p < end && *p != '"') {
+      const unsigned char c = static_cast<unsigned char>(*p);
+      if (c == '\\' || c < 0x20 || (!any && c >= 0x80)) return false;
+      ++p;
+    }
+    if (p >= end) return false;
+    *s = std::string_view(b, size_t(p - b));
+    ++p;
+    return true;
+  };
+  // Any value: skipped up to the ',' or '}' that ends it at this level,
+  // strings (escapes included) and nesting followed.
+  auto skip_value = [&] {
+    int depth = 0;
+    while (p < end) {
+      const char c = *p;
+      if (c == '"') {
+        for (++p; p < end && *p != '"'; ++p)
+          if (*p == '\\') ++p;
+        if (p >= end) return false;
+        ++p;
+      } else if (c == '[' || c == '{') {
+        ++depth, ++p;
+      } else if (c == ']' || c == '}') {
+        if (depth == 0) return true;
+        --depth, ++p;
+      } else if (c == ',' && depth == 0) {
+        return true;
+      } else {
+        ++p;
+      }
+    }
+    return false;
+  };
+  std::vector<std::pair<size_t, size_t>> cut;  // [begin, end) of the arrays taken
+  ws();
+  if (p >= end || *p != '{') return false;
+  ++p;
+  for (;;) {
+    ws();
+    if (p < end && *p == '}') break;
+    std::string_view key;
+    if (!plain_string(&key, true)) return false;
+    ws();
+    if (p >= end || *p != ':') return false;
+    ++p;
+    ws();
+    const bool names = key == "classes", counts = key == "label_counts";
+    if ((names && out->classes) || (counts && out->counts)) return false;  // twice: nlohmann's rule (the last)
+    if ((names || counts) && p < end && *p == '[') {
+      const size_t begin = size_t(p - reinterpret_cast<const char*>(data));
+      ++p;
+      ws();
+      bool first = true;
+      while (p < end && *p != ']') {
+        if (!first) {
+          if (*p != ',') return false;
+          ++p;
+          ws();
+        }
+        first = false;
+        if (names) {
+          std::string_view s;
+          if (!plain_string(&s, false)) return false;
+          out->class_names.emplace_back(s);
+        } else {
+          int64_t v = 0;
+          const char* b = p;
+          while (p < end && *p >= '0' && *p <= '9' && p - b < 18) v = v * 10 + (*p++ - '0');
+          if (p == b || (*b == '0' && p - b > 1) || (p < end && ((*p >= '0' && *p <= '9') || *p == '.' ||
+                                                               *p == 'e' || *p == 'E')))
+            return false;
+          out->label_counts.push_back(v);
+        }
+        ws();
+      }
+      if (p >= end) return false;
+      ++p;
+      cut.emplace_back(begin, size_t(p - reinterpret_cast<const char*>(data)));
+      (names ? out->classes : out->counts) = true;
+    } else if (!skip_value()) {
+      return false;
+    }
+    ws();
+    if (p < end && *p == ',') {
+      ++p;
+      continue;
+    }
+    if (p < end && *p == '}') break;
+    return false;
+  }
+  if (cut.empty()) return false;
+  size_t at = 0;
+  const char* text = reinterpret_cast<const char*>(data);
+  for (const auto& [b, e] : cut) {
+    out->rest.append(text + at, b - at);
+    out->rest += "[]";
+    at = e;
+  }
+  out->rest.append(text + at, size - at);
+  return true;
+}
+
 Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
-  json j = json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
+  BigArrays big;
+  if (!TakeBigArrays(data, size, &big)) big = BigArrays();
+  json j = big.rest.empty() ? json::parse(data, data + size, nullptr, /*allow_exceptions=*/false)
+                            : json::parse(big.rest, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Status::Corruption("metadata is not a JSON object");
   IMAGEPACK_RETURN_IF_ERROR(CheckMetaChecksum(data, size, j));
   auto need = [&](const char* key, json::value_t t1, json::value_t t2 = json::value_t::discarded) -> Status {
@@ -338,10 +468,12 @@ Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
   auto count = IntIn(j["count"], "count", 0, kMax);
   if (!count.ok()) return count.status();
   m.count = *count;
+  m.classes = std::move(big.class_names);
   for (const auto& c : j["classes"]) {
     if (!c.is_string()) return Status::Corruption("metadata class names must be strings");
     m.classes.push_back(c.get<std::string>());
   }
+  m.label_counts = std::move(big.label_counts);  // ParseStatistics checks them (j's are [] when taken)
   auto enc = ParseEncoding(j["encoding"].get<std::string>());
   if (!enc.ok()) return Status::Corruption("metadata: " + enc.status().message());
   m.encoding = enc.value();

@@ -6,17 +6,20 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
 
 #include "imagepack/files.h"
 #include "imagepack/decode.h"
-#include "pack/pixel_stats.h"
-#include "sources/sources.h"
 #include "base/threads.h"
+#include "fields/pixel_stats.h"
+#include "sources/item_spill.h"
+#include "sources/sources.h"
 
 namespace fs = std::filesystem;
 
@@ -51,7 +54,9 @@ class Collector {
 struct Tally {
   int64_t checked = 0, bytes = 0;
   std::vector<int64_t> class_counts;
-  std::vector<int64_t> payloads;
+  // --stats: records per payload size, for exact percentiles in memory that
+  // grows with the distinct sizes, not the records.
+  std::map<int64_t, int64_t> payloads;
   int64_t min_w = INT64_MAX, max_w = 0, min_h = INT64_MAX, max_h = 0;
   double sum_w = 0, sum_h = 0;
   internal::PixelMoments moments;
@@ -61,7 +66,7 @@ struct Tally {
     checked += t.checked;
     bytes += t.bytes;
     for (size_t c = 0; c < t.class_counts.size() && c < class_counts.size(); ++c) class_counts[c] += t.class_counts[c];
-    payloads.insert(payloads.end(), t.payloads.begin(), t.payloads.end());
+    for (const auto& [size, n] : t.payloads) payloads[size] += n;
     min_w = std::min(min_w, t.min_w);
     max_w = std::max(max_w, t.max_w);
     min_h = std::min(min_h, t.min_h);
@@ -141,7 +146,7 @@ void CheckRecord(const VerifyOptions& o, const DatasetMeta& meta, const std::str
   t.max_h = std::max<int64_t>(t.max_h, v.fields.height);
   t.sum_w += v.fields.width;
   t.sum_h += v.fields.height;
-  if (o.stats) t.payloads.push_back(static_cast<int64_t>(v.payload_size));
+  if (o.stats) ++t.payloads[static_cast<int64_t>(v.payload_size)];
   CheckFields(o, meta, where, path, v, problems);
   if (!o.against.empty()) t.paths.push_back({path, {v.fields.label, where}});
   if (v.fields.encoding == Encoding::kRaw) {
@@ -183,6 +188,7 @@ void CheckDatabase(const VerifyOptions& o, const RecordSource& db, const std::st
   tbb::enumerable_thread_specific<std::unique_ptr<RecordCursor>> cursors;
   std::vector<int64_t> label_counts(meta.classes.size(), 0);
   std::mutex label_mu;
+  std::atomic<uint64_t> read_bytes{0};
   arena.execute([&] {
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, meta.count, 256), [&](const tbb::blocked_range<int64_t>& r) {
       auto& cur = cursors.local();
@@ -190,6 +196,7 @@ void CheckDatabase(const VerifyOptions& o, const RecordSource& db, const std::st
       Tally& t = tallies.local();
       if (t.class_counts.size() < nclasses) t.class_counts.resize(nclasses, 0);
       std::vector<int64_t> local_labels(meta.classes.size(), 0);
+      uint64_t range_bytes = 0;
       for (int64_t i = r.begin(); i != r.end(); ++i) {
         if (o.cancel && o.cancel->load()) return;
         if (o.progress) ++o.progress->done;
@@ -197,12 +204,16 @@ void CheckDatabase(const VerifyOptions& o, const RecordSource& db, const std::st
         const uint8_t* data = nullptr;
         size_t size = 0;
         Status st = cur->ReadRaw(i, &data, &size);
+        range_bytes += size;
         if (st.ok()) CheckRecord(o, meta, where, data, size, t, local_labels, problems);
         else problems.Add(where, "", st.message());
       }
       // LMDB leaf pages (and values small enough to live in them) are
-      // read through the map: unmapped now and then, like the loader's.
-      if ((r.begin() / 256) % 64 == 0) db.ReleaseMappedPages();
+      // read through the map: unmapped every 64 MB read, like the loader's
+      // (a 10^7-record LMDB kept 1.5 GB mapped when this counted ranges).
+      constexpr uint64_t kRelease = uint64_t(64) << 20;
+      const uint64_t before = read_bytes.fetch_add(range_bytes);
+      if (before / kRelease != (before + range_bytes) / kRelease) db.ReleaseMappedPages();
       std::lock_guard<std::mutex> g(label_mu);
       for (size_t c = 0; c < local_labels.size(); ++c) label_counts[c] += local_labels[c];
     });
@@ -248,11 +259,25 @@ void CheckAgainst(const std::string& root, const std::vector<std::string>& class
     in_db.erase(it);
     return seen;
   };
-  for (const auto& item : tree->items) {
+  auto check = [&](const internal::SourceItem& item) {
     auto seen = take(item.rel);
     if (seen && seen->label != item.label)
       problems.Add(seen->where, item.rel, "label " + std::to_string(seen->label) + ", but its folder is class " +
                                               std::to_string(item.label));
+  };
+  for (const auto& item : tree->items) check(item);
+  if (tree->spilled) {  // a tree too large to list in memory
+    auto reader = tree->spilled->Read();
+    internal::SourceItem item;
+    for (;;) {
+      auto more = reader.Next(&item);
+      if (!more.ok()) {
+        problems.Add(root, "", more.status().message());
+        break;
+      }
+      if (!more.value()) break;
+      check(item);
+    }
   }
   for (const auto& rel : tree->unlabelled) take(rel);
   for (auto& [path, seen] : in_db) problems.Add(seen.where, path, "not in the source tree " + root);
@@ -314,10 +339,20 @@ Result<VerifyReport> VerifyDatabases(const VerifyOptions& o) {
       report.mean_width = all.sum_w / all.checked;
       report.mean_height = all.sum_h / all.checked;
     }
-    std::sort(all.payloads.begin(), all.payloads.end());
-    if (!all.payloads.empty())
-      for (int pct : {0, 10, 50, 90, 100})
-        report.payload_percentiles.push_back(all.payloads[(all.payloads.size() - 1) * pct / 100]);
+    int64_t payloads = 0;
+    for (const auto& [size, n] : all.payloads) payloads += n;
+    if (payloads > 0)
+      for (int pct : {0, 10, 50, 90, 100}) {
+        // The size at rank (payloads - 1) * pct / 100 of the sorted sizes.
+        int64_t rank = (payloads - 1) * pct / 100;
+        for (const auto& [size, n] : all.payloads) {
+          if (rank < n) {
+            report.payload_percentiles.push_back(size);
+            break;
+          }
+          rank -= n;
+        }
+      }
     all.moments.MeanStd(dbs.empty() ? 0 : dbs[0]->meta().channels, &report.mean, &report.std);
   }
   report.problems = std::move(problems.problems_);

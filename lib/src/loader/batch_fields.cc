@@ -57,6 +57,7 @@ void FieldBatcher::Prepare(FieldArrays* a) const {
   for (size_t slot = 0; slot < fields_.size(); ++slot) {
     if (!InfoOf(fields_[slot].kind).from_file()) continue;  // sized by Finish
     FieldOut& o = a->outs[outs_of_[slot]];
+    o.shape = template_[outs_of_[slot]].shape;  // a batch made at another output size takes this one's
     o.shape[0] = B;
     size_t n = DTypeBytes(o.dtype);
     for (int64_t d : o.shape) n *= size_t(d);

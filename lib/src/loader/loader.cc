@@ -25,95 +25,6 @@
 
 namespace imagepack {
 
-size_t DTypeBytes(DType t) {
-  switch (t) {
-    case DType::kUint8: return 1;
-    case DType::kUint16: return 2;
-    case DType::kFloat32:
-    case DType::kInt32: return 4;
-    case DType::kInt64: return 8;
-  }
-  return 1;
-}
-
-namespace {
-
-// The transforms: one name per kind (every tool, the Python package and the
-// docs take these), whether it trains (random crop and flips: a loader
-// shuffles by default), and the old spellings still read.
-struct TransformEntry {
-  TransformKind kind;
-  const char* name;
-  bool trains;
-};
-constexpr TransformEntry kTransforms[] = {
-    {TransformKind::kTrain, "train", true},
-    {TransformKind::kEval, "eval", false},
-    {TransformKind::kPadCrop, "pad_crop", true},
-    {TransformKind::kPadCropEval, "pad_crop_eval", false},
-};
-constexpr TransformEntry kTransformAliases[] = {
-    // inspect_db --augment and bench_loader --transform until the names were one
-    {TransformKind::kPadCrop, "padcrop", true},
-};
-
-}  // namespace
-
-const char* TransformName(TransformKind t) {
-  for (const auto& e : kTransforms)
-    if (e.kind == t) return e.name;
-  return "?";
-}
-
-bool TransformTrains(TransformKind t) {
-  for (const auto& e : kTransforms)
-    if (e.kind == t) return e.trains;
-  return false;
-}
-
-std::vector<TransformKind> TransformKinds() {
-  std::vector<TransformKind> out;
-  for (const auto& e : kTransforms) out.push_back(e.kind);
-  return out;
-}
-
-std::string TransformNames() {
-  std::string out;
-  for (const auto& e : kTransforms) out += (out.empty() ? "" : ", ") + std::string(e.name);
-  return out;
-}
-
-Result<TransformKind> ParseTransform(const std::string& name) {
-  for (const auto& e : kTransforms)
-    if (name == e.name) return e.kind;
-  for (const auto& e : kTransformAliases)
-    if (name == e.name) return e.kind;
-  return Status::InvalidArgument("unknown transform '" + name + "' (expected " + TransformNames() + ")");
-}
-
-std::vector<int64_t> EpochIndices(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int rank, int world,
-                                  bool even_partition, int64_t start) {
-  OrderSpec spec;
-  spec.kind = shuffle ? Order::kRandom : Order::kSequential;
-  spec.seed = seed;
-  return DealPositions(EpochOrder(n, spec, epoch), rank, world, even_partition, start);
-}
-
-Result<std::vector<int64_t>> ReadLabels(const std::vector<std::string>& paths) {
-  OpenOptions oo;
-  oo.pread_records = true;
-  auto src = OpenDatabases(paths, oo);
-  if (!src.ok()) return src.status();
-  auto cur = src.value()->NewCursor();
-  std::vector<int64_t> labels(static_cast<size_t>(src.value()->size()));
-  for (int64_t i = 0; i < src.value()->size(); ++i) {
-    auto r = cur->Read(i, /*verify_checksum=*/false);
-    if (!r.ok()) return r.status().WithContext(src.value()->Describe());
-    labels[static_cast<size_t>(i)] = r->fields.label;
-  }
-  return labels;
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -167,18 +78,33 @@ LoaderOptions WithEvalResize(LoaderOptions o) {
   return o;
 }
 
+// The loader's output size at most `size` can be asked for (Open,
+// SetOutputSize): bounds that keep a typo from becoming an allocation the
+// machine cannot hold.
+Status CheckOutputSize(const LoaderOptions& o, int size) {
+  if (size < 1) return Status::InvalidArgument("output size must be positive");
+  if (size > 16384) return Status::InvalidArgument("output size must be at most 16384 (eval resize 65536, pad 16384)");
+  if (const double batch_bytes = double(o.batch_size) * size * size * 3;
+      batch_bytes * (o.prefetch + 2) > double(uint64_t(64) << 30))
+    return Status::InvalidArgument("batches of " + std::to_string(o.batch_size) + " x " + std::to_string(size) +
+                                   "^2 pixels with prefetch " + std::to_string(o.prefetch) +
+                                   " would need over 64 GiB of batch buffers");
+  return Status::Ok();
+}
+
 class LoaderImpl : public Loader {
  public:
-  LoaderImpl(LoaderOptions o, std::unique_ptr<RecordSource> src, OrderSpec spec, ClassMap class_map)
-      : o_(WithEvalResize(std::move(o))), src_(std::move(src)), class_map_(std::move(class_map)),
-        meta_(WithClasses(src_->meta(), o_.classes, class_map_)),
+  // `mix`: the sources of a mix (then `src` is its records), or null.
+  LoaderImpl(LoaderOptions o, std::unique_ptr<RecordSource> src, OrderSpec spec, ClassMap class_map,
+             std::unique_ptr<OpenedMix> mix)
+      : eval_resize_given_(o.eval_resize > 0), o_(WithEvalResize(std::move(o))), src_(std::move(src)),
+        class_map_(std::move(class_map)), mix_(std::move(mix)),
+        meta_(mix_ ? mix_->meta : WithClasses(src_->meta(), o_.classes, class_map_)),
         channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
         arena_(internal::ResolveThreads(o_.threads)),
-        fields_(src_->meta().fields,
-                {o_.batch_size, o_.size, channels_, o_.layout == Layout::kNCHW, o_.min_box_visible,
-                 o_.wide_maps_int32}),
-        renderer_(o_, channels_, static_cast<int64_t>(src_->meta().classes.size()), &fields_), spec_(spec),
-        epoch_spec_(spec) {
+        fields_(src_->meta().fields, FieldShape()),
+        renderer_(o_, channels_, RendererClasses(), &fields_), spec_(spec), epoch_spec_(spec),
+        next_size_(o_.size) {
     sample_bytes_ = size_t(o_.size) * o_.size * channels_;
     pool_->keep = static_cast<size_t>(std::max(0, o_.prefetch)) + 2;
     for (int t = 0; t < arena_.max_concurrency(); ++t) cursors_.push_back(src_->NewCursor());
@@ -197,9 +123,15 @@ class LoaderImpl : public Loader {
           std::make_unique<internal::ReadAhead>(src_.get(), io, static_cast<uint64_t>(o_.read_chunk_mb * (1 << 20))),
           o_.batch_size);
     releaser_ = std::thread([this] { ReleaseLoop(); });
+    producer_ = std::thread([this] { ProduceLoop(); });
   }
   ~LoaderImpl() override {
-    StopProducer();
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = quit_ = true;
+    }
+    cv_.notify_all();
+    producer_.join();
     {
       std::lock_guard<std::mutex> g(rel_mu_);
       rel_stop_ = true;
@@ -211,10 +143,27 @@ class LoaderImpl : public Loader {
   const DatasetMeta& meta() const override { return meta_; }
   int channels() const override { return channels_; }
   int64_t dataset_size() const override { return src_->size(); }
+  int64_t epoch_length() const override {
+    if (!mix_) return src_->size();
+    int64_t n = 0;
+    for (int64_t c : mix_->counts) n += c;
+    return n;
+  }
+  std::vector<SourceInfo> sources() const override {
+    if (!mix_) {
+      std::string name;
+      for (const auto& p : o_.paths) name += (name.empty() ? "" : ",") + p;
+      return {{name, src_->size(), src_->size()}};
+    }
+    std::vector<SourceInfo> out;
+    for (size_t i = 0; i < mix_->counts.size(); ++i)
+      out.push_back({mix_->names[i], mix_->starts[i + 1] - mix_->starts[i], mix_->counts[i]});
+    return out;
+  }
   Order order() const override { return spec_.kind; }
   int64_t block_records() const override { return spec_.block_records; }
   int64_t samples_per_epoch() const override {
-    const int64_t n = src_->size() - start_, w = o_.world_size;
+    const int64_t n = epoch_length() - start_, w = o_.world_size;
     return o_.even_partition ? (n + w - 1) / w : std::max<int64_t>(0, (n - o_.rank + w - 1) / w);
   }
   int64_t batches_per_epoch() const override {
@@ -224,31 +173,66 @@ class LoaderImpl : public Loader {
 
   void StartEpoch(int64_t epoch) override { Restore(LoaderState{epoch, 0}); }
 
+  Status SetOutputSize(int size) override {
+    IMAGEPACK_RETURN_IF_ERROR(CheckOutputSize(o_, size));
+    next_size_ = size;
+    return Status::Ok();
+  }
+  int output_size() const override { return started_ ? o_.size : next_size_; }
+
   LoaderState state() const override {
     const int64_t consumed = next_consume_ * int64_t(o_.batch_size) * o_.world_size;
     const bool blocks = epoch_spec_.kind == Order::kBlocks;
-    return {epoch_, std::min(src_->size(), start_ + consumed), epoch_spec_.kind, blocks ? epoch_spec_.world : 0,
-            blocks ? epoch_spec_.block_records : 0, blocks ? epoch_spec_.window_blocks : 0};
+    return {epoch_, std::min(epoch_length(), start_ + consumed), epoch_spec_.kind, blocks ? epoch_spec_.world : 0,
+            blocks ? epoch_spec_.block_records : 0, blocks ? epoch_spec_.window_blocks : 0, o_.size,
+            mix_ ? mix_->description : std::string()};
+  }
+
+  Status CheckState(const LoaderState& state) const override {
+    IMAGEPACK_RETURN_IF_ERROR(CompareMixes(state.mix, mix_ ? mix_->description : std::string()));
+    if (state.position < 0 || state.position > epoch_length())
+      return Status::InvalidArgument("position " + std::to_string(state.position) + " outside the epoch's " +
+                                     std::to_string(epoch_length()) + " positions");
+    return Status::Ok();
   }
 
   void Restore(const LoaderState& state) override {
     StopProducer();
     if (current_) Recycle(std::move(current_));
+    if (const int size = state.size > 0 ? state.size : next_size_; size != o_.size && CheckOutputSize(o_, size).ok())
+      ApplySize(size);
     epoch_ = state.epoch;
-    start_ = std::clamp<int64_t>(state.position, 0, src_->size());
+    start_ = std::clamp<int64_t>(state.position, 0, epoch_length());
     epoch_spec_ = spec_;
     if (state.order != Order::kAuto) epoch_spec_.kind = state.order;
     if (state.world > 0) epoch_spec_.world = state.world;
     if (state.block_records > 0) epoch_spec_.block_records = state.block_records;
     if (state.window_blocks > 0) epoch_spec_.window_blocks = state.window_blocks;
-    indices_ = DealPositions(EpochOrder(src_->size(), epoch_spec_, epoch_), o_.rank, o_.world_size,
-                             o_.even_partition, start_);
-    if (read_ahead_) read_ahead_->Start(&indices_, epoch_spec_, start_ / o_.world_size);
+    // Computed position by position: nothing here grows with the dataset
+    // (a mix's order is a list: its counts are per epoch and interleaved).
+    EpochPermutation order;
+    if (mix_) {
+      // A mix's order is world-independent: random (or sequential), its
+      // reads ahead a batch at a time.
+      if (epoch_spec_.kind != Order::kSequential) epoch_spec_.kind = Order::kRandom;
+      MixSpec ms{{}, mix_->counts, epoch_spec_.kind, o_.seed};
+      for (size_t i = 0; i + 1 < mix_->starts.size(); ++i) ms.sizes.push_back(mix_->starts[i + 1] - mix_->starts[i]);
+      order = EpochPermutation::FromList(MixOrder(ms, epoch_));
+    } else {
+      order = EpochPermutation(src_->size(), epoch_spec_, epoch_);
+    }
+    mine_ = RankOrder(std::move(order), o_.rank, o_.world_size, o_.even_partition, start_);
+    if (read_ahead_) read_ahead_->Start(&mine_, epoch_spec_, start_ / o_.world_size);
     next_consume_ = 0;
-    stop_ = false;
     for (auto& b : queue_) Recycle(std::move(b));
     queue_.clear();
-    producer_ = std::thread([this] { Produce(); });
+    started_ = true;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = false;
+      ++requested_;
+    }
+    cv_.notify_all();
   }
 
   Result<int> Next(uint8_t* images, int64_t* labels, int64_t* indices) override {
@@ -307,7 +291,7 @@ class LoaderImpl : public Loader {
   // The next batch of the epoch off the queue (nullptr at its end), or its
   // error.
   Result<std::unique_ptr<Batch>> Take() {
-    if (!producer_.joinable()) return Status::InvalidArgument("Next() before StartEpoch()");
+    if (!started_) return Status::InvalidArgument("Next() before StartEpoch()");
     if (next_consume_ >= batches_per_epoch()) return std::unique_ptr<Batch>();
     const auto t0 = Clock::now();
     std::unique_lock<std::mutex> lock(mu_);
@@ -326,13 +310,56 @@ class LoaderImpl : public Loader {
     return b;
   }
 
+  // The producer thread lives as long as the loader (its threads and open
+  // databases outlast every epoch and size change); each Restore hands it
+  // an epoch. Returns when it is idle with nothing requested.
   void StopProducer() {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      stop_ = true;
-    }
+    std::unique_lock<std::mutex> lock(mu_);
+    stop_ = true;
     cv_.notify_all();
-    if (producer_.joinable()) producer_.join();
+    cv_.wait(lock, [&] { return !busy_ && picked_ == requested_; });
+  }
+
+  void ProduceLoop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return quit_ || picked_ != requested_; });
+      if (quit_) return;
+      picked_ = requested_;
+      busy_ = true;
+      lock.unlock();
+      Produce();
+      lock.lock();
+      busy_ = false;
+      cv_.notify_all();
+    }
+  }
+
+  // What depends on the output size, for `size` (between epochs,
+  // the producer idle): eval_resize follows it unless it was given.
+  void ApplySize(int size) {
+    o_.size = size;
+    if (!eval_resize_given_) o_.eval_resize = static_cast<int>(std::lround(size / 0.875));
+    sample_bytes_ = size_t(size) * size * channels_;
+    fields_ = internal::FieldBatcher(src_->meta().fields, FieldShape());
+    renderer_ = internal::SampleRenderer(o_, channels_, RendererClasses(), &fields_);
+  }
+  internal::FieldBatcher::Shape FieldShape() const {
+    return {o_.batch_size, o_.size, channels_, o_.layout == Layout::kNCHW, o_.min_box_visible, o_.wide_maps_int32};
+  }
+  // A mix's labels are checked against their own source's classes (MixLabel).
+  int64_t RendererClasses() const { return mix_ ? 0 : static_cast<int64_t>(src_->meta().classes.size()); }
+
+  // A mix record's label in the mix's classes, checked against its own
+  // source's.
+  Result<int64_t> MixLabel(int64_t index, const RecordView& rec) const {
+    const int s = mix_->SourceOf(index);
+    const int64_t label = rec.fields.label, classes = mix_->source_classes[size_t(s)];
+    if (classes > 0 && label >= classes)
+      return Status::Corruption("label " + std::to_string(label) + " outside the " + std::to_string(classes) +
+                                " classes of " + mix_->names[size_t(s)])
+          .WithContext("record " + RecordKey(index) + " (" + std::string(rec.path) + ")");
+    return mix_->class_maps[size_t(s)].Map(label);
   }
 
   // A mapped database's pages stay mapped after a read, so a pass over the
@@ -389,12 +416,14 @@ class LoaderImpl : public Loader {
     const auto t1 = Clock::now();
     read_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
     if (!rec.ok()) return rec.status();
+    Result<int64_t> mixed = mix_ ? MixLabel(index, rec.value()) : Result<int64_t>(class_map_.Map(rec->fields.label));
+    if (!mixed.ok()) return mixed.status();
     bytes_ += static_cast<int64_t>(rec->payload_size);
     const uint64_t global = static_cast<uint64_t>(start_ + pos * o_.world_size + o_.rank);
     Image& img = scratch_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
     IMAGEPACK_RETURN_IF_ERROR(
         renderer_.Render(rec.value(), index, static_cast<uint64_t>(epoch_), global, dst, &img, &b.fields, i));
-    *label = class_map_.Map(rec->fields.label);
+    *label = mixed.value();
     decode_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t1).count();
     ++images_;
     return Status::Ok();
@@ -402,7 +431,7 @@ class LoaderImpl : public Loader {
 
   void Fill(Batch& b, int64_t bn) {
     const int64_t begin = bn * o_.batch_size;
-    const int64_t end = std::min<int64_t>(begin + o_.batch_size, static_cast<int64_t>(indices_.size()));
+    const int64_t end = std::min<int64_t>(begin + o_.batch_size, mine_.size());
     b.count = static_cast<int>(end - begin);
     b.images.resize(size_t(o_.batch_size) * sample_bytes_);
     b.labels.assign(static_cast<size_t>(o_.batch_size), -1);
@@ -415,12 +444,12 @@ class LoaderImpl : public Loader {
         RecordCursor& cur = *cursors_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
         const int64_t pos = begin + i;
         uint8_t* dst = b.images.data() + size_t(i) * sample_bytes_;
-        b.indices[i] = indices_[pos];
-        Status st = RenderOne(cur, indices_[pos], pos, dst, &b.labels[i], b, i);
+        b.indices[i] = mine_[pos];
+        Status st = RenderOne(cur, b.indices[i], pos, dst, &b.labels[i], b, i);
         // kSkip: try the following records of the epoch order instead.
         for (int64_t k = 1; !st.ok() && o_.on_corrupt == CorruptPolicy::kSkip && k <= 16; ++k) {
           ++skipped_;
-          b.indices[i] = indices_[(pos + k) % indices_.size()];
+          b.indices[i] = mine_[(pos + k) % mine_.size()];
           st = RenderOne(cur, b.indices[i], pos, dst, &b.labels[i], b, i);
         }
         if (!st.ok()) {
@@ -432,10 +461,12 @@ class LoaderImpl : public Loader {
     if (!fields_.empty() && b.status.ok()) fields_.Finish(&b.fields, b.count);
   }
 
-  LoaderOptions o_;
+  const bool eval_resize_given_;
+  LoaderOptions o_;  // size: the current epoch's
   std::unique_ptr<RecordSource> src_;
   ClassMap class_map_;
-  DatasetMeta meta_;  // the source's, with LoaderOptions::classes
+  std::unique_ptr<OpenedMix> mix_;  // a mix's sources (src_ holds their records); null: one dataset
+  DatasetMeta meta_;  // the source's, with LoaderOptions::classes; a mix's own
   int channels_;
   size_t sample_bytes_ = 0;
   tbb::task_arena arena_;
@@ -445,17 +476,22 @@ class LoaderImpl : public Loader {
   internal::SampleRenderer renderer_;
   const OrderSpec spec_;  // the order epochs start with
   OrderSpec epoch_spec_;  // the current epoch's (Restore may continue another)
+  int next_size_;         // the output size epochs start with (SetOutputSize)
+  bool started_ = false;  // an epoch was started or restored
   std::unique_ptr<internal::ReadAheadPlan> read_ahead_;  // null: none
   int64_t epoch_ = 0;
-  int64_t start_ = 0;  // the epoch position this rank's indices_ begin at
-  std::vector<int64_t> indices_;
+  int64_t start_ = 0;  // the epoch position this rank's order begins at
+  RankOrder mine_;     // this rank's records from start_ on
   int64_t next_consume_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Batch>> queue_;
   std::shared_ptr<BatchPool> pool_ = std::make_shared<BatchPool>();
   std::unique_ptr<Batch> current_;  // the batch the last NextView() shows
-  bool stop_ = false;
+  bool stop_ = false;  // the producer abandons the epoch in progress
+  bool quit_ = false;  // the producer thread ends
+  bool busy_ = false;  // the producer is making an epoch's batches
+  uint64_t requested_ = 0, picked_ = 0;  // epochs handed to the producer, and taken up by it
   std::thread producer_;
   std::thread releaser_;
   std::mutex rel_mu_;
@@ -470,6 +506,11 @@ class LoaderImpl : public Loader {
 Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   if (o.batch_size < 1) return Status::InvalidArgument("batch size must be positive");
   if (o.size < 1) return Status::InvalidArgument("output size must be positive");
+  if (!o.sources.empty() && !o.paths.empty())
+    return Status::InvalidArgument("give the loader paths (one dataset) or sources (a mix), not both");
+  if (!o.sources.empty() && o.shuffle && o.order == Order::kBlocks)
+    return Status::InvalidArgument("a mix is read in random order: block order gives each rank blocks of its own, "
+                                   "which an order the same for every world size cannot");
   if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size)
     return Status::InvalidArgument("rank " + std::to_string(o.rank) + " not in [0, " + std::to_string(o.world_size) + ")");
   if (o.channels != 0 && o.channels != 1 && o.channels != 3) return Status::InvalidArgument("channels must be 1 or 3");
@@ -478,7 +519,8 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   // Bounds on what a caller (Python included) can ask for, so a typo is an
   // error rather than an allocation or a thread count the machine cannot
   // hold.
-  if (o.size > 16384 || o.eval_resize < 0 || o.eval_resize > 65536 || o.pad < 0 || o.pad > 16384)
+  if (o.size > 16384 || o.eval_resize < 0 || o.eval_resize > 65536 || o.pad < 0 || o.pad > 16384 ||
+      o.crop_size < 0 || o.crop_size > 16384)
     return Status::InvalidArgument("output size must be at most 16384 (eval resize 65536, pad 16384)");
   if (o.batch_size > 65536) return Status::InvalidArgument("batch size must be at most 65536");
   if (o.threads < 0 || o.threads > 1024 || o.io_threads < -1 || o.io_threads > 256)
@@ -486,11 +528,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   if (o.prefetch < 1 || o.prefetch > 64) return Status::InvalidArgument("prefetch must be in 1..64");
   if (o.block_mb > 1024 || o.read_chunk_mb > 1024 || o.window_blocks > 65536)
     return Status::InvalidArgument("block and read chunk at most 1024 MB, window at most 65536 blocks");
-  if (const double batch_bytes = double(o.batch_size) * o.size * o.size * 3;
-      batch_bytes * (o.prefetch + 2) > double(uint64_t(64) << 30))
-    return Status::InvalidArgument("batches of " + std::to_string(o.batch_size) + " x " + std::to_string(o.size) +
-                                   "^2 pixels with prefetch " + std::to_string(o.prefetch) +
-                                   " would need over 64 GiB of batch buffers");
+  IMAGEPACK_RETURN_IF_ERROR(CheckOutputSize(o, o.size));
   // Records are read with pread, from storage or from the in-RAM copy
   // (each worker thread has its own cursor, and a record is done with
   // before that cursor reads the next): no page faults, and resident
@@ -502,7 +540,15 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   oo.cache_dir = o.cache_dir;
   oo.cache_limit_mb = o.cache_limit_mb;
   oo.ca_file = o.ca_file;
-  auto src = OpenDatabases(o.paths, oo);
+  std::unique_ptr<OpenedMix> mix;
+  if (!o.sources.empty()) {
+    auto m = OpenMix(o.sources, o.epoch_size, o.classes, o.classes_from, o.channels, oo);
+    if (!m.ok()) return m.status();
+    mix = std::make_unique<OpenedMix>(std::move(m.value()));
+  } else if (o.epoch_size != 0) {
+    return Status::InvalidArgument("epoch_size applies to a mix (sources)");
+  }
+  auto src = mix ? Result<std::unique_ptr<RecordSource>>(std::move(mix->records)) : OpenDatabases(o.paths, oo);
   if (!src.ok()) return src.status();
   const RecordSource& s = *src.value();
   if (s.size() == 0) return Status::InvalidArgument("dataset " + s.Describe() + " is empty");
@@ -513,19 +559,20 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   spec.seed = o.seed;
   spec.world = o.world_size;
   spec.kind = !o.shuffle                  ? Order::kSequential
+              : mix                     ? Order::kRandom
               : o.order != Order::kAuto ? o.order
                                         : internal::AutoOrder(o.in_ram, s);
   spec.window_blocks = o.window_blocks;
   spec.block_records = BlockRecords(s.size(), file_bytes, static_cast<int64_t>(o.block_mb * (1 << 20)),
                                     s.meta().records_per_value);
   ClassMap class_map;
-  if (!o.classes.empty()) {
+  if (!o.classes.empty() && !mix) {
     auto m = MatchClasses(o.classes, o.classes_from.empty() ? "the given class list" : o.classes_from, s.meta().classes,
                           s.Describe());
     if (!m.ok()) return m.status();
     class_map = std::move(m.value());
   }
-  return std::unique_ptr<Loader>(new LoaderImpl(o, std::move(src.value()), spec, std::move(class_map)));
+  return std::unique_ptr<Loader>(new LoaderImpl(o, std::move(src.value()), spec, std::move(class_map), std::move(mix)));
 }
 
 }  // namespace imagepack

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
+#include "imagepack/permutation.h"
 #include "imagepack/shard.h"
 
 namespace imagepack {
@@ -34,44 +36,99 @@ uint64_t Mix(uint64_t seed, uint64_t a, uint64_t b = 0, uint64_t c = 0) {
   return SplitMix64(x).Next();
 }
 
-std::vector<int64_t> BlockOrder(int64_t n, const OrderSpec& s, int64_t epoch) {
+// kBlocks: which window of a run holds entry k of the run, and where it
+// begins: the first windows ramp up (1, 2, 4, ... blocks) until one would
+// hold window_blocks blocks; from there on every window does.
+struct Window {
+  int64_t index = 0, begin = 0;
+};
+Window WindowOf(const OrderSpec& s, int64_t k) {
   const int64_t B = std::max<int64_t>(1, s.block_records);
-  const int64_t world = std::max(1, s.world);
-  const int64_t blocks = (n + B - 1) / B;
-  const std::vector<int64_t> perm = Permutation(blocks, Mix(s.seed, 1, static_cast<uint64_t>(epoch)));
-  std::vector<int64_t> seq;
-  seq.reserve(static_cast<size_t>(n));
-  for (int64_t b : perm)
-    for (int64_t i = b * B; i < std::min(n, (b + 1) * B); ++i) seq.push_back(i);
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  int64_t lo = 0;
-  for (int64_t r = 0; r < world; ++r) {
-    const int64_t len = n / world + (r < n % world ? 1 : 0);
-    for (int64_t w0 = 0, wi = 0; w0 < len; w0 += WindowRecords(s, wi), ++wi) {
-      const int64_t wl = std::min(WindowRecords(s, wi), len - w0);
-      const std::vector<int64_t> p =
-          Permutation(wl, Mix(s.seed, 2 + static_cast<uint64_t>(epoch), static_cast<uint64_t>(r),
-                              static_cast<uint64_t>(wi)));
-      for (int64_t k = 0; k < wl; ++k) order[static_cast<size_t>((w0 + k) * world + r)] = seq[lo + w0 + p[k]];
-    }
-    lo += len;
+  const int64_t full = std::max<int64_t>(1, s.window_blocks);
+  int ramp = 0;  // windows smaller than a full one: 2^ramp >= full
+  while (ramp < 62 && (int64_t(1) << ramp) < full) ++ramp;
+  const int64_t ramp_records = B * ((int64_t(1) << ramp) - 1);
+  if (k < ramp_records) {
+    int i = 0;
+    while (B * ((int64_t(2) << i) - 1) <= k) ++i;
+    return {i, B * ((int64_t(1) << i) - 1)};
   }
-  return order;
+  const int64_t steps = (k - ramp_records) / (B * full);
+  return {ramp + steps, ramp_records + steps * B * full};
 }
 
 }  // namespace
 
-std::vector<int64_t> EpochOrder(int64_t n, const OrderSpec& spec, int64_t epoch) {
-  switch (spec.kind) {
-    case Order::kRandom:
-      return Permutation(n, spec.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch) + 1);
-    case Order::kBlocks: return BlockOrder(n, spec, epoch);
+EpochPermutation::EpochPermutation(int64_t n, const OrderSpec& spec, int64_t epoch)
+    : n_(std::max<int64_t>(0, n)), spec_(spec), epoch_(epoch) {
+  spec_.block_records = std::max<int64_t>(1, spec_.block_records);
+  spec_.window_blocks = std::max<int64_t>(1, spec_.window_blocks);
+  spec_.world = std::max(1, spec_.world);
+  if (spec_.kind == Order::kRandom) {
+    perm_ = KeyedPermutation(static_cast<uint64_t>(n_), Mix(spec_.seed, 0, static_cast<uint64_t>(epoch)));
+  } else if (spec_.kind == Order::kBlocks) {
+    blocks_ = (n_ + spec_.block_records - 1) / spec_.block_records;
+    perm_ = KeyedPermutation(static_cast<uint64_t>(blocks_), Mix(spec_.seed, 1, static_cast<uint64_t>(epoch)));
+    if (blocks_ > 0) short_at_ = static_cast<int64_t>(perm_.Inverse(static_cast<uint64_t>(blocks_ - 1)));
+  }
+}
+
+EpochPermutation EpochPermutation::FromList(std::vector<int64_t> order) {
+  EpochPermutation p;
+  p.n_ = static_cast<int64_t>(order.size());
+  p.list_ = std::make_shared<const std::vector<int64_t>>(std::move(order));
+  return p;
+}
+
+int64_t EpochPermutation::operator[](int64_t position) const {
+  if (list_) return (*list_)[static_cast<size_t>(position)];
+  switch (spec_.kind) {
+    case Order::kRandom: return RandomAt(position);
+    case Order::kBlocks: return BlocksAt(position);
     case Order::kSequential:
     case Order::kAuto: break;
   }
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-  return order;
+  return position;
+}
+
+int64_t EpochPermutation::RandomAt(int64_t position) const {
+  return static_cast<int64_t>(perm_(static_cast<uint64_t>(position)));
+}
+
+int64_t EpochPermutation::BlocksAt(int64_t position) const {
+  const int64_t B = spec_.block_records, world = spec_.world;
+  // Entry k of run r; the run's place in the block sequence.
+  const int64_t k = position / world, r = position % world;
+  const int64_t base = n_ / world, extra = n_ % world;
+  const int64_t run_begin = r * base + std::min(r, extra), run_len = base + (r < extra ? 1 : 0);
+  // The window of the run that holds k, shuffled by its own bijection.
+  const Window w = WindowOf(spec_, k);
+  const int64_t window_len = std::min(WindowRecords(spec_, w.index), run_len - w.begin);
+  const uint64_t window_key =
+      Mix(spec_.seed, 2 + static_cast<uint64_t>(epoch_), static_cast<uint64_t>(r), static_cast<uint64_t>(w.index));
+  const int64_t s = run_begin + w.begin +
+                    static_cast<int64_t>(KeyedPermutation(static_cast<uint64_t>(window_len), window_key)(
+                        static_cast<uint64_t>(k - w.begin)));
+  // Entry s of the blocks laid end to end in permuted order: every block
+  // holds B records but the dataset's last, which lies at slot short_at_.
+  const int64_t short_len = n_ - (blocks_ - 1) * B;
+  int64_t slot, offset;
+  if (s < short_at_ * B) {
+    slot = s / B, offset = s % B;
+  } else if (s < short_at_ * B + short_len) {
+    slot = short_at_, offset = s - short_at_ * B;
+  } else {
+    const int64_t u = s - short_at_ * B - short_len;
+    slot = short_at_ + 1 + u / B, offset = u % B;
+  }
+  return static_cast<int64_t>(perm_(static_cast<uint64_t>(slot))) * B + offset;
+}
+
+std::vector<int64_t> EpochOrder(int64_t n, const OrderSpec& spec, int64_t epoch) {
+  const EpochPermutation order(n, spec, epoch);
+  std::vector<int64_t> out(static_cast<size_t>(order.size()));
+  for (int64_t i = 0; i < order.size(); ++i) out[static_cast<size_t>(i)] = order[i];
+  return out;
 }
 
 int64_t WindowRecords(const OrderSpec& spec, int64_t i) {
@@ -90,6 +147,20 @@ std::vector<int64_t> DealPositions(const std::vector<int64_t>& order, int rank, 
   mine.reserve(static_cast<size_t>(total / std::max(1, world) + 1));
   for (int64_t j = rank; j < total; j += world) mine.push_back(j < rest ? order[start + j] : order[(j - rest) % n]);
   return mine;
+}
+
+RankOrder::RankOrder(EpochPermutation order, int rank, int world, bool even_partition, int64_t start)
+    : order_(std::move(order)), rank_(rank), world_(std::max(1, world)) {
+  const int64_t n = order_.size();
+  start_ = std::clamp<int64_t>(start, 0, n);
+  rest_ = n - start_;
+  const int64_t total = even_partition && rest_ > 0 ? (rest_ + world_ - 1) / world_ * world_ : rest_;
+  size_ = total > rank_ ? (total - rank_ + world_ - 1) / world_ : 0;
+}
+
+int64_t RankOrder::Position(int64_t k) const {
+  const int64_t j = rank_ + k * world_;
+  return j < rest_ ? start_ + j : (j - rest_) % order_.size();
 }
 
 int64_t BlockRecords(int64_t count, int64_t bytes, int64_t block_bytes, int records_per_value) {

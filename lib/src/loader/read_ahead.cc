@@ -139,9 +139,9 @@ void ReadAhead::Work() {
   }
 }
 
-void ReadAheadPlan::Start(const std::vector<int64_t>* indices, const OrderSpec& spec, int64_t run_offset) {
+void ReadAheadPlan::Start(const RankOrder* records, const OrderSpec& spec, int64_t run_offset) {
   reads_->Reset();
-  indices_ = indices;
+  records_ = records;
   spec_ = spec;
   run_offset_ = run_offset;
   issued_ = 0;
@@ -156,14 +156,15 @@ int64_t ReadAheadPlan::WindowEnd(int64_t pos) const {
 }
 
 void ReadAheadPlan::Before(int64_t bn) {
-  const int64_t n = static_cast<int64_t>(indices_->size());
+  const int64_t n = records_->size();
   const bool blocks = spec_.kind == Order::kBlocks;
   const int64_t unit = blocks ? WindowRecords(spec_, 62) : int64_t(batch_size_);
   const int64_t need = std::min(n, (bn + 1) * batch_size_);
   const int64_t ahead = std::min(n, need + (blocks ? 2 : 1) * unit);
   while (issued_ < ahead) {
     const int64_t end = std::min(n, blocks ? WindowEnd(issued_) : issued_ + unit);
-    std::vector<int64_t> recs(indices_->begin() + issued_, indices_->begin() + end);
+    std::vector<int64_t> recs(static_cast<size_t>(end - issued_));
+    for (int64_t k = issued_; k < end; ++k) recs[static_cast<size_t>(k - issued_)] = (*records_)[k];
     units_.push_back({end, reads_->Issue(std::move(recs), blocks)});
     issued_ = end;
   }

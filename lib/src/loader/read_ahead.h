@@ -98,11 +98,11 @@ class ReadAheadPlan {
  public:
   ReadAheadPlan(std::unique_ptr<ReadAhead> reads, int batch_size)
       : reads_(std::move(reads)), batch_size_(batch_size) {}
-  // A new epoch (or a restore): this rank's record indices (kept by
-  // reference until the next Start), the epoch's order, and where the
-  // rank's run begins (its entry of position 0: start / world). Drops the
-  // reads still queued.
-  void Start(const std::vector<int64_t>* indices, const OrderSpec& spec, int64_t run_offset);
+  // A new epoch (or a restore): this rank's records (kept by reference
+  // until the next Start), the epoch's order, and where the rank's run
+  // begins (its entry of position 0: start / world). Drops the reads still
+  // queued.
+  void Start(const RankOrder* records, const OrderSpec& spec, int64_t run_offset);
   // Before batch `bn` is filled: issues the reads up to the horizon, then
   // waits for those of batch bn.
   void Before(int64_t bn);
@@ -116,7 +116,7 @@ class ReadAheadPlan {
 
   std::unique_ptr<ReadAhead> reads_;
   const int batch_size_;
-  const std::vector<int64_t>* indices_ = nullptr;
+  const RankOrder* records_ = nullptr;
   OrderSpec spec_;
   int64_t run_offset_ = 0;
   int64_t issued_ = 0;

@@ -41,6 +41,7 @@ Status SampleRenderer::Render(const RecordView& rec, int64_t index, uint64_t epo
   const int W = static_cast<int>(rec.fields.width), H = static_cast<int>(rec.fields.height);
   CropBox box;
   bool flip = false;
+  const int crop = o_.crop_size > 0 ? o_.crop_size : o_.size;  // pad-crop: the crop's side in stored pixels
   switch (o_.transform) {
     case TransformKind::kTrain:
       box = RandomResizedCropBox(W, H, o_.scale_min, o_.scale_max, o_.ratio_min, o_.ratio_max, rng);
@@ -48,10 +49,10 @@ Status SampleRenderer::Render(const RecordView& rec, int64_t index, uint64_t epo
       break;
     case TransformKind::kEval: box = CenterCropBox(W, H, o_.size, o_.eval_resize); break;
     case TransformKind::kPadCrop:
-      box = PaddedRandomCropBox(W, H, o_.size, o_.pad, rng);
+      box = PaddedRandomCropBox(W, H, crop, o_.pad, rng);
       flip = rng.Next() & 1;
       break;
-    case TransformKind::kPadCropEval: box = {(W - o_.size) / 2, (H - o_.size) / 2, o_.size, o_.size}; break;
+    case TransformKind::kPadCropEval: box = {(W - crop) / 2, (H - crop) / 2, crop, crop}; break;
   }
   RenderOptions ro;
   ro.out_w = ro.out_h = o_.size;

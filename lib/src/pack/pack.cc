@@ -18,11 +18,12 @@
 
 #include "formats/text.h"
 #include "imagepack/files.h"
-#include "pack/pixel_stats.h"
-#include "pack/record_maker.h"
-#include "sources/sources.h"
 #include "base/threads.h"
 #include "base/tsan_annotations.h"
+#include "pack/pack_inputs.h"
+#include "fields/pixel_stats.h"
+#include "pack/record_maker.h"
+#include "sources/sources.h"
 
 namespace fs = std::filesystem;
 
@@ -34,19 +35,6 @@ using internal::PixelMoments;
 using internal::RecordMaker;
 using internal::SourceItem;
 
-std::vector<SourceItem> ShardItems(std::vector<SourceItem> all, const PackOptions& o) {
-  std::vector<SourceItem> items;
-  for (auto& it : all)
-    if (ShardOfPath(it.rel, o.shard.count) == o.shard.index) items.push_back(std::move(it));
-  if (o.shuffle_seed >= 0) {
-    auto perm = Permutation(static_cast<int64_t>(items.size()), static_cast<uint64_t>(o.shuffle_seed));
-    std::vector<SourceItem> shuffled(items.size());
-    for (size_t i = 0; i < items.size(); ++i) shuffled[i] = std::move(items[perm[i]]);
-    items = std::move(shuffled);
-  }
-  return items;
-}
-
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -54,16 +42,23 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
 // The source of a pack, with its listing's errors, ignored files and
 // problems moved into `summary`; items whose path a record cannot hold
 // become errors there too.
+// Gzipped shards inflate, and items too many for memory wait, beside DST
+// (its disk, not /tmp's), or in the temporary folder while DST's folder does
+// not exist yet.
+std::string ScratchDir(const PackOptions& o) {
+  if (!o.source.scratch_dir.empty()) return o.source.scratch_dir;
+  std::error_code dir_ec;
+  const fs::path parent = fs::absolute(o.dst).parent_path();
+  return fs::is_directory(parent, dir_ec) ? parent.string() : fs::temp_directory_path(dir_ec).string();
+}
+
 Result<internal::DatasetSource> OpenForPack(const PackOptions& o, PackSummary* summary) {
   internal::SourceOptions so = o.source;
-  // Gzipped shards inflate beside DST (its disk, not /tmp's), or in the
-  // temporary folder while DST's folder does not exist yet.
-  if (so.scratch_dir.empty()) {
-    std::error_code dir_ec;
-    const fs::path parent = fs::absolute(o.dst).parent_path();
-    so.scratch_dir = fs::is_directory(parent, dir_ec) ? parent.string() : fs::temp_directory_path(dir_ec).string();
-  }
+  so.scratch_dir = ScratchDir(o);
   so.cancel = o.cancel;
+  // A database converted whole is read record by record as it is packed;
+  // --shard needs every record's path first.
+  so.database_records = o.shard.count <= 1;
   auto source = internal::OpenSource(o.src, so);
   if (!source.ok()) return source.status();
   if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3)
@@ -100,10 +95,9 @@ struct Totals {
 // and `WriteReserved` (blob: the bytes, from any thread).
 class WriteStage {
  public:
-  WriteStage(const PackOptions& o, const std::vector<SourceItem>& items, RecordWriter& w, RecordMaker& maker,
-             size_t tokens, PackSummary* summary, Totals* totals)
-      : o_(o), items_(items), w_(w), pw_(w.parallel()), maker_(maker), tokens_(tokens), summary_(summary),
-        totals_(totals) {}
+  WriteStage(const PackOptions& o, RecordWriter& w, RecordMaker& maker, size_t tokens, PackSummary* summary,
+             Totals* totals)
+      : o_(o), w_(w), pw_(w.parallel()), maker_(maker), tokens_(tokens), summary_(summary), totals_(totals) {}
 
   Packed Write(Packed p) {
     if (o_.progress) {
@@ -112,7 +106,7 @@ class WriteStage {
     }
     summary_->bytes_in += p.bytes_in;
     if (!p.error.empty()) {
-      summary_->errors.push_back({items_[p.pos].rel, p.error});
+      summary_->errors.push_back({std::move(p.rel), p.error});
       if (o_.progress) ++o_.progress->failed;
       p.record.clear();
       return p;
@@ -162,7 +156,6 @@ class WriteStage {
 
  private:
   const PackOptions& o_;
-  const std::vector<SourceItem>& items_;
   RecordWriter& w_;
   ParallelRecordWriter* const pw_;  // blob: null for LMDB
   RecordMaker& maker_;
@@ -173,25 +166,40 @@ class WriteStage {
   std::atomic<bool> failed_{false};
 };
 
+// An item on its way through the pipeline, with its place in the pack.
+struct Input {
+  size_t pos = 0;
+  SourceItem item;
+};
+
 // Reads, makes and writes every item through a TBB pipeline of `threads`;
 // returns how many items the input stage handed out (fewer than all when
-// cancelled or failed).
-size_t RunPipeline(const PackOptions& o, const std::vector<SourceItem>& items, RecordMaker& maker, WriteStage& ws,
-                   int threads, size_t tokens) {
+// cancelled or failed; *read_error: a scratch file could not be read).
+size_t RunPipeline(const PackOptions& o, internal::PackInputs& inputs, RecordMaker& maker, WriteStage& ws,
+                   int threads, size_t tokens, Status* read_error) {
   tbb::task_arena arena(std::max(threads, 1));
   size_t next = 0;
   arena.execute([&] {
     tbb::parallel_pipeline(
         tokens,
-        tbb::make_filter<void, size_t>(tbb::filter_mode::serial_in_order,
-                                       [&](tbb::flow_control& fc) -> size_t {
-                                         if (next >= items.size() || ws.failed() || (o.cancel && o.cancel->load())) {
-                                           fc.stop();
-                                           return 0;
-                                         }
-                                         return next++;
-                                       }) &
-            tbb::make_filter<size_t, Packed>(tbb::filter_mode::parallel, [&](size_t pos) { return maker.Make(pos); }) &
+        tbb::make_filter<void, Input>(tbb::filter_mode::serial_in_order,
+                                      [&](tbb::flow_control& fc) -> Input {
+                                        Input in;
+                                        if (ws.failed() || (o.cancel && o.cancel->load())) {
+                                          fc.stop();
+                                          return in;
+                                        }
+                                        auto more = inputs.Next(&in.item);
+                                        if (!more.ok() || !more.value()) {
+                                          if (!more.ok()) *read_error = more.status();
+                                          fc.stop();
+                                          return in;
+                                        }
+                                        in.pos = next++;
+                                        return in;
+                                      }) &
+            tbb::make_filter<Input, Packed>(tbb::filter_mode::parallel,
+                                            [&](Input in) { return maker.Make(in.pos, std::move(in.item)); }) &
             tbb::make_filter<Packed, Packed>(tbb::filter_mode::serial_in_order,
                                              [&](Packed p) { return ws.Write(std::move(p)); }) &
             tbb::make_filter<Packed, void>(tbb::filter_mode::parallel,
@@ -278,13 +286,15 @@ Result<PackSummary> PackDataset(const PackOptions& given) {
   auto source = OpenForPack(given, &summary);
   if (!source.ok()) return source.status();
   const PackOptions o = Resolved(given, source.value());
-  if (source->items.empty() && !summary.errors.empty()) {
+  if (source->items.empty() && !source->spilled && !source->db_records && !summary.errors.empty()) {
     summary.all_skipped = true;  // nothing is created under dst
     summary.seconds = SecondsSince(t0);
     return summary;
   }
-  const std::vector<SourceItem> items = ShardItems(std::move(source->items), o);
-  summary.inputs = static_cast<int64_t>(items.size());
+  auto inputs = internal::PackInputs::Open(&source.value(), o.shard, o.shuffle_seed, ScratchDir(o));
+  if (!inputs.ok()) return inputs.status();
+  const int64_t count = inputs.value()->size();
+  summary.inputs = count;
   summary.classes = static_cast<int64_t>(source->classes.size());
   if (o.progress) o.progress->total = summary.inputs;
 
@@ -301,23 +311,26 @@ Result<PackSummary> PackDataset(const PackOptions& given) {
   // bytes are written by the last stage, on any thread.
   summary.direct_io = w.parallel() && w.parallel()->direct_io();
 
-  RecordMaker maker(o, items, source.value());
+  RecordMaker maker(o, count, source.value());
   Totals totals;
   totals.label_counts.assign(source->classes.size(), 0);
   totals.map_top.assign(source->fields.size(), -1);
   const int threads = internal::ResolveThreads(o.threads);
   const size_t tokens = static_cast<size_t>(std::max(threads, 1)) * 4;  // records in flight
-  WriteStage ws(o, items, w, maker, tokens, &summary, &totals);
-  const size_t handed = RunPipeline(o, items, maker, ws, threads, tokens);
+  WriteStage ws(o, w, maker, tokens, &summary, &totals);
+  Status read_error;
+  const int64_t handed =
+      static_cast<int64_t>(RunPipeline(o, *inputs.value(), maker, ws, threads, tokens, &read_error));
+  IMAGEPACK_RETURN_IF_ERROR(read_error);
   IMAGEPACK_RETURN_IF_ERROR(ws.status());
   std::sort(summary.errors.begin(), summary.errors.end(),
             [](const FileError& a, const FileError& b) { return a.path < b.path; });
-  if (handed >= items.size() && w.count() == 0 && !summary.errors.empty()) {
+  if (handed >= count && w.count() == 0 && !summary.errors.empty()) {
     summary.all_skipped = true;  // the writer's destructor removes the temporary
     summary.seconds = SecondsSince(t0);
     return summary;
   }
-  if (handed < items.size()) {
+  if (handed < count) {
     summary.cancelled = true;  // the writer's destructor removes the temporary
     summary.seconds = SecondsSince(t0);
     return summary;

@@ -23,9 +23,8 @@ Result<Image> DecodeForStats(const uint8_t* data, size_t size, int channels) {
 
 }  // namespace
 
-RecordMaker::RecordMaker(const PackOptions& o, const std::vector<SourceItem>& items,
-                         const internal::DatasetSource& source)
-    : o_(o), items_(items), source_(source), db_(source.db.get()), root_(source.root), specs_(source.fields),
+RecordMaker::RecordMaker(const PackOptions& o, int64_t n, const internal::DatasetSource& source)
+    : o_(o), source_(source), db_(source.db.get()), root_(source.root), specs_(source.fields),
       channels_(o.prepare.decode.channels),
       // A second image is prepared as the image is: the same size rule, so
       // the same output size.
@@ -35,53 +34,60 @@ RecordMaker::RecordMaker(const PackOptions& o, const std::vector<SourceItem>& it
   // Raw: exact statistics over every image (the pixels are at hand).
   // JPEG: every stride-th image, decoded at reduced scale. stats_sample
   // 0: none at all, for either encoding (stride 0).
-  const int64_t n = static_cast<int64_t>(items.size());
   stats_stride_ = o.stats_sample <= 0          ? 0
                   : o.encoding == Encoding::kRaw ? 1
                                                  : std::max<int64_t>(1, (n + o.stats_sample - 1) / o.stats_sample);
 }
 
-// Any thread. Every way through ends in Seal().
-Packed RecordMaker::Make(size_t pos) {
+// Item `pos` of the pack. Any thread. Every way through ends in Seal().
+Packed RecordMaker::Make(size_t pos, SourceItem item) {
   Packed p;
   p.pos = pos;
-  p.label = items_[pos].label;
   Geometry geometry;
-  auto unsealed = Build(items_[pos], &p.bytes_in, &geometry);
+  auto unsealed = Build(item, &p.bytes_in, &geometry);
   if (!unsealed.ok()) {
     p.error = unsealed.status().message();
+    p.rel = item.rel.empty() && item.db_index >= 0 ? RecordKey(item.db_index) : item.rel;
     return p;
   }
+  p.label = item.label;
   if (!specs_.empty()) {
     geometry.out_w = static_cast<int>(unsealed->fields.width);
     geometry.out_h = static_cast<int>(unsealed->fields.height);
     p.map_top.assign(specs_.size(), -1);
-    Status st = fields_.Make(items_[pos], geometry, &unsealed->fields, &unsealed->field_section, &p.map_top);
+    Status st = fields_.Make(item, geometry, &unsealed->fields, &unsealed->field_section, &p.map_top);
     if (!st.ok()) {
       p.error = st.message();
+      p.rel = item.rel;
       return p;
     }
   }
-  Seal(std::move(unsealed.value()), pos, &p);
+  Seal(std::move(unsealed.value()), pos, item.rel, &p);
   return p;
 }
 
 // The item's bytes: a file read with room for the record header in front
 // (a clean JPEG then becomes its record with no copy at all), or a
-// database record (raw pixels are re-made from the pixels).
-Result<Unsealed> RecordMaker::Build(const SourceItem& item, int64_t* bytes_in, Geometry* geometry) {
-  const size_t headroom = kRecordHeaderSize + item.rel.size();
+// database record (raw pixels are re-made from the pixels; the item
+// takes the record's path and label).
+Result<Unsealed> RecordMaker::Build(SourceItem& item, int64_t* bytes_in, Geometry* geometry) {
   std::vector<uint8_t> in;
   if (db_) {
     auto& cur = cursors_.local();
     if (!cur) cur = db_->NewCursor();
     auto r = cur->Read(item.db_index);
     if (!r.ok()) return r.status();
+    item.rel.assign(r->path);
+    item.label = r->fields.label;
+    const size_t headroom = kRecordHeaderSize + item.rel.size();
     *bytes_in = static_cast<int64_t>(r->payload_size);
     if (r->fields.encoding == Encoding::kRaw) return FromPixels(r.value());
     in.resize(headroom + r->payload_size);
     std::memcpy(in.data() + headroom, r->payload, r->payload_size);
-  } else if (item.archive >= 0) {
+    return FromEncoded(std::move(in), headroom, item);
+  }
+  const size_t headroom = kRecordHeaderSize + item.rel.size();
+  if (item.archive >= 0) {
     auto f = ReadArchiveItem(source_, item, headroom);
     if (!f.ok()) return f.status();
     in = std::move(f.value());
@@ -180,7 +186,7 @@ Result<Unsealed> RecordMaker::FromPixels(const RecordView& r) {
 }
 
 // The one tail: statistics, then the record around the payload.
-void RecordMaker::Seal(Unsealed u, size_t pos, Packed* p) {
+void RecordMaker::Seal(Unsealed u, size_t pos, const std::string& rel, Packed* p) {
   const uint8_t* payload = u.buffer.data() + u.headroom;
   const size_t size = u.buffer.size() - u.headroom;
   if (stats_stride_ == 0) {
@@ -199,10 +205,10 @@ void RecordMaker::Seal(Unsealed u, size_t pos, Packed* p) {
   p->payload = static_cast<int64_t>(size + u.field_section.size());
   if (u.headroom > 0) {
     u.buffer.insert(u.buffer.end(), u.field_section.begin(), u.field_section.end());
-    SealRecord(u.buffer, u.fields, items_[pos].rel);
+    SealRecord(u.buffer, u.fields, rel);
     p->record = std::move(u.buffer);
   } else {
-    p->record = EncodeRecord(u.fields, items_[pos].rel, payload, size, u.field_section.data());
+    p->record = EncodeRecord(u.fields, rel, payload, size, u.field_section.data());
   }
 }
 

@@ -13,7 +13,7 @@
 
 #include "pack/field_maker.h"
 #include "imagepack/pack.h"
-#include "pack/pixel_stats.h"
+#include "fields/pixel_stats.h"
 #include "sources/sources.h"
 
 namespace imagepack::internal {
@@ -21,6 +21,7 @@ namespace imagepack::internal {
 // What one input became: its record, or the reason it has none.
 struct Packed {
   size_t pos = 0;
+  std::string rel;  // the input's name, for its error
   std::vector<uint8_t> record;
   std::string error;
   bool passed_through = false;
@@ -35,10 +36,11 @@ struct Packed {
 // Turns source items into records: PackDataset's parallel stage.
 class RecordMaker {
  public:
-  RecordMaker(const PackOptions& o, const std::vector<SourceItem>& items, const internal::DatasetSource& source);
+  // `n`: the items the pack takes (PackInputs).
+  RecordMaker(const PackOptions& o, int64_t n, const internal::DatasetSource& source);
 
-  // Any thread. Every way through ends in Seal().
-  Packed Make(size_t pos);
+  // Item `pos` of the pack. Any thread. Every way through ends in Seal().
+  Packed Make(size_t pos, SourceItem item);
 
   // Buffers of raw records already written (by the workers for a blob, or
   // handed back by the LMDB writer) come back here for the next images:
@@ -55,8 +57,9 @@ class RecordMaker {
  private:
   // The item's bytes: a file read with room for the record header in front
   // (a clean JPEG then becomes its record with no copy at all), or a
-  // database record (raw pixels are re-made from the pixels).
-  Result<Unsealed> Build(const SourceItem& item, int64_t* bytes_in, Geometry* geometry);
+  // database record (raw pixels are re-made from the pixels; the item
+  // takes the record's path and label).
+  Result<Unsealed> Build(SourceItem& item, int64_t* bytes_in, Geometry* geometry);
   // An encoded image (JPEG, PNG, ...) at in[headroom..].
   Result<Unsealed> FromEncoded(std::vector<uint8_t> in, size_t headroom, const SourceItem& item);
   // Raw packing's usual case: a plain JPEG already within the limits is
@@ -69,10 +72,9 @@ class RecordMaker {
   // A database's raw record: resized and converted like a decoded file.
   Result<Unsealed> FromPixels(const RecordView& r);
   // The one tail: statistics, then the record around the payload.
-  void Seal(Unsealed u, size_t pos, Packed* p);
+  void Seal(Unsealed u, size_t pos, const std::string& rel, Packed* p);
 
   const PackOptions& o_;
-  const std::vector<SourceItem>& items_;
   const internal::DatasetSource& source_;
   const RecordSource* db_;
   const std::string& root_;

@@ -141,7 +141,8 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
       if (key != "image" && key != "label" && !slot_of.count(key)) {
         const FieldKind* given = declared_kind(key);
         if (!given && key != "boxes" && says_nothing(v)) {
-          auto it = std::find_if(undecided.begin(), undecided.end(), [&](const auto& u) { return u.first == key; });
+          const std::string& name = key;  // a structured binding cannot be captured in C++17
+          auto it = std::find_if(undecided.begin(), undecided.end(), [&](const auto& u) { return u.first == name; });
           if (it == undecided.end()) undecided.emplace_back(key, v.is_array());
           else it->second = it->second || v.is_array();
           continue;

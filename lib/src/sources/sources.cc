@@ -335,6 +335,7 @@ Result<std::vector<std::string>> ReadClassList(const std::string& path) {
 }
 
 Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOptions& opts) {
+  if (opts.labels_file.empty() && opts.fields.empty()) return OpenTreeSourceBounded(root, opts);
   auto listing = ListTree(root);
   if (!listing.ok()) return listing.status();
   DatasetSource s;
@@ -366,8 +367,12 @@ Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOption
   return s;
 }
 
-Result<DatasetSource> OpenDatabaseSource(const std::string& path) {
-  auto db = OpenDatabase(path);
+Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records) {
+  // Records read with pread into each thread's cursor: through the file's
+  // mapping, a conversion's resident set grew to the size of its source.
+  OpenOptions oo;
+  oo.pread_records = true;
+  auto db = OpenDatabase(path, oo);
   if (!db.ok()) return db.status();
   DatasetSource s;
   s.db = std::move(db.value());
@@ -377,6 +382,10 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path) {
   if (!s.db->meta().fields.empty())
     return Status::NotSupported(path + " holds fields beyond image and class; converting such a database is not "
                                        "supported (pack its sources again)");
+  if (records) {
+    s.db_records = true;
+    return s;
+  }
   auto cur = s.db->NewCursor();
   for (int64_t i = 0; i < s.db->size(); ++i) {
     auto r = cur->Read(i, /*verify_checksum=*/false);  // checked when the record is read again to pack
@@ -404,7 +413,7 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
     if (!opts.fields.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
     if (shards) return OpenWebDatasetSource(path, opts);
     if (pickled) return OpenPickledLmdbSource(path, opts);
-    return OpenDatabaseSource(path);
+    return OpenDatabaseSource(path, opts.database_records);
   }
   return OpenTreeSource(path, opts);
 }

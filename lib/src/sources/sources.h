@@ -81,6 +81,8 @@ struct ScratchFiles {
   ~ScratchFiles();
 };
 
+class ItemSpill;
+
 struct DatasetSource {
   std::string root;                      // where items' `rel` paths are relative to
   std::vector<std::string> classes;
@@ -88,6 +90,13 @@ struct DatasetSource {
   // Labelled inputs: tree, manifest, sorted by path; database, record
   // order; shards, the order of their "index" (else by path).
   std::vector<SourceItem> items;
+  // A tree too large to list in memory (SourceOptions::item_memory): its
+  // items, in the same order, in a scratch file instead of `items`.
+  std::shared_ptr<ItemSpill> spilled;
+  // A database read record by record as it is packed
+  // (SourceOptions::database_records): its records 0 .. db->size()-1 are
+  // the items, their paths and labels their own; `items` stays empty.
+  bool db_records = false;
   std::vector<std::string> unlabelled;   // tree images without a label, sorted
   std::vector<FileError> errors;         // labels-file misses; unreadable database records
   std::vector<std::string> ignored;      // non-images; images outside any class, with why
@@ -118,6 +127,10 @@ std::string ClassFolderOf(const std::string& rel);
 // With opts.no_class every image is an item labelled -1. Paired trees then
 // add their fields; an image whose partner is missing goes to `errors`.
 Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOptions& opts);
+// The same for a tree labelled by class folders or not at all (no labels
+// file, no paired trees), in bounded memory: folders are listed one at a
+// time, and items past opts.item_memory go to a spill (tree_source.cc).
+Result<DatasetSource> OpenTreeSourceBounded(const std::string& root, const SourceOptions& opts);
 
 // One sample per row of a JSON Lines or CSV manifest; paths relative to the
 // manifest's folder. Keys: "image" (the image), "label" (class index or
@@ -138,7 +151,8 @@ Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string&
                                      const SourceOptions& opts);
 
 // The records of an existing database (labels and paths as stored).
-Result<DatasetSource> OpenDatabaseSource(const std::string& path);
+// With `records`, nothing is read at open: DatasetSource::db_records.
+Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records = false);
 
 // WebDataset shards: SRC a .tar / .tar.gz / .tgz file, a brace pattern
 // ("train-{000000..000146}.tar") or a folder holding only shards. Members

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "storage/descriptor_source.h"
 #include "storage/fd_io.h"
 #include "imagepack/files.h"
 
@@ -38,40 +39,59 @@ Status ByteSource::ReadRanges(const std::vector<ByteRange>& ranges, const std::v
   return Status::Ok();
 }
 
+namespace internal {
+
+Status DescriptorSource::ReadAt(uint64_t offset, uint64_t n, uint8_t* out) const {
+  if (offset > size() || n > size() - offset)
+    return Status::Corruption(path_ + ": read of " + std::to_string(n) + " bytes at " + std::to_string(offset) +
+                              " past the end (" + std::to_string(size()) + " bytes)");
+  const ssize_t got = PreadFull(fd_, out, n, offset);
+  if (got < 0) return Status::FromErrno(path_, errno);
+  if (static_cast<uint64_t>(got) != n)
+    return Status::Corruption(path_ + ": ends at byte " + std::to_string(offset + uint64_t(got)) +
+                              ", inside a read of " + std::to_string(n) + " bytes at " + std::to_string(offset) +
+                              " (the file shrank while read)");
+  return Status::Ok();
+}
+
+std::string DescriptorSource::identity() const {
+  return "file:" + std::to_string(st_.st_dev) + ":" + std::to_string(st_.st_ino) + ":" +
+         std::to_string(st_.st_size) + ":" + std::to_string(st_.st_mtim.tv_sec) + "." +
+         std::to_string(st_.st_mtim.tv_nsec) + ":" + std::to_string(st_.st_ctim.tv_sec) + "." +
+         std::to_string(st_.st_ctim.tv_nsec);
+}
+
+void DescriptorSource::Advise(Access access) const {
+  ::posix_fadvise(fd_, 0, 0,
+                  access == Access::kRandom       ? POSIX_FADV_RANDOM
+                  : access == Access::kSequential ? POSIX_FADV_SEQUENTIAL
+                                                  : POSIX_FADV_NORMAL);
+}
+
+uint64_t DescriptorSource::CachedBytes() const {
+  if (size() == 0) return 0;
+  // A mapping of its own: mincore() of a Map()'s would need it made first.
+  void* m = ::mmap(nullptr, size(), PROT_READ, MAP_SHARED, fd_, 0);
+  if (m == MAP_FAILED) return 0;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((size() + page - 1) / page);
+  uint64_t cached = 0;
+  if (::mincore(m, size(), in.data()) == 0)
+    for (unsigned char c : in) cached += (c & 1) * page;
+  ::munmap(m, size());
+  return std::min(cached, size());
+}
+
+}  // namespace internal
+
 namespace {
 
-class FileByteSource : public ByteSource {
+class FileByteSource : public internal::DescriptorSource {
  public:
-  FileByteSource(std::string path, int fd, const struct stat& st) : path_(std::move(path)), fd_(fd), st_(st) {}
+  FileByteSource(std::string path, int fd, const struct stat& st) : DescriptorSource(fd, std::move(path), st) {}
   ~FileByteSource() override {
     if (map_ != MAP_FAILED) ::munmap(map_, size());
     ::close(fd_);
-  }
-  uint64_t size() const override { return static_cast<uint64_t>(st_.st_size); }
-  Status ReadAt(uint64_t offset, uint64_t n, uint8_t* out) const override {
-    if (offset > size() || n > size() - offset)
-      return Status::Corruption(path_ + ": read of " + std::to_string(n) + " bytes at " + std::to_string(offset) +
-                                " past the end (" + std::to_string(size()) + " bytes)");
-    const ssize_t got = PreadFull(fd_, out, n, offset);
-    if (got < 0) return Status::FromErrno(path_, errno);
-    if (static_cast<uint64_t>(got) != n)
-      return Status::Corruption(path_ + ": ends at byte " + std::to_string(offset + uint64_t(got)) +
-                                ", inside a read of " + std::to_string(n) + " bytes at " + std::to_string(offset) +
-                                " (the file shrank while read)");
-    return Status::Ok();
-  }
-  std::string identity() const override {
-    return "file:" + std::to_string(st_.st_dev) + ":" + std::to_string(st_.st_ino) + ":" +
-           std::to_string(st_.st_size) + ":" + std::to_string(st_.st_mtim.tv_sec) + "." +
-           std::to_string(st_.st_mtim.tv_nsec) + ":" + std::to_string(st_.st_ctim.tv_sec) + "." +
-           std::to_string(st_.st_ctim.tv_nsec);
-  }
-  std::string Describe() const override { return path_; }
-  void Advise(Access access) const override {
-    ::posix_fadvise(fd_, 0, 0,
-                    access == Access::kRandom       ? POSIX_FADV_RANDOM
-                    : access == Access::kSequential ? POSIX_FADV_SEQUENTIAL
-                                                    : POSIX_FADV_NORMAL);
   }
   Result<const uint8_t*> Map() const override {
     std::call_once(map_once_, [&] {
@@ -83,24 +103,8 @@ class FileByteSource : public ByteSource {
     if (map_ == MAP_FAILED) return Status::FromErrno("mmap " + path_, map_errno_);
     return static_cast<const uint8_t*>(map_);
   }
-  uint64_t CachedBytes() const override {
-    if (size() == 0) return 0;
-    // A mapping of its own: mincore() of Map()'s would need it made first.
-    void* m = ::mmap(nullptr, size(), PROT_READ, MAP_SHARED, fd_, 0);
-    if (m == MAP_FAILED) return 0;
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    std::vector<unsigned char> in((size() + page - 1) / page);
-    uint64_t cached = 0;
-    if (::mincore(m, size(), in.data()) == 0)
-      for (unsigned char c : in) cached += (c & 1) * page;
-    ::munmap(m, size());
-    return std::min(cached, size());
-  }
 
  private:
-  std::string path_;
-  int fd_;
-  struct stat st_;
   mutable std::once_flag map_once_;
   mutable void* map_ = MAP_FAILED;
   mutable int map_errno_ = 0;

@@ -60,12 +60,8 @@ class LocalStorage : public Storage {
   }
 
   Result<std::unique_ptr<WritableFile>> Create(const std::string& url, const CreateOptions& opts) override {
+    IMAGEPACK_RETURN_IF_ERROR(MakeParent(url));
     std::error_code ec;
-    const fs::path parent = fs::path(url).parent_path();
-    if (!parent.empty()) {
-      fs::create_directories(parent, ec);
-      if (ec) return Status::IOError("cannot create directory " + parent.string() + ": " + ec.message());
-    }
     if (fs::is_directory(url, ec)) return Status::InvalidArgument(url + " is a directory; give a file name");
     if (!opts.overwrite && fs::exists(url, ec))
       return Status::InvalidArgument(url + " already exists (use --overwrite to replace it)");
@@ -107,10 +103,23 @@ class LocalStorage : public Storage {
     return info;
   }
 
+  // The lock file sits beside `url`: its folder is made first, as Create
+  // makes it (a writer locks before it creates).
   Result<std::unique_ptr<StorageLock>> Lock(const std::string& url) override {
+    IMAGEPACK_RETURN_IF_ERROR(MakeParent(url));
     auto lock = PathLock::Acquire(url);
     if (!lock.ok()) return lock.status();
     return std::unique_ptr<StorageLock>(new PathStorageLock(std::move(lock.value())));
+  }
+
+ private:
+  static Status MakeParent(const std::string& url) {
+    const fs::path parent = fs::path(url).parent_path();
+    if (parent.empty()) return Status::Ok();
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (ec) return Status::IOError("cannot create directory " + parent.string() + ": " + ec.message());
+    return Status::Ok();
   }
 };
 

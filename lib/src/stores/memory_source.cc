@@ -5,45 +5,47 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 namespace imagepack::internal {
 namespace {
 
-Status CheckIndex(int64_t index, size_t count) {
-  if (index < 0 || static_cast<size_t>(index) >= count)
+// Record `index`'s place, from the index in the mapping.
+Status Locate(const BlobIndex& idx, int64_t index, uint64_t* offset, uint64_t* length) {
+  if (index < 0 || static_cast<uint64_t>(index) >= idx.size())
     return Status::InvalidArgument("record " + RecordKey(index) + " is out of range");
-  return Status::Ok();
+  Status st = idx.Entry(static_cast<uint64_t>(index), offset, length);
+  return st.ok() ? st : st.WithContext("record " + RecordKey(index));
 }
 
 class MappedCursor : public RecordCursor {
  public:
-  MappedCursor(const uint8_t* base, const std::vector<uint64_t>* offsets, const std::vector<uint64_t>* lengths)
-      : base_(base), offsets_(offsets), lengths_(lengths) {}
+  MappedCursor(const uint8_t* base, const BlobIndex* index) : base_(base), index_(index) {}
   Status ReadRaw(int64_t index, const uint8_t** data, size_t* size) override {
-    IMAGEPACK_RETURN_IF_ERROR(CheckIndex(index, offsets_->size()));
-    *data = base_ + (*offsets_)[index];
-    *size = (*lengths_)[index];
+    uint64_t offset = 0, length = 0;
+    IMAGEPACK_RETURN_IF_ERROR(Locate(*index_, index, &offset, &length));
+    *data = base_ + offset;
+    *size = static_cast<size_t>(length);
     return Status::Ok();
   }
 
  private:
   const uint8_t* base_;
-  const std::vector<uint64_t>* offsets_;
-  const std::vector<uint64_t>* lengths_;
+  const BlobIndex* index_;
 };
 
 // Records read with ReadAt into the cursor's buffer (OpenOptions::
 // pread_records).
 class ReadingCursor : public RecordCursor {
  public:
-  ReadingCursor(const ByteSource* bytes, const std::vector<uint64_t>* offsets, const std::vector<uint64_t>* lengths)
-      : bytes_(bytes), offsets_(offsets), lengths_(lengths) {}
+  ReadingCursor(const ByteSource* bytes, const BlobIndex* index) : bytes_(bytes), index_(index) {}
   Status ReadRaw(int64_t index, const uint8_t** data, size_t* size) override {
-    IMAGEPACK_RETURN_IF_ERROR(CheckIndex(index, offsets_->size()));
-    const size_t n = static_cast<size_t>((*lengths_)[index]);
+    uint64_t offset = 0, length = 0;
+    IMAGEPACK_RETURN_IF_ERROR(Locate(*index_, index, &offset, &length));
+    const size_t n = static_cast<size_t>(length);
     if (buf_.size() < n) buf_.resize(n);
-    Status st = bytes_->ReadAt((*offsets_)[index], n, buf_.data());
+    Status st = bytes_->ReadAt(offset, n, buf_.data());
     if (!st.ok()) return st.WithContext("record " + RecordKey(index));
     *data = buf_.data();
     *size = n;
@@ -52,51 +54,71 @@ class ReadingCursor : public RecordCursor {
 
  private:
   const ByteSource* bytes_;
-  const std::vector<uint64_t>* offsets_;
-  const std::vector<uint64_t>* lengths_;
+  const BlobIndex* index_;
   std::vector<uint8_t> buf_;
 };
 
 class MemorySource : public RecordSource {
  public:
   MemorySource(DatasetMeta meta, std::string describe, std::shared_ptr<const ByteSource> bytes, const uint8_t* base,
-               std::vector<uint64_t> offsets, std::vector<uint64_t> lengths, bool pread)
+               std::unique_ptr<BlobIndex> index, bool pread)
       : meta_(std::move(meta)), describe_(std::move(describe)), bytes_(std::move(bytes)), base_(base),
-        pread_(pread), offsets_(std::move(offsets)), lengths_(std::move(lengths)) {}
+        pread_(pread), index_(std::move(index)) {}
   const DatasetMeta& meta() const override { return meta_; }
   std::unique_ptr<RecordCursor> NewCursor() const override {
-    if (pread_) return std::make_unique<ReadingCursor>(bytes_.get(), &offsets_, &lengths_);
-    return std::make_unique<MappedCursor>(base_, &offsets_, &lengths_);
+    if (pread_) return std::make_unique<ReadingCursor>(bytes_.get(), index_.get());
+    return std::make_unique<MappedCursor>(base_, index_.get());
   }
   std::string Describe() const override { return describe_; }
-  void ReleaseMappedPages() const override { ReleasePages(base_, bytes_->size()); }
+  void CheckLayout(const std::function<void(const std::string&)>& report) const override { index_->CheckAll(report); }
+  // The records' pages only: the index's stay mapped, read by every
+  // record's lookup (shared with every process that maps the file).
+  void ReleaseMappedPages() const override {
+    if (base_) ReleasePages(base_, index_->head().index_offset);
+  }
   void StoredRanges(int64_t first, int64_t last, std::vector<StoredRange>* out) const override {
     first = std::max<int64_t>(first, 0);
-    last = std::min<int64_t>(last, static_cast<int64_t>(offsets_.size()) - 1);
-    for (int64_t i = first; i <= last; ++i) AppendRange(bytes_.get(), offsets_[i], lengths_[i], out);
+    last = std::min<int64_t>(last, static_cast<int64_t>(index_->size()) - 1);
+    std::vector<uint8_t> entries;
+    for (int64_t at = first; at <= last;) {  // entries a chunk of the index at a time
+      const uint64_t n = std::min<uint64_t>(uint64_t(last - at + 1), 1 << 16);
+      entries.resize(static_cast<size_t>(n * 16));
+      if (!index_->Entries(static_cast<uint64_t>(at), n, entries.data()).ok()) return;  // the reader reports it
+      for (uint64_t k = 0; k < n; ++k) {
+        uint64_t offset, length;
+        std::memcpy(&offset, &entries[k * 16], 8);
+        std::memcpy(&length, &entries[k * 16 + 8], 8);
+        AppendRange(bytes_.get(), offset, length, out);
+      }
+      at += static_cast<int64_t>(n);
+    }
   }
   int64_t stored_bytes() const override { return static_cast<int64_t>(bytes_->size()); }
   int64_t cached_bytes() const override { return static_cast<int64_t>(bytes_->CachedBytes()); }
+  void DropSharedMeta() override { imagepack::DropSharedMeta(&meta_); }
 
  private:
   DatasetMeta meta_;
   std::string describe_;
   std::shared_ptr<const ByteSource> bytes_;
-  const uint8_t* base_;  // bytes_'s mapping
+  const uint8_t* base_;  // bytes_'s mapping (null with pread)
   const bool pread_;
-  std::vector<uint64_t> offsets_, lengths_;
+  std::unique_ptr<BlobIndex> index_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<RecordSource>> NewMemorySource(DatasetMeta meta, std::string describe,
                                                       std::shared_ptr<const ByteSource> bytes,
-                                                      std::vector<uint64_t> offsets, std::vector<uint64_t> lengths,
-                                                      bool pread) {
-  auto base = bytes->Map();
-  if (!base.ok()) return base.status();
+                                                      std::unique_ptr<BlobIndex> index, bool pread) {
+  const uint8_t* base = nullptr;
+  if (!pread) {
+    auto mapped = bytes->Map();
+    if (!mapped.ok()) return mapped.status();
+    base = mapped.value();
+  }
   return std::unique_ptr<RecordSource>(new MemorySource(std::move(meta), std::move(describe), std::move(bytes),
-                                                        *base, std::move(offsets), std::move(lengths), pread));
+                                                        base, std::move(index), pread));
 }
 
 void AppendRange(const ByteSource* source, uint64_t offset, uint64_t size, std::vector<StoredRange>* out) {

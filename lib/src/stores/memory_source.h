@@ -8,19 +8,20 @@
 #include <string>
 #include <vector>
 
+#include "stores/blob_index.h"
 #include "imagepack/byte_source.h"
 #include "imagepack/store.h"
 
 namespace imagepack::internal {
 
-// Records at `offsets`/`lengths` of `bytes` (a file, its offsets checked
-// against it), read through its mapping (ByteSource::Map), or, with
-// `pread`, with ReadAt into each cursor's own buffer (no page faults;
-// resident memory is one record per cursor). StoredRanges name `bytes`.
+// The records `index` locates in `bytes` (a blob file, or its shared
+// in-RAM copy), read through its mapping (ByteSource::Map), or, with
+// `pread`, with ReadAt into each cursor's own buffer (no page faults, no
+// page of the file mapped: resident memory is one record per cursor).
+// StoredRanges name `bytes`.
 Result<std::unique_ptr<RecordSource>> NewMemorySource(DatasetMeta meta, std::string describe,
                                                       std::shared_ptr<const ByteSource> bytes,
-                                                      std::vector<uint64_t> offsets, std::vector<uint64_t> lengths,
-                                                      bool pread);
+                                                      std::unique_ptr<BlobIndex> index, bool pread);
 
 // Appends [offset, offset + size) of `source` to `out`, merged with the
 // last range when they touch (or lie less than a page apart).

@@ -3,6 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -11,7 +15,7 @@
 #include "imagepack/files.h"
 #include "imagepack/storage.h"
 #include "imagepack/store.h"
-#include "pack/pixel_stats.h"
+#include "fields/pixel_stats.h"
 #include "storage/shared_copy.h"
 #include "stores/store_internal.h"
 #include "storage/fd_io.h"
@@ -47,6 +51,18 @@ Result<RecordView> RecordCursor::Read(int64_t index, bool verify_checksum) {
 
 RecordWriter::~RecordWriter() = default;
 
+void DropSharedMeta(DatasetMeta* meta) {
+  // Moved-from temporaries: `x = {}` would keep the capacity.
+  meta->classes = std::vector<std::string>();
+  meta->label_counts = std::vector<int64_t>();
+  meta->mean = std::vector<double>();
+  meta->std = std::vector<double>();
+  meta->options_json = std::string("{}");
+  meta->tool = std::string();
+  meta->source = std::string();
+  meta->created = std::string();
+}
+
 namespace {
 
 class MultiCursor : public RecordCursor {
@@ -71,8 +87,8 @@ class MultiCursor : public RecordCursor {
 
 class MultiSource : public RecordSource {
  public:
-  MultiSource(std::vector<std::unique_ptr<RecordSource>> parts, DatasetMeta meta)
-      : parts_(std::move(parts)), meta_(std::move(meta)) {
+  MultiSource(std::vector<std::unique_ptr<RecordSource>> parts, DatasetMeta meta, std::string parts_are = "shards")
+      : parts_(std::move(parts)), meta_(std::move(meta)), parts_are_(std::move(parts_are)) {
     int64_t at = 0;
     for (const auto& p : parts_) {
       starts_.push_back(at);
@@ -85,7 +101,7 @@ class MultiSource : public RecordSource {
     return std::make_unique<MultiCursor>(&parts_, &starts_);
   }
   std::string Describe() const override {
-    std::string d = std::to_string(parts_.size()) + " shards: ";
+    std::string d = std::to_string(parts_.size()) + " " + parts_are_ + ": ";
     for (size_t i = 0; i < parts_.size(); ++i) d += (i ? ", " : "") + parts_[i]->Describe();
     return d;
   }
@@ -143,6 +159,7 @@ class MultiSource : public RecordSource {
   std::vector<std::unique_ptr<RecordSource>> parts_;
   std::vector<int64_t> starts_;
   DatasetMeta meta_;
+  std::string parts_are_;  // "shards", or "datasets" (a mix)
 };
 
 // A database held in RAM as a shared copy (OpenOptions::in_ram): the
@@ -160,6 +177,7 @@ class SharedSource : public RecordSource {
     inner_->CheckLayout(report);
   }
   void ReleaseMappedPages() const override { inner_->ReleaseMappedPages(); }
+  void DropSharedMeta() override { inner_->DropSharedMeta(); }
   int64_t stored_bytes() const override { return static_cast<int64_t>(copy_->size()); }
   int64_t cached_bytes() const override { return static_cast<int64_t>(copy_->size()); }
 
@@ -186,7 +204,8 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
   auto out = st.Create(path, co);
   if (!out.ok()) return out.status();
   auto inner = format == ContainerFormat::kBlob
-                   ? internal::NewBlobWriter(std::move(out.value()), opts.direct_io)
+                   ? internal::NewBlobWriter(std::move(out.value()), opts.direct_io, opts.blob_index_chunk_shift,
+                                             opts.blob_index_memory)
                    : internal::NewLmdbWriter(std::move(out.value()), opts.lmdb_records_per_value);
   if (!inner.ok()) return inner.status();
   inner.value()->lock_ = std::move(lock.value());
@@ -285,38 +304,77 @@ Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, cons
 Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::string>& paths, const OpenOptions& opts) {
   if (paths.empty()) return Status::InvalidArgument("no database given");
   if (paths.size() == 1) return OpenDatabase(paths[0], opts);
-  std::vector<std::unique_ptr<RecordSource>> parts;
-  for (const auto& p : paths) {
-    auto s = OpenDatabase(p, opts);
+  std::vector<std::unique_ptr<RecordSource>> parts(paths.size());
+  {
+    auto s = OpenDatabase(paths[0], opts);
     if (!s.ok()) return s.status();
-    parts.push_back(std::move(s.value()));
+    parts[0] = std::move(s.value());
   }
-  const DatasetMeta& first = parts[0]->meta();
+  const DatasetMeta first = parts[0]->meta();
+  // What each shard adds to the dataset's metadata, taken as it opens; the
+  // shard then drops what every shard repeats (DropSharedMeta), so that
+  // thousands of class lists are never held at once.
+  struct Part {
+    Status status;
+    int64_t count = 0, payload_bytes = 0, stats_images = 0;
+    std::vector<double> mean, std;
+  };
+  std::vector<Part> got(paths.size());
+  tbb::enumerable_thread_specific<std::vector<int64_t>> label_sums(first.label_counts.size(), 0);
+  auto take = [&](size_t i) {
+    const DatasetMeta& m = parts[i]->meta();
+    Part& p = got[i];
+    if (m.classes != first.classes)
+      p.status = Status::InvalidArgument(paths[i] + " has a different class list from " + paths[0] +
+                                         ": shards of one dataset must share it");
+    else if (m.encoding != first.encoding || m.channels != first.channels)
+      p.status = Status::InvalidArgument(paths[i] + " differs from " + paths[0] + " in encoding or channels");
+    else if (m.fields != first.fields)
+      p.status = Status::InvalidArgument(paths[i] + " differs from " + paths[0] + " in its fields");
+    p.count = m.count;
+    p.payload_bytes = m.payload_bytes;
+    p.stats_images = m.stats_images;
+    p.mean = m.mean;
+    p.std = m.std;
+    auto& sums = label_sums.local();
+    for (size_t c = 0; c < m.label_counts.size() && c < sums.size(); ++c) sums[c] += m.label_counts[c];
+    parts[i]->DropSharedMeta();
+  };
+  take(0);
+  // The other shards open in parallel (thousands of them: a file, its
+  // header and metadata each); the first failure in path order is the one
+  // reported.
+  tbb::parallel_for(tbb::blocked_range<size_t>(1, paths.size(), 16), [&](const tbb::blocked_range<size_t>& r) {
+    for (size_t i = r.begin(); i != r.end(); ++i) {
+      auto s = OpenDatabase(paths[i], opts);
+      if (!s.ok()) {
+        got[i].status = s.status();
+        continue;
+      }
+      parts[i] = std::move(s.value());
+      take(i);
+    }
+  });
+  for (const Part& p : got)
+    if (!p.status.ok()) return p.status;
   DatasetMeta meta = first;
   meta.count = 0;
   meta.payload_bytes = 0;
-  meta.stats_images = 0;
   meta.shard = {0, 1};
+  std::fill(meta.label_counts.begin(), meta.label_counts.end(), 0);
+  for (const auto& sums : label_sums)
+    for (size_t c = 0; c < sums.size(); ++c) meta.label_counts[c] += sums[c];
+  // Pool the per-shard statistics in shard order (the same metadata, and
+  // so the same DatasetIdentity, every time), weighted by the images
+  // behind them; a shard without statistics (--stats-sample 0) leaves the
+  // dataset without any, rather than with another part's.
   internal::PixelMoments pooled;
   bool all_have_stats = true;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const DatasetMeta& m = parts[i]->meta();
-    if (m.classes != first.classes)
-      return Status::InvalidArgument(paths[i] + " has a different class list from " + paths[0] +
-                                     ": shards of one dataset must share it");
-    if (m.encoding != first.encoding || m.channels != first.channels)
-      return Status::InvalidArgument(paths[i] + " differs from " + paths[0] + " in encoding or channels");
-    if (m.fields != first.fields)
-      return Status::InvalidArgument(paths[i] + " differs from " + paths[0] + " in its fields");
-    meta.count += m.count;
-    meta.payload_bytes += m.payload_bytes;
-    for (size_t c = 0; c < m.label_counts.size() && c < meta.label_counts.size(); ++c)
-      if (i > 0) meta.label_counts[c] += m.label_counts[c];
-    // Pool the per-shard statistics, weighted by the images behind them;
-    // a shard without statistics (--stats-sample 0) leaves the dataset
-    // without any, rather than with another part's.
-    if (m.mean.size() == first.mean.size() && m.std.size() == first.mean.size() && !m.mean.empty())
-      pooled.Merge(internal::PixelMoments::FromMeanStd(m.mean, m.std, m.stats_images));
+  for (const Part& p : got) {
+    meta.count += p.count;
+    meta.payload_bytes += p.payload_bytes;
+    if (p.mean.size() == first.mean.size() && p.std.size() == first.mean.size() && !p.mean.empty())
+      pooled.Merge(internal::PixelMoments::FromMeanStd(p.mean, p.std, p.stats_images));
     else
       all_have_stats = false;
   }
@@ -326,5 +384,14 @@ Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::strin
   if (all_have_stats && pooled.images > 0) pooled.MeanStd(static_cast<int>(first.mean.size()), &meta.mean, &meta.std);
   return std::unique_ptr<RecordSource>(new MultiSource(std::move(parts), std::move(meta)));
 }
+
+namespace internal {
+
+std::unique_ptr<RecordSource> JoinSources(std::vector<std::unique_ptr<RecordSource>> parts, DatasetMeta meta,
+                                          const std::string& parts_are) {
+  return std::unique_ptr<RecordSource>(new MultiSource(std::move(parts), std::move(meta), parts_are));
+}
+
+}  // namespace internal
 
 }  // namespace imagepack

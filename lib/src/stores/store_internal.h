@@ -21,14 +21,18 @@ constexpr char kBlobMagic[8] = {'I', 'P', 'K', 'B', 'L', 'O', 'B', '1'};
 // writer syncs what must be durable and commits it in Finish; destroyed
 // unfinished, `out` publishes nothing).
 Result<std::unique_ptr<RecordWriter>> NewLmdbWriter(std::unique_ptr<WritableFile> out, int records_per_value);
-Result<std::unique_ptr<RecordWriter>> NewBlobWriter(std::unique_ptr<WritableFile> out, DirectIo direct_io);
+// index_chunk_shift, index_memory: WriterOptions::blob_index_chunk_shift, blob_index_memory.
+Result<std::unique_ptr<RecordWriter>> NewBlobWriter(std::unique_ptr<WritableFile> out, DirectIo direct_io,
+                                                    int index_chunk_shift, size_t index_memory);
 
 Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const OpenOptions& opts);
 // `bytes`: the blob's file, opened by OpenDatabase.
 Result<std::unique_ptr<RecordSource>> OpenBlob(std::shared_ptr<const ByteSource> bytes, const OpenOptions& opts);
 
 // A blob's layout, checked (docs/FORMAT.md): every offset against the file,
-// the header's and the index's checksums, the metadata's own.
+// the header's and the index's checksums, the metadata's own; the whole
+// index read into memory (object storage; a local blob maps its index
+// instead: blob_index.h).
 struct BlobLayout {
   DatasetMeta meta;
   std::vector<uint64_t> offsets, lengths;
@@ -43,5 +47,11 @@ Status ParseBlob(const std::string& path, uint64_t file_size,
 // source's block cache; docs/OBJECT_STORAGE.md). An LMDB there is refused
 // with what to do instead.
 Result<std::unique_ptr<RecordSource>> OpenUnmappedBlob(std::shared_ptr<const ByteSource> bytes);
+
+// Sources read as one: records of parts[0], then parts[1], ..., with
+// `meta` (count: the parts' total). Described as "N <parts_are>: ...".
+// OpenDatabases joins a dataset's shards so; a mix (mix.h) its datasets.
+std::unique_ptr<RecordSource> JoinSources(std::vector<std::unique_ptr<RecordSource>> parts, DatasetMeta meta,
+                                          const std::string& parts_are);
 
 }  // namespace imagepack::internal

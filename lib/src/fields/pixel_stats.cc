@@ -1,4 +1,4 @@
-#include "pack/pixel_stats.h"
+#include "fields/pixel_stats.h"
 
 #include <algorithm>
 #include <cmath>

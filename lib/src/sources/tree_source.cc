@@ -1,0 +1,195 @@
+// An image tree labelled by its class folders (or --no-class) listed in
+// bounded memory: the walk hands out paths in sorted order one folder at a
+// time, and past SourceOptions::item_memory the items wait in a scratch
+// file (DatasetSource::spilled) instead of memory. The same items, labels,
+// errors and ignored files as the listing in memory (sources.cc).
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "formats/text.h"
+#include "imagepack/files.h"
+#include "sources/item_spill.h"
+#include "sources/sources.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack::internal {
+namespace {
+
+bool IsTemp(const std::string& name) {
+  return !name.empty() && name[0] == '.' && name.find(".ipk-tmp.") != std::string::npos;
+}
+
+struct Walker {
+  std::set<std::pair<dev_t, ino_t>> seen;
+  std::vector<std::string> problems, others;
+  std::function<Status(std::string)> image;
+
+  // Depth first, each folder's entries in the order that makes the whole
+  // listing sorted by path: a folder sorts as its name followed by '/'
+  // ("a.b/x" before "a/x", as the full paths do).
+  Status Walk(const fs::path& dir, const std::string& rel) {
+    std::error_code ec;
+    struct Entry {
+      std::string key, name;
+      bool dir;
+      struct stat st;
+    };
+    std::vector<Entry> entries;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      Entry e;
+      e.name = it->path().filename().string();
+      const std::string child_rel = rel.empty() ? e.name : rel + "/" + e.name;
+      if (::stat((dir / e.name).c_str(), &e.st) != 0) {
+        problems.push_back(child_rel + ": " + std::strerror(errno) + " (broken symlink?)");
+        continue;
+      }
+      e.dir = S_ISDIR(e.st.st_mode);
+      if (!e.dir && !S_ISREG(e.st.st_mode)) continue;
+      e.key = e.dir ? e.name + "/" : e.name;
+      entries.push_back(std::move(e));
+    }
+    if (ec) {
+      problems.push_back((rel.empty() ? "." : rel) + ": cannot list directory: " + ec.message());
+      return Status::Ok();
+    }
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
+    for (Entry& e : entries) {
+      std::string child_rel = rel.empty() ? e.name : rel + "/" + e.name;
+      if (e.dir) {
+        if (!seen.insert({e.st.st_dev, e.st.st_ino}).second) {
+          problems.push_back(child_rel + ": directory already visited (symlink loop or alias), not entered");
+          continue;
+        }
+        IMAGEPACK_RETURN_IF_ERROR(Walk(dir / e.name, child_rel));
+      } else if (!IsTemp(e.name)) {
+        if (HasImageExtension(e.name)) IMAGEPACK_RETURN_IF_ERROR(image(std::move(child_rel)));
+        else others.push_back(std::move(child_rel));
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+// The items so far: in memory until they take `budget` bytes, then all in
+// a spill.
+class Items {
+ public:
+  Items(std::string dir, uint64_t budget) : dir_(std::move(dir)), budget_(budget) {}
+  Status Add(SourceItem item) {
+    if (spill_) return spill_->Add(item);
+    bytes_ += sizeof(SourceItem) + item.rel.capacity();
+    memory_.push_back(std::move(item));
+    if (bytes_ <= budget_) return Status::Ok();
+    auto spill = ItemSpill::Create(dir_);
+    if (!spill.ok()) return spill.status();
+    spill_ = std::move(spill.value());
+    for (const SourceItem& i : memory_) IMAGEPACK_RETURN_IF_ERROR(spill_->Add(i));
+    memory_ = std::vector<SourceItem>();  // `= {}` would keep the capacity
+    return Status::Ok();
+  }
+  std::vector<SourceItem>& memory() { return memory_; }
+  std::unique_ptr<ItemSpill>& spill() { return spill_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  uint64_t budget_;
+  uint64_t bytes_ = 0;
+  std::vector<SourceItem> memory_;
+  std::unique_ptr<ItemSpill> spill_;
+};
+
+}  // namespace
+
+Result<DatasetSource> OpenTreeSourceBounded(const std::string& root, const SourceOptions& opts) {
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::NotFound("source directory " + root + " does not exist or is not a directory");
+  DatasetSource s;
+  s.root = root;
+  const bool fixed = !opts.no_class && opts.classes != nullptr;
+  if (!opts.no_class) IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &s.classes));
+  const bool known = opts.no_class || fixed || !s.classes.empty();  // labels known while walking
+  std::map<std::string, int32_t> index_of;
+  for (size_t i = 0; i < s.classes.size(); ++i) index_of[s.classes[i]] = static_cast<int32_t>(i);
+  std::set<std::string> found;  // class folders holding images (classes found in the tree)
+  std::vector<std::string> outside;  // images outside any class, with why
+  std::error_code ec;
+  Items items(opts.scratch_dir.empty() ? fs::temp_directory_path(ec).string() : opts.scratch_dir, opts.item_memory);
+  Walker w;
+  w.seen.insert({st.st_dev, st.st_ino});
+  w.image = [&](std::string rel) -> Status {
+    // Names are bytes until proven UTF-8: refused here, by name.
+    if (Status ok = CheckName(rel, "file name"); !ok.ok()) {
+      s.errors.push_back({Shown(rel), ok.message()});
+      return Status::Ok();
+    }
+    if (opts.no_class) return items.Add({std::move(rel), -1, -1, {}});
+    const std::string c = ClassFolderOf(rel);
+    int32_t label = -1;
+    if (known) {
+      auto it = index_of.find(c);
+      if (it == index_of.end()) {
+        s.unlabelled.push_back(rel);
+        outside.push_back(rel + (c.empty() ? " (not inside a class folder)" : " (folder not in the class list)"));
+        return Status::Ok();
+      }
+      label = it->second;
+    } else if (c.empty()) {
+      s.unlabelled.push_back(rel);
+      outside.push_back(rel + " (not inside a class folder)");
+      return Status::Ok();
+    } else {
+      found.insert(c);
+    }
+    return items.Add({std::move(rel), label, -1, {}});
+  };
+  IMAGEPACK_RETURN_IF_ERROR(w.Walk(fs::path(root), ""));
+  s.problems = std::move(w.problems);
+  std::sort(w.others.begin(), w.others.end());
+  s.ignored = std::move(w.others);
+  s.ignored.insert(s.ignored.end(), outside.begin(), outside.end());
+  if (!known) {
+    s.classes.assign(found.begin(), found.end());
+    if (s.classes.empty())
+      return Status::InvalidArgument(root + " has no class folders (and no --labels file; --no-class packs "
+                                            "images without a class)");
+    for (size_t i = 0; i < s.classes.size(); ++i) index_of[s.classes[i]] = static_cast<int32_t>(i);
+  }
+  auto label = [&](SourceItem* item) {
+    if (!known) item->label = index_of[ClassFolderOf(item->rel)];
+  };
+  if (!items.spill()) {
+    for (SourceItem& item : items.memory()) label(&item);
+    s.items = std::move(items.memory());
+    return s;
+  }
+  IMAGEPACK_RETURN_IF_ERROR(items.spill()->Finish());
+  if (known) {
+    s.spilled = std::move(items.spill());
+    return s;
+  }
+  // The labels once every class folder is known: one more pass.
+  auto labelled = ItemSpill::Create(items.dir());
+  if (!labelled.ok()) return labelled.status();
+  auto reader = items.spill()->Read();
+  SourceItem item;
+  for (;;) {
+    auto more = reader.Next(&item);
+    if (!more.ok()) return more.status();
+    if (!more.value()) break;
+    label(&item);
+    IMAGEPACK_RETURN_IF_ERROR(labelled.value()->Add(item));
+  }
+  IMAGEPACK_RETURN_IF_ERROR(labelled.value()->Finish());
+  s.spilled = std::move(labelled.value());
+  return s;
+}
+
+}  // namespace imagepack::internal
