@@ -27,8 +27,8 @@ std::vector<uint8_t> RawRecord(int32_t label) {
   return EncodeRecord(RecordFields{Encoding::kRaw, 3, label, H, W}, "cls/img.png", px.data(), px.size());
 }
 
-LoaderOptions CentreCrop(Layout layout) {
-  LoaderOptions o;
+SampleOptions CentreCrop(Layout layout) {
+  SampleOptions o;
   o.size = 4;
   o.transform = TransformKind::kPadCropEval;  // the central 4x4: columns 1..4
   o.layout = layout;
@@ -62,7 +62,7 @@ TEST(SampleRender, DrawsDependOnSeedEpochAndPositionOnly) {
   const auto rec = RawRecord(0);
   auto v = ParseRecord(rec.data(), rec.size());
   ASSERT_OK(v);
-  LoaderOptions o;
+  SampleOptions o;
   o.size = 4;
   o.vflip = true;
   SampleRenderer r(o, 3, 0, nullptr);

@@ -103,7 +103,7 @@ class LoaderImpl : public Loader {
         channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
         arena_(internal::ResolveThreads(o_.threads)),
         fields_(src_->meta().fields, FieldShape()),
-        renderer_(o_, channels_, RendererClasses(), &fields_), spec_(spec), epoch_spec_(spec),
+        renderer_(internal::SampleOptions::Of(o_), channels_, RendererClasses(), &fields_), spec_(spec), epoch_spec_(spec),
         next_size_(o_.size) {
     sample_bytes_ = size_t(o_.size) * o_.size * channels_;
     pool_->keep = static_cast<size_t>(std::max(0, o_.prefetch)) + 2;
@@ -342,7 +342,7 @@ class LoaderImpl : public Loader {
     if (!eval_resize_given_) o_.eval_resize = static_cast<int>(std::lround(size / 0.875));
     sample_bytes_ = size_t(size) * size * channels_;
     fields_ = internal::FieldBatcher(src_->meta().fields, FieldShape());
-    renderer_ = internal::SampleRenderer(o_, channels_, RendererClasses(), &fields_);
+    renderer_ = internal::SampleRenderer(internal::SampleOptions::Of(o_), channels_, RendererClasses(), &fields_);
   }
   internal::FieldBatcher::Shape FieldShape() const {
     return {o_.batch_size, o_.size, channels_, o_.layout == Layout::kNCHW, o_.min_box_visible, o_.wide_maps_int32};

@@ -21,7 +21,24 @@ void FlipRows(uint8_t* data, int planes, int rows, size_t row_bytes) {
 
 }  // namespace
 
-SampleRenderer::SampleRenderer(const LoaderOptions& o, int channels, int64_t classes, const FieldBatcher* fields)
+SampleOptions SampleOptions::Of(const LoaderOptions& o) {
+  SampleOptions r;
+  r.seed = o.seed;
+  r.transform = o.transform;
+  r.size = o.size;
+  r.crop_size = o.crop_size;
+  r.eval_resize = o.eval_resize;
+  r.pad = o.pad;
+  r.scale_min = o.scale_min, r.scale_max = o.scale_max;
+  r.ratio_min = o.ratio_min, r.ratio_max = o.ratio_max;
+  r.dct_scaling = o.dct_scaling;
+  r.fast_dct = o.fast_dct;
+  r.vflip = o.vflip;
+  r.layout = o.layout;
+  return r;
+}
+
+SampleRenderer::SampleRenderer(const SampleOptions& o, int channels, int64_t classes, const FieldBatcher* fields)
     : o_(o), channels_(channels), classes_(classes), fields_(fields) {}
 
 Status SampleRenderer::Render(const RecordView& rec, int64_t index, uint64_t epoch, uint64_t global, uint8_t* dst,

@@ -13,12 +13,25 @@
 
 namespace imagepack::internal {
 
+// What rendering one sample reads of the loader's options: the draws and
+// the output's geometry, nothing of where records come from.
+struct SampleOptions {
+  uint64_t seed = 0;
+  TransformKind transform = TransformKind::kTrain;
+  int size = 224, crop_size = 0, eval_resize = 0, pad = 4;
+  double scale_min = 0.08, scale_max = 1.0, ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
+  bool dct_scaling = true, fast_dct = true, vflip = false;
+  Layout layout = Layout::kNCHW;
+
+  static SampleOptions Of(const LoaderOptions& o);
+};
+
 class SampleRenderer {
  public:
   // `o`: the loader's options (eval_resize resolved); `channels`: of the
   // output; `classes`: the dataset's class count (0: unchecked); `fields`:
   // the dataset's (null or empty: none).
-  SampleRenderer(const LoaderOptions& o, int channels, int64_t classes, const FieldBatcher* fields);
+  SampleRenderer(const SampleOptions& o, int channels, int64_t classes, const FieldBatcher* fields);
 
   // Renders record `index` (`rec`) as the sample at position `global` of
   // epoch `epoch`'s order into `dst` (size x size x channels, the batch's
@@ -35,7 +48,7 @@ class SampleRenderer {
   // or NHWC.
   void WriteSample(const Image& img, uint8_t* dst) const;
 
-  LoaderOptions o_;
+  SampleOptions o_;
   int channels_;
   int64_t classes_;
   const FieldBatcher* fields_;
