@@ -402,7 +402,8 @@ class Loader:
 
     def __iter__(self):
         if self._resume is not None:
-            self._loader.restore(*self._resume)
+            # load_state_dict() restored this position, and its batches are
+            # being made since: restoring again would throw them away.
             self._resume = None
         else:
             if self._schedule is not None:
@@ -480,11 +481,11 @@ class Loader:
             if key in state and state[key] != self._options[key]:
                 raise ValueError("state was saved with %s=%r, this loader has %r: the rest of the epoch would "
                                  "differ" % (key, state[key], self._options[key]))
-        self._epoch = int(state["epoch"])
-        self._resume = (self._epoch, int(state["position"]), state.get("order", "auto"),
-                        int(state.get("order_world", 0)), int(state.get("order_block_records", 0)),
-                        int(state.get("order_window_blocks", 0)), int(state.get("size", 0)), state.get("mix", ""))
-        self._loader.restore(*self._resume)  # len() now counts the rest of the epoch
+        resume = (int(state["epoch"]), int(state["position"]), state.get("order", "auto"),
+                  int(state.get("order_world", 0)), int(state.get("order_block_records", 0)),
+                  int(state.get("order_window_blocks", 0)), int(state.get("size", 0)), state.get("mix", ""))
+        self._loader.restore(*resume)  # len() now counts the rest of the epoch; the next iteration goes on from here
+        self._epoch, self._resume = resume[0], resume
 
     def stats(self):
         """Images decoded, bytes read, seconds spent reading, decoding and
