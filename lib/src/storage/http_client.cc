@@ -191,6 +191,15 @@ HttpClient::HttpClient(HttpConfig config) : config_(std::move(config)), pool_(st
 }
 HttpClient::~HttpClient() = default;
 
+HttpConfig HttpConfig::Of(const StorageSettings& s) {
+  HttpConfig c;
+  c.retry_seconds = s.retry_seconds;
+  c.timeout_seconds = s.timeout_seconds;
+  c.ca_file = s.ca_file;
+  c.ca_dir = s.ca_dir;
+  return c;
+}
+
 std::shared_ptr<HttpClient> HttpClient::Shared(const HttpConfig& c) {
   static std::mutex mu;
   static std::map<std::string, std::shared_ptr<HttpClient>> clients;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "imagepack/status.h"
+#include "imagepack/storage.h"
 
 namespace imagepack::internal {
 
@@ -28,6 +29,10 @@ struct HttpConfig {
   // For messages: "at ENDPOINT" after the request (S3's endpoint; empty
   // for plain HTTP, whose URL says where).
   std::string endpoint;
+
+  // What every remote backend takes from the settings: retries, timeout,
+  // the CA.
+  static HttpConfig Of(const StorageSettings& s);
 };
 
 struct HttpRequest {
@@ -56,6 +61,11 @@ struct HttpResponse {
   uint64_t content_length = 0;
   bool changed = false;      // an answer with another ETag than expect_etag
   bool tls_refused = false;  // the server's certificate did not verify
+
+  // A request that failed (`st`) without an answer from the server: no
+  // connection, a timeout, a 5xx; a refused certificate is an answer.
+  // Where a pinned node cache may stand in for the server.
+  bool Unreachable(const Status& st) const { return !st.ok() && !tls_refused && (status == 0 || status >= 500); }
 };
 
 class HttpClient {

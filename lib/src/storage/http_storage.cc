@@ -78,7 +78,7 @@ class HttpStorage : public Storage {
     q.retry_seconds = budget;
     HttpResponse r;
     Status st = client_->RunOne(q, &r, missing_ok ? std::vector<long>{404} : std::vector<long>{});
-    *unreachable = !st.ok() && !r.tls_refused && (r.status == 0 || r.status >= 500);
+    *unreachable = r.Unreachable(st);
     if (!st.ok()) return st;
     return r;
   }
@@ -89,12 +89,7 @@ class HttpStorage : public Storage {
 }  // namespace
 
 Result<std::shared_ptr<Storage>> NewHttpStorage(const StorageSettings& s) {
-  HttpConfig c;
-  c.retry_seconds = s.retry_seconds;
-  c.timeout_seconds = s.timeout_seconds;
-  c.ca_file = s.ca_file;
-  c.ca_dir = s.ca_dir;
-  return std::shared_ptr<Storage>(std::make_shared<HttpStorage>(s, HttpClient::Shared(c)));
+  return std::shared_ptr<Storage>(std::make_shared<HttpStorage>(s, HttpClient::Shared(HttpConfig::Of(s))));
 }
 
 }  // namespace imagepack::internal

@@ -165,7 +165,7 @@ class S3Storage : public Storage, public std::enable_shared_from_this<S3Storage>
     q.retry_seconds = budget;
     HttpResponse r;
     Status st = client_->RunOne(q, &r, missing_ok ? std::vector<long>{404} : std::vector<long>{});
-    *unreachable = !st.ok() && !r.tls_refused && (r.status == 0 || r.status >= 500);
+    *unreachable = r.Unreachable(st);
     if (!st.ok() && r.status >= 400 && r.status < 500) {
       HttpRequest g = Request("GET", url, "", "");
       g.headers.push_back("Range: bytes=0-0");
@@ -276,11 +276,7 @@ Result<std::shared_ptr<Storage>> NewS3Storage(const StorageSettings& s) {
     return Status::InvalidArgument(
         "object storage needs credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_ENDPOINT_URL "
         "for a server other than AWS)");
-  HttpConfig c;
-  c.retry_seconds = s.retry_seconds;
-  c.timeout_seconds = s.timeout_seconds;
-  c.ca_file = s.ca_file;
-  c.ca_dir = s.ca_dir;
+  HttpConfig c = HttpConfig::Of(s);
   c.sigv4_region = s.s3_region;
   c.access_key = s.s3_access_key;
   c.secret_key = s.s3_secret_key;
