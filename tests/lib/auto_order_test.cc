@@ -6,29 +6,46 @@
 
 #include <gtest/gtest.h>
 
+#include "imagepack/byte_source.h"
 #include "testutil.h"
 
 namespace imagepack::internal {
 namespace {
 
+// A file or object of `size` bytes, `cached` of them in memory.
+class FakeBytes : public ByteSource {
+ public:
+  FakeBytes(int64_t size, int64_t cached, bool remote) : size_(size), cached_(cached), remote_(remote) {}
+  uint64_t size() const override { return static_cast<uint64_t>(size_); }
+  Status ReadAt(uint64_t, uint64_t, uint8_t*) const override { return Status::IOError("fake: not read"); }
+  std::string identity() const override { return "fake"; }
+  std::string Describe() const override { return "fake"; }
+  bool remote() const override { return remote_; }
+  uint64_t CachedBytes() const override { return static_cast<uint64_t>(cached_); }
+
+ private:
+  int64_t size_, cached_;
+  bool remote_;
+};
+
+// A source over one or more byte sources (shards).
 class FakeSource : public RecordSource {
  public:
-  FakeSource(bool shuffled, int64_t stored, int64_t cached, bool remote)
-      : stored_(stored), cached_(cached), remote_(remote) {
+  FakeSource(bool shuffled, int64_t stored, int64_t cached, bool remote) : FakeSource(shuffled, {{stored, cached, remote}}) {}
+  FakeSource(bool shuffled, std::vector<FakeBytes> parts) : parts_(std::move(parts)) {
     meta_.count = 10;
     if (shuffled) meta_.options_json = R"({"shuffle": 1})";
   }
   const DatasetMeta& meta() const override { return meta_; }
   std::unique_ptr<RecordCursor> NewCursor() const override { return nullptr; }
   std::string Describe() const override { return "fake"; }
-  bool remote() const override { return remote_; }
-  int64_t stored_bytes() const override { return stored_; }
-  int64_t cached_bytes() const override { return cached_; }
+  void ByteSources(std::vector<const ByteSource*>* out) const override {
+    for (const FakeBytes& p : parts_) out->push_back(&p);
+  }
 
  private:
   DatasetMeta meta_;
-  int64_t stored_, cached_;
-  bool remote_;
+  std::vector<FakeBytes> parts_;
 };
 
 constexpr int64_t kMB = 1 << 20;
@@ -48,6 +65,18 @@ TEST(AutoOrder, FromWhatTheSourceSays) {
   // Object storage: blocks whatever its size (every read is a request).
   EXPECT_EQ(AutoOrder(false, FakeSource(true, 10 * kMB, 0, true)), Order::kBlocks);
   EXPECT_EQ(AutoOrder(false, FakeSource(false, 10 * kMB, 0, true)), Order::kRandom);
+  // Shards: their sizes and cached bytes add up; one remote shard makes
+  // the dataset remote.
+  const FakeSource halves(true, {{600 * kMB, 600 * kMB, false}, {600 * kMB, 0, false}});
+  EXPECT_EQ(halves.stored_bytes(), 1200 * kMB);
+  EXPECT_EQ(halves.cached_bytes(), 600 * kMB);
+  EXPECT_FALSE(halves.remote());
+  EXPECT_EQ(AutoOrder(false, halves), Order::kRandom);
+  EXPECT_EQ(AutoOrder(false, FakeSource(true, {{600 * kMB, 599 * kMB, false}, {600 * kMB, 0, false}})),
+            Order::kBlocks);
+  const FakeSource mixed(true, {{10 * kMB, 10 * kMB, false}, {10 * kMB, 0, true}});
+  EXPECT_TRUE(mixed.remote());
+  EXPECT_EQ(AutoOrder(false, mixed), Order::kBlocks);
 }
 
 }  // namespace

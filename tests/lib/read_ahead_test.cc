@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "imagepack/byte_source.h"
+#include "stores/memory_source.h"
 #include "testutil.h"
 
 namespace imagepack::internal {
@@ -130,6 +131,75 @@ TEST_F(ReadAheadTest, NothingToReadCompletesTheUnit) {
   const int64_t a = ra.Issue({0, 1, 2});
   ra.Wait(a);
   EXPECT_EQ(ra.bytes_read(), 0);
+}
+
+// A remote object: records are never read here, its ranges are handed to
+// Prefetch (one call a unit, its GETs in flight together), which answers
+// the bytes it fetched.
+class RemoteBytes : public ByteSource {
+ public:
+  uint64_t size() const override { return kRecords * kRecordBytes; }
+  Status ReadAt(uint64_t, uint64_t, uint8_t*) const override { return Status::IOError("remote: read by Prefetch"); }
+  std::string identity() const override { return "etag"; }
+  std::string Describe() const override { return "s3://bucket/shard"; }
+  bool remote() const override { return true; }
+  int64_t Prefetch(const std::vector<ByteRange>& ranges) const override {
+    std::lock_guard<std::mutex> g(mu_);
+    calls_.push_back(ranges);
+    int64_t n = 0;
+    for (const ByteRange& r : ranges) n += static_cast<int64_t>(r.size);
+    return n;
+  }
+  std::vector<std::vector<ByteRange>> calls() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return calls_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::vector<std::vector<ByteRange>> calls_;
+};
+
+// Two remote shards of kRecords records each, records laid end to end.
+class RemoteShards : public RecordSource {
+ public:
+  RemoteShards() { meta_.count = 2 * kRecords; }
+  const DatasetMeta& meta() const override { return meta_; }
+  std::unique_ptr<RecordCursor> NewCursor() const override { return nullptr; }
+  std::string Describe() const override { return "two remote shards"; }
+  void ByteSources(std::vector<const ByteSource*>* out) const override {
+    for (const RemoteBytes& s : shards_) out->push_back(&s);
+  }
+  void StoredRanges(int64_t first, int64_t last, std::vector<StoredRange>* out) const override {
+    for (int64_t i = first; i <= last; ++i)
+      AppendRange(&shards_[i / kRecords], static_cast<uint64_t>(i % kRecords) * kRecordBytes, kRecordBytes, out);
+  }
+  const RemoteBytes& shard(int i) const { return shards_[i]; }
+
+ private:
+  DatasetMeta meta_;
+  RemoteBytes shards_[2];
+};
+
+TEST(ReadAheadRemote, EachShardsRangesArePrefetchedInOneCall) {
+  RemoteShards src;
+  ASSERT_TRUE(src.remote());
+  ReadAhead ra(&src, 2, 4096);
+  // Runs 0..2 and 10..11 of shard 0, 64..65 (0..1 of shard 1): one unit.
+  const int64_t a = ra.Issue({65, 11, 0, 1, 2, 10, 64});
+  ra.Wait(a);
+  EXPECT_EQ(ra.bytes_read(), static_cast<int64_t>(7 * kRecordBytes));
+  const auto first = src.shard(0).calls(), second = src.shard(1).calls();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].size(), 2u);
+  EXPECT_EQ(first[0][0].offset, 0u);
+  EXPECT_EQ(first[0][0].size, 3 * kRecordBytes);
+  EXPECT_EQ(first[0][1].offset, 10 * kRecordBytes);
+  EXPECT_EQ(first[0][1].size, 2 * kRecordBytes);
+  ASSERT_EQ(second.size(), 1u);
+  ASSERT_EQ(second[0].size(), 1u);
+  EXPECT_EQ(second[0][0].offset, 0u);
+  EXPECT_EQ(second[0][0].size, 2 * kRecordBytes);
 }
 
 TEST_F(ReadAheadTest, DestroyedWhileLocationIsHeld) {

@@ -150,33 +150,30 @@ class RecordSource {
   // also while other threads read; it keeps a long streaming pass from
   // growing the resident set to the size of the file. No-op in RAM.
   virtual void ReleaseMappedPages() const {}
-  // The parts of the files that hold records first..last (inclusive),
-  // appended to `out` in file order, adjacent parts merged; nothing for a
-  // source held in RAM or in object storage (see Fetch). For reading
-  // ahead: a read of these ranges brings the records into the page cache.
-  // Thread-safe.
+  // The parts of the containers' bytes that hold records first..last
+  // (inclusive), appended to `out` in order, adjacent parts merged; nothing
+  // for a source held in RAM. For reading ahead: a read of these ranges
+  // brings the records into the page cache (a file) or the block cache (a
+  // remote object: ByteSource::Prefetch). Thread-safe.
   virtual void StoredRanges(int64_t first, int64_t last, std::vector<StoredRange>* out) const {
     (void)first, (void)last, (void)out;
   }
-  // Object storage: true, and Fetch() brings runs of records (first, last
-  // inclusive) into the source's caches with ranged GETs in flight
-  // together, returning the bytes fetched from the network (failures are
-  // left for the cursor's own read to report). Files: false and no-op.
-  virtual bool remote() const { return false; }
-  virtual int64_t Fetch(const std::vector<std::pair<int64_t, int64_t>>& runs) const {
-    (void)runs;
-    return 0;
-  }
+  // The byte sources the records are read from, each once (a file, an
+  // object; the shards' of several). Where the bytes live is asked of
+  // them: the figures below are theirs.
+  virtual void ByteSources(std::vector<const ByteSource*>* out) const { (void)out; }
+  // One of them is remote (object storage, HTTP): reads cost requests.
+  bool remote() const;
   // Bytes of the stored container(s): files' or objects' sizes.
-  virtual int64_t stored_bytes() const { return 0; }
+  int64_t stored_bytes() const;
   // Of those, bytes already in this machine's memory (files: pages in the
   // page cache; in RAM: all; object storage: 0). For the loader's `auto`
   // order: reads of a mostly cached dataset are cheap in any order.
-  virtual int64_t cached_bytes() const { return 0; }
-  // Object storage: requests made to the server so far (GETs and HEADs);
-  // blocks served from the caches cost none.
-  virtual int64_t remote_requests() const { return 0; }
-  virtual int64_t remote_bytes() const { return 0; }  // received from the server
+  int64_t cached_bytes() const;
+  // Object storage: requests made to the server so far (GETs and HEADs),
+  // and bytes received; blocks served from the caches cost none.
+  int64_t remote_requests() const;
+  int64_t remote_bytes() const;
   // Frees the metadata every shard of a dataset repeats (class names, label
   // counts, options), once OpenDatabases has checked and merged it into the
   // dataset's: 10,000 shards of 1,000 classes would otherwise hold 10,000

@@ -8,7 +8,7 @@
 namespace imagepack::internal {
 
 ReadAhead::ReadAhead(const RecordSource* src, int threads, uint64_t chunk_bytes)
-    : src_(src), chunk_(std::max<uint64_t>(chunk_bytes, 4096)) {
+    : src_(src), remote_(src->remote()), chunk_(std::max<uint64_t>(chunk_bytes, 4096)) {
   for (int t = 0; t < std::max(1, threads); ++t) threads_.emplace_back([this] { Work(); });
   locator_ = std::thread([this] { Locate(); });
 }
@@ -66,15 +66,23 @@ void ReadAhead::Locate() {
       runs.emplace_back(r[i], r[j - 1]);
       i = j;
     }
-    if (src_->remote()) {
-      lock.lock();
-      if (generation != generation_) continue;
-      queue_.push_back(Chunk{u.id, {}, std::move(runs)});
-      work_cv_.notify_all();
-      continue;
-    }
     ranges.clear();
     for (const auto& [first, last] : runs) src_->StoredRanges(first, last, &ranges);
+    if (remote_) {
+      // One chunk a source (a shard): its GETs in flight together.
+      std::vector<Chunk> chunks;
+      for (const StoredRange& fr : ranges) {
+        if (chunks.empty() || chunks.back().range.source != fr.source)
+          chunks.push_back(Chunk{u.id, {fr.source, 0, 0}, {}});
+        chunks.back().prefetch.push_back({fr.offset, fr.size});
+      }
+      lock.lock();
+      if (generation != generation_) continue;
+      for (Chunk& c : chunks) queue_.push_back(std::move(c));
+      Settle(u.id, static_cast<int>(chunks.size()) - 1);
+      if (!chunks.empty()) work_cv_.notify_all();
+      continue;
+    }
     for (const StoredRange& fr : ranges)
       if ((random_.count(fr.source) > 0) != u.runs) {
         fr.source->Advise(u.runs ? ByteSource::Access::kRandom : ByteSource::Access::kNormal);
@@ -131,7 +139,7 @@ void ReadAhead::Work() {
     // the source's block cache). A failed read is not reported here; the
     // worker's own read of the record reports it.
     int64_t got = 0;
-    if (!c.runs.empty()) got = src_->Fetch(c.runs);
+    if (!c.prefetch.empty()) got = c.range.source->Prefetch(c.prefetch);
     else if (c.range.source->ReadAt(c.range.offset, c.range.size, buf.data()).ok()) got = int64_t(c.range.size);
     lock.lock();
     if (got > 0) bytes_ += got;

@@ -1,7 +1,8 @@
 // Reads ahead of the loader's decode threads: record ranges of a database
 // file are read with large preads from a pool of threads sized to the
 // device (OpenOptions / LoaderOptions::io_threads), so that by the time a
-// worker reads a record it is in the page cache. Where a unit's records lie
+// worker reads a record it is in the page cache (a remote object: the
+// ranges are prefetched into its block cache). Where a unit's records lie
 // in the file is found by a thread of its own: that can touch index pages
 // that are not in memory yet (LMDB's B-tree), and the caller (the loader's
 // producer, which hands batches to the decode threads) must not wait
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "imagepack/byte_source.h"
 #include "imagepack/order.h"
 #include "imagepack/store.h"
 
@@ -52,9 +54,9 @@ class ReadAhead {
   struct Chunk {
     int64_t unit;
     StoredRange range;
-    // Object storage: the unit's runs of records, fetched by one worker
-    // with the GETs in flight together (range unused).
-    std::vector<std::pair<int64_t, int64_t>> runs;
+    // A remote source: the unit's ranges of it, prefetched by one worker
+    // with the GETs in flight together (range names only the source).
+    std::vector<ByteRange> prefetch;
   };
   struct Unit {
     int64_t id;
@@ -68,6 +70,7 @@ class ReadAhead {
   void Settle(int64_t unit, int delta);
 
   const RecordSource* src_;
+  const bool remote_;  // src_ reads a remote object: chunks prefetch its ranges
   const uint64_t chunk_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_, locate_cv_, done_cv_;

@@ -245,8 +245,9 @@ class LmdbSource : public RecordSource {
     }
   }
   std::string Describe() const override { return path_ + " (LMDB)"; }
-  int64_t stored_bytes() const override { return env_->file ? static_cast<int64_t>(env_->file->size()) : 0; }
-  int64_t cached_bytes() const override { return env_->file ? static_cast<int64_t>(env_->file->CachedBytes()) : 0; }
+  void ByteSources(std::vector<const ByteSource*>* out) const override {
+    if (env_->file) out->push_back(env_->file.get());
+  }
   void ReleaseMappedPages() const override {
     if (env_->map_size > 0) ReleasePages(env_->map, env_->map_size);
   }

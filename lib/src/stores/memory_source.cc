@@ -93,8 +93,7 @@ class MemorySource : public RecordSource {
       at += static_cast<int64_t>(n);
     }
   }
-  int64_t stored_bytes() const override { return static_cast<int64_t>(bytes_->size()); }
-  int64_t cached_bytes() const override { return static_cast<int64_t>(bytes_->CachedBytes()); }
+  void ByteSources(std::vector<const ByteSource*>* out) const override { out->push_back(bytes_.get()); }
   void DropSharedMeta() override { imagepack::DropSharedMeta(&meta_); }
 
  private:

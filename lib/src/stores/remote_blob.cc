@@ -2,7 +2,8 @@
 // block cache; docs/OBJECT_STORAGE.md): header, index and metadata read at
 // open, records viewed in the source's cached blocks (no copy when a
 // record lies in one block), runs of records prefetched by the loader's
-// read-ahead (RecordSource::Fetch) with their reads in flight together.
+// read-ahead (RecordSource::StoredRanges, then the byte source's Prefetch)
+// with their reads in flight together.
 #include <algorithm>
 #include <cstring>
 
@@ -32,19 +33,11 @@ class UnmappedBlobSource : public RecordSource {
   const DatasetMeta& meta() const override { return layout_.meta; }
   std::unique_ptr<RecordCursor> NewCursor() const override { return std::make_unique<UnmappedCursor>(this); }
   std::string Describe() const override { return bytes_->Describe() + " (blob)"; }
-  bool remote() const override { return bytes_->remote(); }
-  int64_t stored_bytes() const override { return static_cast<int64_t>(bytes_->size()); }
-  int64_t remote_requests() const override { return bytes_->requests(); }
-  int64_t remote_bytes() const override { return bytes_->bytes_fetched(); }
-  int64_t Fetch(const std::vector<std::pair<int64_t, int64_t>>& runs) const override {
-    std::vector<ByteRange> ranges;
-    for (const auto& [first, last] : runs) {
-      if (first < 0 || last >= size() || first > last) continue;
-      const uint64_t lo = layout_.offsets[first];
-      const uint64_t hi = layout_.offsets[last] + layout_.lengths[last];
-      if (hi > lo) ranges.push_back({lo, hi - lo});
-    }
-    return bytes_->Prefetch(ranges);
+  void ByteSources(std::vector<const ByteSource*>* out) const override { out->push_back(bytes_.get()); }
+  void StoredRanges(int64_t first, int64_t last, std::vector<StoredRange>* out) const override {
+    first = std::max<int64_t>(first, 0);
+    last = std::min<int64_t>(last, size() - 1);
+    for (int64_t i = first; i <= last; ++i) AppendRange(bytes_.get(), layout_.offsets[i], layout_.lengths[i], out);
   }
 
   // The stored bytes of record `index`.

@@ -24,6 +24,36 @@ namespace fs = std::filesystem;
 
 namespace imagepack {
 
+namespace {
+
+// Sums f over the source's byte sources.
+template <typename F>
+int64_t SumOverBytes(const RecordSource& src, F f) {
+  std::vector<const ByteSource*> bytes;
+  src.ByteSources(&bytes);
+  int64_t sum = 0;
+  for (const ByteSource* b : bytes) sum += static_cast<int64_t>(f(*b));
+  return sum;
+}
+
+}  // namespace
+
+bool RecordSource::remote() const {
+  return SumOverBytes(*this, [](const ByteSource& b) { return b.remote() ? 1 : 0; }) > 0;
+}
+int64_t RecordSource::stored_bytes() const {
+  return SumOverBytes(*this, [](const ByteSource& b) { return b.size(); });
+}
+int64_t RecordSource::cached_bytes() const {
+  return SumOverBytes(*this, [](const ByteSource& b) { return b.CachedBytes(); });
+}
+int64_t RecordSource::remote_requests() const {
+  return SumOverBytes(*this, [](const ByteSource& b) { return b.requests(); });
+}
+int64_t RecordSource::remote_bytes() const {
+  return SumOverBytes(*this, [](const ByteSource& b) { return b.bytes_fetched(); });
+}
+
 const char* ContainerFormatName(ContainerFormat f) { return f == ContainerFormat::kBlob ? "blob" : "lmdb"; }
 
 Result<ContainerFormat> ParseContainerFormat(const std::string& name) {
@@ -119,40 +149,8 @@ class MultiSource : public RecordSource {
       if (lo <= hi) parts_[i]->StoredRanges(lo - starts_[i], hi - starts_[i], out);
     }
   }
-  bool remote() const override {
-    return std::any_of(parts_.begin(), parts_.end(), [](const auto& p) { return p->remote(); });
-  }
-  int64_t Fetch(const std::vector<std::pair<int64_t, int64_t>>& runs) const override {
-    int64_t bytes = 0;
-    for (size_t i = 0; i + 1 < starts_.size(); ++i) {
-      std::vector<std::pair<int64_t, int64_t>> mine;
-      for (const auto& [first, last] : runs) {
-        const int64_t lo = std::max(first, starts_[i]), hi = std::min(last, starts_[i + 1] - 1);
-        if (lo <= hi) mine.emplace_back(lo - starts_[i], hi - starts_[i]);
-      }
-      if (!mine.empty()) bytes += parts_[i]->Fetch(mine);
-    }
-    return bytes;
-  }
-  int64_t stored_bytes() const override {
-    int64_t b = 0;
-    for (const auto& p : parts_) b += p->stored_bytes();
-    return b;
-  }
-  int64_t cached_bytes() const override {
-    int64_t b = 0;
-    for (const auto& p : parts_) b += p->cached_bytes();
-    return b;
-  }
-  int64_t remote_requests() const override {
-    int64_t r = 0;
-    for (const auto& p : parts_) r += p->remote_requests();
-    return r;
-  }
-  int64_t remote_bytes() const override {
-    int64_t r = 0;
-    for (const auto& p : parts_) r += p->remote_bytes();
-    return r;
+  void ByteSources(std::vector<const ByteSource*>* out) const override {
+    for (const auto& p : parts_) p->ByteSources(out);
   }
 
  private:
@@ -178,8 +176,8 @@ class SharedSource : public RecordSource {
   }
   void ReleaseMappedPages() const override { inner_->ReleaseMappedPages(); }
   void DropSharedMeta() override { inner_->DropSharedMeta(); }
-  int64_t stored_bytes() const override { return static_cast<int64_t>(copy_->size()); }
-  int64_t cached_bytes() const override { return static_cast<int64_t>(copy_->size()); }
+  // The copy's file in shared memory: its pages are the copy.
+  void ByteSources(std::vector<const ByteSource*>* out) const override { inner_->ByteSources(out); }
 
  private:
   std::unique_ptr<RecordSource> inner_;
