@@ -76,21 +76,29 @@ struct Walker {
   }
 };
 
-// The items so far: in memory until they take `budget` bytes, then all in
-// a spill.
+// The items so far: in memory until they would take `budget` bytes, then
+// all in a spill. The budget counts what the heap holds: the vector's
+// capacity (not its size), while it grows the old array beside the new
+// one, and each name longer than the string's own inline buffer; so the
+// listing's peak stays under it whatever the count.
 class Items {
  public:
   Items(std::string dir, uint64_t budget) : dir_(std::move(dir)), budget_(budget) {}
   Status Add(SourceItem item) {
     if (spill_) return spill_->Add(item);
-    bytes_ += sizeof(SourceItem) + item.rel.capacity();
+    if (memory_.size() == memory_.capacity()) {
+      // Growing moves the items into an array twice the size, both held
+      // until the move ends.
+      const uint64_t grown = std::max<uint64_t>(2 * memory_.capacity(), 64);
+      if (names_ + (memory_.capacity() + grown) * sizeof(SourceItem) > budget_) {
+        IMAGEPACK_RETURN_IF_ERROR(Spill());
+        return spill_->Add(item);
+      }
+      memory_.reserve(grown);
+    }
+    names_ += HeapBytes(item.rel);
     memory_.push_back(std::move(item));
-    if (bytes_ <= budget_) return Status::Ok();
-    auto spill = ItemSpill::Create(dir_);
-    if (!spill.ok()) return spill.status();
-    spill_ = std::move(spill.value());
-    for (const SourceItem& i : memory_) IMAGEPACK_RETURN_IF_ERROR(spill_->Add(i));
-    memory_ = std::vector<SourceItem>();  // `= {}` would keep the capacity
+    if (names_ + memory_.capacity() * sizeof(SourceItem) > budget_) return Spill();
     return Status::Ok();
   }
   std::vector<SourceItem>& memory() { return memory_; }
@@ -98,9 +106,23 @@ class Items {
   const std::string& dir() const { return dir_; }
 
  private:
+  static uint64_t HeapBytes(const std::string& s) {
+    return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
+  }
+  // Moves every item into a new spill.
+  Status Spill() {
+    auto spill = ItemSpill::Create(dir_);
+    if (!spill.ok()) return spill.status();
+    spill_ = std::move(spill.value());
+    for (const SourceItem& i : memory_) IMAGEPACK_RETURN_IF_ERROR(spill_->Add(i));
+    memory_ = std::vector<SourceItem>();  // `= {}` would keep the capacity
+    names_ = 0;
+    return Status::Ok();
+  }
+
   std::string dir_;
   uint64_t budget_;
-  uint64_t bytes_ = 0;
+  uint64_t names_ = 0;  // heap bytes of the items' names
   std::vector<SourceItem> memory_;
   std::unique_ptr<ItemSpill> spill_;
 };
