@@ -3,8 +3,10 @@ the extension with CMake for the Python that runs pip (a venv's, a conda
 environment's, Debian's) and packs it with the package's Python files
 into a wheel. No network and no build dependencies beyond what the
 project's own build needs (cmake, a compiler, pybind11, the libraries
-scripts/setup.sh installs). The build folder is build/wheel-<tag> in the
-source tree, kept between installs."""
+scripts/setup.sh installs). When scripts/build.sh's build folder was made
+for this same interpreter (a venv of Debian's python3, say), its extension
+is brought up to date and packed; otherwise the library and extension are
+built in build/wheel-<tag> in the source tree, kept between installs."""
 import base64
 import hashlib
 import os
@@ -52,9 +54,51 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     return _dist_info()
 
 
+_SAME_PYTHON = ("import sys, sysconfig; "
+                "print(sys.base_prefix, sys.version_info[:3], sysconfig.get_config_var('EXT_SUFFIX'))")
+
+
+def _cached_python(build):
+    """The Python a CMake build folder was configured for, or None."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith(("Python_EXECUTABLE:", "_Python_EXECUTABLE:")):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _reusable_build():
+    """The project's own build folder (scripts/build.sh's: $IMAGEPACK_BUILD_DIR,
+    else build/) when its package was built for this same interpreter: the
+    same installation (a venv's base, or the Python itself), version and
+    extension suffix. Its extension is then the one this Python loads, so
+    the wheel packs it instead of building the library again."""
+    build = os.path.join(ROOT, os.environ.get("IMAGEPACK_BUILD_DIR", "build"))
+    exe = _cached_python(build)
+    if not exe or not os.path.isdir(os.path.join(build, "python", NAME)):
+        return None
+    try:
+        theirs = subprocess.run([exe, "-c", _SAME_PYTHON], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    mine = subprocess.run([sys.executable, "-c", _SAME_PYTHON], capture_output=True, text=True, timeout=60).stdout
+    return build if theirs and theirs == mine else None
+
+
 def _build():
     """The package folder (the extension and the .py files) built by CMake
     for sys.executable."""
+    reuse = _reusable_build()
+    if reuse:
+        # Brought up to date with the sources first (a no-op right after
+        # scripts/build.sh).
+        print("imagepack: packing the extension of %s (built for this Python)" % reuse, file=sys.stderr)
+        subprocess.check_call(["cmake", "--build", reuse, "--target", "imagepack_python", "-j",
+                               str(os.cpu_count() or 1)], stdout=sys.stderr)
+        return os.path.join(reuse, "python", NAME)
     build = os.path.join(ROOT, "build", "wheel-" + _tag())
     gen = ["-G", "Ninja"] if shutil.which("ninja") and not os.path.exists(os.path.join(build, "Makefile")) else []
     subprocess.check_call(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
