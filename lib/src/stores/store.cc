@@ -26,20 +26,25 @@ namespace imagepack {
 
 namespace {
 
+std::vector<const ByteSource*> BytesOf(const RecordSource& src) {
+  std::vector<const ByteSource*> bytes;
+  src.ByteSources(&bytes);
+  return bytes;
+}
+
 // Sums f over the source's byte sources.
 template <typename F>
 int64_t SumOverBytes(const RecordSource& src, F f) {
-  std::vector<const ByteSource*> bytes;
-  src.ByteSources(&bytes);
   int64_t sum = 0;
-  for (const ByteSource* b : bytes) sum += static_cast<int64_t>(f(*b));
+  for (const ByteSource* b : BytesOf(src)) sum += static_cast<int64_t>(f(*b));
   return sum;
 }
 
 }  // namespace
 
 bool RecordSource::remote() const {
-  return SumOverBytes(*this, [](const ByteSource& b) { return b.remote() ? 1 : 0; }) > 0;
+  const auto bytes = BytesOf(*this);
+  return std::any_of(bytes.begin(), bytes.end(), [](const ByteSource* b) { return b->remote(); });
 }
 int64_t RecordSource::stored_bytes() const {
   return SumOverBytes(*this, [](const ByteSource& b) { return b.size(); });
