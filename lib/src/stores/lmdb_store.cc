@@ -49,8 +49,12 @@ struct Env {
 // MDB_DATA_VERSION 1), so the map begins that many pages before. Checked:
 // the candidate is mapped (mincore) and holds meta page 0 (its magic).
 // /proc/self/maps says the same, but reading it per shard costs time in
-// proportion to the mappings: quadratic over thousands of shards.
-bool MapBase(MDB_env* env, const void* value, uint64_t file_size, const void** base) {
+// proportion to the mappings: quadratic over thousands of shards. An
+// empty value may point at the end of its page, which is the start of the
+// next one, possibly past the end of the file (a read there is a SIGBUS):
+// not used.
+bool MapBase(MDB_env* env, const void* value, size_t value_size, uint64_t file_size, const void** base) {
+  if (value_size == 0) return false;
   MDB_stat st;
   if (mdb_env_stat(env, &st) != 0) return false;
   const uintptr_t psize = st.ms_psize, os_page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
@@ -345,7 +349,7 @@ Result<std::unique_ptr<RecordSource>> OpenLmdb(const std::string& path, const Op
     // Values point into liblmdb's map of the file; the mapping that holds
     // one is the whole map (liblmdb keeps its address to itself).
     const void* base = nullptr;
-    if (env->file && MapBase(env->env, v.mv_data, env->file->size(), &base)) {
+    if (env->file && MapBase(env->env, v.mv_data, v.mv_size, env->file->size(), &base)) {
       env->map = base;
       env->map_size = env->file->size();
       env->map_addr = static_cast<const uint8_t*>(base);
