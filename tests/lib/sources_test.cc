@@ -41,8 +41,12 @@ TEST(Sources, ClassFoldersSortedAndImagesOutsideThemIgnoredWithWhy) {
   EXPECT_EQ(s->classes, (std::vector<std::string>{"cat", "dog"}));
   EXPECT_EQ(Rels(s.value()), (std::vector<std::string>{"cat/a.JPEG=0", "cat/deep/c.png=0", "dog/b.jpg=1"}));
   EXPECT_EQ(s->unlabelled, (std::vector<std::string>{"root.jpg"}));
-  EXPECT_EQ(s->ignored, (std::vector<std::string>{"cat/notes.txt", "root.jpg (not inside a class folder)"}));
-  EXPECT_TRUE(s->errors.empty());
+  // The image outside every class is skipped with its reason; only the
+  // file that is no image is ignored.
+  EXPECT_EQ(s->ignored, (std::vector<std::string>{"cat/notes.txt"}));
+  ASSERT_EQ(s->errors.size(), 1u);
+  EXPECT_EQ(s->errors[0].path, "root.jpg");
+  EXPECT_NE(s->errors[0].reason.find("not inside a class folder"), std::string::npos);
   EXPECT_EQ(ClassFolderOf("cat/deep/c.png"), "cat");
   EXPECT_EQ(ClassFolderOf("root.jpg"), "");
 }
@@ -54,6 +58,39 @@ TEST(Sources, NoClassFoldersIsAnErrorNamingTheTree) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find(d.path()), std::string::npos);
   EXPECT_NE(s.status().message().find("no class folders"), std::string::npos);
+  // Class folders without images are named, and files ignored counted.
+  Touch(d, "b/notes.txt");
+  std::filesystem::create_directories(d / "a");
+  auto empty = OpenTreeSource(d.path(), {});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("its 2 class folders (a, b) hold no images; 1 files ignored"),
+            std::string::npos) << empty.status().message();
+}
+
+// --classes FILE: an image of a folder it does not list is skipped, naming
+// the file; a class it lists that has no image is a warning.
+TEST(Sources, ClassesFileSkipsOtherFoldersAndNamesEmptyClasses) {
+  TempDir d, meta, masks;
+  for (const char* rel : {"n2/a", "n1/b", "extra/c"}) {
+    Touch(d, std::string(rel) + ".jpg");
+    Touch(masks, std::string(rel) + ".png");
+  }
+  Text(meta / "classes.txt", "n1\nn2\nghost\n");
+  for (bool paired : {false, true}) {
+    // Without paired trees the tree is listed folder by folder (tree_source.cc), with them whole.
+    SCOPED_TRACE(paired ? "with a paired tree" : "alone");
+    SourceOptions o;
+    o.classes_file = meta / "classes.txt";
+    if (paired) o.fields = {"mask=" + masks.path()};
+    auto s = OpenTreeSource(d.path(), o);
+    ASSERT_OK(s);
+    EXPECT_EQ(Rels(s.value()), (std::vector<std::string>{"n1/b.jpg=0", "n2/a.jpg=1"}));
+    ASSERT_EQ(s->errors.size(), 1u);
+    EXPECT_EQ(s->errors[0].path, "extra/c.jpg");
+    EXPECT_EQ(s->errors[0].reason, "class 'extra' is not in --classes " + meta / "classes.txt");
+    EXPECT_EQ(s->problems, (std::vector<std::string>{"1 class of --classes " + meta / "classes.txt" +
+                                                     " has no images: ghost"}));
+  }
 }
 
 // verify_db --against: the database's classes decide; a folder outside them
@@ -67,7 +104,9 @@ TEST(Sources, FixedClassListAsVerifyUsesIt) {
   EXPECT_EQ(s->classes, classes);
   EXPECT_EQ(Rels(s.value()), (std::vector<std::string>{"n1/b.jpg=1", "n2/a.jpg=0"}));
   EXPECT_EQ(s->unlabelled, (std::vector<std::string>{"extra/c.jpg"}));
-  EXPECT_EQ(s->ignored, (std::vector<std::string>{"extra/c.jpg (folder not in the class list)"}));
+  EXPECT_TRUE(s->ignored.empty());
+  ASSERT_EQ(s->errors.size(), 1u);
+  EXPECT_EQ(s->errors[0].reason, "folder 'extra' is not in the class list");
   const std::vector<std::string> none;
   auto empty = OpenTreeSource(d.path(), {"", "", &none});
   ASSERT_OK(empty);

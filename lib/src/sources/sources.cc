@@ -112,25 +112,31 @@ Status LabelFromFile(const std::vector<std::string>& images, const std::string& 
   return Status::Ok();
 }
 
-// ImageFolder: an image's class is its first folder.
-void LabelFromFolders(const std::vector<std::string>& images, bool fixed_classes, DatasetSource& s) {
-  if (s.classes.empty() && !fixed_classes) {
+// ImageFolder: an image's class is its first folder. An image outside
+// every class is skipped (errors) with the reason, and kept in unlabelled.
+void LabelFromFolders(const std::vector<std::string>& images, const SourceOptions& opts, DatasetSource& s) {
+  const bool fixed = !s.classes.empty() || opts.classes != nullptr;
+  if (!fixed) {
     std::set<std::string> names;
     for (const auto& rel : images)
       if (auto c = ClassFolderOf(rel); !c.empty()) names.insert(c);
     s.classes.assign(names.begin(), names.end());
   }
   const auto index_of = IndexOf(s.classes);
+  std::vector<int64_t> per_class(s.classes.size(), 0);
   for (const auto& rel : images) {
     const std::string c = ClassFolderOf(rel);
     auto it = index_of.find(c);
     if (it != index_of.end()) {
       s.items.push_back({rel, it->second, -1, {}});
+      ++per_class[static_cast<size_t>(it->second)];
       continue;
     }
     s.unlabelled.push_back(rel);
-    s.ignored.push_back(rel + (c.empty() ? " (not inside a class folder)" : " (folder not in the class list)"));
+    s.errors.push_back({rel, OutsideClassReason(c, opts)});
   }
+  if (std::string empty = ClassesWithoutImages(s.classes, per_class, opts); !empty.empty())
+    s.problems.push_back(std::move(empty));
 }
 
 std::string WithoutExtension(const std::string& rel) {
@@ -275,6 +281,47 @@ Status FixedClasses(const SourceOptions& opts, std::vector<std::string>* classes
   return Status::Ok();
 }
 
+std::string OutsideClassReason(const std::string& folder, const SourceOptions& opts) {
+  if (folder.empty())
+    return "not inside a class folder (the first folder names the class; --no-class packs images without one)";
+  if (opts.classes == nullptr && !opts.classes_file.empty())
+    return "class '" + folder + "' is not in --classes " + opts.classes_file;
+  return "folder '" + folder + "' is not in the class list";
+}
+
+std::string ClassesWithoutImages(const std::vector<std::string>& classes, const std::vector<int64_t>& counts,
+                                 const SourceOptions& opts) {
+  if (opts.classes != nullptr || opts.classes_file.empty() || counts.size() != classes.size()) return "";
+  std::vector<std::string> empty;
+  for (size_t i = 0; i < classes.size(); ++i)
+    if (counts[i] == 0) empty.push_back(classes[i]);
+  if (empty.empty()) return "";
+  std::string names;
+  for (size_t i = 0; i < empty.size() && i < 10; ++i) names += (i ? ", " : "") + empty[i];
+  if (empty.size() > 10) names += ", ... (" + std::to_string(empty.size() - 10) + " more)";
+  return std::to_string(empty.size()) + (empty.size() == 1 ? " class" : " classes") + " of --classes " +
+         opts.classes_file + (empty.size() == 1 ? " has" : " have") + " no images: " + names;
+}
+
+Status NoClassFolders(const std::string& root, size_t ignored) {
+  std::vector<std::string> folders;
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec)) folders.push_back(it->path().filename().string());
+  std::sort(folders.begin(), folders.end());
+  const std::string advice = " (and no --labels file; --no-class packs images without a class)";
+  std::string ignored_note;
+  if (ignored > 0)
+    ignored_note = "; " + std::to_string(ignored) + " files ignored for their names (images are named " +
+                   "jpg jpeg jpe png gif bmp tif tiff webp ppm pgm pbm pnm)";
+  if (folders.empty()) return Status::InvalidArgument(root + " has no class folders" + ignored_note + advice);
+  std::string names;
+  for (size_t i = 0; i < folders.size() && i < 3; ++i) names += (i ? ", " : "") + Shown(folders[i]);
+  if (folders.size() > 3) names += ", ...";
+  return Status::InvalidArgument(root + ": its " + std::to_string(folders.size()) + " class folder" +
+                                 (folders.size() == 1 ? " (" : "s (") + names + ") hold no images" + ignored_note);
+}
+
 std::string ClassFolderOf(const std::string& rel) {
   const auto slash = rel.find('/');
   return slash == std::string::npos ? std::string() : rel.substr(0, slash);
@@ -357,10 +404,8 @@ Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOption
     if (!opts.labels_file.empty()) {
       IMAGEPACK_RETURN_IF_ERROR(LabelFromFile(listing->images, opts.labels_file, s));
     } else {
-      LabelFromFolders(listing->images, opts.classes != nullptr, s);
-      if (s.classes.empty() && !opts.classes)
-        return Status::InvalidArgument(root + " has no class folders (and no --labels file; --no-class packs "
-                                              "images without a class)");
+      LabelFromFolders(listing->images, opts, s);
+      if (s.classes.empty() && !opts.classes) return NoClassFolders(root, s.ignored.size());
     }
   }
   IMAGEPACK_RETURN_IF_ERROR(AddPairedTrees(opts, s));

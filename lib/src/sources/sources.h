@@ -98,7 +98,8 @@ struct DatasetSource {
   // the items, their paths and labels their own; `items` stays empty.
   bool db_records = false;
   std::vector<std::string> unlabelled;   // tree images without a label, sorted
-  std::vector<FileError> errors;         // labels-file misses; unreadable database records
+  std::vector<FileError> errors;         // items skipped: labels-file misses, images outside the classes, ...
+  std::vector<FileError> left_out;       // parts of items left out (COCO annotations without a box)
   std::vector<std::string> ignored;      // non-images; images outside any class, with why
   std::vector<std::string> problems;     // listing problems (loops, unreadable folders)
   std::map<std::string, int64_t> unpacked_members;  // WebDataset: member extension -> count not packed
@@ -119,6 +120,19 @@ struct DatasetSource {
 // The ImageFolder rule: the first folder of `rel` names its class. Empty for
 // a file at the root.
 std::string ClassFolderOf(const std::string& rel);
+
+// Why an image of a tree labelled by class folders is left out: it is at
+// the root (`folder` empty), or its folder is not in the class list (the
+// classes file named when one fixed the list).
+std::string OutsideClassReason(const std::string& folder, const SourceOptions& opts);
+// A warning naming the classes of a classes file (opts.classes_file) for
+// which no image was found (`counts`: images per class); empty when none.
+std::string ClassesWithoutImages(const std::vector<std::string>& classes, const std::vector<int64_t>& counts,
+                                 const SourceOptions& opts);
+// The error for a tree in which no class folder holds an image: naming a
+// few of its folders (or saying it has none) and the files ignored for
+// their names.
+Status NoClassFolders(const std::string& root, size_t ignored);
 
 // Every image below `root`, labelled by `labels`: through the labels file
 // when there is one, else by class folder. Classes come from labels.classes,

@@ -141,7 +141,7 @@ Result<DatasetSource> OpenTreeSourceBounded(const std::string& root, const Sourc
   std::map<std::string, int32_t> index_of;
   for (size_t i = 0; i < s.classes.size(); ++i) index_of[s.classes[i]] = static_cast<int32_t>(i);
   std::set<std::string> found;  // class folders holding images (classes found in the tree)
-  std::vector<std::string> outside;  // images outside any class, with why
+  std::vector<int64_t> per_class(s.classes.size(), 0);  // a fixed list: images found per class
   std::error_code ec;
   Items items(opts.scratch_dir.empty() ? fs::temp_directory_path(ec).string() : opts.scratch_dir, opts.item_memory);
   Walker w;
@@ -158,14 +158,15 @@ Result<DatasetSource> OpenTreeSourceBounded(const std::string& root, const Sourc
     if (known) {
       auto it = index_of.find(c);
       if (it == index_of.end()) {
-        s.unlabelled.push_back(rel);
-        outside.push_back(rel + (c.empty() ? " (not inside a class folder)" : " (folder not in the class list)"));
+        s.errors.push_back({rel, OutsideClassReason(c, opts)});
+        s.unlabelled.push_back(std::move(rel));
         return Status::Ok();
       }
       label = it->second;
+      ++per_class[static_cast<size_t>(label)];
     } else if (c.empty()) {
-      s.unlabelled.push_back(rel);
-      outside.push_back(rel + " (not inside a class folder)");
+      s.errors.push_back({rel, OutsideClassReason(c, opts)});
+      s.unlabelled.push_back(std::move(rel));
       return Status::Ok();
     } else {
       found.insert(c);
@@ -176,14 +177,13 @@ Result<DatasetSource> OpenTreeSourceBounded(const std::string& root, const Sourc
   s.problems = std::move(w.problems);
   std::sort(w.others.begin(), w.others.end());
   s.ignored = std::move(w.others);
-  s.ignored.insert(s.ignored.end(), outside.begin(), outside.end());
   if (!known) {
     s.classes.assign(found.begin(), found.end());
-    if (s.classes.empty())
-      return Status::InvalidArgument(root + " has no class folders (and no --labels file; --no-class packs "
-                                            "images without a class)");
+    if (s.classes.empty()) return NoClassFolders(root, s.ignored.size());
     for (size_t i = 0; i < s.classes.size(); ++i) index_of[s.classes[i]] = static_cast<int32_t>(i);
   }
+  if (std::string empty = ClassesWithoutImages(s.classes, per_class, opts); !empty.empty())
+    s.problems.push_back(std::move(empty));
   auto label = [&](SourceItem* item) {
     if (!known) item->label = index_of[ClassFolderOf(item->rel)];
   };
