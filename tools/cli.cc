@@ -1,10 +1,15 @@
 #include "cli.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -15,6 +20,9 @@
 #endif
 
 namespace imagepack::cli {
+
+namespace fs = std::filesystem;
+
 namespace {
 
 std::string g_program = "imagepack";
@@ -91,6 +99,91 @@ int UsageError(const std::string& message) {
   return kExitUsage;
 }
 
+int FatalError(const std::string& message) {
+  std::cerr << g_program << ": " << message << "\n";
+  return kExitFatal;
+}
+
+namespace {
+
+bool IsUrl(const std::string& path) { return path.find("://") != std::string::npos; }
+
+// Whether a new file can be made in the folder `dir`: one is made under
+// this process's temporary name of `name` there, and removed.
+std::string ProbeFolder(const fs::path& dir, const std::string& name) {
+  const std::string probe = TempPathFor((dir / name).string());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return dir.string() + ": cannot write there: " + std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+
+// The nearest folder of `path`'s parents that exists (path itself excluded).
+fs::path NearestExisting(const fs::path& path, std::string* why) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(path, ec).parent_path();
+  while (!dir.empty() && !fs::exists(dir, ec)) {
+    if (dir == dir.parent_path()) break;
+    dir = dir.parent_path();
+  }
+  if (!fs::is_directory(dir, ec)) *why = dir.string() + " is not a folder";
+  return dir;
+}
+
+}  // namespace
+
+std::string CheckInputFile(const std::string& option, const std::string& path) {
+  if (path.empty() || IsUrl(path)) return "";
+  // O_NONBLOCK: a FIFO named here is refused, not waited on.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return option + " " + path + ": " + std::strerror(errno);
+  struct stat st;
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  ::close(fd);
+  return regular ? "" : option + " " + path + ": not a regular file";
+}
+
+std::string CheckOutputFile(const std::string& option, const std::string& path) {
+  if (path.empty()) return "";
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return option + " " + path + ": is a folder, not a file";
+  std::string why;
+  const fs::path dir = NearestExisting(path, &why);
+  if (why.empty()) why = ProbeFolder(dir, fs::path(path).filename().string());
+  return why.empty() ? "" : option + " " + path + ": " + why;
+}
+
+std::string OutputFolder::Create(const std::string& option, const std::string& path) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(path, ec);
+  std::vector<fs::path> missing;
+  for (fs::path p = abs; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  if (missing.empty() && !fs::is_directory(abs, ec)) return option + " " + path + ": exists and is not a folder";
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (!fs::create_directory(*it, ec) && ec) {
+      RemoveIfEmpty();
+      return option + " " + path + ": cannot create " + it->string() + ": " + ec.message();
+    }
+    created_.push_back(it->string());
+  }
+  if (std::string why = ProbeFolder(abs, ".probe"); !why.empty()) {
+    RemoveIfEmpty();
+    return option + " " + path + ": " + why;
+  }
+  return "";
+}
+
+void OutputFolder::RemoveIfEmpty() {
+  std::error_code ec;
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it)
+    if (fs::is_empty(*it, ec)) fs::remove(*it, ec);
+  created_.clear();
+}
+
 CancelFlag* InstallCancelHandler() {
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
@@ -110,17 +203,22 @@ std::string HumanBytes(double b) {
 }
 
 void ReportSkipped(const std::vector<FileError>& errors, const std::vector<std::string>& ignored,
-                   const std::vector<std::string>& problems, const std::string& errors_path) {
+                   const std::vector<std::string>& problems, const std::string& errors_path,
+                   const std::vector<FileError>& left_out) {
   for (const auto& p : problems) std::cerr << g_program << ": warning: " << p << "\n";
-  const size_t shown = std::min<size_t>(errors.size(), 10);
-  for (size_t i = 0; i < shown; ++i)
-    std::cerr << g_program << ": skipped " << errors[i].path << ": " << errors[i].reason << "\n";
-  if (errors.size() > shown)
-    std::cerr << g_program << ": ... and " << errors.size() - shown << " more"
-              << (errors_path.empty() ? " (list them all with --errors FILE)" : "") << "\n";
+  for (const auto* list : {&errors, &left_out}) {
+    const char* what = list == &errors ? "skipped " : "left out ";
+    const size_t shown = std::min<size_t>(list->size(), 10);
+    for (size_t i = 0; i < shown; ++i)
+      std::cerr << g_program << ": " << what << (*list)[i].path << ": " << (*list)[i].reason << "\n";
+    if (list->size() > shown)
+      std::cerr << g_program << ": ... and " << list->size() - shown << " more"
+                << (errors_path.empty() ? " (list them all with --errors FILE)" : "") << "\n";
+  }
   if (errors_path.empty()) return;
   std::ostringstream os;
   for (const auto& e : errors) os << e.path << "\t" << e.reason << "\n";
+  for (const auto& e : left_out) os << e.path << "\t" << e.reason << "\n";
   for (const auto& p : ignored) os << p << "\tignored: not an image file name\n";
   const std::string text = os.str();
   Status st = WriteFileAtomic(errors_path, text.data(), text.size());

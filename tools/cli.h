@@ -40,6 +40,36 @@ po::variables_map ParseOrExit(int argc, char** argv, const std::string& synopsis
 
 // Prints "tool: message" and the usage hint to stderr, returns kExitUsage.
 int UsageError(const std::string& message);
+// Prints "tool: message" to stderr, returns kExitFatal: the environment
+// (a file, a folder) does not allow the run.
+int FatalError(const std::string& message);
+
+// Checks made before any work, so that a run never ends on a file it was
+// told about at the start. Each returns an empty string, or why not
+// (naming the option and the path).
+//
+// An input file an option names (--classes FILE): a readable regular file.
+// A URL (s3://, https://) is left to its reader.
+std::string CheckInputFile(const std::string& option, const std::string& path);
+// An output file an option names (--errors FILE): not a folder, and its
+// folder (or the nearest one that exists, the rest created on writing)
+// takes a new file: probed by creating and removing a temporary there.
+std::string CheckOutputFile(const std::string& option, const std::string& path);
+
+// An output folder (inspect_db --out): created with its missing parents
+// now, so that a folder that cannot be made fails before any work; Remove()
+// takes back what this run created while it is still empty (a failed run
+// leaves nothing behind).
+class OutputFolder {
+ public:
+  // Empty string, or why the folder cannot be made or written.
+  std::string Create(const std::string& option, const std::string& path);
+  // Removes the folders Create made that are still empty, deepest first.
+  void RemoveIfEmpty();
+
+ private:
+  std::vector<std::string> created_;  // outermost first
+};
 
 // The first SIGINT/SIGTERM sets the returned flag; a second one kills.
 CancelFlag* InstallCancelHandler();
@@ -66,11 +96,13 @@ class ProgressLine {
 
 std::string HumanBytes(double bytes);
 
-// Prints listing problems and the first skipped inputs to stderr and, with
-// a non-empty errors_path, writes every skipped input ("path<TAB>reason")
-// and ignored file to that file (atomically).
+// Prints listing problems and the first skipped inputs (and the first
+// parts of inputs left out) to stderr and, with a non-empty errors_path,
+// writes every skipped input and part left out ("path<TAB>reason") and
+// every file ignored for its name to that file (atomically).
 void ReportSkipped(const std::vector<FileError>& errors, const std::vector<std::string>& ignored,
-                   const std::vector<std::string>& problems, const std::string& errors_path);
+                   const std::vector<std::string>& problems, const std::string& errors_path,
+                   const std::vector<FileError>& left_out = {});
 std::string ProgramName();
 
 }  // namespace imagepack::cli

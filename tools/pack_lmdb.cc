@@ -6,6 +6,7 @@
 #include <malloc.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -126,13 +127,22 @@ std::string Resolve(Args& a, const po::variables_map& vm) {
   const int top = (1 << o.source.mask_bits) - 1;
   if (o.source.mask_ignore != SourceOptions::kMaskIgnoreTop && (o.source.mask_ignore < -1 || o.source.mask_ignore > top))
     return "--ignore-value must be in -1.." + std::to_string(top) + " for a " + a.mask_dtype + " mask";
-  if (o.source.depth_scale < 0) return "--depth-scale must be positive";
+  if (vm.count("depth-scale") && !(o.source.depth_scale > 0)) return "--depth-scale must be positive";
   if (o.source.depth_no_reading < 0 || o.source.depth_no_reading > 65535) return "--depth-no-reading must be in 0..65535";
   o.source.no_class = vm.count("no-class") > 0;
   o.source.allow_outside = vm.count("allow-outside-paths") > 0;
   if (a.max_size > 0 && a.max_edge > 0) return "give at most one of --max-size and --max-edge";
   if (a.max_size < 0 || a.max_edge < 0) return "--max-size and --max-edge must be positive";
   if (o.prepare.quality < 1 || o.prepare.quality > 100) return "--quality must be in 1..100";
+  if (vm.count("shuffle") && a.shuffle < 0) return "--shuffle takes a seed >= 0";
+  if (o.stats_sample < 0) return "--stats-sample must be >= 0 (0: no statistics)";
+  if (o.threads < 0) return "--threads must be >= 0 (0: all cores)";
+  if (o.prepare.decode.max_pixels < 1) return "--max-pixels must be positive";
+  if (!o.source.box_classes.empty() && o.source.manifest.empty())
+    return "--box-classes names a manifest's box classes: it goes with --manifest";
+  if (!o.source.labels_file.empty() && (!o.source.manifest.empty() || !o.source.coco.empty()))
+    return "--labels labels a folder's images; a manifest or COCO file carries its own";
+  if (!o.source.labels_file.empty() && o.source.no_class) return "--labels and --no-class contradict each other";
   if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3) return "--channels must be 1 or 3";
   if (o.lmdb_records_per_value < 0 || o.lmdb_records_per_value > kMaxRecordsPerValue)
     return "--records-per-value must be in 0.." + std::to_string(kMaxRecordsPerValue);
@@ -173,6 +183,28 @@ std::string Resolve(Args& a, const po::variables_map& vm) {
   return "";
 }
 
+// What the run will read and write, checked before any work: DST not
+// already there (unless --overwrite), --errors writable, the lists the
+// options name readable. An empty string, or why not (exit 1).
+std::string CheckFiles(const Args& a) {
+  const PackOptions& o = a.o;
+  std::error_code ec;
+  if (!o.overwrite && o.dst.find("://") == std::string::npos && std::filesystem::exists(o.dst, ec))
+    return o.dst + " already exists (use --overwrite to replace it)";
+  if (std::string bad = cli::CheckOutputFile("--errors", a.errors_path); !bad.empty()) return bad;
+  const SourceOptions& so = o.source;
+  const bool mask_count = !so.mask_classes.empty() &&
+                          so.mask_classes.find_first_not_of("0123456789") == std::string::npos;
+  for (const auto& [option, path] : {std::pair<std::string, std::string>{"--classes", so.classes_file},
+                                     {"--labels", so.labels_file},
+                                     {"--box-classes", so.box_classes},
+                                     {"--mask-classes", mask_count ? "" : so.mask_classes},
+                                     {"--manifest", so.manifest},
+                                     {"--coco", so.coco}})
+    if (std::string bad = cli::CheckInputFile(option, path); !bad.empty()) return bad;
+  return "";
+}
+
 // The options as the metadata records them (paths are bytes: invalid
 // UTF-8 replaced).
 std::string OptionsJson(const Args& a) {
@@ -189,6 +221,38 @@ std::string OptionsJson(const Args& a) {
   return oj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// ", N things done" (", N annotations left out"), or nothing for none.
+std::string Count(int64_t n, const char* noun, const char* done) {
+  if (n == 0) return "";
+  return ", " + std::to_string(n) + noun + (n == 1 ? "" : "s") + done;
+}
+
+// How the records were made from their sources: JPEG records copied
+// as-is, resized or re-encoded; raw records decoded or resized (a raw
+// database's pixels kept are copied as-is).
+std::string HowStored(const PackSummary& s) {
+  auto n = [](int64_t v) { return std::to_string(v); };
+  if (s.meta.encoding == Encoding::kJpeg)
+    return n(s.passed_through) + " copied as-is, " + n(s.resized) + " resized, " + n(s.reencoded) + " re-encoded";
+  return n(s.decoded) + " decoded, " + n(s.resized) + " resized" +
+         (s.passed_through > 0 ? ", " + n(s.passed_through) + " copied as-is" : "");
+}
+
+// The JPEG quality the pack used (its options, the source's where it kept
+// that); 0 when unknown.
+int QualityOf(const DatasetMeta& meta) {
+  const auto j = nlohmann::json::parse(meta.options_json, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("quality") && j["quality"].is_number_integer() ? j["quality"].get<int>() : 0;
+}
+
+// Lossless sources stored as JPEG lose detail: said, with the quality.
+std::string Lossy(const PackSummary& s) {
+  if (s.lossless_as_jpeg == 0) return "";
+  const std::string q = std::to_string(QualityOf(s.meta));
+  return "; " + std::to_string(s.lossless_as_jpeg) + " lossless image" + (s.lossless_as_jpeg == 1 ? "" : "s") +
+         " stored as JPEG q" + q + " (lossy; --encoding raw keeps their pixels)";
+}
+
 // The summary line (or why nothing was written) and the exit code.
 int Report(const Args& a, const Result<PackSummary>& result, const Progress& progress) {
   const std::string prog = cli::ProgramName();
@@ -198,7 +262,7 @@ int Report(const Args& a, const Result<PackSummary>& result, const Progress& pro
     return cli::kExitFatal;
   }
   const PackSummary& s = result.value();
-  cli::ReportSkipped(s.errors, s.ignored, s.problems, a.errors_path);
+  cli::ReportSkipped(s.errors, s.ignored, s.problems, a.errors_path, s.left_out);
   if (s.all_skipped) {
     std::cerr << prog << ": every input was skipped; nothing written to " << o.dst << " (first: "
               << s.errors.front().path << ": " << s.errors.front().reason << ")\n";
@@ -210,15 +274,16 @@ int Report(const Args& a, const Result<PackSummary>& result, const Progress& pro
     return cli::kExitInterrupted;
   }
   std::printf(
-      "%s: %lld records in %lld classes -> %s (%s, %s, shard %s%s): %lld copied as-is, %zu skipped; "
-      "%s in, payload %s, file %s (%.1f%% over payload); %.1f s, %.1f images/s\n",
+      "%s: %lld records in %lld classes -> %s (%s, %s, shard %s%s): %s, %zu skipped%s; "
+      "%s in, payload %s, file %s (%.1f%% over payload); %.1f s, %.1f images/s%s\n",
       prog.c_str(), static_cast<long long>(s.written), static_cast<long long>(s.classes), o.dst.c_str(),
       a.format.c_str(), EncodingName(s.meta.encoding), o.shard.ToString().c_str(), s.direct_io ? ", O_DIRECT" : "",
-      static_cast<long long>(s.passed_through), s.errors.size(), cli::HumanBytes(double(s.bytes_in)).c_str(),
+      HowStored(s).c_str(), s.errors.size(), Count(int64_t(s.left_out.size()), " annotation", " left out").c_str(),
+      cli::HumanBytes(double(s.bytes_in)).c_str(),
       cli::HumanBytes(double(s.payload_bytes)).c_str(), cli::HumanBytes(double(s.file_bytes)).c_str(),
       s.payload_bytes > 0 ? 100.0 * (double(s.file_bytes) / double(s.payload_bytes) - 1) : 0.0, s.seconds,
-      s.seconds > 0 ? (s.written + double(s.errors.size())) / s.seconds : 0.0);
-  return s.errors.empty() ? cli::kExitOk : cli::kExitSomeSkipped;
+      s.seconds > 0 ? (s.written + double(s.errors.size())) / s.seconds : 0.0, Lossy(s).c_str());
+  return s.errors.empty() && s.left_out.empty() ? cli::kExitOk : cli::kExitSomeSkipped;
 }
 
 }  // namespace
@@ -241,6 +306,7 @@ int main(int argc, char** argv) {
   auto vm = cli::ParseOrExit(argc, argv, "SRC [SRC...] DST [options]", opts, hidden, pos);
   if (std::string bad = ResolvePaths(a); !bad.empty()) return cli::UsageError(bad);
   if (std::string bad = Resolve(a, vm); !bad.empty()) return cli::UsageError(bad);
+  if (std::string bad = CheckFiles(a); !bad.empty()) return cli::FatalError(bad);
   PackOptions& o = a.o;
   o.tool = cli::ProgramName() + " " + IMAGEPACK_VERSION;
   o.options_json = OptionsJson(a);

@@ -66,11 +66,16 @@ TEST(Pack, ImageFolderTreeBecomesLabelledRecords) {
   ASSERT_OK(r);
   EXPECT_EQ(r->inputs, 17);
   EXPECT_EQ(r->written, 16);
-  ASSERT_EQ(r->errors.size(), 1u);
+  // An image outside every class folder is skipped with its reason, not
+  // ignored as if it were no image.
+  ASSERT_EQ(r->errors.size(), 2u);
   EXPECT_EQ(r->errors[0].path, "n01/broken.JPEG");
-  ASSERT_EQ(r->ignored.size(), 1u);
-  EXPECT_NE(r->ignored[0].find("stray.JPEG"), std::string::npos);
+  EXPECT_EQ(r->errors[1].path, "stray.JPEG");
+  EXPECT_NE(r->errors[1].reason.find("not inside a class folder"), std::string::npos);
+  EXPECT_TRUE(r->ignored.empty());
   EXPECT_EQ(r->passed_through, 15);  // all but the CMYK one
+  EXPECT_EQ(r->reencoded, 1);        // the CMYK one, at its own size
+  EXPECT_EQ(r->resized + r->decoded + r->lossless_as_jpeg, 0);
   auto db = OpenDatabase(out / "db.lmdb");
   ASSERT_OK(db);
   const DatasetMeta& m = db.value()->meta();
@@ -120,8 +125,9 @@ TEST(Pack, RawRecordsHoldDecodedPixels) {
     o.shuffle_seed = 5;  // sizes in no order: spare buffers both too small and too large
     auto summary = PackDataset(o);
     ASSERT_OK(summary);
-    ASSERT_EQ(summary->errors.size(), 1u);
+    ASSERT_EQ(summary->errors.size(), 2u);  // and stray.JPEG, outside the classes
     EXPECT_EQ(summary->errors[0].path, "n01/broken.JPEG");
+    EXPECT_EQ(summary->decoded + summary->resized, 19);
     auto db = OpenDatabase(dst);
     ASSERT_OK(db);
     EXPECT_EQ(db.value()->size(), 19);  // 3 x 6 generated + the CMYK file

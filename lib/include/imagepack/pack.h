@@ -66,9 +66,17 @@ struct PackOptions {
 struct PackSummary {
   int64_t inputs = 0;           // images (or records) in this shard
   int64_t written = 0;          // records in the container
-  int64_t passed_through = 0;   // JPEG bytes kept as they were
+  int64_t passed_through = 0;   // copied as-is: JPEG bytes (or a database's raw pixels) kept as they were
+  int64_t resized = 0;          // made smaller (--max-size, --max-edge)
+  int64_t reencoded = 0;        // decoded and encoded again as JPEG at their own size
+  int64_t decoded = 0;          // raw records decoded at their own size
+  int64_t lossless_as_jpeg = 0; // of the JPEG records, those whose source was lossless (PNG, raw pixels, ...)
   int64_t classes = 0;
-  std::vector<FileError> errors;      // inputs skipped, with reasons
+  std::vector<FileError> errors;      // inputs skipped (records left out), with reasons
+  // Parts of an input left out while the input itself is packed (a COCO
+  // annotation without a usable box), with reasons: not records, but not
+  // kept either.
+  std::vector<FileError> left_out;
   std::vector<std::string> ignored;   // non-image files, images outside any class
   std::vector<std::string> problems;  // listing problems
   int64_t bytes_in = 0;

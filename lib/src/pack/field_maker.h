@@ -36,11 +36,21 @@ std::pair<float, float> Orient(float x, float y, int orientation, int W, int H);
 // payload is either buffer[headroom..] with room for the header in front
 // (sealed in place, no copy: a JPEG kept as it was, pixels decoded straight
 // into the record) or the whole buffer (headroom 0: copied behind a header).
+// How an image became its payload, for the pack's summary.
+enum class Stored : uint8_t {
+  kAsIs,       // the source's bytes (a clean JPEG), or a database's raw pixels, unchanged
+  kResized,    // made smaller (--max-size, --max-edge)
+  kReencoded,  // decoded and encoded again as JPEG at its own size
+  kDecoded,    // decoded to raw pixels at its own size
+};
+
 struct Unsealed {
   RecordFields fields;
   std::vector<uint8_t> buffer;
   size_t headroom = 0;
   bool passed_through = false;
+  Stored stored = Stored::kAsIs;
+  bool lossless_as_jpeg = false;  // a lossless source (PNG, raw pixels, ...) stored as JPEG
   Image stats_image;  // JPEG made from pixels: those pixels, for the statistics
   std::vector<uint8_t> field_section;  // the record's field entries (version 2)
 };

@@ -64,6 +64,7 @@ Result<internal::DatasetSource> OpenForPack(const PackOptions& o, PackSummary* s
   if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3)
     return Status::InvalidArgument("channels must be 1 or 3");
   summary->errors = std::move(source->errors);
+  summary->left_out = std::move(source->left_out);
   summary->ignored = std::move(source->ignored);
   summary->problems = std::move(source->problems);
   for (const auto& [ext, n] : source->unpacked_members)  // a warning line each, on stderr
@@ -135,7 +136,13 @@ class WriteStage {
     if (p.label >= 0 && static_cast<size_t>(p.label) < totals_->label_counts.size()) ++totals_->label_counts[p.label];
     summary_->payload_bytes += p.payload;
     if (o_.progress) o_.progress->bytes_out += record_bytes;
-    summary_->passed_through += p.passed_through;
+    switch (p.stored) {
+      case internal::Stored::kAsIs: ++summary_->passed_through; break;
+      case internal::Stored::kResized: ++summary_->resized; break;
+      case internal::Stored::kReencoded: ++summary_->reencoded; break;
+      case internal::Stored::kDecoded: ++summary_->decoded; break;
+    }
+    summary_->lossless_as_jpeg += p.lossless_as_jpeg;
     totals_->moments.Merge(p.moments);
     for (size_t f = 0; f < p.map_top.size(); ++f) totals_->map_top[f] = std::max(totals_->map_top[f], p.map_top[f]);
     return p;

@@ -14,6 +14,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Formats whose pixels are the picture itself: stored as JPEG, they lose
+// detail. A WebP is lossless when its first chunk is VP8L.
+bool Lossless(const ImageInfo& info, const uint8_t* data, size_t size) {
+  switch (info.format) {
+    case ImageFormat::kPng:
+    case ImageFormat::kGif:
+    case ImageFormat::kBmp:
+    case ImageFormat::kTiff:
+    case ImageFormat::kPnm: return true;
+    case ImageFormat::kWebp: return size >= 16 && std::memcmp(data + 12, "VP8L", 4) == 0;
+    case ImageFormat::kJpeg:
+    case ImageFormat::kUnknown: break;
+  }
+  return false;
+}
+
+// Resized when the payload's size is not the source's upright size.
+Stored ResizedOr(Stored otherwise, const ImageInfo& info, int width, int height) {
+  const int w = info.orientation >= 5 ? info.height : info.width;
+  const int h = info.orientation >= 5 ? info.width : info.height;
+  return width == w && height == h ? otherwise : Stored::kResized;
+}
+
 Result<Image> DecodeForStats(const uint8_t* data, size_t size, int channels) {
   DecodeOptions d;
   d.channels = channels;
@@ -111,32 +134,37 @@ Result<Unsealed> RecordMaker::FromEncoded(std::vector<uint8_t> in, size_t headro
   const uint8_t* data = in.data() + headroom;
   const size_t size = in.size() - headroom;
   Unsealed u;
+  // The header only (no pixels): what the source was, for the summary.
+  const auto info = ProbeImage(data, size);
   if (o_.encoding == Encoding::kJpeg) {
-    if (!o_.prepare.reencode) {
-      auto info = ProbeImage(data, size);
-      if (info.ok() && CanPassThrough(data, size, info.value(), o_.prepare)) {
-        u.fields = {Encoding::kJpeg, info->components, item.label, uint32_t(info->height), uint32_t(info->width)};
-        u.buffer = std::move(in);
-        u.headroom = headroom;
-        u.passed_through = true;
-        return u;
-      }
+    if (!o_.prepare.reencode && info.ok() && CanPassThrough(data, size, info.value(), o_.prepare)) {
+      u.fields = {Encoding::kJpeg, info->components, item.label, uint32_t(info->height), uint32_t(info->width)};
+      u.buffer = std::move(in);
+      u.headroom = headroom;
+      u.passed_through = true;
+      return u;
     }
     auto prepared = PrepareJpeg(data, size, o_.prepare);
     if (!prepared.ok()) return prepared.status();
     u.fields = {Encoding::kJpeg, prepared->channels, item.label, uint32_t(prepared->height),
                 uint32_t(prepared->width)};
     u.passed_through = prepared->passed_through;
+    if (!u.passed_through && info.ok()) {
+      u.stored = ResizedOr(Stored::kReencoded, info.value(), prepared->width, prepared->height);
+      u.lossless_as_jpeg = Lossless(info.value(), data, size);
+    }
     u.buffer = std::move(prepared->bytes);
     return u;
   }
   std::vector<uint8_t> spare;
   spares_.try_pop(spare);
   auto direct = DecodeIntoRecord(data, size, item, std::move(spare));
+  if (direct.ok()) direct->stored = Stored::kDecoded;
   if (direct.ok() || direct.status().code() != Status::Code::kNotSupported) return direct;
   auto img = DecodeImage(data, size, o_.prepare.decode);
   if (!img.ok()) return img.status();
   u.fields = {Encoding::kRaw, img->channels, item.label, uint32_t(img->height), uint32_t(img->width)};
+  u.stored = info.ok() ? ResizedOr(Stored::kDecoded, info.value(), img->width, img->height) : Stored::kDecoded;
   u.buffer = std::move(img->pixels);
   return u;
 }
@@ -170,16 +198,22 @@ Result<Unsealed> RecordMaker::FromPixels(const RecordView& r) {
   img.channels = r.fields.channels;
   img.pixels.assign(r.payload, r.payload + r.payload_size);
   auto [tw, th] = TargetSize(img.width, img.height, o_.prepare.decode.limit);
-  if (tw != img.width || th != img.height) img = ResampleImage(img, tw, th, o_.prepare.decode.filter);
+  const bool resized = tw != img.width || th != img.height;
+  const bool converted = img.channels != channels_;
+  if (resized) img = ResampleImage(img, tw, th, o_.prepare.decode.filter);
   img = ConvertChannels(std::move(img), channels_);
   Unsealed u;
   u.fields = {o_.encoding, channels_, r.fields.label, uint32_t(img.height), uint32_t(img.width)};
   if (o_.encoding == Encoding::kRaw) {
+    // Pixels kept are as-is; gray made RGB (or RGB gray) counts as decoded anew.
+    u.stored = resized ? Stored::kResized : converted ? Stored::kDecoded : Stored::kAsIs;
     u.buffer = std::move(img.pixels);
     return u;
   }
   auto enc = EncodeJpeg(img, o_.prepare.quality);
   if (!enc.ok()) return enc.status();
+  u.stored = resized ? Stored::kResized : Stored::kReencoded;
+  u.lossless_as_jpeg = true;  // raw pixels are lossless
   u.buffer = std::move(enc.value());
   u.stats_image = std::move(img);
   return u;
@@ -202,6 +236,8 @@ void RecordMaker::Seal(Unsealed u, size_t pos, const std::string& rel, Packed* p
     }
   }
   p->passed_through = u.passed_through;
+  p->stored = u.passed_through ? Stored::kAsIs : u.stored;
+  p->lossless_as_jpeg = u.lossless_as_jpeg;
   p->payload = static_cast<int64_t>(size + u.field_section.size());
   if (u.headroom > 0) {
     u.buffer.insert(u.buffer.end(), u.field_section.begin(), u.field_section.end());

@@ -25,6 +25,8 @@ struct Packed {
   std::vector<uint8_t> record;
   std::string error;
   bool passed_through = false;
+  Stored stored = Stored::kAsIs;
+  bool lossless_as_jpeg = false;
   PixelMoments moments;
   int64_t bytes_in = 0;
   int64_t payload = 0;

@@ -44,7 +44,8 @@ Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string&
     dropped.push_back(!why.empty());
     s.items.push_back(std::move(item));
   }
-  for (const CocoProblem& p : file.problems) s.errors.push_back({coco + ": " + p.where, p.why});
+  // An annotation is not a record: its image is packed without it.
+  for (const CocoProblem& p : file.problems) s.left_out.push_back({coco + ": " + p.where, p.why});
   bool crowd = false;
   for (const CocoBox& b : file.boxes) {
     s.items[b.image].fields[b.crowd ? 1 : 0].boxes.push_back(
