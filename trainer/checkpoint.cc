@@ -1,5 +1,7 @@
 #include "checkpoint.h"
 
+#include "preemption.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <xxhash.h>
 
@@ -60,6 +62,7 @@ Status SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::
     return Status::IOError("cannot serialise the checkpoint for " + path + ": " + e.what());
   }
   const std::string data = bytes.str();
+  SavingFile saving(TempPathFor(path));  // a second stop signal removes it
   return WriteFileAtomic(path, data.data(), data.size(), /*sync=*/true);
 }
 

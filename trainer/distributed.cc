@@ -85,6 +85,28 @@ DistEnv ReadDistEnv() {
   return e;
 }
 
+ThreadSplit SplitThreads(int share, int torch_given, int loader_given, bool cuda) {
+  share = std::max(1, share);
+  ThreadSplit t;
+  if (torch_given > 0 && loader_given > 0) {
+    t.torch = torch_given;
+    t.loader = loader_given;
+  } else if (torch_given > 0) {
+    t.torch = torch_given;
+    t.loader = std::max(1, share - torch_given);
+  } else if (loader_given > 0) {
+    t.loader = loader_given;
+    t.torch = std::max(1, share - loader_given);
+  } else if (cuda) {
+    t.torch = 1;
+    t.loader = std::max(1, share - 1);
+  } else {
+    t.loader = std::max(1, share / 4);
+    t.torch = std::max(1, share - t.loader);
+  }
+  return t;
+}
+
 std::string LocalAddressToward(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

@@ -42,6 +42,19 @@ struct DistEnv {
 // ranks. Throws std::runtime_error on missing or inconsistent values.
 DistEnv ReadDistEnv();
 
+// A rank's threads: torch's (its OpenMP team, the model's compute) and the
+// loader's (decoding), from the rank's share of the CPUs. Those given
+// (--threads, --loader-threads; 0: not given) are kept. Otherwise the two
+// add up to the share, so that the OpenMP team never waits on a thread the
+// loader keeps busy (an OpenMP barrier stalls while any of its threads is
+// off its core: one process 5x slower on a loaded machine): on the CPU the
+// loader takes a quarter (at least 1) and torch the rest; on CUDA torch
+// takes 1 and the loader the rest. A share of 1 gives 1 and 1.
+struct ThreadSplit {
+  int torch = 1, loader = 1;
+};
+ThreadSplit SplitThreads(int share, int torch_given, int loader_given, bool cuda);
+
 // The address of this machine's interface that the kernel would use to
 // reach `host` (resolved; no packet is sent), or "" if it has no route:
 // the address Gloo binds to when the master is not on the loopback, so

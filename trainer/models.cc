@@ -251,6 +251,13 @@ struct DenseNetImpl : nn::Module {
 
 }  // namespace
 
+const char* const kArchNames = "resnet18, resnet50, small_cnn, mlp; dense: fcn_small, unet_small";
+
+bool KnownArch(const std::string& a) {
+  return a == "resnet18" || a == "resnet50" || a == "small_cnn" || a == "mlp" || a == "fcn_small" ||
+         a == "unet_small";
+}
+
 torch::nn::AnyModule MakeModel(const ModelOptions& o, std::shared_ptr<torch::nn::Module>* module) {
   if (o.arch == "resnet18") {
     auto m = std::make_shared<ResNetImpl<BasicBlock>>(std::vector<int64_t>{2, 2, 2, 2}, o);
@@ -277,8 +284,7 @@ torch::nn::AnyModule MakeModel(const ModelOptions& o, std::shared_ptr<torch::nn:
     *module = m;
     return torch::nn::AnyModule(m);
   }
-  throw std::invalid_argument("unknown --arch '" + o.arch +
-                              "' (resnet18, resnet50, small_cnn, mlp; dense: fcn_small, unet_small)");
+  throw std::invalid_argument("unknown --arch '" + o.arch + "' (" + kArchNames + ")");
 }
 
 int64_t CountParameters(const torch::nn::Module& m) {

@@ -21,6 +21,10 @@ struct ModelOptions {
   bool blurpool = false;
 };
 
+// The --arch names MakeModel knows, as its error lists them.
+bool KnownArch(const std::string& arch);
+extern const char* const kArchNames;
+
 // Returns the model as a type-erased module whose forward maps
 // float [N, C, H, W] to logits [N, num_classes] (classification) or to
 // [N, num_classes, H, W] (fcn_small, unet_small; H and W multiples of 8).

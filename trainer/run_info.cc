@@ -51,7 +51,8 @@ RunInfo RunInfo::FromJson(const std::string& text, const std::string& where) {
 }
 
 bool OptionIsPerInvocation(const std::string& name) {
-  return name == "resume" || name == "evaluate" || name == "stop-at-step" || name == "help" || name == "version";
+  return name == "resume" || name == "evaluate" || name == "stop-at-step" || name == "overwrite" || name == "help" ||
+         name == "version";
 }
 
 GivenOptions MergeWithCheckpoint(const GivenOptions& given, const GivenOptions& saved, const std::string& checkpoint,

@@ -19,6 +19,10 @@ struct ScheduleOptions {
   double peak_epoch = 2;        // triangular: where the ramp up ends and the ramp down begins
 };
 
+inline bool KnownSchedule(const std::string& kind) {
+  return kind == "step" || kind == "cosine" || kind == "onecycle" || kind == "triangular";
+}
+
 // LR at `epoch_progress` (epoch + fraction of it done) of `total_epochs`.
 // triangular: FFCV's ImageNet recipe ('cyclic' in ffcv-imagenet): linear
 // from base_lr / 1e4 at 0 up to base_lr at peak_epoch, then linear down to
@@ -26,7 +30,7 @@ struct ScheduleOptions {
 // which is this line); warmup_epochs does not apply (the ramp is one).
 inline double LearningRate(const ScheduleOptions& s, double epoch_progress, double total_epochs) {
   const double t = epoch_progress;
-  if (s.kind != "step" && s.kind != "cosine" && s.kind != "onecycle" && s.kind != "triangular")
+  if (!KnownSchedule(s.kind))
     throw std::invalid_argument("unknown schedule '" + s.kind + "' (step, cosine, onecycle, triangular)");
   if (s.kind == "triangular") {
     const double peak = std::min(std::max(0.0, s.peak_epoch), total_epochs), start = s.base_lr * 1e-4;

@@ -289,6 +289,10 @@ class Restoration : public Task {
 
 }  // namespace
 
+bool KnownTask(const std::string& name) {
+  return name == "classification" || name == "segmentation" || name == "restoration";
+}
+
 std::unique_ptr<Task> MakeTask(const TaskOptions& o, const DatasetMeta& meta, int channels,
                                const torch::Device& device) {
   if (o.name == "classification") return std::make_unique<Classification>(o, meta, channels, device);

@@ -77,6 +77,9 @@ class Task {
   virtual double Score(const std::vector<Figure>& eval) const = 0;
 };
 
+// classification, segmentation or restoration: the names MakeTask takes.
+bool KnownTask(const std::string& name);
+
 // The task for `opts.name`, configured from the dataset's metadata (class
 // count, the mask or target field) and normalisation. Throws
 // std::invalid_argument naming what is missing (a segmentation dataset

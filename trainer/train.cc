@@ -6,8 +6,14 @@
 #include <iostream>
 
 #include <malloc.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "cli.h"
+#include "run_checks.h"
 #include "run_info.h"
 #include "trainer.h"
 
@@ -64,7 +70,10 @@ po::options_description Options(TrainOptions* o) {
       ("output", po::value(&a.output), "directory for checkpoints and metrics.jsonl")
       ("resume", po::value(&a.resume),
        "checkpoint to resume from ('auto': OUTPUT/checkpoint.pt if present); options not given are the checkpoint's")
-      ("evaluate", "only evaluate --val with the --resume checkpoint (--data not needed)")
+      ("overwrite", "start again in an --output that holds a run: its checkpoints, metrics and predictions are "
+                    "removed (without it such an --output is refused; --resume auto continues it)")
+      ("evaluate", "only evaluate --val with the --resume checkpoint (--data not needed); rows go to "
+                   "evaluations.jsonl in --output, else beside the checkpoint")
       ("tta-flip", "evaluate on each image and its horizontal mirror, averaging the logits")
       ("no-val", "skip the per-epoch evaluation (profiling); --val may be omitted")
       ("amp", po::value(&a.amp_mode)->implicit_value("auto"),
@@ -122,6 +131,48 @@ std::string Joined(const std::vector<std::string>& parts, const std::string& by)
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : by) + p;
   return out;
+}
+
+// A run already in --output is not overwritten unless asked: a fresh
+// start there (no checkpoint to resume) needs --overwrite, and so does a
+// start from another run's checkpoint. "" when the output may be used.
+std::string RefusedOutput(const TrainOptions& a) {
+  if (a.evaluate || a.overwrite || a.output.empty()) return "";
+  const std::vector<std::string> files = RunFilesIn(a.output);
+  if (files.empty()) return "";
+  const fs::path own = fs::path(a.output) / "checkpoint.pt";
+  std::error_code ec;
+  if (!a.resume_path.empty() && fs::equivalent(a.resume_path, own, ec)) return "";
+  const std::string held = "--output " + a.output + " holds a run (" + Joined(files, ", ") + ")";
+  if (a.resume == "auto")
+    return held + " but no checkpoint.pt to continue from: --overwrite starts it again (its files are removed), "
+                  "or give another --output";
+  if (!a.resume_path.empty())
+    return held + ", and --resume " + a.resume_path + " is another run's checkpoint: give a new --output for the run "
+                  "that starts from it, or --overwrite to replace the run in " + a.output;
+  return held + ": --resume auto continues it, --overwrite starts it again (its files are removed), or give "
+                "another --output";
+}
+
+// An --output (or, for --evaluate, the folder of its rows) that cannot be
+// made or written: the environment's failure, found before any work.
+std::string UnwritableOutput(const TrainOptions& a) {
+  const std::string rows = a.evaluate ? EvaluationsPath(a) : a.output + "/metrics.jsonl";
+  fs::path dir = fs::path(rows).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  fs::path existing = dir;
+  while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
+  if (!fs::is_directory(existing, ec))
+    return "cannot write " + dir.string() + ": " + existing.string() + " is not a folder";
+  // A folder made and removed again: permissions (root's too), read-only
+  // mounts and full inode tables answer as the run's own writes would.
+  const fs::path probe = existing / (".ipk-write-probe." + std::to_string(getpid()));
+  if (mkdir(probe.c_str(), 0700) != 0)
+    return "cannot write " + dir.string() + ": " + existing.string() + ": " + std::strerror(errno);
+  rmdir(probe.c_str());
+  return "";
 }
 
 }  // namespace
@@ -186,7 +237,16 @@ int main(int argc, char** argv) {
   a.zero_init = vm.count("zero-init-residual");
   a.channels_last = vm.count("channels-last");
   a.quiet = vm.count("quiet") > 0;
+  a.overwrite = vm.count("overwrite") > 0;
   if (a.print_freq < 1) a.print_freq = 1;
+  // Every option is checked before any work or output (docs/USAGE.md).
+  if (std::string problem = UsageProblem(a, torch::cuda::is_available()); !problem.empty())
+    return cli::UsageError(problem);
+  if (std::string refused = RefusedOutput(a); !refused.empty()) return cli::UsageError(refused);
+  if (std::string unwritable = UnwritableOutput(a); !unwritable.empty()) {
+    std::cerr << cli::ProgramName() << ": " << unwritable << "\n";
+    return cli::kExitFatal;
+  }
   try {
     return Trainer(a).Run();
   } catch (const std::exception& e) {

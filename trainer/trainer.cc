@@ -1,6 +1,7 @@
 #include "trainer.h"
 
 #include <boost/algorithm/string.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "models.h"
 #include "nccl_backend.h"
 #include "preemption.h"
+#include "run_checks.h"
 
 namespace fs = std::filesystem;
 
@@ -47,29 +49,6 @@ void Check(const Status& st) {
   if (!st.ok()) throw std::runtime_error(st.ToString());
 }
 
-std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> parts;
-  boost::split(parts, text, boost::is_any_of(","));
-  return parts;
-}
-
-// A --weights/--repeat/--choose list: one number per --data.
-std::vector<double> Shares(const std::string& option, const std::string& text, size_t sources) {
-  if (text.empty()) return {};
-  std::vector<double> out;
-  for (const auto& part : SplitCommas(text)) {
-    char* end = nullptr;
-    const double v = std::strtod(part.c_str(), &end);
-    if (part.empty() || end != part.c_str() + part.size())
-      throw std::invalid_argument("--" + option + " " + text + ": '" + part + "' is not a number");
-    out.push_back(v);
-  }
-  if (out.size() != sources)
-    throw std::invalid_argument("--" + option + " " + text + " has " + std::to_string(out.size()) + " values for " +
-                                std::to_string(sources) + " --data: one per dataset");
-  return out;
-}
-
 }  // namespace
 
 std::vector<MixSource> Trainer::MixSources() const {
@@ -97,11 +76,13 @@ Trainer::Trainer(const TrainOptions& o)
     if (!torch::cuda::is_available()) throw std::runtime_error("--device cuda, but no CUDA device is available");
     ConfigureCuda();
   }
-  // Threads: the rank's share of the CPUs (ReadDistEnv) unless told.
-  per_rank_threads_ = env_.threads;
-  torch::set_num_threads(o_.threads > 0 ? o_.threads : per_rank_threads_);
+  // Threads: the rank's share of the CPUs (ReadDistEnv), split between
+  // torch's and the loader's unless told (ThreadSplit).
+  threads_ = SplitThreads(env_.threads, o_.threads, o_.loader_threads, device_.is_cuda());
+  torch::set_num_threads(threads_.torch);
   torch::manual_seed(static_cast<uint64_t>(o_.seed));
-  InstallStopHandlers();
+  // --evaluate writes nothing until its end: signals end it at once.
+  if (!o_.evaluate) InstallStopHandlers(/*announce=*/env_.rank == 0);
   dist_ = std::make_unique<Distributed>(env_, device_);
   main_rank_ = dist_->is_main();
   for (const auto& note : o_.notes) Log("=> " + note + ": the option given is used");
@@ -119,9 +100,17 @@ Trainer::Trainer(const TrainOptions& o)
     dist_->Broadcast(sync);
   }
   reducer_ = std::make_unique<GradientReducer>(dist_.get(), params_);
+  // Nothing is written before every check above passed. --evaluate's
+  // rows go to evaluations.jsonl, apart from the training curve.
   if (main_rank_) {
-    fs::create_directories(o_.output);
-    metrics_.open(o_.output + "/metrics.jsonl", std::ios::app);
+    const std::string rows = o_.evaluate ? EvaluationsPath(o_) : o_.output + "/metrics.jsonl";
+    fs::create_directories(fs::path(rows).parent_path());
+    if (o_.overwrite) {
+      if (std::string err = RemoveRun(o_.output); !err.empty()) throw std::runtime_error(err);
+      Log("=> --overwrite: the run that was in " + o_.output + " was removed; starting again");
+    }
+    metrics_.open(rows, std::ios::app);
+    if (!metrics_) throw std::runtime_error("cannot write " + rows);
   }
   // --log-samples: each rank's dataset indices, one line per step.
   if (!o_.log_samples.empty())
@@ -137,7 +126,8 @@ Trainer::Trainer(const TrainOptions& o)
   Log("=> " + arch_ + " (" + std::to_string(CountParameters(*module_)) + " parameters), " + task_->name() + ", " +
       task_->Describe() + ", " + std::to_string(dist_->world_size()) +
       " process(es) [" + dist_->backend() + ", " + env_.source + "], batch " + std::to_string(o_.batch) +
-      "/rank, lr " + std::to_string(schedule_.base_lr) +
+      "/rank, threads " + std::to_string(threads_.torch) + " torch + " + std::to_string(threads_.loader) +
+      " loader/rank, lr " + std::to_string(schedule_.base_lr) +
       (amp_ ? (device_.is_cuda() ? ", AMP fp16" : ", AMP bf16") : ""));
   if (train_loader_ && mix_.size() > 0) {
     std::string line = "=> training mix, per epoch:";
@@ -201,7 +191,12 @@ void Trainer::SetUpData() {
     if (!mix_.empty()) {  // the mix's classes, statistics (pooled by share) and identity
       train_meta_ = Check(OpenMix(mix_, 0, classes_, o_.classes_file, 0, oo)).meta;
     } else {
-      train_meta_ = Check(OpenDatabases(SplitCommas(o_.data), oo))->meta();
+      const auto source = Check(OpenDatabases(SplitCommas(o_.data), oo));
+      train_meta_ = source->meta();
+      if (source->size() > 0) {  // the first image's size, for the small models' notice
+        auto first = source->NewCursor()->Read(0);
+        if (first.ok()) first_edge_ = int(std::min(first.value().fields.width, first.value().fields.height));
+      }
       if (!classes_.empty()) {  // the labels as the given classes (LoaderOptions::classes)
         const ClassMap map = Check(MatchClasses(classes_, o_.classes_file, train_meta_.classes, o_.data));
         std::vector<int64_t> counts(classes_.size(), 0);
@@ -290,8 +285,15 @@ void Trainer::SetUpLoaders() {
   lo_.seed = static_cast<uint64_t>(o_.seed);
   lo_.rank = dist_->rank();
   lo_.world_size = dist_->world_size();
-  lo_.threads = o_.loader_threads > 0 ? o_.loader_threads : per_rank_threads_;
+  lo_.threads = threads_.loader;
   const int base = o_.size > 0 ? o_.size : (small ? 28 : task_->dense() ? 96 : 224);
+  // small_cnn and mlp pad-crop at the stored scale: on large images a
+  // 28-px crop is a small patch of each, which is said, not done silently.
+  if (small && o_.size == 0 && first_edge_ > 2 * base && !o_.evaluate)
+    Log("=> warning: " + arch_ + " takes " + std::to_string(base) + "-px crops at the stored scale, and the first "
+        "image of " + o_.data + " has a shorter edge of " + std::to_string(first_edge_) + " px: each sample is a "
+        "small patch of its image. Give --size (the crop, e.g. --size " + std::to_string(first_edge_) +
+        "), pack with --max-size " + std::to_string(base) + ", or use --arch resnet18");
   // --res-schedule: each epoch's size is set by TrainEpoch; the loader is
   // checked for the largest. Pad-crop (small images) keeps its crop at the
   // stored scale, --size, and resizes it to the epoch's size.
@@ -489,7 +491,7 @@ int Trainer::Run() {
     const EpochEnd end = TrainEpoch(epoch);
     if (end != EpochEnd::kCompleted) {
       PrintDigest();
-      return end == EpochEnd::kPreempted ? kExitPreempted : 0;
+      return end == EpochEnd::kPreempted ? kExitPreempted : end == EpochEnd::kInterrupted ? kExitInterrupted : 0;
     }
     const double acc1 = o_.no_val ? 0.0 : Evaluate(epoch);
     const bool best = acc1 > state_.best_acc1;
@@ -578,12 +580,16 @@ Trainer::StepResult Trainer::Step(int n, const torch::Tensor& y, double lr) {
 // signal may reach one rank, and the clock differs between hosts.
 bool Trainer::CheckpointOrStop(Loader& tl, int64_t epoch, EpochEnd* end) {
   const double minutes = Seconds(last_checkpoint_, Clock::now()) / 60;
-  auto flags = torch::tensor({double(StopSignal() != 0), double(o_.stop_at_step > 0 && global_step_ >= o_.stop_at_step),
+  const int signal = StopSignal();
+  auto flags = torch::tensor({double(signal != 0 && signal != SIGINT), double(o_.stop_at_step > 0 && global_step_ >= o_.stop_at_step),
                               double((o_.checkpoint_every > 0 && global_step_ % o_.checkpoint_every == 0) ||
-                                     (o_.checkpoint_minutes > 0 && minutes >= o_.checkpoint_minutes))},
+                                     (o_.checkpoint_minutes > 0 && minutes >= o_.checkpoint_minutes)),
+                              double(signal == SIGINT)},
                              torch::kFloat64);
   dist_->AllReduceSum(flags);
-  const bool preempted = flags[0].item<double>() > 0, stop = flags[1].item<double>() > 0;
+  // Ctrl-C on any rank stops them all (130); else SIGTERM/SIGUSR1 (75).
+  const bool interrupted = flags[3].item<double>() > 0;
+  const bool preempted = interrupted || flags[0].item<double>() > 0, stop = flags[1].item<double>() > 0;
   if (!preempted && !stop && flags[2].item<double>() <= 0) return false;
   const LoaderState ls = tl.state();
   const int64_t position = ls.position;
@@ -595,9 +601,17 @@ bool Trainer::CheckpointOrStop(Loader& tl, int64_t epoch, EpochEnd* end) {
   state_.mix = ls.mix;
   Checkpoint(epoch, position);
   if (!preempted && !stop) return false;
-  Log("=> " + std::string(preempted ? "stop requested by a signal" : "--stop-at-step reached") +
-      ": checkpoint at epoch " + std::to_string(epoch) + ", position " + std::to_string(position) + ", step " +
-      std::to_string(global_step_) + " in " + o_.output + "/checkpoint.pt");
+  const std::string where = "checkpoint at epoch " + std::to_string(epoch) + ", position " +
+                            std::to_string(position) + ", step " + std::to_string(global_step_) + " in " + o_.output +
+                            "/checkpoint.pt";
+  if (interrupted) {
+    if (main_rank_)
+      std::cerr << "train: interrupted (Ctrl-C): " << where
+                << ". Run the same command with --resume auto to continue from there." << std::endl;
+    *end = EpochEnd::kInterrupted;
+    return true;
+  }
+  Log("=> " + std::string(preempted ? "stop requested by a signal" : "--stop-at-step reached") + ": " + where);
   *end = preempted ? EpochEnd::kPreempted : EpochEnd::kStopped;
   return true;
 }
@@ -743,8 +757,10 @@ double Trainer::Evaluate(int64_t epoch) {
   const double n = tally.back(), loss = tally[tally.size() - 2] / n;
   tally.resize(tally.size() - 2);
   const std::vector<Figure> figures = task_->EvalFigures(tally);
-  std::string line = " * Epoch " + std::to_string(epoch);
-  nlohmann::json record = {{"type", "eval"}, {"epoch", epoch}};
+  std::string line = o_.evaluate ? " * " + o_.val + " (the checkpoint of epoch " + std::to_string(epoch) + ")"
+                                 : " * Epoch " + std::to_string(epoch);
+  nlohmann::json record = {{"type", "eval"}, {"epoch", epoch}, {"val", o_.val}};
+  if (o_.evaluate) record["checkpoint"] = o_.resume_path;
   char buf[160];
   for (const auto& f : figures) {
     std::snprintf(buf, sizeof buf, "  %s %.3f", f.label.c_str(), f.value);

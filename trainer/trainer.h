@@ -55,6 +55,7 @@ struct TrainOptions {
   double cache_limit_mb = 0;
   bool in_ram = false, lock_in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
        lr_scale = false, zero_init = false, channels_last = false, no_val = false, quiet = false;
+  bool overwrite = false;  // --overwrite: a run already in --output is removed and started again
   GivenOptions given;               // the options as given (with the checkpoint's), saved in checkpoints
   std::vector<std::string> notes;   // given options that differ from the checkpoint's run, for the log
 };
@@ -73,7 +74,7 @@ class Trainer {
 
  private:
   // How an epoch ended.
-  enum class EpochEnd { kCompleted, kStopped, kPreempted };
+  enum class EpochEnd { kCompleted, kStopped, kPreempted, kInterrupted };
 
   // The training data's metadata (--data, or the checkpoint's for
   // --evaluate), checked against the checkpoint's; the normalisation; the
@@ -113,7 +114,7 @@ class Trainer {
   const TrainOptions o_;
   const DistEnv env_;
   const torch::Device device_;
-  int per_rank_threads_ = 1;
+  ThreadSplit threads_;
   std::unique_ptr<Distributed> dist_;
   bool main_rank_ = false;
 
@@ -125,6 +126,7 @@ class Trainer {
   ResolutionSchedule res_;
   int cur_size_ = 0;                    // the output size of the batch in host_batch_
   int channels_ = 3;
+  int first_edge_ = 0;      // the shorter edge of the training data's first image (0: not known)
   bool amp_ = false;        // autocast on (--amp resolved for this device)
   RunInfo saved_;           // the --resume checkpoint's description (empty arch: none)
   RunInfo run_;             // this run's, saved in its checkpoints
