@@ -1,6 +1,7 @@
 // verify_db DB... [--decode] [--against SRC] [--stats]
 // Proves packed databases complete and intact; see docs/USAGE.md.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "cli.h"
@@ -17,6 +18,10 @@ int main(int argc, char** argv) {
   opts.add_options()
       ("decode", "decode every JPEG completely and check its size")
       ("against", po::value(&o.against), "SRC tree or manifest: every image present exactly once with its label")
+      ("labels", po::value(&o.labels_file),
+       "--against a folder: the labels file the pack was given ('FILENAME LABEL' lines); checks each image's label")
+      ("classes", po::value(&o.classes_file),
+       "--against a tree: the classes file the pack was given; images of folders it does not list are not expected")
       ("stats", "print the class histogram, sizes and pixel mean/std")
       ("dct", po::value(&dct)->default_value("accurate"), "--decode/--stats: JPEG IDCT, accurate (Pillow's) or fast")
       ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
@@ -26,11 +31,24 @@ int main(int argc, char** argv) {
   hidden.add_options()("db", po::value(&o.paths)->multitoken());
   po::positional_options_description pos;
   pos.add("db", -1);
-  auto vm = cli::ParseOrExit(argc, argv, "DB... [--decode] [--against SRC] [--stats]", opts, hidden, pos);
+  auto vm = cli::ParseOrExit(argc, argv, "DB... [--decode] [--against SRC [--labels FILE] [--classes FILE]] [--stats]", opts, hidden, pos);
   if (o.paths.empty()) return cli::UsageError("give at least one database");
   o.decode = vm.count("decode") > 0;
   o.stats = vm.count("stats") > 0;
   if (dct != "accurate" && dct != "fast") return cli::UsageError("--dct must be accurate or fast");
+  if (max_print < 0) return cli::UsageError("--max-print must be >= 0");
+  if (o.threads < 0) return cli::UsageError("--threads must be >= 0 (0: all cores)");
+  if ((!o.labels_file.empty() || !o.classes_file.empty()) && o.against.empty())
+    return cli::UsageError("--labels and --classes say how --against SRC was packed: give --against SRC");
+  // What the options name is there before any record is read.
+  std::error_code ec;
+  if (!o.against.empty() && !std::filesystem::exists(o.against, ec))
+    return cli::FatalError("--against " + o.against + ": no such file or folder");
+  if (!o.labels_file.empty() && std::filesystem::is_regular_file(o.against, ec))
+    return cli::UsageError("--labels labels a folder's images; the manifest " + o.against + " carries its own");
+  for (const auto& [option, path] : {std::pair<std::string, std::string>{"--labels", o.labels_file},
+                                     {"--classes", o.classes_file}})
+    if (std::string bad = cli::CheckInputFile(option, path); !bad.empty()) return cli::FatalError(bad);
   o.fast_dct = dct == "fast";
   o.cancel = cli::InstallCancelHandler();
   Progress progress;
@@ -74,11 +92,13 @@ int main(int argc, char** argv) {
       std::printf("pixel mean/std: not computed (JPEG records: add --decode)\n");
     }
   }
-  std::printf("%s: %s: %lld of %lld records checked, %s checksummed, %lld problems; %.2f s (%.0f MB/s)%s\n",
+  std::string notes;  // what was not checked, said
+  for (const auto& n : r.notes) notes += "; " + n;
+  std::printf("%s: %s: %lld of %lld records checked, %s checksummed, %lld problems; %.2f s (%.0f MB/s)%s%s\n",
               prog.c_str(), r.ok() ? "OK" : "FAILED", static_cast<long long>(r.checked),
               static_cast<long long>(r.records), cli::HumanBytes(double(r.bytes)).c_str(),
               static_cast<long long>(r.problems_total), r.seconds, r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0.0,
-              r.cancelled ? " (interrupted)" : "");
+              r.cancelled ? " (interrupted)" : "", notes.c_str());
   if (r.cancelled) return cli::kExitInterrupted;
   return r.ok() ? cli::kExitOk : cli::kExitFatal;
 }

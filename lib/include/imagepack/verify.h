@@ -15,6 +15,14 @@ struct VerifyOptions {
   std::vector<std::string> paths;  // one container, or the shards of one dataset
   bool decode = false;             // decode every JPEG fully, check its size
   std::string against;             // a source tree (or a manifest file) that must match exactly
+  // --against a folder: the labels file the pack was given ("FILENAME
+  // LABEL" lines): each image's label is checked against it (a flat
+  // folder's labels cannot be checked otherwise).
+  std::string labels_file;
+  // The classes file the pack was given: the database's class list must be
+  // it, and --against's images in folders it does not list are not
+  // expected in the database (pack skipped them).
+  std::string classes_file;
   bool stats = false;              // class histogram, sizes, pixel mean/std
   bool fast_dct = false;           // --decode/--stats: the fast IDCT instead of the accurate (Pillow's)
   int threads = 0;
@@ -37,6 +45,10 @@ struct VerifyReport {
   int64_t problems_total = 0;           // problems, including any not kept
   bool cancelled = false;
   double seconds = 0;
+  // --against: what could not be checked or was not expected, said in
+  // the summary ("labels not checked: DIR is a flat folder; give --labels
+  // FILE"); empty when everything was checked.
+  std::vector<std::string> notes;
   // --stats
   std::vector<std::string> classes;
   std::vector<int64_t> class_counts;

@@ -228,13 +228,25 @@ void CheckDatabase(const VerifyOptions& o, const RecordSource& db, const std::st
   }
 }
 
+// The class of `label` as a message shows it: 'name' (label N).
+std::string ClassShown(const std::vector<std::string>& classes, int32_t label) {
+  const bool named = label >= 0 && size_t(label) < classes.size();
+  return (named ? "'" + classes[size_t(label)] + "' " : std::string()) + "(label " + std::to_string(label) + ")";
+}
+
 // --against: the tree as pack_lmdb lists it, labelled by the database's
-// classes, holds exactly the records' paths, each with its record's label.
-void CheckAgainst(const std::string& root, const std::vector<std::string>& classes,
-                  const std::vector<std::pair<std::string, Seen>>& paths, Collector& problems) {
+// classes (through the labels file when one is given), holds exactly the
+// records' paths, each with its record's label. What cannot be checked
+// (labels of images outside any class folder) or is not expected (images
+// of folders outside --classes) goes to `notes`.
+void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classes,
+                  const std::vector<std::pair<std::string, Seen>>& paths, Collector& problems,
+                  std::vector<std::string>* notes) {
+  const std::string& root = o.against;
   internal::SourceOptions so;
   so.classes = &classes;
   so.no_class = classes.empty();
+  so.labels_file = o.labels_file;
   // A manifest (a file) or a tree: its images, labelled as pack labels them.
   std::error_code ec;
   auto tree = fs::is_regular_file(root, ec) ? internal::OpenManifestSource(root, so)
@@ -259,11 +271,12 @@ void CheckAgainst(const std::string& root, const std::vector<std::string>& class
     in_db.erase(it);
     return seen;
   };
+  const std::string says = o.labels_file.empty() ? "its folder is class " : o.labels_file + " says ";
   auto check = [&](const internal::SourceItem& item) {
     auto seen = take(item.rel);
     if (seen && seen->label != item.label)
-      problems.Add(seen->where, item.rel, "label " + std::to_string(seen->label) + ", but its folder is class " +
-                                              std::to_string(item.label));
+      problems.Add(seen->where, item.rel, "stored class " + ClassShown(classes, seen->label) + ", but " + says +
+                                              ClassShown(classes, item.label));
   };
   for (const auto& item : tree->items) check(item);
   if (tree->spilled) {  // a tree too large to list in memory
@@ -279,8 +292,43 @@ void CheckAgainst(const std::string& root, const std::vector<std::string>& class
       check(item);
     }
   }
-  for (const auto& rel : tree->unlabelled) take(rel);
+  // Images without a label: outside --classes (pack skipped them: not
+  // expected), or in no class folder (their labels cannot be checked).
+  std::unordered_map<std::string, bool> listed;
+  if (!o.classes_file.empty())
+    for (const auto& c : classes) listed.emplace(c, true);
+  int64_t not_expected = 0, unchecked = 0, at_root = 0, unlisted = 0;
+  for (const auto& rel : tree->unlabelled) {
+    const std::string folder = internal::ClassFolderOf(rel);
+    if (!o.classes_file.empty() && !folder.empty() && !listed.count(folder)) {
+      auto it = in_db.find(rel);
+      if (it != in_db.end()) {
+        problems.Add(it->second.where, rel, "in the database, but its folder '" + folder + "' is not in --classes " +
+                                                o.classes_file);
+        in_db.erase(it);
+      }
+      ++not_expected;
+      continue;
+    }
+    if (!take(rel) || classes.empty()) continue;
+    if (!o.labels_file.empty()) {
+      ++unlisted;
+      continue;
+    }
+    ++unchecked;
+    at_root += folder.empty();
+  }
   for (auto& [path, seen] : in_db) problems.Add(seen.where, path, "not in the source tree " + root);
+  if (not_expected > 0)
+    notes->push_back(std::to_string(not_expected) + " images of folders outside --classes not expected");
+  if (unchecked > 0 && tree->items.empty() && !tree->spilled && at_root == unchecked)
+    notes->push_back("labels not checked: " + root + " is a flat folder; give --labels FILE");
+  else if (unchecked > 0)
+    notes->push_back("labels of " + std::to_string(unchecked) + " images not checked: not in a class folder of " +
+                     root + "; give --labels FILE");
+  if (unlisted > 0)
+    notes->push_back("labels of " + std::to_string(unlisted) + " images not checked: not in --labels " +
+                     o.labels_file);
 }
 
 }  // namespace
@@ -288,6 +336,16 @@ void CheckAgainst(const std::string& root, const std::vector<std::string>& class
 Result<VerifyReport> VerifyDatabases(const VerifyOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   if (o.paths.empty()) return Status::InvalidArgument("no database given");
+  // The files the options name are read first: a missing one ends the run
+  // before any record is read.
+  std::vector<std::string> classes_given;
+  if (!o.classes_file.empty()) {
+    auto c = internal::ReadClassList(o.classes_file);
+    if (!c.ok()) return c.status();
+    classes_given = std::move(c.value());
+  }
+  if (!o.labels_file.empty() && !fs::is_regular_file(o.labels_file))
+    return Status::NotFound("--labels " + o.labels_file + ": no such file");
   VerifyReport report;
   Collector problems;
   std::vector<std::unique_ptr<RecordSource>> dbs;
@@ -326,7 +384,11 @@ Result<VerifyReport> VerifyDatabases(const VerifyOptions& o) {
   for (auto& t : tallies) all.Merge(t);
   report.checked = all.checked;
   report.bytes = all.bytes;
-  if (!o.against.empty() && !report.cancelled) CheckAgainst(o.against, classes, all.paths, problems);
+  if (!o.classes_file.empty() && !dbs.empty() && classes_given != classes)
+    problems.Add(names[0], "", "class list differs from --classes " + o.classes_file + "'s (" +
+                                   std::to_string(classes.size()) + " classes, " +
+                                   std::to_string(classes_given.size()) + " in the file)");
+  if (!o.against.empty() && !report.cancelled) CheckAgainst(o, classes, all.paths, problems, &report.notes);
 
   if (o.stats) {
     report.classes = classes;
