@@ -1,6 +1,7 @@
 // inspect_db DB... --out DIR [--sheet] [--grid] [--summary] [--duplicates]
 // Pictures of what a database holds, and the duplicates within and between
 // databases; see docs/USAGE.md.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -82,6 +83,33 @@ int Duplicates(const DuplicateOptions& d, const std::string& out, int sheet_pair
   return r->unreadable.empty() ? cli::kExitOk : cli::kExitSomeSkipped;
 }
 
+// The numbers of the command line within what they mean, and the
+// pictures within 100 megapixels each (a bad_alloc is no answer); an empty
+// string, or the usage error.
+std::string CheckOptions(const InspectOptions& io, const DuplicateOptions& d, int sheet_pairs) {
+  if (auto t = ParseTransform(io.augment); !t.ok()) return "--augment: " + t.status().message();
+  if (io.per_class < 1 || io.max_classes < 1) return "--per-class and --max-classes must be positive";
+  if (io.tile < 8 || io.tile > 1024) return "--tile must be in 8..1024";
+  if (io.batch < 1) return "--batch must be positive";
+  if (io.crop < 0 || io.crop > 1024) return "--crop must be in 0..1024 (0: the tile size)";
+  if (io.epoch < 0) return "--epoch must be >= 0";
+  if (d.threads < 0) return "--threads must be >= 0 (0: all cores)";
+  if (d.max_distance < 0 || d.max_distance > 11)
+    return "--max-distance must be in 0..11 (the band probes find pairs within 11 bits)";
+  if (!(d.min_similarity >= -1 && d.min_similarity <= 1)) return "--min-similarity is a correlation: -1..1";
+  if (!(d.min_detail >= -1 && d.min_detail <= 1)) return "--min-detail is a correlation: -1..1";
+  if (sheet_pairs < 0) return "--sheet-pairs must be >= 0";
+  constexpr double kMostPixels = 100e6;
+  const double pitch = io.tile + 4.0;
+  if ((170 + pitch * io.per_class + 4) * (34 + pitch * io.max_classes + 4) > kMostPixels)
+    return "--per-class x --max-classes x --tile make a sheet of over 100 megapixels";
+  const double s = io.crop > 0 ? io.crop : io.tile, z = s * std::max(1.0, std::floor(64 / s));
+  if ((z + 6) * 8 * (30 + (z + 22) * std::ceil(io.batch / 8.0)) > kMostPixels)
+    return "--batch x --crop (or --tile) make a grid of over 100 megapixels";
+  if (1100.0 * (34 + 104.0 * sheet_pairs) > kMostPixels) return "--sheet-pairs makes a sheet of over 100 megapixels";
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,15 +147,16 @@ int main(int argc, char** argv) {
   auto vm = cli::ParseOrExit(argc, argv, "DB... --out DIR [--sheet] [--grid] [--summary] [--duplicates]", opts,
                              hidden, pos);
   if (dbs.empty() || out.empty()) return cli::UsageError("give a database and --out DIR");
-  if (auto t = ParseTransform(io.augment); !t.ok()) return cli::UsageError("--augment: " + t.status().message());
+  if (std::string bad = CheckOptions(io, d, sheet_pairs); !bad.empty()) return cli::UsageError(bad);
   const bool dup = vm.count("duplicates") > 0;
   bool sheet = vm.count("sheet") > 0, grid = vm.count("grid") > 0, summary = vm.count("summary") > 0;
   if (!dup && !sheet && !grid && !summary) sheet = grid = summary = true;
   if ((sheet || grid || summary) && dbs.size() != 1)
     return cli::UsageError("--sheet, --grid and --summary take one database (--duplicates takes several)");
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) return cli::UsageError("cannot create " + out + ": " + ec.message());
+  // The folder first, before any work: made now (with its parents) or
+  // refused; what this run made is taken back if the run fails.
+  cli::OutputFolder folder;
+  if (std::string bad = folder.Create("--out", out); !bad.empty()) return cli::FatalError(bad);
   const std::string prog = cli::ProgramName();
   // Temporaries of the pictures a killed run was writing, as every tool
   // removes its own (only this host's dead processes', only ours).
@@ -152,5 +181,6 @@ int main(int argc, char** argv) {
     d.dbs = dbs;
     rc = Duplicates(d, out, sheet_pairs, vm.count("quiet") > 0);
   }
+  if (rc == cli::kExitFatal || rc == cli::kExitInterrupted) folder.RemoveIfEmpty();
   return rc;
 }
