@@ -47,10 +47,14 @@ int main(int argc, char** argv) {
   if (quality < 1 || quality > 100) return cli::UsageError("--quality must be in 1..100");
   if (channels != 1 && channels != 3) return cli::UsageError("--channels must be 1 or 3");
   if (max_pixels < 1) return cli::UsageError("--max-pixels must be positive");
+  if (threads < 0) return cli::UsageError("--threads must be >= 0 (0: all cores)");
+  if (dct != "accurate" && dct != "fast") return cli::UsageError("--dct must be accurate or fast");
   auto shard = ParseShard(shard_text);
   if (!shard.ok()) return cli::UsageError(shard.status().message());
   auto filter = ParseResampleFilter(filter_name);
   if (!filter.ok()) return cli::UsageError(filter.status().message());
+  // The errors file is written at the end: known writable before any work.
+  if (std::string bad = cli::CheckOutputFile("--errors", errors_path); !bad.empty()) return cli::FatalError(bad);
 
   ResizeTreeOptions o;
   o.src = src;
@@ -61,7 +65,6 @@ int main(int argc, char** argv) {
   o.prepare.decode.channels = channels;
   o.prepare.decode.filter = filter.value();
   o.prepare.decode.max_pixels = max_pixels;
-  if (dct != "accurate" && dct != "fast") return cli::UsageError("--dct must be accurate or fast");
   o.prepare.decode.fast_dct = dct == "fast";
   o.prepare.decode.limit.mode =
       max_size > 0 ? SizeLimit::Mode::kShorterEdge : SizeLimit::Mode::kLongerEdge;

@@ -169,5 +169,16 @@ TEST(ResizeTree, MissingSourceIsFatalAndNamesIt) {
   EXPECT_NE(r.status().message().find("/nonexistent/src"), std::string::npos);
 }
 
+// Nothing to resize is a failure naming the source, and makes no DST.
+TEST(ResizeTree, SourceWithoutImagesIsFatalAndMakesNothing) {
+  TempDir src, out;
+  Spit(src / "a/notes.txt", {'x'});
+  auto r = ResizeTree(Opts(src.path(), out / "dst"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(src.path() + " holds no images (1 files ignored"), std::string::npos)
+      << r.status().message();
+  EXPECT_FALSE(fs::exists(out / "dst"));
+}
+
 }  // namespace
 }  // namespace imagepack

@@ -53,8 +53,8 @@ struct ResizeTreeSummary {
 // files; a re-run skips outputs that exist (unless overwrite).
 // Bad inputs do not stop the run: they are listed in summary.errors. A
 // destination that cannot be written stops it (summary.destination_error).
-// A non-Ok Status means the run could not proceed at all (src missing,
-// dst not writable).
+// A non-Ok Status means the run could not proceed at all (src missing or
+// holding no image, dst not writable); dst is then not created.
 Result<ResizeTreeSummary> ResizeTree(const ResizeTreeOptions& opts);
 
 }  // namespace imagepack

@@ -110,6 +110,14 @@ Result<ResizeTreeSummary> ResizeTree(const ResizeTreeOptions& opts) {
     return Status::InvalidArgument("destination " + opts.dst + " is the source directory or inside it");
   auto listing = ListTree(opts.src);
   if (!listing.ok()) return listing.status();
+  // Nothing to do is a failure, said before DST is made.
+  if (listing->images.empty())
+    return Status::NotFound(opts.src + " holds no images" +
+                            (listing->ignored.empty()
+                                 ? std::string()
+                                 : " (" + std::to_string(listing->ignored.size()) +
+                                       " files ignored for their names; images are named jpg jpeg jpe png gif bmp "
+                                       "tif tiff webp ppm pgm pbm pnm)"));
   fs::create_directories(opts.dst, ec);
   if (ec) return Status::IOError("cannot create destination " + opts.dst + ": " + ec.message());
 
