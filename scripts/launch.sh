@@ -13,28 +13,44 @@
 # torchrun's).
 # Rank 0's output passes through; other ranks' is prefixed "[rank K]".
 # If one rank fails, the others are stopped; the exit code is the first
-# failure's. SIGTERM and SIGUSR1 are passed on to every rank (the trainer
-# then checkpoints and exits 75; see docs/TRAINING.md); Ctrl-C stops them.
+# failure's (2 for a usage error of launch.sh itself). SIGTERM and SIGUSR1
+# are passed on to every rank (the trainers then checkpoint and exit 75; see
+# docs/TRAINING.md). Ctrl-C reaches every rank as it would a lone process
+# (the trainers checkpoint at the next step and exit 130; a second Ctrl-C
+# stops them at once): in a terminal the ranks get it from the terminal
+# itself, and a SIGINT sent to launch.sh alone (kill -INT, no terminal) is
+# passed on. launch.sh waits for the ranks and exits with their code; a
+# third Ctrl-C kills them.
 set -uo pipefail
+USAGE="usage: launch.sh --nproc N [--nnodes M --node-rank R --master-addr A] [--port P] -- CMD ARGS..."
+usage_error() { echo "launch.sh: $1" >&2; echo "$USAGE" >&2; exit 2; }
 NPROC=1 NNODES=1 NODE_RANK=0 ADDR="" PORT=""
 while [ $# -gt 0 ]; do
   case $1 in
-    --nproc) NPROC=$2; shift 2;;
-    --nnodes) NNODES=$2; shift 2;;
-    --node-rank) NODE_RANK=$2; shift 2;;
-    --master-addr) ADDR=$2; shift 2;;
-    --port) PORT=$2; shift 2;;
+    -h|--help)
+      sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+      exit 0;;
+    --nproc|--nnodes|--node-rank|--master-addr|--port)
+      [ $# -ge 2 ] || usage_error "$1 needs a value"
+      case $1 in
+        --nproc) NPROC=$2;; --nnodes) NNODES=$2;; --node-rank) NODE_RANK=$2;;
+        --master-addr) ADDR=$2;; --port) PORT=$2;;
+      esac
+      shift 2;;
     --) shift; break;;
-    *) echo "launch.sh: unknown option $1" >&2; exit 2;;
+    -*) usage_error "unknown option $1";;
+    *) usage_error "put -- before the command, e.g. launch.sh --nproc $NPROC -- $*";;
   esac
 done
-[ $# -gt 0 ] || { echo "usage: launch.sh --nproc N [--port P] -- CMD ARGS..." >&2; exit 2; }
+[ $# -gt 0 ] || usage_error "no command after --"
 for v in "$NPROC" "$NNODES" "$NODE_RANK"; do
-  [[ $v =~ ^[0-9]+$ ]] || { echo "launch.sh: '$v' is not a number" >&2; exit 2; }
+  [[ $v =~ ^[0-9]+$ ]] || usage_error "'$v' is not a number"
 done
-[ "$NODE_RANK" -lt "$NNODES" ] || { echo "launch.sh: --node-rank $NODE_RANK must be < --nnodes $NNODES" >&2; exit 2; }
+[ "$NPROC" -ge 1 ] || usage_error "--nproc must be at least 1"
+[ "$NODE_RANK" -lt "$NNODES" ] || usage_error "--node-rank $NODE_RANK must be < --nnodes $NNODES"
+[ -z "$PORT" ] || [[ $PORT =~ ^[0-9]+$ ]] || usage_error "--port '$PORT' is not a number"
 if [ -z "$ADDR" ]; then
-  [ "$NNODES" -eq 1 ] || { echo "launch.sh: --nnodes $NNODES needs --master-addr (node 0's address)" >&2; exit 2; }
+  [ "$NNODES" -eq 1 ] || usage_error "--nnodes $NNODES needs --master-addr (node 0's address)"
   ADDR=127.0.0.1
 fi
 if [ -z "$PORT" ] && [ "$NNODES" -gt 1 ]; then
@@ -44,18 +60,38 @@ elif [ -z "$PORT" ]; then  # a free port, chosen by the kernel
 fi
 WORLD=$((NPROC * NNODES))
 pids=()
+interrupts=0
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; }
 forward() { for p in "${pids[@]}"; do kill -s "$1" "$p" 2>/dev/null; done; }
-trap 'cleanup; exit 130' INT
+# Whether this script's process group is its terminal's foreground one: a
+# Ctrl-C there went to every rank already (they are in the same group).
+in_foreground() {
+  local stat fields
+  stat=$(cat /proc/$$/stat 2>/dev/null) || return 1
+  read -r -a fields <<< "${stat##*) }"  # state ppid pgrp session tty_nr tpgid ...
+  [ "${fields[5]}" -gt 0 ] && [ "${fields[5]}" = "${fields[2]}" ]
+}
+on_interrupt() {
+  interrupts=$((interrupts + 1))
+  if [ $interrupts -ge 3 ]; then
+    forward KILL
+  elif ! in_foreground; then
+    forward INT
+  fi
+}
+trap on_interrupt INT
 trap 'forward TERM' TERM
 trap 'forward USR1' USR1
 for ((i = 0; i < NPROC; i++)); do
   rank=$((NODE_RANK * NPROC + i))
+  # "trap - INT": the rank takes Ctrl-C as a lone process would (a
+  # background command of a script otherwise starts with SIGINT ignored).
   if [ "$rank" -eq 0 ]; then
-    MASTER_ADDR=$ADDR MASTER_PORT=$PORT RANK=$rank WORLD_SIZE=$WORLD LOCAL_RANK=$i LOCAL_WORLD_SIZE=$NPROC "$@" &
+    (trap - INT; MASTER_ADDR=$ADDR MASTER_PORT=$PORT RANK=$rank WORLD_SIZE=$WORLD LOCAL_RANK=$i \
+      LOCAL_WORLD_SIZE=$NPROC exec "$@") &
   else  # $! is the rank itself (signals reach it), its output goes through sed
-    MASTER_ADDR=$ADDR MASTER_PORT=$PORT RANK=$rank WORLD_SIZE=$WORLD LOCAL_RANK=$i LOCAL_WORLD_SIZE=$NPROC "$@" \
-      > >(sed -u "s/^/[rank $rank] /" >&2) 2>&1 &
+    (trap - INT; MASTER_ADDR=$ADDR MASTER_PORT=$PORT RANK=$rank WORLD_SIZE=$WORLD LOCAL_RANK=$i \
+      LOCAL_WORLD_SIZE=$NPROC exec "$@") > >(sed -u "s/^/[rank $rank] /" >&2) 2>&1 &
   fi
   pids+=($!)
 done
@@ -65,7 +101,12 @@ while [ ${#pids[@]} -gt 0 ]; do
   wait -n -p done_pid "${pids[@]}"; r=$?
   [ -n "${done_pid:-}" ] || continue  # a trapped signal interrupted the wait
   pids=($(for p in "${pids[@]}"; do [ "$p" != "$done_pid" ] && echo "$p"; done))
-  if [ $r -ne 0 ] && [ $rc -eq 0 ]; then rc=$r; cleanup; fi
+  if [ $r -ne 0 ] && [ $rc -eq 0 ]; then
+    rc=$r
+    # A rank that stopped on request (75: checkpointed; 130: Ctrl-C) does so
+    # together with the others: they are left to finish.
+    [ $r -eq 75 ] || [ $r -eq 130 ] || cleanup
+  fi
 done
 wait  # the output filters
 exit $rc
