@@ -121,7 +121,10 @@ class LmdbDB:
     def raw(self, i):
         with self.env.begin(buffers=True) as txn:
             if self.per_value == 0:
-                return bytes(txn.get(b"%010d" % i))
+                value = txn.get(b"%010d" % i)
+                if value is None:
+                    raise KeyError("record %010d is missing" % i)
+                return bytes(value)
             group, j = divmod(i, self.per_value)
             value = txn.get(b"%010d" % group)
             if value is None:
@@ -158,6 +161,11 @@ def read_record(db, i, verify=True):
     return parse_record(db.raw(i), verify)
 
 
+def fail(code, text):
+    sys.stderr.write("read_db.py: %s\n" % text)
+    sys.exit(code)
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
@@ -165,30 +173,51 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         sys.stderr.write(__doc__.strip() + "\n")
         sys.exit(2)
-    if not os.path.exists(sys.argv[1]):
-        sys.exit("read_db.py: %s: no such database" % sys.argv[1])
-    db = open_db(sys.argv[1])
-    meta = db.meta
+    path, rest = sys.argv[1], sys.argv[2:]
+    check = rest == ["--check"]
+    indices = []
+    for arg in ([] if check else rest):  # every argument checked before any output
+        try:
+            indices.append(int(arg))
+        except ValueError:
+            fail(2, "%s: not a record index (give numbers, or --check alone)" % arg)
+    if not os.path.exists(path):
+        fail(1, "%s: no such database" % path)
+    try:
+        db = open_db(path)
+        meta = db.meta
+        count = int(meta["count"])
+    except Exception as e:  # lmdb.Error, OSError, a bad header or metadata: one line, no traceback
+        fail(1, "%s: not an imagepack database (%s)" % (path, str(e) or type(e).__name__))
+    for i in indices:
+        if not 0 <= i < count:
+            fail(2, "index %d out of range: %s holds %d records" % (i, path, count))
     # Empty mean and std: packed without statistics (--stats-sample 0).
     stats = ("mean %s, std %s" % ([round(x, 4) for x in meta["mean"]], [round(x, 4) for x in meta["std"]])
              if meta["mean"] else "no statistics")
     print("count %d, %d classes, encoding %s, channels %d, %s" % (
         meta["count"], len(meta["classes"]), meta["encoding"], meta["channels"], stats))
-    if sys.argv[2:] == ["--check"]:
+    if check:
         counts = [0] * len(meta["classes"])
         for i in range(meta["count"]):
-            label = read_record(db, i)["label"]
+            try:
+                label = read_record(db, i)["label"]
+            except (ValueError, KeyError, TypeError) as e:  # a damaged or missing record: said, with its index
+                fail(1, "%s: record %d: %s" % (path, i, e))
             if label >= 0:
                 counts[label] += 1
         if counts != meta["label_counts"]:
             sys.exit("label counts differ from the metadata")
         print("checked %d records: OK" % meta["count"])
         return
-    for arg in sys.argv[2:]:
-        r = read_record(db, int(arg))
+    for i in indices:
+        try:
+            r = read_record(db, i)
+        except (ValueError, KeyError, TypeError) as e:  # a damaged or missing record: said, with its index
+            fail(1, "%s: record %d: %s" % (path, i, e))
         shape = r["payload"].shape if r["encoding"] == "raw" else "%d bytes" % len(r["payload"])
         name = meta["classes"][r["label"]] if r["label"] >= 0 else "no class"
-        print("%s: label %d (%s) %dx%dx%d %s %s" % (arg, r["label"], name,
+        print("%d: label %d (%s) %dx%dx%d %s %s" % (i, r["label"], name,
                                                   r["height"], r["width"], r["channels"], r["encoding"], shape))
         print("   path %s" % r["path"])
         for f in r["fields"]:
