@@ -40,6 +40,11 @@ int main(int argc, char** argv) {
   cli::ParseOrExit(argc, argv, "DB... [options]", opts, hidden, pos);
   if (paths.empty()) return cli::UsageError("give at least one database");
   if (batch < 1 || world < 1) return cli::UsageError("--batch and --world must be positive");
+  if (epoch < 0) return cli::UsageError("--epoch must be >= 0");
+  for (double mb : block_mb)
+    if (!(mb > 0 && mb <= 1 << 20)) return cli::UsageError("--block-mb takes sizes in MB above 0 (at most 1 TB)");
+  for (int w : windows)
+    if (w < 1) return cli::UsageError("--window-blocks takes windows of at least 1 block");
   if (block_mb.empty()) block_mb = {1, 4, 16};
   if (windows.empty()) windows = {4, 16, 64};
   auto labels = ReadLabels(paths);
@@ -58,25 +63,37 @@ int main(int argc, char** argv) {
     if (::stat(p.c_str(), &st) == 0) bytes += st.st_size;
   }
   const int64_t n = static_cast<int64_t>(labels->size());
+  OrderSpec spec;
+  spec.seed = seed;
+  spec.world = world;
+  spec.kind = Order::kRandom;
+  auto measure = [&](const OrderSpec& spec) {
+    const auto mine = DealPositions(EpochOrder(n, spec, epoch), 0, world, false);
+    const auto next = DealPositions(EpochOrder(n, spec, epoch + 1), 0, world, false);
+    return MeasureShuffle(labels.value(), mine, batch, next);
+  };
+  // A full permutation measured first: its spread says how far from 1 a
+  // score may lie by chance. No full batch: nothing to measure, said.
+  const ShuffleQuality random = measure(spec);
+  if (random.batches == 0)
+    return cli::UsageError("--batch " + std::to_string(batch) + " is more than the records rank 0 reads (" +
+                           std::to_string(n) + " records, world " + std::to_string(world) +
+                           "): no full batch to measure");
   std::printf("%lld records, %.1f MB, batch %d, world %d; score = distinct labels per batch / a full "
-              "permutation's\n",
-              static_cast<long long>(n), double(bytes) / 1e6, batch, world);
+              "permutation's expectation: a full permutation scores 1 on average, +-%.3f (1 s.e.) over the %lld "
+              "batches of one epoch; above 1 by chance, or when an order spreads labels more evenly than chance\n",
+              static_cast<long long>(n), double(bytes) / 1e6, batch, world, random.score_se(),
+              static_cast<long long>(random.batches));
   std::printf("%-10s %8s %7s %13s %15s %7s %15s %17s\n", "order", "block_MB", "window", "records/block",
               "labels/batch", "score", "same_next", "repeat_pairs");
   auto row = [&](const OrderSpec& spec, const std::string& bmb, const std::string& win) {
-    const auto mine = DealPositions(EpochOrder(n, spec, epoch), 0, world, false);
-    const auto next = DealPositions(EpochOrder(n, spec, epoch + 1), 0, world, false);
-    const ShuffleQuality q = MeasureShuffle(labels.value(), mine, batch, next);
+    const ShuffleQuality q = spec.kind == Order::kRandom ? random : measure(spec);
     std::printf("%-10s %8s %7s %13s %7.1f/%-7.1f %7.3f %6.4f/%-8.4f %7.4f/%-8.4f\n", OrderName(spec.kind),
                 bmb.c_str(), win.c_str(),
                 spec.kind == Order::kBlocks ? std::to_string(spec.block_records).c_str() : "-", q.classes_per_batch,
                 q.classes_per_batch_ref, q.score(), q.same_label_pairs, q.same_label_pairs_ref, q.repeat_pairs,
                 q.repeat_pairs_ref);
   };
-  OrderSpec spec;
-  spec.seed = seed;
-  spec.world = world;
-  spec.kind = Order::kRandom;
   row(spec, "-", "-");
   spec.kind = Order::kSequential;
   row(spec, "-", "-");

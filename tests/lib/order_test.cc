@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <set>
 
@@ -204,6 +205,32 @@ TEST(Shuffle, ReferenceIsTheFullPermutationsExpectation) {
     ++count;
   } while (std::next_permutation(p.begin(), p.end()));
   EXPECT_NEAR(sum / count, 1.8, 1e-12);
+}
+
+// The standard error of a full permutation's distinct labels is exact:
+// over every permutation of 8 records in classes of 3, 2, 2 and 1, the
+// variance of the first batch's distinct count is the one stated; the
+// score of a permutation lies above 1 as often as chance puts it there.
+TEST(Shuffle, StandardErrorIsTheFullPermutationsSpread) {
+  const std::vector<int64_t> labels = {0, 0, 0, 1, 1, 2, 2, 3};
+  std::vector<int64_t> p = {0, 1, 2, 3, 4, 5, 6, 7};
+  double sum = 0, squares = 0;
+  int count = 0, above = 0;
+  const auto first = MeasureShuffle(labels, p, 3);
+  do {
+    const auto q = MeasureShuffle(labels, std::vector<int64_t>(p.begin(), p.begin() + 3), 3);
+    sum += q.classes_per_batch;
+    squares += q.classes_per_batch * q.classes_per_batch;
+    above += q.score() > 1;
+    ++count;
+  } while (std::next_permutation(p.begin(), p.end()));
+  const double mean = sum / count, var = squares / count - mean * mean;
+  EXPECT_NEAR(mean, first.classes_per_batch_ref, 1e-9);
+  // Two batches of 3 in `first`: the standard error of their mean.
+  EXPECT_EQ(first.batches, 2);
+  EXPECT_NEAR(first.classes_per_batch_se, std::sqrt(var / 2), 1e-9);
+  EXPECT_NEAR(first.score_se(), std::sqrt(var / 2) / mean, 1e-9);
+  EXPECT_GT(above, 0);  // so a score above 1 is no fault of the measure
 }
 
 // A pack sorted by class: read in order it scores near 1/batch of a full

@@ -130,9 +130,20 @@ struct ShuffleQuality {
   // window, whatever the labels. -1: not measured.
   double repeat_pairs = -1;
   double repeat_pairs_ref = -1;
+  // How far a full permutation's classes_per_batch lies from its
+  // expectation by chance over this many batches (1 standard error: the
+  // exact standard deviation of one batch's distinct labels over the square
+  // root of the batches; the batches of one epoch vary a little less).
+  double classes_per_batch_se = 0;
   // classes_per_batch / classes_per_batch_ref: 1 for a full shuffle, about
   // 1 / (distinct per batch) for a pack sorted by class read in order.
+  // Not bounded by 1: the numerator is the mean of one epoch's batches, the
+  // denominator an exact expectation, so a full permutation itself scores 1
+  // only on average (1 +- classes_per_batch_se / classes_per_batch_ref), and
+  // an order that spreads labels more evenly than chance (classes dealt in
+  // turn) scores above 1.
   double score() const { return classes_per_batch_ref > 0 ? classes_per_batch / classes_per_batch_ref : 0; }
+  double score_se() const { return classes_per_batch_ref > 0 ? classes_per_batch_se / classes_per_batch_ref : 0; }
 };
 // `labels[i]`: record i's label; `order`: the indices one rank reads, in
 // order; batches of `batch` consecutive entries (a final short one left

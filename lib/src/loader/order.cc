@@ -1,6 +1,7 @@
 #include "imagepack/order.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -171,6 +172,37 @@ int64_t BlockRecords(int64_t count, int64_t bytes, int64_t block_bytes, int reco
   return r;
 }
 
+namespace {
+
+// log P(a batch of b drawn from n without replacement misses m given
+// records) = log (C(n - m, b) / C(n, b)); -inf when it cannot.
+double LogMiss(double n, double m, double b) {
+  if (n - m < b) return -INFINITY;
+  return std::lgamma(n - m + 1) - std::lgamma(n - m - b + 1) - std::lgamma(n + 1) + std::lgamma(n - b + 1);
+}
+
+// The variance of the distinct labels in a batch of b records drawn from
+// the n of a full permutation: the labels' presences are indicators, so
+// Var = sum over pairs of classes (c, d) of P(both absent) - P(c absent)
+// P(d absent) (c = d included). Classes of equal size are taken together:
+// as many terms as distinct sizes squared.
+double DistinctVariance(const std::map<int64_t, int64_t>& counts, double n, int64_t batch) {
+  std::map<int64_t, double> sizes;  // class size -> how many classes have it
+  for (const auto& [label, c] : counts) sizes[c] += 1;
+  const double b = double(batch);
+  double var = 0;
+  for (const auto& [c, kc] : sizes)
+    for (const auto& [d, kd] : sizes) {
+      const double miss_c = std::exp(LogMiss(n, double(c), b)), miss_d = std::exp(LogMiss(n, double(d), b));
+      const double pairs = c == d ? kc * (kc - 1) : kc * kd;  // ordered pairs of different classes
+      var += pairs * (std::exp(LogMiss(n, double(c + d), b)) - miss_c * miss_d);
+      if (c == d) var += kc * (miss_c - miss_c * miss_c);  // each class with itself
+    }
+  return std::max(0.0, var);
+}
+
+}  // namespace
+
 ShuffleQuality MeasureShuffle(const std::vector<int64_t>& labels, const std::vector<int64_t>& order, int batch,
                               const std::vector<int64_t>& next) {
   ShuffleQuality q;
@@ -196,7 +228,10 @@ ShuffleQuality MeasureShuffle(const std::vector<int64_t>& labels, const std::vec
     distinct += double(std::unique(in.begin(), in.end()) - in.begin());
     ++q.batches;
   }
-  if (q.batches > 0) q.classes_per_batch = distinct / double(q.batches);
+  if (q.batches > 0) {
+    q.classes_per_batch = distinct / double(q.batches);
+    q.classes_per_batch_se = std::sqrt(DistinctVariance(counts, n, b) / double(q.batches));
+  }
   int64_t same = 0;
   for (size_t i = 1; i < order.size(); ++i) same += label_of(order[i]) == label_of(order[i - 1]);
   if (order.size() > 1) q.same_label_pairs = double(same) / double(order.size() - 1);
