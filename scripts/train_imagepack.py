@@ -23,11 +23,21 @@ the training data the input is normalised with 0.5 / 0.25, and the log says
 which.
 
 Checkpoints (OUTPUT/checkpoint.pt, written atomically at each epoch's end,
-every --checkpoint-every steps and on SIGTERM/SIGUSR1, which then exit 75)
-describe themselves: --resume auto (or a path) continues mid-epoch with
-exactly the uninterrupted run's batches and needs no option repeated; an
-option given again with another value is used and said, except --arch and
---task (refused). --evaluate --resume CKPT --val DB needs nothing else.
+every --checkpoint-every steps, on SIGTERM/SIGUSR1, which then exit 75, and
+on Ctrl-C, which then exits 130 saying where the checkpoint is; a second
+signal stops at once, leaving the last complete checkpoint) describe
+themselves: --resume auto (or a path) continues mid-epoch with exactly the
+uninterrupted run's batches and needs no option repeated; an option given
+again with another value is used and said, except --arch and --task
+(refused). --evaluate --resume CKPT --val DB needs nothing else; its row
+goes to evaluations.jsonl (in --output, else beside the checkpoint).
+
+Nothing is overwritten without being asked: a new run into an --output that
+holds one is refused (exit 2) naming --resume auto (continue it) and
+--overwrite (start it again, removing its files). Every option is checked
+before any work or output: exit 2 for a usage error, 1 for an environment
+that cannot serve (a missing database, an --output that cannot be written),
+in one line each.
 
 Recipes (docs/TRAINING.md, "Recipes"): --data given several times mixes
 datasets (--weights 0.7,0.3, or --repeat / --choose per dataset; a comma
@@ -47,6 +57,7 @@ field) train the C++ trainer's dense models (scripts/dense_models.py:
 fcn_small, unet_small) on the loader's dict batches, reporting mIoU / PSNR.
 """
 import argparse
+import gc
 import hashlib
 import json
 import math
@@ -66,10 +77,37 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dense_models  # noqa: E402
 
 EXIT_PREEMPTED = 75
+EXIT_INTERRUPTED = 130  # Ctrl-C, as every tool
 # Options that belong to one invocation, never taken from a checkpoint.
-PER_INVOCATION = ("resume", "evaluate", "stop_at_step")
+PER_INVOCATION = ("resume", "evaluate", "stop_at_step", "overwrite", "device")
 # Options that define the saved model: a resumed run may not change them.
 MODEL_DEFINING = ("arch", "task", "blurpool")
+# The files that make an --output hold a run (the C++ trainer's three and
+# this script's final weights), and what --overwrite removes before the new
+# run starts: those, --evaluate's rows and the C++ trainer's predictions.
+RUN_FILES = ("checkpoint.pt", "model_best.pt", "metrics.jsonl", "model.pt")
+OVERWRITTEN = RUN_FILES + ("evaluations.jsonl", "predictions_input.npy", "predictions_output.npy",
+                           "predictions_target.npy")
+# The models defined here, by the tasks they serve; --arch may also be any
+# torchvision classification model.
+OWN_MODELS = {"small_cnn": ("classification",), "fcn_small": ("segmentation", "restoration"),
+              "unet_small": ("segmentation", "restoration")}
+ORDERS = ("random", "blocks", "auto", "sequential")
+# The temporary of the checkpoint being written, for the signal handler.
+SAVING = {"tmp": None}
+
+
+def usage_error(text):
+    """A usage error: one line, exit 2, before any work."""
+    sys.stderr.write("train_imagepack: %s\n" % text)
+    sys.exit(2)
+
+
+def fail(text):
+    """The environment cannot serve (a missing file, a folder that cannot be
+    written): one line, exit 1."""
+    sys.stderr.write("train_imagepack: %s\n" % text)
+    sys.exit(1)
 
 
 def make_parser():
@@ -112,9 +150,14 @@ def make_parser():
     a("--in-ram", action="store_true", help="hold the databases in RAM, one shared copy per machine")
     a("--order", default="auto", help="training order: random, blocks or auto")
     a("--seed", type=int, default=0)
-    a("--output", default="", help="folder for checkpoint.pt, metrics.jsonl and model.pt")
+    a("--output", default="", help="folder for checkpoint.pt, metrics.jsonl and model.pt (one that holds a run: "
+      "--resume auto continues it, --overwrite starts it again)")
     a("--resume", default="", help="checkpoint to continue ('auto': OUTPUT/checkpoint.pt if present)")
-    a("--evaluate", action="store_true", help="only evaluate --val with the --resume checkpoint")
+    a("--overwrite", action="store_true", help="start a new run in an --output that holds one: its checkpoints, "
+      "metrics.jsonl and evaluations.jsonl are removed first")
+    a("--evaluate", action="store_true", help="only evaluate --val with the --resume checkpoint; the row goes to "
+      "evaluations.jsonl in --output, else beside the checkpoint")
+    a("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: CUDA where torch has it, else the CPU")
     a("--no-val", action="store_true", help="skip the per-epoch evaluation")
     a("--checkpoint-every", type=int, default=0, help="also write checkpoint.pt every N steps (0: epoch ends)")
     a("--stop-at-step", type=int, default=0, help="write a checkpoint and exit 0 after global step K")
@@ -135,10 +178,16 @@ def given_options(parser, argv):
 
 def parse(argv):
     """(args, checkpoint or None, notes): the options, with those not given
-    taken from the checkpoint being resumed."""
+    taken from the checkpoint being resumed, every one checked (exit 2 for
+    a usage error, 1 for an input or output the environment cannot serve)
+    before anything is done or written."""
     parser = make_parser()
     args = parser.parse_args(argv)
     given = given_options(parser, argv)
+    if args.overwrite and args.resume == "auto":
+        usage_error("--overwrite starts the run in --output again, --resume auto continues it: give one")
+    if args.overwrite and args.evaluate:
+        usage_error("--overwrite: --evaluate writes no run (its rows go to evaluations.jsonl)")
     path = args.resume
     if path == "auto":
         if not args.output:
@@ -147,13 +196,19 @@ def parse(argv):
         path = path if os.path.exists(path) else ""
     ckpt, notes = None, []
     if path:
-        if not os.path.exists(path):
-            sys.exit("train_imagepack: --resume %s: no such checkpoint" % path)
-        ckpt = torch.load(path, map_location="cpu")
+        if not os.path.isfile(path):
+            fail("--resume %s: no such checkpoint" % path)
+        try:
+            ckpt = torch.load(path, map_location="cpu")
+            if not isinstance(ckpt, dict) or not {"args", "run", "model"} <= set(ckpt):
+                raise ValueError("it holds no run")
+        except Exception as e:  # a damaged file, or another program's
+            fail("--resume %s: not a checkpoint of train_imagepack.py (%s)" % (path, str(e).splitlines()[0] if str(e)
+                                                                             else type(e).__name__))
         ckpt["path"] = path
         for key, value in ckpt["args"].items():
-            if key in PER_INVOCATION or not hasattr(args, key):
-                continue
+            if key in PER_INVOCATION or not hasattr(args, key) or (key == "output" and args.evaluate):
+                continue  # --evaluate writes in --output if given, else beside the checkpoint it reads
             if key not in given:
                 setattr(args, key, value)
             elif getattr(args, key) != value:
@@ -173,7 +228,172 @@ def parse(argv):
         parser.error("--evaluate needs --val")
     if not args.evaluate and (not args.data or not (args.val or args.no_val)):
         parser.error("--data and --val (or --no-val) are required")
+    args.print_freq = max(1, args.print_freq)
+    problem = usage_problem(args)
+    if problem:
+        usage_error(problem)
+    refused = refused_output(args, path)
+    if refused:
+        usage_error(refused)
+    problem = missing_input(args) or unwritable_output(args, path)
+    if problem:
+        fail(problem)
     return args, ckpt, notes
+
+
+def unless(good, name, value, what):
+    return "" if good else "--%s %s: must be %s" % (name, value, what)
+
+
+def torchvision_models():
+    import torchvision
+    try:
+        return set(torchvision.models.list_models(module=torchvision.models))
+    except AttributeError:  # torchvision before 0.14: its public builders
+        return {n for n in dir(torchvision.models) if n[0].islower() and callable(getattr(torchvision.models, n))}
+
+
+def shares(option, text, datasets):
+    """--weights / --repeat / --choose as numbers, one per --data; a usage
+    problem as a string."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        return None, "--%s %s: not a list of numbers" % (option, text)
+    if any(not v >= 0 for v in values):
+        return None, "--%s %s: the numbers must be 0 or more" % (option, text)
+    if len(values) != datasets:
+        return None, "--%s %s has %d values for %d --data: one per dataset" % (option, text, len(values), datasets)
+    return values, ""
+
+
+def usage_problem(args):
+    """The first problem with the options' values, "" if none (the C++
+    trainer's checks, trainer/run_checks.cc, where the options are alike)."""
+    arch = args.arch
+    if arch and arch not in OWN_MODELS and arch not in torchvision_models():
+        return "unknown --arch '%s' (small_cnn, fcn_small, unet_small or a torchvision classification model such " \
+               "as resnet18, resnet50)" % arch
+    if arch and args.task not in OWN_MODELS.get(arch, ("classification",)):
+        return "--arch %s is not a %s model (%s)" % (arch, args.task, ", ".join(
+            a for a, tasks in OWN_MODELS.items() if args.task in tasks))
+    if args.order not in ORDERS:
+        return "unknown --order '%s' (%s)" % (args.order, ", ".join(ORDERS))
+    if args.device == "cuda" and not torch.cuda.is_available():
+        return "--device cuda: no CUDA device is available to this torch (torch.cuda.is_available() is False); " \
+               "use --device cpu"
+    for p in (unless(args.epochs >= 1 or args.evaluate, "epochs", args.epochs, "at least 1"),
+              unless(args.batch_size >= 1, "batch-size", args.batch_size, "at least 1"),
+              unless(args.lr >= 0, "lr", args.lr, "0 or more"),
+              unless(0 <= args.momentum < 1, "momentum", args.momentum, "in [0, 1)"),
+              unless(args.wd >= 0, "wd", args.wd, "0 or more"),
+              unless(0 <= args.label_smoothing < 1, "label-smoothing", args.label_smoothing, "in [0, 1)"),
+              unless(args.warmup_epochs >= 0, "warmup-epochs", args.warmup_epochs, "0 or more"),
+              unless(args.step_size >= 1, "step-size", args.step_size, "at least 1"),
+              unless(args.lr_peak_epoch >= 0, "lr-peak-epoch", args.lr_peak_epoch, "0 or more"),
+              unless(0 <= args.size <= 16384, "size", args.size, "0 (the default) to 16384"),
+              unless(0 <= args.val_size <= 16384, "val-size", args.val_size, "0 (--size) to 16384"),
+              unless(0 <= args.val_resize <= 16384, "val-resize", args.val_resize, "0 (automatic) to 16384"),
+              unless(args.threads >= 0, "threads", args.threads, "0 (automatic) or more"),
+              unless(args.checkpoint_every >= 0, "checkpoint-every", args.checkpoint_every, "0 (off) or more"),
+              unless(args.stop_at_step >= 0, "stop-at-step", args.stop_at_step, "0 (off) or more")):
+        if p:
+            return p
+    if args.res_schedule:
+        try:
+            imagepack._schedule(args.res_schedule)
+        except (ValueError, TypeError) as e:
+            return "--res-schedule %s: %s" % (args.res_schedule, e)
+    if args.blurpool and not (arch or "resnet18").startswith("resnet"):
+        return "--blurpool: for the ResNets"
+    if args.data and not args.evaluate:
+        for option in ("weights", "repeat", "choose"):
+            if getattr(args, option):
+                _, problem = shares(option, getattr(args, option), len(args.data))
+                if problem:
+                    return problem
+        if args.weights and (args.repeat or args.choose):
+            return "--weights (relative shares) or --repeat/--choose (absolute counts), not both"
+    return ""
+
+
+def run_files_in(output):
+    return [n for n in RUN_FILES if os.path.exists(os.path.join(output, n))]
+
+
+def refused_output(args, resume_path):
+    """Why a new run may not start in --output, "" if it may: a run there
+    is never overwritten unless --overwrite asks (docs/USAGE.md)."""
+    if args.evaluate or args.overwrite or not args.output:
+        return ""
+    files = run_files_in(args.output)
+    if not files:
+        return ""
+    own = os.path.join(args.output, "checkpoint.pt")
+    if resume_path and os.path.exists(own) and os.path.samefile(resume_path, own):
+        return ""
+    held = "--output %s holds a run (%s)" % (args.output, ", ".join(files))
+    if args.resume == "auto":
+        return held + " but no checkpoint.pt to continue from: --overwrite starts it again (its files are " \
+                      "removed), or give another --output"
+    if resume_path:
+        return held + ", and --resume %s is another run's checkpoint: give a new --output for the run that starts " \
+                      "from it, or --overwrite to replace the run in %s" % (resume_path, args.output)
+    return held + ": --resume auto continues it, --overwrite starts it again (its files are removed), or give " \
+                  "another --output"
+
+
+def is_local(path):
+    try:
+        return imagepack._imagepack.is_local(path)
+    except AttributeError:
+        return "://" not in path
+
+
+def missing_input(args):
+    """The first input that is not there, "" if all are (remote ones are
+    the loader's to find)."""
+    inputs = [("data", p) for d in (args.data or []) if not args.evaluate for p in d.split(",")]
+    inputs += [("val", p) for p in (args.val.split(",") if args.val else [])]
+    for option, p in inputs:
+        if not p:
+            return "--%s %s: an empty path" % (option, ",".join(args.data) if option == "data" else args.val)
+        if is_local(p) and not os.path.exists(p):
+            return "--%s %s: no such database" % (option, p)
+    if args.classes and not os.path.isfile(args.classes):
+        return "--classes %s: no such file" % args.classes
+    return ""
+
+
+def rows_path(args, resume_path):
+    """Where the run's rows go: OUTPUT/metrics.jsonl; --evaluate's to
+    evaluations.jsonl in --output, else beside the checkpoint."""
+    if args.evaluate:
+        return os.path.join(args.output or os.path.dirname(resume_path) or ".", "evaluations.jsonl")
+    return os.path.join(args.output, "metrics.jsonl") if args.output else ""
+
+
+def unwritable_output(args, resume_path):
+    """Why the folder of the run's rows cannot be made or written, "" if it
+    can: found before any work, nothing left behind by the check."""
+    rows = rows_path(args, resume_path)
+    if not rows:
+        return ""
+    folder = os.path.dirname(rows) or "."
+    existing = folder
+    while not os.path.exists(existing) and os.path.dirname(os.path.abspath(existing)) != os.path.abspath(existing):
+        existing = os.path.dirname(os.path.abspath(existing))
+    if not os.path.isdir(existing):
+        return "cannot write %s: %s is not a folder" % (folder, existing)
+    # A folder made and removed again: permissions (root's too), read-only
+    # mounts and full inode tables answer as the run's own writes would.
+    probe = os.path.join(existing, ".ipk-write-probe.%d" % os.getpid())
+    try:
+        os.mkdir(probe, 0o700)
+        os.rmdir(probe)
+    except OSError as e:
+        return "cannot write %s: %s: %s" % (folder, existing, e.strerror)
+    return ""
 
 
 def cpu_has_native_bf16():
@@ -298,6 +518,10 @@ class Classification:
     def result(self, f):
         return "test accuracy %.2f%%" % f["acc1"]
 
+    def step_figures(self, out, x, y):  # a logged step's row (the C++ trainer's keys)
+        t = self.tally(out.detach(), x, y)
+        return {"error1": 100 - 100 * t[0].item() / t[2].item(), "error5": 100 - 100 * t[1].item() / t[2].item()}
+
 
 class Segmentation:
     default_arch = "fcn_small"
@@ -354,6 +578,9 @@ class Segmentation:
     def result(self, f):
         return "test mIoU %.2f%%" % f["miou"]
 
+    def step_figures(self, out, x, y):
+        return {}
+
 
 class Restoration:
     default_arch = "unet_small"
@@ -397,6 +624,10 @@ class Restoration:
     def result(self, f):
         return "test PSNR %.2f dB (input %.2f dB, gain %+.2f dB)" % (f["psnr"], f["psnr_input"], f["psnr_gain"])
 
+    def step_figures(self, out, x, y):
+        t = self.tally(out.detach(), x, y)
+        return {"psnr": t[0].item() / t[2].item(), "psnr_gain": (t[0].item() - t[1].item()) / t[2].item()}
+
 
 TASKS = {"classification": Classification, "segmentation": Segmentation, "restoration": Restoration}
 
@@ -405,7 +636,7 @@ def setup_process(args):
     """(rank, world, local_world, device) after joining the process group."""
     rank, world, local_world, _ = imagepack.distributed_env()
     local_rank = int(os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", 0)))
-    cuda = torch.cuda.is_available()
+    cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
@@ -419,13 +650,25 @@ def setup_process(args):
 
 
 def save_atomically(obj, path):
-    """torch.save to a temporary beside `path`, fsync, rename, fsync the folder."""
+    """torch.save to a temporary beside `path`, fsync, rename, fsync the
+    folder: `path` is the previous or the new file, whatever stops the
+    process; a second signal during the save removes the temporary (SAVING)."""
     tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "wb") as f:
-        torch.save(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    SAVING["tmp"] = tmp
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    finally:
+        SAVING["tmp"] = None
     fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -464,7 +707,14 @@ def data_sources(args):
     return datasets, kw
 
 
+def stop_at_once(sig, frame):
+    """Before training starts (nothing to save yet) and during --evaluate
+    (nothing written until its end): a signal ends the process at once."""
+    os._exit(128 + sig)
+
+
 def main(argv=None):
+    signal.signal(signal.SIGINT, stop_at_once)  # no traceback from a Ctrl-C during the set-up
     args, ckpt, notes = parse(sys.argv[1:] if argv is None else argv)
     rank, world, local_world, device = setup_process(args)
     log = print if rank == 0 else (lambda *a, **k: None)
@@ -481,8 +731,8 @@ def main(argv=None):
         try:
             meta = imagepack.Loader(train_data, batch_size=1, size=8, threads=1, as_torch=False, rank=0, world_size=1,
                                     **mix_kw).meta
-        except ValueError as e:
-            sys.exit("train_imagepack: %s" % e)
+        except Exception as e:  # not a database, damaged, unreachable: one line
+            fail("--data %s: %s" % (" + ".join(args.data), e))
         if saved and list(saved["meta"]["classes"]) != list(meta["classes"]):
             sys.exit("train_imagepack: %s was trained on the classes of %s, and --data %s has others: resume with "
                      "that data, or start a new run in another --output" % (ckpt["path"], saved["data"], " + ".join(args.data)))
@@ -539,20 +789,24 @@ def main(argv=None):
     if not args.evaluate:
         try:
             train = imagepack.Loader(train_data, order=args.order, **sized, **common, **train_kw, **mix_kw)
-        except ValueError as e:
-            sys.exit("train_imagepack: %s" % e)
+        except Exception as e:
+            fail("--data %s: %s" % (" + ".join(args.data), e))
     val = None
     if args.val:
         if args.task == "classification":  # the training data's classes, matched by name
             val_kw["classes"] = train if train is not None else meta["classes"]
-        val = imagepack.Loader(args.val.split(","), size=val_size, **common, **val_kw)
+        try:
+            val = imagepack.Loader(args.val.split(","), size=val_size, **common, **val_kw)
+        except ValueError as e:  # classes that do not match: the message names them
+            sys.exit("train_imagepack: %s" % e)
+        except Exception as e:
+            fail("--val %s: %s" % (args.val, e))
+        val_kw = None  # the loaders are released at the end (finish)
         matched = task.match_eval(val)
         if args.task == "classification":
             matched = str(imagepack.match_classes(meta["classes"], imagepack.open(args.val.split(",")).classes))
         log("=> validation %s: %d samples, %s" % (args.val, val.dataset_size, matched))
 
-    if args.blurpool and not arch.startswith("resnet"):
-        sys.exit("train_imagepack: --blurpool: for the ResNets")
     model = make_model(arch, channels, outputs, args.zero_init_residual, args.blurpool).to(device)
     decay = [q for q in model.parameters() if not (args.no_bn_wd and q.dim() <= 1)]
     no_decay = [q for q in model.parameters() if args.no_bn_wd and q.dim() <= 1]
@@ -575,8 +829,8 @@ def main(argv=None):
             epoch, position, step, best = (ckpt["loader"]["epoch"], ckpt["loader"]["position"], ckpt["global_step"],
                                            ckpt["best"])
         log("=> resumed from %s (%s, %s, %d px, trained on %s) at epoch %d%s" % (
-            ckpt["path"], saved["arch"], saved["task"], saved["size"], saved["data"], epoch,
-            ", position %d" % position if position else ""))
+            ckpt["path"], saved["arch"], saved["task"], saved["size"], saved["data"],
+            epoch if not args.evaluate else ckpt.get("epoch", 0), ", position %d" % position if position else ""))
     net = model
     if world > 1:  # buffers (BN statistics) are broadcast from rank 0 every step
         model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if cuda else None)
@@ -593,9 +847,26 @@ def main(argv=None):
             "%s %d of %d records" % (s["name"], s["samples"], s["records"]) for s in train.sources))
     if args.res_schedule:
         log("=> progressive resolution %s; evaluation at %d px" % (args.res_schedule, val_size))
-    if args.output and rank == 0:
-        os.makedirs(args.output, exist_ok=True)
-    metrics = open(os.path.join(args.output, "metrics.jsonl"), "a") if args.output and rank == 0 else None
+
+    # Nothing was written before every check above passed. --evaluate's
+    # rows go to evaluations.jsonl, apart from the training curve; a run's
+    # to OUTPUT/metrics.jsonl, after --overwrite removed the old run's files.
+    rows = rows_path(args, ckpt["path"] if ckpt else "")
+    if rows and rank == 0:
+        try:
+            os.makedirs(os.path.dirname(rows) or ".", exist_ok=True)
+            if args.overwrite:
+                removed = [n for n in OVERWRITTEN if os.path.exists(os.path.join(args.output, n))]
+                for n in removed:
+                    os.unlink(os.path.join(args.output, n))
+                if removed:
+                    log("=> --overwrite: the run that was in %s was removed (%s); starting again" % (
+                        args.output, ", ".join(removed)))
+            metrics = open(rows, "a") if not args.evaluate else None
+        except OSError as e:
+            fail("cannot write %s: %s" % (rows, e))
+    else:
+        metrics = None
 
     def emit(row):
         if metrics:
@@ -629,90 +900,175 @@ def main(argv=None):
             dist.all_reduce(tally)
             dist.all_reduce(loss_sum)
         f = task.figures(tally)
-        log(" * Epoch %d  %s  Loss %.4f  (%d samples)" % (at_epoch, task.line(f), loss_sum[0] / loss_sum[1],
-                                                         loss_sum[1].item()))
-        emit(dict({k: v for k, v in f.items() if k != "iou"}, type="eval", epoch=at_epoch,
-                  loss=(loss_sum[0] / loss_sum[1]).item(), samples=int(loss_sum[1].item())))
-        return f
+        where = " * %s (the checkpoint of epoch %d)" % (args.val, at_epoch) if args.evaluate else \
+            " * Epoch %d" % at_epoch
+        log("%s  %s  Loss %.4f  (%d samples)" % (where, task.line(f), loss_sum[0] / loss_sum[1], loss_sum[1].item()))
+        row = dict(type="eval", epoch=at_epoch, val=args.val)
+        if args.evaluate:
+            row["checkpoint"] = ckpt["path"]
+        row.update({k: v for k, v in f.items() if k != "iou"})
+        row.update(loss=(loss_sum[0] / loss_sum[1]).item(), samples=int(loss_sum[1].item()))
+        return f, row
 
-    if args.evaluate:
-        f = evaluate(epoch)
+    def run_evaluation():
+        # The checkpoint's epoch: the epochs it completed (the C++ trainer's count).
+        f, row = evaluate(int(ckpt.get("epoch", ckpt["loader"]["epoch"])))
+        row["global_step"] = ckpt.get("global_step", 0)
+        if rank == 0:
+            try:
+                with open(rows, "a") as out:
+                    out.write(json.dumps(row) + "\n")
+            except OSError as e:
+                fail("cannot write %s: %s" % (rows, e))
+            log("=> evaluation row appended to %s" % rows)
         log("train_imagepack: " + task.result(f))
         return 0
 
     stop = {"signal": 0}
 
     def on_signal(sig, frame):
-        if stop["signal"]:  # a second signal stops at once
-            signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
+        if stop["signal"]:  # asked twice: now, leaving nothing half-written
+            tmp = SAVING["tmp"]
+            if tmp:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            if rank == 0:
+                os.write(2, b"train_imagepack: stopped at once; the last complete checkpoint is kept\n")
+            os._exit(128 + sig)
         stop["signal"] = sig
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGUSR1, on_signal)
+        if sig == signal.SIGINT and rank == 0:
+            os.write(2, b"train_imagepack: Ctrl-C: writing a checkpoint at the next step, then stopping (Ctrl-C "
+                        b"again stops at once)\n" if args.output else
+                     b"train_imagepack: Ctrl-C: stopping at the next step (no --output: nothing is saved; Ctrl-C "
+                     b"again stops at once)\n")
 
-    steps_per_epoch = math.ceil(math.ceil(train.epoch_length / world) / args.batch_size)
-    f = None
-    for epoch in range(epoch, args.epochs):
-        model.train()
-        train.set_epoch(epoch)  # keeps a restored position of this epoch
-        first = position // (args.batch_size * world)
-        position = 0
-        t0, seen, wait = time.time(), 0, 0.0
-        t_data = time.time()
-        for i, b in enumerate(train):
-            wait += time.time() - t_data
-            lr = learning_rate(args, base_lr, epoch + (first + i) / steps_per_epoch)
-            for g in optimizer.param_groups:
-                g["lr"] = lr
-            x, y = task.prepare(b, device)
-            with torch.autocast(device.type, dtype=amp_dtype, enabled=amp):
-                out = model(x)
-            loss = task.loss(out.float(), y)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-            step += 1
-            seen += len(x)
-            if (first + i) % args.print_freq == 0 and not args.quiet:
-                log("Epoch: [%d][%d/%d]  Loss %.4f  LR %.5f" % (epoch, first + i, steps_per_epoch, loss.item(), lr))
-            # Stop and checkpoint decisions are taken together (a signal may reach one rank).
-            flags = torch.tensor([stop["signal"] != 0, 0 < args.stop_at_step <= step,
-                                  args.checkpoint_every > 0 and step % args.checkpoint_every == 0], dtype=torch.float64)
-            if world > 1:
-                dist.all_reduce(flags)
-            if flags.sum() > 0:
-                checkpoint(epoch)
-                if flags[0] > 0 or flags[1] > 0:
-                    log("=> %s: checkpoint at epoch %d, position %d, step %d in %s" % (
-                        "stop requested by a signal" if flags[0] > 0 else "--stop-at-step reached", epoch,
-                        train.state_dict()["position"], step, os.path.join(args.output, "checkpoint.pt")))
-                    log("final weights digest %s" % weights_digest(net))
-                    return EXIT_PREEMPTED if flags[0] > 0 else 0
+    def run_training():
+        nonlocal epoch, position, step, best
+        for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
+            signal.signal(sig, on_signal)
+        steps_per_epoch = math.ceil(math.ceil(train.epoch_length / world) / args.batch_size)
+        f = None
+        for epoch in range(epoch, args.epochs):
+            model.train()
+            train.set_epoch(epoch)  # keeps a restored position of this epoch
+            first = position // (args.batch_size * world)
+            position = 0
+            t0, seen, wait = time.time(), 0, 0.0
             t_data = time.time()
-        elapsed = time.time() - t0
-        rate = seen * world / max(elapsed, 1e-9)
-        res = train.output_size
-        sources = {s["name"]: s["samples"] for s in train.sources}
-        log("Epoch %d: %d px, %.1f images/s, %.0f%% of the time waiting for input%s" % (
-            epoch, res, rate, 100 * wait / elapsed,
-            "; samples: " + ", ".join("%s %d" % kv for kv in sources.items()) if len(sources) > 1 else ""))
-        emit({"type": "epoch", "epoch": epoch, "images_per_s": rate, "input_wait": wait / elapsed, "res": res,
-              "sources": sources, "seconds": elapsed})
-        if val is not None and not args.no_val:
-            f = evaluate(epoch)
-            best = max(best, task.score(f))
-        train.set_epoch(epoch + 1)
-        checkpoint(epoch + 1)
-    if args.output and rank == 0:
-        torch.save(net.state_dict(), os.path.join(args.output, "model.pt"))
-    log("final weights digest %s" % weights_digest(net))
-    if f is not None:
-        log("train_imagepack: %s (best %.2f)" % (task.result(f), best))
-    if world > 1:
+            for i, b in enumerate(train):
+                wait += time.time() - t_data
+                lr = learning_rate(args, base_lr, epoch + (first + i) / steps_per_epoch)
+                for g in optimizer.param_groups:
+                    g["lr"] = lr
+                x, y = task.prepare(b, device)
+                with torch.autocast(device.type, dtype=amp_dtype, enabled=amp):
+                    out = model(x)
+                loss = task.loss(out.float(), y)
+                optimizer.zero_grad(set_to_none=True)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                step += 1
+                seen += len(x)
+                if (first + i) % args.print_freq == 0:
+                    if not args.quiet:
+                        log("Epoch: [%d][%d/%d]  Loss %.4f  LR %.5f" % (epoch, first + i, steps_per_epoch,
+                                                                      loss.item(), lr))
+                    if metrics:
+                        emit(dict({"type": "train", "epoch": epoch, "step": first + i, "global_step": step,
+                                   "loss": loss.item(), "lr": lr}, **task.step_figures(out.float(), x, y)))
+                # Stop and checkpoint decisions are taken together (a signal may reach one rank).
+                sig = stop["signal"]
+                flags = torch.tensor([sig not in (0, signal.SIGINT), 0 < args.stop_at_step <= step,
+                                      args.checkpoint_every > 0 and step % args.checkpoint_every == 0,
+                                      sig == signal.SIGINT], dtype=torch.float64)
+                if world > 1:
+                    dist.all_reduce(flags)
+                interrupted = flags[3] > 0  # Ctrl-C on any rank stops them all (130); else SIGTERM/SIGUSR1 (75)
+                preempted = interrupted or flags[0] > 0
+                if flags.sum() > 0:
+                    checkpoint(epoch)
+                    if preempted or flags[1] > 0:
+                        at = train.state_dict()["position"]
+                        where = "checkpoint at epoch %d, position %d, step %d in %s" % (
+                            epoch, at, step, os.path.join(args.output, "checkpoint.pt"))
+                        if not args.output:
+                            where = "at epoch %d, position %d, step %d; no --output, so no checkpoint was written" % (
+                                epoch, at, step)
+                        if interrupted:
+                            if rank == 0:
+                                sys.stderr.write("train_imagepack: interrupted (Ctrl-C): %s.%s\n" % (where, (
+                                    " Run %s --resume auto --output %s (the checkpoint holds the run's options) to "
+                                    "continue from there." % (sys.argv[0], args.output)) if args.output else ""))
+                                sys.stderr.flush()
+                        else:
+                            log("=> %s: %s" % ("stop requested by a signal" if preempted else "--stop-at-step reached",
+                                               where))
+                        log("final weights digest %s" % weights_digest(net))
+                        return EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED if preempted else 0
+                t_data = time.time()
+            elapsed = time.time() - t0
+            rate = seen * world / max(elapsed, 1e-9)
+            res = train.output_size
+            sources = {s["name"]: s["samples"] for s in train.sources}
+            log("Epoch %d: %d px, %.1f images/s, %.0f%% of the time waiting for input%s" % (
+                epoch, res, rate, 100 * wait / elapsed,
+                "; samples: " + ", ".join("%s %d" % kv for kv in sources.items()) if len(sources) > 1 else ""))
+            emit({"type": "epoch", "epoch": epoch, "images_per_s": rate, "input_wait": wait / elapsed, "res": res,
+                  "sources": sources, "seconds": elapsed})
+            if val is not None and not args.no_val:
+                f, row = evaluate(epoch)
+                emit(row)
+                best = max(best, task.score(f))
+            train.set_epoch(epoch + 1)
+            checkpoint(epoch + 1)
+        if args.output and rank == 0:
+            save_atomically(net.state_dict(), os.path.join(args.output, "model.pt"))
+        log("final weights digest %s" % weights_digest(net))
+        if f is not None:
+            log("train_imagepack: %s (best %.2f)" % (task.result(f), best))
+        return 0
+
+    if args.evaluate:
+        signal.signal(signal.SIGTERM, stop_at_once)
+        signal.signal(signal.SIGUSR1, stop_at_once)
+    try:
+        code = run_evaluation() if args.evaluate else run_training()
+    finally:
+        # The DDP model (its Reducer) and the loaders (their threads, an
+        # --in-ram copy's hold) are released here, while every rank is alive.
+        model = train = val = None
+        gc.collect()
+    if metrics:
+        metrics.close()
+    if world > 1:  # every rank is here: then the process group goes (finish ends the process)
+        dist.barrier()
         dist.destroy_process_group()
-    return 0
+    return code
+
+
+def finish(code):
+    """Ends the process with `code` without the interpreter's teardown: with
+    torch 1.13, destroying a Gloo process group there can join a Gloo thread
+    that waits for the GIL the main thread holds, and never return."""
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message")
+        sys.stderr.write("%s\n" % code)
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        exit_code = main()
+    except SystemExit as e:
+        exit_code = e.code
+    finish(exit_code)
