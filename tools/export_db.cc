@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "imagepack/export.h"
+#include "imagepack/store.h"
 
 using namespace imagepack;
 namespace po = boost::program_options;
@@ -40,7 +41,27 @@ int main(int argc, char** argv) {
   if (o.shard_mb < 1) return cli::UsageError("--shard-mb must be positive");
   if (o.records_per_shard < 0) return cli::UsageError("--records-per-shard must be >= 0");
   o.gzip = vm.count("gzip") > 0;
-  if (o.gzip && o.layout != ExportLayout::kWebDataset) return cli::UsageError("--gzip applies to --to webdataset");
+  if (o.layout != ExportLayout::kWebDataset)
+    for (const char* opt : {"gzip", "prefix", "records-per-shard", "shard-mb"})
+      if (vm.count(opt) && !vm[opt].defaulted())
+        return cli::UsageError(std::string("--") + opt + " applies to --to webdataset");
+  if (o.prefix.empty() || o.prefix.find('/') != std::string::npos || o.prefix.front() == '.')
+    return cli::UsageError("--prefix names the shards in DST: not empty, no '/', not starting with '.'");
+  if (o.threads < 0) return cli::UsageError("--threads must be >= 0 (0: all cores)");
+  if (o.first < 0) return cli::UsageError("--first must be >= 0");
+  if (o.last < -1 || (o.last >= 0 && o.last <= o.first))
+    return cli::UsageError("--last must be above --first (-1: to the end)");
+  // A range past the records exports nothing: said before any work (the
+  // metadata's count only).
+  if (o.first > 0 || o.last >= 0) {
+    auto db = OpenDatabases(o.dbs);
+    if (!db.ok()) return cli::FatalError(db.status().message());
+    const int64_t n = db.value()->size();
+    if (o.first >= n || o.last > n)
+      return cli::UsageError("--first " + std::to_string(o.first) + (o.last >= 0 ? " --last " + std::to_string(o.last) : "") +
+                             " is past the " + std::to_string(n) + " records of " + o.dbs[0] +
+                             (o.dbs.size() > 1 ? " and its shards" : ""));
+  }
   o.cancel = cli::InstallCancelHandler();
   Progress progress;
   o.progress = &progress;
