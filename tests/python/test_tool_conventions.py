@@ -92,7 +92,7 @@ RUNS = {
     "verify_db": (lambda d: [d["db"], "--decode"], True),
     "export_db": (lambda d: [d["db"], d["tmp"] / "w"], True),
     "inspect_db": (lambda d: [d["db"], "--out", d["tmp"] / "r", "--duplicates"], True),
-    "shuffle_quality": (lambda d: [d["db"], "--block-mb", "1", "--window-blocks", "4"], False),
+    "shuffle_quality": (lambda d: [d["db"], "--batch", "16", "--block-mb", "1", "--window-blocks", "4"], False),
     "bench_loader": (lambda d: [d["db"], "--batches", "2", "--batch", "4", "--size", "16"], False),
     "bench_jpeg_ceiling": (lambda d: [d["tree"], "--max-size", "24"], False),
     "bench_scale": (lambda d: [d["tmp"] / "s.blob", "--records", "10", "--shards", "2"], False),
@@ -160,3 +160,68 @@ def test_transform_names_are_one_table(jpeg_db, tmp_path):
         assert loader._shuffle == (transform in ("train", "pad_crop"))  # training transforms shuffle by default
     with pytest.raises(ValueError):
         imagepack.Loader(jpeg_db, 4, 16, transform="crop", as_torch=False)
+
+
+# Every argument is checked before any work or output (docs/USAGE.md, "Exit
+# codes"): a value out of its range, or an option where it does not apply,
+# is a usage error (2) naming the option, with nothing on stdout and nothing
+# made. "OUT" stands for the tool's output, which must not appear.
+BAD_ARGUMENTS = [
+    ("pack_lmdb", ["TREE", "OUT", "--shuffle", "-5"], "--shuffle"),
+    ("pack_lmdb", ["TREE", "OUT", "--stats-sample", "-1"], "--stats-sample"),
+    ("pack_lmdb", ["TREE", "OUT", "--threads", "-1"], "--threads"),
+    ("pack_lmdb", ["TREE", "OUT", "--max-pixels", "0"], "--max-pixels"),
+    ("pack_lmdb", ["TREE", "OUT", "--depth-scale", "0"], "--depth-scale"),
+    ("pack_lmdb", ["TREE", "OUT", "--box-classes", "x.txt"], "--box-classes"),
+    ("verify_db", ["DB", "--max-print", "-1"], "--max-print"),
+    ("verify_db", ["DB", "--threads", "-1"], "--threads"),
+    ("verify_db", ["DB", "--labels", "x.txt"], "say how --against SRC was packed"),
+    ("export_db", ["DB", "OUT", "--first", "-1"], "--first"),
+    ("export_db", ["DB", "OUT", "--first", "5", "--last", "2"], "--last"),
+    ("export_db", ["DB", "OUT", "--first", "1000"], "past the 90 records"),
+    ("export_db", ["DB", "OUT", "--prefix", "a/b"], "--prefix"),
+    ("export_db", ["DB", "OUT", "--prefix", ""], "--prefix"),
+    ("export_db", ["DB", "OUT", "--to", "imagefolder", "--prefix", "zz"], "--prefix applies to --to webdataset"),
+    ("export_db", ["DB", "OUT", "--threads", "-1"], "--threads"),
+    ("inspect_db", ["DB", "--out", "OUT", "--tile", "2"], "--tile"),
+    ("inspect_db", ["DB", "--out", "OUT", "--tile", "100000", "--sheet"], "--tile"),
+    ("inspect_db", ["DB", "--out", "OUT", "--per-class", "0"], "--per-class"),
+    ("inspect_db", ["DB", "--out", "OUT", "--grid", "--batch", "0"], "--batch"),
+    ("inspect_db", ["DB", "--out", "OUT", "--grid", "--crop", "-1"], "--crop"),
+    ("inspect_db", ["DB", "--out", "OUT", "--grid", "--epoch", "-1"], "--epoch"),
+    ("inspect_db", ["DB", "--out", "OUT", "--duplicates", "--max-distance", "12"], "--max-distance"),
+    ("inspect_db", ["DB", "--out", "OUT", "--duplicates", "--min-similarity", "2"], "--min-similarity"),
+    ("inspect_db", ["DB", "--out", "OUT", "--duplicates", "--sheet-pairs", "-1"], "--sheet-pairs"),
+    ("inspect_db", ["DB", "--out", "OUT", "--summary", "--threads", "-1"], "--threads"),
+    ("resize_imagenet", ["TREE", "OUT", "--max-size", "16", "--threads", "-1"], "--threads"),
+    ("shuffle_quality", ["DB", "--block-mb", "0"], "--block-mb"),
+    ("shuffle_quality", ["DB", "--block-mb", "-1"], "--block-mb"),
+    ("shuffle_quality", ["DB", "--window-blocks", "0"], "--window-blocks"),
+    ("shuffle_quality", ["DB", "--epoch", "-1", "--batch", "16"], "--epoch"),
+    ("shuffle_quality", ["DB", "--batch", "1000"], "--batch 1000"),
+]
+
+
+@pytest.mark.parametrize("name,args,says", BAD_ARGUMENTS,
+                         ids=["%s %s" % (n, " ".join(x for x in a if x not in ("TREE", "DB", "OUT")))
+                              for n, a, _ in BAD_ARGUMENTS])
+def test_bad_values_are_usage_errors_before_any_work(name, args, says, tree, jpeg_db, tmp_path):
+    out = tmp_path / "out"
+    real = [{"TREE": tree, "DB": jpeg_db, "OUT": out}.get(a, a) for a in args]
+    r = run(tool(name), *real, "-q")
+    assert r.returncode == 2 and says in r.stderr, (name, args, r.returncode, r.stderr)
+    assert r.stdout == "" and not os.path.exists(out), (name, r.stdout)
+
+
+def test_files_the_options_name_are_checked_before_any_work(tree, jpeg_db, tmp_path):
+    """A missing --against, or a classes or labels file that cannot be read,
+    ends the run before any record is read or output made (exit 1)."""
+    missing = tmp_path / "missing"
+    r = run(tool("verify_db"), jpeg_db, "--against", missing, "-q")
+    assert r.returncode == 1 and str(missing) in r.stderr and "records checked" not in r.stdout, (r.stdout, r.stderr)
+    r = run(tool("verify_db"), jpeg_db, "--against", tree, "--classes", missing, "-q")
+    assert r.returncode == 1 and "--classes %s" % missing in r.stderr and r.stdout == "", (r.stdout, r.stderr)
+    for option in ("--classes", "--labels"):
+        r = run(tool("pack_lmdb"), tree, tmp_path / "o.lmdb", option, tmp_path, "-q")  # a folder, not a file
+        assert r.returncode == 1 and "%s %s" % (option, tmp_path) in r.stderr, (option, r.stderr)
+        assert not os.path.exists(tmp_path / "o.lmdb")
