@@ -257,6 +257,24 @@ def test_ctrl_c_in_a_terminal_stops_both_ranks_together_at_a_checkpoint(dbs):
     assert rc == 0 and "resumed from" in o, o + e
 
 
+def test_a_sigint_sent_to_launch_sh_alone_is_passed_on_once(dbs):
+    """No terminal (a script's kill -INT): launch.sh passes the SIGINT on to
+    each rank once, waits for them, and they stop as at a Ctrl-C."""
+    out = dbs["dir"] / "kill_int_ddp"
+    p, lines = start_training([LAUNCH, "--nproc", "2", "--", sys.executable, SCRIPT, *SMALL, "--data", dbs["train"],
+                               "--no-val", "--epochs", "500", "--print-freq", "1", "--output", out])
+    try:
+        wait_for(lambda: any("Epoch: [0][1/" in x for x in lines), 90, "training to start")
+        os.kill(p.pid, signal.SIGINT)  # launch.sh itself, not its group
+        rc = p.wait(timeout=60)
+    finally:
+        kill_group(p)
+    text = "".join(lines)
+    assert rc == 130, text
+    assert text.count("interrupted (Ctrl-C): checkpoint at epoch") == 1 and "stopped at once" not in text, text
+    assert os.path.exists(out / "checkpoint.pt") and not glob.glob(str(out / "*tmp*"))
+
+
 # ---------------------------------------------------------------- --evaluate
 
 def test_evaluate_rows_go_to_evaluations_jsonl_with_val_checkpoint_and_epoch(dbs, two_epochs):
