@@ -1071,4 +1071,8 @@ if __name__ == "__main__":
         exit_code = main()
     except SystemExit as e:
         exit_code = e.code
+    except BaseException:  # a bug or a lost peer: its traceback, and no teardown to hang in
+        import traceback
+        traceback.print_exc()
+        exit_code = 1
     finish(exit_code)
