@@ -477,8 +477,9 @@ TEST(Interruption, BlockOrderResumedByAnotherWorldKeepsItsOrder) {
 }
 
 // The validation loss logged in DIR/metrics.jsonl by the last eval line.
+// --evaluate's row, in evaluations.jsonl (apart from the training curve).
 double EvalLoss(const std::string& dir) {
-  std::ifstream f(dir + "/metrics.jsonl");
+  std::ifstream f(dir + "/evaluations.jsonl");
   double loss = -1;
   for (std::string line; std::getline(f, line);)
     if (line.find("\"eval\"") != std::string::npos) loss = nlohmann::json::parse(line)["loss"].get<double>();
@@ -1086,8 +1087,9 @@ TEST(Recipes, ResNetWithBlurPoolTriangularLrAndFixResEvaluation) {
   EXPECT_EQ(Rows(d / "r18", "eval").back()["samples"].get<int64_t>(), 64);
   std::tie(rc, out) = CaptureAll(kTrain + " --data " + db + " --val " + db + " --arch small_cnn --blurpool --epochs 1"
                                  " --output " + (d / "no"));
-  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(rc, 2) << out;  // a usage error, found before anything is made
   EXPECT_NE(out.find("--blurpool: for the ResNets"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(d / "no"));
 }
 
 }  // namespace
