@@ -139,9 +139,17 @@ std::string CheckInputFile(const std::string& option, const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return option + " " + path + ": " + std::strerror(errno);
   struct stat st;
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  const int got = ::fstat(fd, &st);
   ::close(fd);
-  return regular ? "" : option + " " + path + ": not a regular file";
+  if (got != 0) return option + " " + path + ": " + std::strerror(errno);
+  if (S_ISREG(st.st_mode)) return "";
+  const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a regular file";
+  return option + " " + path + ": is " + what + ", not a regular file; refusing to read it";
 }
 
 std::string CheckOutputFile(const std::string& option, const std::string& path) {

@@ -70,6 +70,29 @@ def test_classes_file_skips_unlisted_folders_with_their_reason(tmp_path):
                                                    "n03/0.jpg", "n03/1.jpg", "n03/2.jpg"]
 
 
+def test_classes_file_relabels_databases_and_shards_by_name(tmp_path):
+    """The trainer's advice for a dataset with a class the training set
+    lacks ("pack it with --classes FILE listing the training set's classes
+    in their order: records of other classes are then skipped and listed")
+    holds for a database and for the shards export_db wrote, not only for a
+    tree: each record keeps its class by name, in the file's order."""
+    src = class_tree(tmp_path / "src", ["a", "b", "c"])
+    db = tmp_path / "abc.lmdb"
+    run(tool("pack_lmdb"), src, db, "-q")
+    run(tool("export_db"), db, tmp_path / "shards", "-q")
+    os.remove(tmp_path / "shards" / "meta.json")  # indices then name classes.txt's classes
+    (tmp_path / "ca.txt").write_text("c\na\n")
+    for name, source in (("database", db), ("shards", tmp_path / "shards")):
+        out = tmp_path / ("%s.lmdb" % name)
+        r = run(tool("pack_lmdb"), source, out, "-q", "--classes", tmp_path / "ca.txt", ok=False)
+        assert r.returncode == 3 and "2 skipped" in r.stdout, (name, r.stdout, r.stderr)
+        assert "class 'b' is not in" in r.stderr, (name, r.stderr)
+        meta, recs = records(out)
+        assert meta["classes"] == ["c", "a"], (name, meta["classes"])
+        assert sorted((rec["path"].split("/")[0], rec["label"]) for rec in recs) == \
+            [("a", 1), ("a", 1), ("c", 0), ("c", 0)], name
+
+
 def test_class_folders_that_hold_no_images_are_named(tmp_path):
     src = tmp_path / "src"
     for name in ("cats", "dogs"):

@@ -101,10 +101,16 @@ Result<Unsealed> RecordMaker::Build(SourceItem& item, int64_t* bytes_in, Geometr
     auto r = cur->Read(item.db_index);
     if (!r.ok()) return r.status();
     item.rel.assign(r->path);
-    item.label = r->fields.label;
+    auto label = DatabaseLabel(source_, r->fields.label, o_.source);  // --classes: by name
+    if (!label.ok()) return label.status();
+    item.label = label.value();
     const size_t headroom = kRecordHeaderSize + item.rel.size();
     *bytes_in = static_cast<int64_t>(r->payload_size);
-    if (r->fields.encoding == Encoding::kRaw) return FromPixels(r.value());
+    if (r->fields.encoding == Encoding::kRaw) {
+      auto u = FromPixels(r.value());
+      if (u.ok()) u->fields.label = item.label;
+      return u;
+    }
     in.resize(headroom + r->payload_size);
     std::memcpy(in.data() + headroom, r->payload, r->payload_size);
     return FromEncoded(std::move(in), headroom, item);

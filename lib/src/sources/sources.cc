@@ -412,7 +412,18 @@ Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOption
   return s;
 }
 
-Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records) {
+Result<int32_t> DatabaseLabel(const DatasetSource& s, int32_t stored, const SourceOptions& opts) {
+  if (s.db_labels.empty() || stored < 0) return stored;
+  if (size_t(stored) >= s.db_labels.size())
+    return Status::InvalidArgument("label " + std::to_string(stored) + " is not a class of the " +
+                                   std::to_string(s.db_labels.size()));
+  if (s.db_labels[size_t(stored)] < 0)
+    return Status::InvalidArgument("class '" + s.db->meta().classes[size_t(stored)] + "' is not in --classes " +
+                                   opts.classes_file);
+  return s.db_labels[size_t(stored)];
+}
+
+Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records, const SourceOptions& opts) {
   // Records read with pread into each thread's cursor: through the file's
   // mapping, a conversion's resident set grew to the size of its source.
   OpenOptions oo;
@@ -427,6 +438,19 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records) 
   if (!s.db->meta().fields.empty())
     return Status::NotSupported(path + " holds fields beyond image and class; converting such a database is not "
                                        "supported (pack its sources again)");
+  // --classes: each record's class is found by name in the given list.
+  std::vector<std::string> fixed;
+  if (!opts.no_class) IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
+  if (!fixed.empty()) {
+    if (s.classes.empty())
+      return Status::InvalidArgument(path + " holds records without classes; --classes cannot name them");
+    const auto index_of = IndexOf(fixed);
+    for (const auto& c : s.classes) {
+      auto it = index_of.find(c);
+      s.db_labels.push_back(it == index_of.end() ? -1 : it->second);
+    }
+    s.classes = std::move(fixed);
+  }
   if (records) {
     s.db_records = true;
     return s;
@@ -434,11 +458,12 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records) 
   auto cur = s.db->NewCursor();
   for (int64_t i = 0; i < s.db->size(); ++i) {
     auto r = cur->Read(i, /*verify_checksum=*/false);  // checked when the record is read again to pack
-    if (!r.ok()) {
-      s.errors.push_back({RecordKey(i), r.status().message()});
+    auto label = r.ok() ? DatabaseLabel(s, r->fields.label, opts) : Result<int32_t>(r.status());
+    if (!label.ok()) {
+      s.errors.push_back({r.ok() ? std::string(r->path) : RecordKey(i), label.status().message()});
       continue;
     }
-    s.items.push_back({std::string(r->path), r->fields.label, i, {}});
+    s.items.push_back({std::string(r->path), label.value(), i, {}});
   }
   return s;
 }
@@ -458,7 +483,7 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
     if (!opts.fields.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
     if (shards) return OpenWebDatasetSource(path, opts);
     if (pickled) return OpenPickledLmdbSource(path, opts);
-    return OpenDatabaseSource(path, opts.database_records);
+    return OpenDatabaseSource(path, opts.database_records, opts);
   }
   return OpenTreeSource(path, opts);
 }

@@ -104,6 +104,9 @@ struct DatasetSource {
   std::vector<std::string> problems;     // listing problems (loops, unreadable folders)
   std::map<std::string, int64_t> unpacked_members;  // WebDataset: member extension -> count not packed
   std::unique_ptr<RecordSource> db;      // a database source: where its items are read
+  // A database relabelled by --classes: its label -> the new one (-1: its
+  // class is not in the list; the record is skipped). Empty: as stored.
+  std::vector<int32_t> db_labels;
   std::vector<std::string> archives;     // files items with `archive` >= 0 are read from
   std::shared_ptr<ScratchFiles> scratch;
   // How the records were packed where the source says so: a database's
@@ -166,7 +169,11 @@ Result<DatasetSource> OpenCocoSource(const std::string& coco, const std::string&
 
 // The records of an existing database (labels and paths as stored).
 // With `records`, nothing is read at open: DatasetSource::db_records.
-Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records = false);
+// With a class list in `opts` (--classes), records are relabelled by their
+// class's name (DatasetSource::db_labels); those of classes it lacks are
+// skipped, naming the class.
+Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records = false,
+                                         const SourceOptions& opts = {});
 
 // WebDataset shards: SRC a .tar / .tar.gz / .tgz file, a brace pattern
 // ("train-{000000..000146}.tar") or a folder holding only shards. Members
@@ -188,6 +195,10 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
 bool LooksLikePickledLmdb(const std::string& path);
 Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const SourceOptions& opts);
 
+
+// A database record's label as the source gives it (DatasetSource::
+// db_labels), or why the record is skipped.
+Result<int32_t> DatabaseLabel(const DatasetSource& s, int32_t stored, const SourceOptions& opts);
 
 // Opens every DatasetSource::archives file into s->scratch->fds.
 Status OpenArchives(DatasetSource* s);

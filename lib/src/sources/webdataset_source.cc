@@ -101,9 +101,13 @@ namespace {
 // `storage`: the options', else meta.json beside the shards (export_db
 // writes the database's metadata there, its class list exact; a
 // class-less database's export sets *no_class), else classes.txt beside
-// them. *beside: that meta.json (its fields too), if any.
+// them. *beside: that meta.json (its fields too), if any. *named: the
+// classes the shards' indices refer to (meta.json's or classes.txt's),
+// read even when the options fix the list, so that an index can be found
+// by its name there.
 Status ShardClasses(Storage& storage, const std::string& shard_dir, const SourceOptions& opts,
-                    std::vector<std::string>* fixed, DatasetMeta* beside, bool* have_meta, bool* no_class) {
+                    std::vector<std::string>* fixed, DatasetMeta* beside, bool* have_meta, bool* no_class,
+                    std::vector<std::string>* named) {
   *have_meta = false;
   auto exists = [&](const std::string& name) -> Result<bool> {
     auto info = storage.Stat(Storage::Join(shard_dir, name));
@@ -122,19 +126,22 @@ Status ShardClasses(Storage& storage, const std::string& shard_dir, const Source
     *have_meta = true;
   }
   *no_class = opts.no_class;
-  if (opts.classes || !opts.classes_file.empty()) return FixedClasses(opts, fixed);
+  const bool given = opts.classes || !opts.classes_file.empty();
   if (*have_meta) {
-    *fixed = beside->classes;
-    *no_class = *no_class || fixed->empty();
-    return Status::Ok();
+    *named = beside->classes;
+  } else {
+    auto txt_there = exists("classes.txt");
+    if (!txt_there.ok()) return txt_there.status();
+    if (txt_there.value()) {
+      SourceOptions with_beside = opts;
+      with_beside.classes = nullptr;
+      with_beside.classes_file = Storage::Join(shard_dir, "classes.txt");
+      IMAGEPACK_RETURN_IF_ERROR(FixedClasses(with_beside, named));
+    }
   }
-  auto txt_there = exists("classes.txt");
-  if (!txt_there.ok()) return txt_there.status();
-  if (txt_there.value()) {
-    SourceOptions with_beside = opts;
-    with_beside.classes_file = Storage::Join(shard_dir, "classes.txt");
-    return FixedClasses(with_beside, fixed);
-  }
+  if (given) return FixedClasses(opts, fixed);
+  *fixed = *named;
+  if (*have_meta) *no_class = *no_class || fixed->empty();
   return Status::Ok();
 }
 
@@ -388,8 +395,9 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   std::vector<std::string> fixed;
   DatasetMeta beside;
   bool have_meta = false, no_class = false;
+  std::vector<std::string> named;
   IMAGEPACK_RETURN_IF_ERROR(
-      ShardClasses(*storage.value(), shard_dir, opts, &fixed, &beside, &have_meta, &no_class));
+      ShardClasses(*storage.value(), shard_dir, opts, &fixed, &beside, &have_meta, &no_class, &named));
   const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
   Listing l;
   for (const std::string& shard : *shards)
@@ -397,6 +405,15 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   IMAGEPACK_RETURN_IF_ERROR(DeclareShardFields(beside, l.extras, opts, s));
   const std::vector<std::string> field_error = FillShardFields(l.extras, shard_dir, s);
   if (have_meta) s.packed_as = beside;
+  // Class indices refer to the list beside the shards (export_db's
+  // meta.json, a classes.txt): with --classes, a sample's class is found
+  // by its name there.
+  if (opts.classes || !opts.classes_file.empty())
+    for (RawLabel& r : l.raw)
+      if (r.present && !r.is_name && r.index >= 0 && r.index < int64_t(named.size())) {
+        r.is_name = true;
+        r.name = named[size_t(r.index)];
+      }
   std::vector<int32_t> labels;
   std::vector<std::string> why;
   IMAGEPACK_RETURN_IF_ERROR(ResolveLabelsUnless(no_class, l.raw, l.where, fixed, &s.classes, &labels, &why));
