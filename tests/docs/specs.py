@@ -263,7 +263,10 @@ SPECS = [
     Spec("docs/LOADER.md", "imagepack::LoaderOptions o;", _loader_example),
     Spec("README.md", "build/tools/resize_imagenet ~/imagenet/train", _readme_tour, omit=["train.lmdb", "det.lmdb"],
          subst=[("--arch resnet50 --epochs 90 --batch-size 64",
-                 "--arch resnet18 --epochs 1 --batch-size 4 --size 32 --max-steps 2")], timeout=300),
+                 "--arch resnet18 --epochs 1 --batch-size 4 --size 32 --max-steps 2"),
+                # 12 records hold no batch of 256 to measure (a usage error): batches of 4
+                ("build/tools/shuffle_quality train.lmdb ", "build/tools/shuffle_quality train.lmdb --batch 4 ")],
+         timeout=300),
     Spec("docs/FORMAT.md", "xxh3_64_intdigest", prelude=META_PRELUDE, post=META_POST),
     Spec("docs/FORMAT.md", 'k = meta["records_per_value"]', prelude=RECORD_PRELUDE, post=RECORD_POST),
     Spec("docs/PYTHON.md", "print(imagepack.__file__)", _python_path),
@@ -291,7 +294,8 @@ SPECS = [
     Spec("docs/USAGE.md", "export_db train.lmdb shards/ --shard-mb 512", _usage_export, fresh_each=True,
          omit=["shards"]),
     Spec("docs/USAGE.md", "inspect_db train.lmdb val.lmdb --out report/ --duplicates", _usage_duplicates),
-    Spec("docs/USAGE.md", "$ shuffle_quality train.lmdb"),
+    Spec("docs/USAGE.md", "$ shuffle_quality train.lmdb",  # 24 records: batches of 8, not 256
+         subst=[("shuffle_quality train.lmdb --block-mb", "shuffle_quality train.lmdb --batch 8 --block-mb")]),
 ]
 
 
