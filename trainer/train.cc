@@ -204,7 +204,13 @@ int main(int argc, char** argv) {
       if (!fs::exists(a.resume_path)) throw std::runtime_error("--resume " + a.resume_path + ": no such checkpoint");
       const std::string run = ReadCheckpointRun(a.resume_path);
       if (!run.empty()) {
-        given = MergeWithCheckpoint(given, RunInfo::FromJson(run, a.resume_path).options, a.resume_path, &notes);
+        // --evaluate writes beside the checkpoint unless told: the saved
+        // run's --output (where it trained, maybe elsewhere) is not taken.
+        GivenOptions saved = RunInfo::FromJson(run, a.resume_path).options;
+        if (vm.count("evaluate"))
+          saved.erase(std::remove_if(saved.begin(), saved.end(), [](const auto& o) { return o.first == "output"; }),
+                      saved.end());
+        given = MergeWithCheckpoint(given, saved, a.resume_path, &notes);
         std::vector<std::string> words = ToArgs(argv[0], given);
         std::vector<char*> args;
         for (auto& w : words) args.push_back(w.data());

@@ -607,7 +607,8 @@ bool Trainer::CheckpointOrStop(Loader& tl, int64_t epoch, EpochEnd* end) {
   if (interrupted) {
     if (main_rank_)
       std::cerr << "train: interrupted (Ctrl-C): " << where
-                << ". Run the same command with --resume auto to continue from there." << std::endl;
+                << ". Continue with: train --resume auto --output " << o_.output
+                << " (options not given are the checkpoint's run's)" << std::endl;
     *end = EpochEnd::kInterrupted;
     return true;
   }
@@ -760,7 +761,10 @@ double Trainer::Evaluate(int64_t epoch) {
   std::string line = o_.evaluate ? " * " + o_.val + " (the checkpoint of epoch " + std::to_string(epoch) + ")"
                                  : " * Epoch " + std::to_string(epoch);
   nlohmann::json record = {{"type", "eval"}, {"epoch", epoch}, {"val", o_.val}};
-  if (o_.evaluate) record["checkpoint"] = o_.resume_path;
+  if (o_.evaluate) {
+    record["checkpoint"] = o_.resume_path;
+    record["global_step"] = state_.global_step;
+  }
   char buf[160];
   for (const auto& f : figures) {
     std::snprintf(buf, sizeof buf, "  %s %.3f", f.label.c_str(), f.value);

@@ -133,7 +133,7 @@ def test_ctrl_c_checkpoints_at_the_next_step_says_how_to_resume_and_exits_130(db
     os.kill(p.pid, signal.SIGINT)  # the trainer itself, or the launcher, which passes it on once
     o, e = finish(p)
     assert p.returncode == 130, o + e
-    assert "interrupted (Ctrl-C)" in e and "checkpoint.pt" in e and "--resume auto" in e, e
+    assert "interrupted (Ctrl-C)" in e and "checkpoint.pt" in e and "train --resume auto --output %s" % out in e, e
     m = re.search(r"checkpoint at epoch (\d+), position (\d+)", e)
     assert m and (int(m.group(1)), int(m.group(2))) != (0, 0), e
     assert not [n for n in os.listdir(out) if "ipk-tmp" in n]
@@ -212,6 +212,15 @@ def test_evaluate_rows_go_to_evaluations_jsonl_naming_the_val_set_and_epoch(db, 
     rows = [json.loads(line) for line in open(out / "evaluations.jsonl")]
     assert len(rows) == 1 and rows[0]["val"] == db and rows[0]["epoch"] == 2, rows
     assert rows[0]["checkpoint"] == str(out / "checkpoint.pt") and rows[0]["samples"] == 96, rows
+    assert rows[0]["global_step"] == 24, rows
+    # A checkpoint moved elsewhere: its row goes beside it, not to the run it came from.
+    moved = tmp_path / "kept"
+    moved.mkdir()
+    os.link(out / "checkpoint.pt", moved / "epoch2.pt")
+    rc, o, e = train("--evaluate", "--resume", moved / "epoch2.pt", "--val", db)
+    assert rc == 0, o + e
+    assert len(open(out / "evaluations.jsonl").readlines()) == 1
+    assert json.loads(open(moved / "evaluations.jsonl").read())["checkpoint"] == str(moved / "epoch2.pt")
 
 
 BAD_OPTIONS = [
