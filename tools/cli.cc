@@ -153,12 +153,22 @@ std::string CheckInputFile(const std::string& option, const std::string& path) {
 }
 
 std::string CheckOutputFile(const std::string& option, const std::string& path) {
-  if (path.empty()) return "";
+  if (path.empty() || IsUrl(path)) return "";
   std::error_code ec;
   if (fs::is_directory(path, ec)) return option + " " + path + ": is a folder, not a file";
   std::string why;
   const fs::path dir = NearestExisting(path, &why);
   if (why.empty()) why = ProbeFolder(dir, fs::path(path).filename().string());
+  return why.empty() ? "" : option + " " + path + ": " + why;
+}
+
+std::string CheckOutputFolder(const std::string& option, const std::string& path) {
+  if (path.empty() || IsUrl(path)) return "";
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec)) return option + " " + path + ": exists and is not a folder";
+  std::string why;
+  const fs::path dir = fs::is_directory(path, ec) ? fs::absolute(path, ec) : NearestExisting(path, &why);
+  if (why.empty()) why = ProbeFolder(dir, ".probe");
   return why.empty() ? "" : option + " " + path + ": " + why;
 }
 

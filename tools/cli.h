@@ -56,6 +56,11 @@ std::string CheckInputFile(const std::string& option, const std::string& path);
 // takes a new file: probed by creating and removing a temporary there.
 std::string CheckOutputFile(const std::string& option, const std::string& path);
 
+// An output folder made later (resize_imagenet's and export_db's DST): a
+// folder where it exists, and the nearest folder that exists takes new
+// entries (probed as above). Nothing is created.
+std::string CheckOutputFolder(const std::string& option, const std::string& path);
+
 // An output folder (inspect_db --out): created with its missing parents
 // now, so that a folder that cannot be made fails before any work; Remove()
 // takes back what this run created while it is still empty (a failed run

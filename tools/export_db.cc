@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   if (o.first < 0) return cli::UsageError("--first must be >= 0");
   if (o.last < -1 || (o.last >= 0 && o.last <= o.first))
     return cli::UsageError("--last must be above --first (-1: to the end)");
+  if (std::string bad = cli::CheckOutputFolder("DST", o.dst); !bad.empty()) return cli::FatalError(bad);
   // A range past the records exports nothing: said before any work (the
   // metadata's count only).
   if (o.first > 0 || o.last >= 0) {

@@ -191,6 +191,7 @@ std::string CheckFiles(const Args& a) {
   std::error_code ec;
   if (!o.overwrite && o.dst.find("://") == std::string::npos && std::filesystem::exists(o.dst, ec))
     return o.dst + " already exists (use --overwrite to replace it)";
+  if (std::string bad = cli::CheckOutputFile("DST", o.dst); !bad.empty()) return bad;
   if (std::string bad = cli::CheckOutputFile("--errors", a.errors_path); !bad.empty()) return bad;
   const SourceOptions& so = o.source;
   const bool mask_count = !so.mask_classes.empty() &&

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   if (!filter.ok()) return cli::UsageError(filter.status().message());
   // The errors file is written at the end: known writable before any work.
   if (std::string bad = cli::CheckOutputFile("--errors", errors_path); !bad.empty()) return cli::FatalError(bad);
+  if (std::string bad = cli::CheckOutputFolder("DST", dst); !bad.empty()) return cli::FatalError(bad);
 
   ResizeTreeOptions o;
   o.src = src;
