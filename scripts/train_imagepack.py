@@ -1043,9 +1043,15 @@ def main(argv=None):
         gc.collect()
     if metrics:
         metrics.close()
-    if world > 1:  # every rank is here: then the process group goes (finish ends the process)
+    if world > 1:
+        # Every rank is here, its collectives done. The process group is not
+        # destroyed: its destructor joins Gloo threads while this thread holds
+        # the GIL (torch 1.13), which can hang; finish() ends the process
+        # without it. Should the barrier itself hang (a peer lost without a
+        # reset connection), SIGALRM's default action ends the rank.
+        signal.alarm(120)
         dist.barrier()
-        dist.destroy_process_group()
+        signal.alarm(0)
     return code
 
 
