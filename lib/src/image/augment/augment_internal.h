@@ -1,0 +1,34 @@
+// What the augmentation files share: torchvision's blend of two uint8
+// values (float32, clamped, truncated), its grayscale, AutoAugment's
+// tables. Internal.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+
+#include "imagepack/augment.h"
+#include "imagepack/pixels.h"
+
+namespace imagepack::internal {
+
+// ratio * a + rest * b in float32, clamped to [0, 255], truncated.
+uint8_t BlendPixel(float ratio, float rest, float a, float b);
+// rgb_to_grayscale of one RGB pixel: 0.2989 R + 0.587 G + 0.114 B, truncated.
+uint8_t GrayOf(const uint8_t* rgb);
+// _blend(img, other, factor) over all samples; `other` has img's layout.
+void BlendWith(Image* img, const uint8_t* other, double factor);
+
+// One of AutoAugment's sub-policies: two (operation, probability,
+// magnitude bin) entries; bin -1: no magnitude.
+struct PolicyEntry {
+  AugOp op;
+  float p;
+  int bin;
+};
+struct SubPolicy {
+  PolicyEntry first, second;
+};
+// The imagenet, cifar10 or svhn table (null, 0 for other kinds).
+const SubPolicy* AutoAugmentTable(AutoAugmentKind kind, int* count);
+
+}  // namespace imagepack::internal

@@ -1,0 +1,209 @@
+// The AutoAugment set's pixel-wise and histogram operations, as
+// torchvision.transforms.functional_tensor computes them on uint8 tensors:
+// float32 arithmetic, a blend clamped to [0, 255] and truncated, the
+// grayscale of 0.2989 R + 0.587 G + 0.114 B truncated, a blurred image
+// rounded half to even.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "image/augment/augment_internal.h"
+#include "imagepack/augment.h"
+
+namespace imagepack {
+namespace internal {
+
+uint8_t BlendPixel(float ratio, float rest, float a, float b) {
+  float v = ratio * a + rest * b;
+  v = std::min(std::max(v, 0.f), 255.f);
+  return static_cast<uint8_t>(v);  // truncation, as Tensor.to(uint8)
+}
+
+uint8_t GrayOf(const uint8_t* p) {
+  const float g = 0.2989f * float(p[0]) + 0.587f * float(p[1]) + 0.114f * float(p[2]);
+  return static_cast<uint8_t>(g);
+}
+
+void BlendWith(Image* img, const uint8_t* other, double factor) {
+  const float r = static_cast<float>(factor), rest = static_cast<float>(1.0 - factor);
+  uint8_t* px = img->pixels.data();
+  const size_t n = size_t(img->width) * img->height * img->channels;
+  for (size_t i = 0; i < n; ++i) px[i] = BlendPixel(r, rest, float(px[i]), float(other[i]));
+}
+
+}  // namespace internal
+
+using internal::BlendPixel;
+using internal::GrayOf;
+
+namespace {
+
+size_t Samples(const Image& img) { return size_t(img.width) * img.height * img.channels; }
+
+double NonNegative(double f) { return std::isfinite(f) ? std::max(f, 0.0) : 0.0; }
+
+// Sorted hue, saturation, value of one RGB pixel in [0, 1] (functional_tensor's
+// _rgb2hsv, itself Pillow's), and back (_hsv2rgb).
+void RgbToHsv(float r, float g, float b, float* h, float* s, float* v) {
+  const float maxc = std::max(r, std::max(g, b)), minc = std::min(r, std::min(g, b));
+  const bool eqc = maxc == minc;
+  const float cr = maxc - minc;
+  *s = cr / (eqc ? 1.f : maxc);
+  const float div = eqc ? 1.f : cr;
+  const float rc = (maxc - r) / div, gc = (maxc - g) / div, bc = (maxc - b) / div;
+  float hh;
+  if (maxc == r) hh = bc - gc;
+  else if (maxc == g) hh = 2.f + rc - bc;
+  else hh = 4.f + gc - rc;
+  *h = std::fmod(hh / 6.f + 1.f, 1.f);
+  *v = maxc;
+}
+
+void HsvToRgb(float h, float s, float v, float* rgb) {
+  const float fi = std::floor(h * 6.f);
+  const float f = h * 6.f - fi;
+  int i = static_cast<int>(fi) % 6;
+  if (i < 0) i += 6;
+  const float p = std::clamp(v * (1.f - s), 0.f, 1.f);
+  const float q = std::clamp(v * (1.f - s * f), 0.f, 1.f);
+  const float t = std::clamp(v * (1.f - s * (1.f - f)), 0.f, 1.f);
+  const float table[3][6] = {{v, q, p, p, t, v}, {t, v, v, q, p, p}, {p, p, t, v, v, q}};
+  for (int c = 0; c < 3; ++c) rgb[c] = table[c][i];
+}
+
+}  // namespace
+
+void AdjustBrightness(Image* img, double factor) {
+  factor = NonNegative(factor);
+  const float r = static_cast<float>(factor), rest = static_cast<float>(1.0 - factor);
+  uint8_t* px = img->pixels.data();
+  for (size_t i = 0, n = Samples(*img); i < n; ++i) px[i] = BlendPixel(r, rest, float(px[i]), 0.f);
+}
+
+void AdjustSaturation(Image* img, double factor) {
+  if (img->channels != 3) return;
+  factor = NonNegative(factor);
+  const float r = static_cast<float>(factor), rest = static_cast<float>(1.0 - factor);
+  uint8_t* px = img->pixels.data();
+  for (size_t i = 0, n = size_t(img->width) * img->height; i < n; ++i) {
+    uint8_t* p = px + i * 3;
+    const float g = float(GrayOf(p));
+    for (int c = 0; c < 3; ++c) p[c] = BlendPixel(r, rest, float(p[c]), g);
+  }
+}
+
+void AdjustContrast(Image* img, double factor) {
+  factor = NonNegative(factor);
+  const size_t n = size_t(img->width) * img->height;
+  if (n == 0) return;
+  const uint8_t* px = img->pixels.data();
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += img->channels == 3 ? GrayOf(px + i * 3) : px[i * img->channels];
+  const float mean = static_cast<float>(sum / double(n));
+  const float r = static_cast<float>(factor), rest = static_cast<float>(1.0 - factor);
+  uint8_t* out = img->pixels.data();
+  for (size_t i = 0, m = Samples(*img); i < m; ++i) out[i] = BlendPixel(r, rest, float(out[i]), mean);
+}
+
+void AdjustSharpness(Image* img, double factor) {
+  const int W = img->width, H = img->height, C = img->channels;
+  if (W <= 2 || H <= 2) return;
+  factor = NonNegative(factor);
+  // _blurred_degenerate_image: the 3x3 kernel (1 1 1 / 1 5 1 / 1 1 1) / 13
+  // inside, rounded half to even; the border rows and columns as they were.
+  std::vector<uint8_t> blurred(img->pixels);
+  const float k = 1.f / 13.f, kc = 5.f / 13.f;
+  const uint8_t* px = img->pixels.data();
+  const size_t stride = size_t(W) * C;
+  for (int y = 1; y < H - 1; ++y) {
+    for (int x = 1; x < W - 1; ++x) {
+      for (int c = 0; c < C; ++c) {
+        const uint8_t* p = px + y * stride + size_t(x) * C + c;
+        float s = 0.f;
+        for (int dy = -1; dy <= 1; ++dy)
+          for (int dx = -1; dx <= 1; ++dx)
+            s += float(p[dy * static_cast<ptrdiff_t>(stride) + dx * C]) * (dx == 0 && dy == 0 ? kc : k);
+        blurred[y * stride + size_t(x) * C + c] = static_cast<uint8_t>(std::nearbyint(std::clamp(s, 0.f, 255.f)));
+      }
+    }
+  }
+  internal::BlendWith(img, blurred.data(), factor);
+}
+
+void AdjustHue(Image* img, double hue) {
+  if (img->channels != 3) return;
+  const float shift = static_cast<float>(std::isfinite(hue) ? std::clamp(hue, -0.5, 0.5) : 0.0);
+  uint8_t* px = img->pixels.data();
+  for (size_t i = 0, n = size_t(img->width) * img->height; i < n; ++i) {
+    uint8_t* p = px + i * 3;
+    float h, s, v, rgb[3];
+    RgbToHsv(float(p[0]) / 255.f, float(p[1]) / 255.f, float(p[2]) / 255.f, &h, &s, &v);
+    h = h + shift;
+    h = h - std::floor(h);  // Python's % 1.0
+    if (h >= 1.f) h = 0.f;
+    HsvToRgb(h, s, v, rgb);
+    for (int c = 0; c < 3; ++c) p[c] = static_cast<uint8_t>(std::clamp(rgb[c] * 255.f, 0.f, 255.f));
+  }
+}
+
+void Posterize(Image* img, int bits) {
+  bits = std::clamp(bits, 0, 8);
+  const uint8_t mask = static_cast<uint8_t>(~((1u << (8 - bits)) - 1u));
+  uint8_t* px = img->pixels.data();
+  for (size_t i = 0, n = Samples(*img); i < n; ++i) px[i] &= mask;
+}
+
+void Solarize(Image* img, double threshold) {
+  const float t = static_cast<float>(std::isnan(threshold) ? 256.0 : threshold);
+  uint8_t* px = img->pixels.data();
+  for (size_t i = 0, n = Samples(*img); i < n; ++i)
+    if (float(px[i]) >= t) px[i] = static_cast<uint8_t>(255 - px[i]);
+}
+
+void AutoContrast(Image* img) {
+  const int C = img->channels;
+  const size_t n = size_t(img->width) * img->height;
+  uint8_t* px = img->pixels.data();
+  for (int c = 0; c < C; ++c) {
+    uint8_t lo = 255, hi = 0;
+    for (size_t i = 0; i < n; ++i) lo = std::min(lo, px[i * C + c]), hi = std::max(hi, px[i * C + c]);
+    float minimum = float(lo), scale = 1.f;
+    if (hi != lo) scale = 255.f / (float(hi) - float(lo));
+    else minimum = 0.f;
+    for (size_t i = 0; i < n; ++i) {
+      const float v = (float(px[i * C + c]) - minimum) * scale;
+      px[i * C + c] = static_cast<uint8_t>(std::clamp(v, 0.f, 255.f));
+    }
+  }
+}
+
+void Equalize(Image* img) {
+  const int C = img->channels;
+  const size_t n = size_t(img->width) * img->height;
+  uint8_t* px = img->pixels.data();
+  for (int c = 0; c < C; ++c) {
+    int64_t hist[256] = {};
+    for (size_t i = 0; i < n; ++i) ++hist[px[i * C + c]];
+    // step: the count of every value but the last one present, over 255.
+    int last = 255;
+    while (last > 0 && hist[last] == 0) --last;
+    int64_t total = 0;
+    for (int v = 0; v < last; ++v) total += hist[v];
+    const int64_t step = total / 255;
+    if (step == 0) continue;
+    uint8_t lut[256];
+    int64_t cum = 0;
+    for (int v = 0; v < 256; ++v) {
+      lut[v] = static_cast<uint8_t>(std::min<int64_t>(255, (cum + step / 2) / step));
+      cum += hist[v];
+    }
+    for (size_t i = 0; i < n; ++i) px[i * C + c] = lut[px[i * C + c]];
+  }
+}
+
+void Invert(Image* img) {
+  uint8_t* px = img->pixels.data();
+  for (size_t i = 0, n = Samples(*img); i < n; ++i) px[i] = static_cast<uint8_t>(255 - px[i]);
+}
+
+}  // namespace imagepack

@@ -1,0 +1,176 @@
+// The geometric operations (F.affine and F.rotate on tensors: a sampling
+// grid centred on the image, grid_sample without corner alignment,
+// nearest or bilinear, then the fill) and _apply_op, the AutoAugment set's
+// one entry point.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "imagepack/augment.h"
+
+namespace imagepack {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+double Radians(double deg) { return deg * kPi / 180.0; }
+double Degrees(double rad) { return rad * 180.0 / kPi; }
+
+// torch.linspace(start, end, steps)[i] in float32: from the start for the
+// first half, from the end for the second.
+float Linspace(float start, float end, int steps, int i) {
+  if (steps <= 1) return start;
+  const float step = (end - start) / static_cast<float>(steps - 1);
+  return i < steps / 2 ? start + step * float(i) : end - step * float(steps - i - 1);
+}
+
+// One sample of grid_sample(align_corners=False) at unnormalised (ix, iy).
+// Returns the coverage (the mask channel torchvision appends) and writes the
+// channels' values into `v`.
+float SampleNearest(const Image& src, float ix, float iy, float* v) {
+  const float fx = std::nearbyint(ix), fy = std::nearbyint(iy);
+  const int C = src.channels;
+  if (!(fx >= 0.f && fx < float(src.width) && fy >= 0.f && fy < float(src.height))) {
+    for (int c = 0; c < C; ++c) v[c] = 0.f;
+    return 0.f;
+  }
+  const uint8_t* p = src.pixels.data() + (size_t(fy) * src.width + size_t(fx)) * C;
+  for (int c = 0; c < C; ++c) v[c] = float(p[c]);
+  return 1.f;
+}
+
+float SampleBilinear(const Image& src, float ix, float iy, float* v) {
+  const int C = src.channels;
+  for (int c = 0; c < C; ++c) v[c] = 0.f;
+  if (!(std::isfinite(ix) && std::isfinite(iy))) return 0.f;
+  // Far outside: every corner is out; keeps the integer conversions bounded.
+  if (ix < -2.f || iy < -2.f || ix > float(src.width) + 1.f || iy > float(src.height) + 1.f) return 0.f;
+  const float x0f = std::floor(ix), y0f = std::floor(iy);
+  const float wx = ix - x0f, wy = iy - y0f;
+  const int x0 = static_cast<int>(x0f), y0 = static_cast<int>(y0f);
+  const float w[4] = {(1.f - wx) * (1.f - wy), wx * (1.f - wy), (1.f - wx) * wy, wx * wy};
+  const int xs[4] = {x0, x0 + 1, x0, x0 + 1}, ys[4] = {y0, y0, y0 + 1, y0 + 1};
+  float mask = 0.f;
+  for (int k = 0; k < 4; ++k) {
+    if (xs[k] < 0 || xs[k] >= src.width || ys[k] < 0 || ys[k] >= src.height) continue;
+    const uint8_t* p = src.pixels.data() + (size_t(ys[k]) * src.width + size_t(xs[k])) * C;
+    for (int c = 0; c < C; ++c) v[c] += w[k] * float(p[c]);
+    mask += w[k];
+  }
+  return mask;
+}
+
+}  // namespace
+
+void InverseAffineMatrix(double cx, double cy, double angle_deg, double tx, double ty, double scale, double shear_x_deg,
+                         double shear_y_deg, double out[6]) {
+  const double rot = Radians(angle_deg), sx = Radians(shear_x_deg), sy = Radians(shear_y_deg);
+  const double a = std::cos(rot - sy) / std::cos(sy);
+  const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
+  const double c = std::sin(rot - sy) / std::cos(sy);
+  const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
+  double m[6] = {d, -b, 0.0, -c, a, 0.0};
+  for (double& x : m) x /= scale;
+  m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
+  m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
+  m[2] += cx;
+  m[5] += cy;
+  std::memcpy(out, m, sizeof(m));
+}
+
+void AffineTransform(Image* img, const double inverse[6], AugInterpolation interpolation, const uint8_t fill[3]) {
+  const int W = img->width, H = img->height, C = img->channels;
+  if (W < 1 || H < 1) return;
+  const Image src = *img;
+  // _gen_affine_grid: theta (float32) over half the size, applied to pixel
+  // centres relative to the middle; grid_sample unnormalises with
+  // (g + 1) * size / 2 - 0.5.
+  float theta[6];
+  for (int i = 0; i < 6; ++i) theta[i] = static_cast<float>(inverse[i]);
+  const float hw = 0.5f * float(W), hh = 0.5f * float(H);
+  const float r00 = theta[0] / hw, r10 = theta[1] / hw, r20 = theta[2] / hw;
+  const float r01 = theta[3] / hh, r11 = theta[4] / hh, r21 = theta[5] / hh;
+  const float xs = static_cast<float>(-W * 0.5 + 0.5), xe = static_cast<float>(W * 0.5 + 0.5 - 1);
+  const float ys = static_cast<float>(-H * 0.5 + 0.5), ye = static_cast<float>(H * 0.5 + 0.5 - 1);
+  const bool nearest = interpolation == AugInterpolation::kNearest;
+  float v[3];
+  uint8_t* out = img->pixels.data();
+  for (int y = 0; y < H; ++y) {
+    const float by = Linspace(ys, ye, H, y);
+    for (int x = 0; x < W; ++x) {
+      const float bx = Linspace(xs, xe, W, x);
+      const float gx = bx * r00 + by * r10 + r20, gy = bx * r01 + by * r11 + r21;
+      const float ix = (gx + 1.f) * hw - 0.5f, iy = (gy + 1.f) * hh - 0.5f;
+      const float mask = nearest ? SampleNearest(src, ix, iy, v) : SampleBilinear(src, ix, iy, v);
+      uint8_t* o = out + (size_t(y) * W + x) * C;
+      for (int c = 0; c < C; ++c) {
+        float value = v[c];
+        if (fill) {
+          if (nearest) value = mask < 0.5f ? float(fill[c]) : value;
+          else value = value * mask + (1.f - mask) * float(fill[c]);
+        }
+        o[c] = static_cast<uint8_t>(std::nearbyint(std::clamp(value, 0.f, 255.f)));
+      }
+    }
+  }
+}
+
+void ApplyAugOp(AugOp op, double magnitude, AugInterpolation interpolation, const uint8_t fill[3], Image* img) {
+  if (!std::isfinite(magnitude)) magnitude = 0;
+  const double W = img->width, H = img->height;
+  double m[6];
+  switch (op) {
+    case AugOp::kIdentity: return;
+    case AugOp::kShearX:
+    case AugOp::kShearY: {
+      // shear of atan(magnitude) degrees about the top-left corner
+      // (center=[0, 0], relative to the middle: -size / 2).
+      const double shear = Degrees(std::atan(std::clamp(magnitude, -1e6, 1e6)));
+      const bool x = op == AugOp::kShearX;
+      InverseAffineMatrix(-W * 0.5, -H * 0.5, 0, 0, 0, 1, x ? shear : 0, x ? 0 : shear, m);
+      return AffineTransform(img, m, interpolation, fill);
+    }
+    case AugOp::kTranslateX:
+    case AugOp::kTranslateY: {
+      const double t = std::trunc(std::clamp(magnitude, -1e9, 1e9));
+      const bool x = op == AugOp::kTranslateX;
+      InverseAffineMatrix(0, 0, 0, x ? t : 0, x ? 0 : t, 1, 0, 0, m);
+      return AffineTransform(img, m, interpolation, fill);
+    }
+    case AugOp::kRotate:
+      InverseAffineMatrix(0, 0, -std::fmod(magnitude, 360.0), 0, 0, 1, 0, 0, m);
+      return AffineTransform(img, m, interpolation, fill);
+    case AugOp::kBrightness: return AdjustBrightness(img, 1.0 + magnitude);
+    case AugOp::kColor: return AdjustSaturation(img, 1.0 + magnitude);
+    case AugOp::kContrast: return AdjustContrast(img, 1.0 + magnitude);
+    case AugOp::kSharpness: return AdjustSharpness(img, 1.0 + magnitude);
+    case AugOp::kPosterize: return Posterize(img, static_cast<int>(std::clamp(magnitude, 0.0, 8.0)));
+    case AugOp::kSolarize: return Solarize(img, magnitude);
+    case AugOp::kAutoContrast: return AutoContrast(img);
+    case AugOp::kEqualize: return Equalize(img);
+    case AugOp::kInvert: return Invert(img);
+  }
+}
+
+namespace {
+constexpr const char* kNames[kAugOpCount] = {"Identity",   "ShearX",    "ShearY",     "TranslateX",   "TranslateY",
+                                             "Rotate",     "Brightness", "Color",     "Contrast",     "Sharpness",
+                                             "Posterize",  "Solarize",   "AutoContrast", "Equalize", "Invert"};
+}  // namespace
+
+const char* AugOpName(AugOp op) {
+  const int i = static_cast<int>(op);
+  return i < kAugOpCount ? kNames[i] : "?";
+}
+
+bool ParseAugOp(std::string_view name, AugOp* op) {
+  for (int i = 0; i < kAugOpCount; ++i)
+    if (name == kNames[i]) {
+      *op = static_cast<AugOp>(i);
+      return true;
+    }
+  return false;
+}
+
+}  // namespace imagepack
