@@ -13,6 +13,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -72,9 +75,75 @@ py::array FieldArray(const BatchField& f, const std::shared_ptr<void>& hold) {
     case DType::kFloat32: return View(reinterpret_cast<float*>(f.data), shape, hold);
     case DType::kUint16: return View(reinterpret_cast<uint16_t*>(f.data), shape, hold);
     case DType::kInt32: return View(reinterpret_cast<int32_t*>(f.data), shape, hold);
+    case DType::kFloat16:  // fields are never 16-bit floats; the images' own types below
+    case DType::kBFloat16:
     case DType::kUint8: break;
   }
   return View(f.data, shape, hold);
+}
+
+// The output types by name (LoaderOptions::output_dtype), as Python's
+// Loader(dtype=) takes them.
+constexpr std::pair<DType, const char*> kOutputTypes[] = {
+    {DType::kUint8, "uint8"}, {DType::kFloat32, "float32"}, {DType::kFloat16, "float16"}, {DType::kBFloat16, "bfloat16"}};
+
+// A batch's images as a numpy array of the loader's output type over the
+// batch's memory; bfloat16, which numpy lacks, as its uint16 bits (the
+// package views them as torch.bfloat16).
+py::array ImagesArray(DType dtype, uint8_t* data, std::vector<py::ssize_t> shape, const std::shared_ptr<void>& hold) {
+  if (dtype == DType::kFloat32) return View(reinterpret_cast<float*>(data), shape, hold);
+  if (dtype == DType::kBFloat16) return View(reinterpret_cast<uint16_t*>(data), shape, hold);
+  if (dtype == DType::kFloat16) {
+    auto* keep = new std::shared_ptr<void>(hold);
+    py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
+    return py::array(py::dtype("float16"), shape, data, base);
+  }
+  return View(data, shape, hold);
+}
+
+// Pinned memory from CUDA's runtime, as torch loaded it (the library and
+// this extension never link CUDA): the libcudart this process has mapped
+// (its name carries a hash in torch's wheels, so it is looked for by
+// path), else one the dynamic linker finds. Null where there is none.
+void* CudaRuntime() {
+  static void* handle = [] {
+    void* h = nullptr;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+          if (!info->dlpi_name || !std::strstr(info->dlpi_name, "libcudart")) return 0;
+          *static_cast<void**>(data) = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD);
+          return *static_cast<void**>(data) ? 1 : 0;
+        },
+        &h);
+    for (const char* name : {"libcudart.so", "libcudart.so.12", "libcudart.so.11.0"})
+      if (!h) h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    return h;
+  }();
+  return handle;
+}
+using CudaHostAllocFn = int (*)(void**, size_t, unsigned int);
+using CudaFreeHostFn = int (*)(void*);
+CudaHostAllocFn g_cuda_host_alloc = nullptr;
+CudaFreeHostFn g_cuda_free_host = nullptr;
+void* PinnedAlloc(size_t bytes) {
+  void* p = nullptr;
+  return g_cuda_host_alloc(&p, bytes, 0) == 0 ? p : nullptr;  // 0: cudaSuccess, cudaHostAllocDefault
+}
+void PinnedFree(void* p) { g_cuda_free_host(p); }
+
+// LoaderOptions::pinned_alloc / pinned_free set to CUDA's, or ValueError.
+void SetPinned(LoaderOptions& o, bool pinned) {
+  if (!pinned) {
+    o.pinned_alloc = nullptr, o.pinned_free = nullptr;
+    return;
+  }
+  if (void* rt = CudaRuntime(); rt && !g_cuda_host_alloc) {
+    g_cuda_host_alloc = reinterpret_cast<CudaHostAllocFn>(dlsym(rt, "cudaHostAlloc"));
+    g_cuda_free_host = reinterpret_cast<CudaFreeHostFn>(dlsym(rt, "cudaFreeHost"));
+  }
+  if (!g_cuda_host_alloc || !g_cuda_free_host)
+    Raise(Status::InvalidArgument("pinned memory needs CUDA's runtime (libcudart) in this process, and none was found"));
+  o.pinned_alloc = PinnedAlloc, o.pinned_free = PinnedFree;
 }
 
 // LoaderOptions as Python sees it: every field under its C++ name, with
@@ -148,13 +217,29 @@ void BindLoaderOptions(py::module_& m) {
             if (v != "fast" && v != "accurate") Raise(Status::InvalidArgument("dct must be fast or accurate"));
             o.fast_dct = v == "fast";
           })
+      .def_property(
+          "output_dtype",
+          [](const O& o) {
+            for (const auto& [t, name] : kOutputTypes)
+              if (t == o.output_dtype) return std::string(name);
+            return std::string("?");
+          },
+          [](O& o, const std::string& v) {
+            for (const auto& [t, name] : kOutputTypes)
+              if (v == name) return void(o.output_dtype = t);
+            Raise(Status::InvalidArgument("dtype must be uint8, float32, float16 or bfloat16, not " + v));
+          })
+      .def_property(
+          "pinned", [](const O& o) { return o.pinned_alloc != nullptr; }, [](O& o, bool v) { SetPinned(o, v); })
+      .def_readwrite("norm_mean", &O::norm_mean)
+      .def_readwrite("norm_std", &O::norm_std)
       .def_readwrite("vflip", &O::vflip)
       .def_readwrite("min_box_visible", &O::min_box_visible);
 }
 
 class PyLoader {
  public:
-  explicit PyLoader(const LoaderOptions& o) : nchw_(o.layout == Layout::kNCHW) {
+  explicit PyLoader(const LoaderOptions& o) : nchw_(o.layout == Layout::kNCHW), dtype_(o.output_dtype) {
     Result<std::unique_ptr<Loader>> l = [&] {
       py::gil_scoped_release release;
       return Loader::Open(o);
@@ -203,7 +288,7 @@ class PyLoader {
     std::vector<py::ssize_t> shape = nchw_ ? std::vector<py::ssize_t>{n, c, s, s} : std::vector<py::ssize_t>{n, s, s, c};
     py::dict fields;
     for (const BatchField& f : b.fields) fields[py::str(f.name)] = FieldArray(f, b.hold);
-    return py::make_tuple(View(b.images, shape, b.hold), View(b.labels, {n}, b.hold), View(b.indices, {n}, b.hold),
+    return py::make_tuple(ImagesArray(dtype_, b.images, shape, b.hold), View(b.labels, {n}, b.hold), View(b.indices, {n}, b.hold),
                           fields);
   }
 
@@ -228,6 +313,7 @@ class PyLoader {
  private:
   std::unique_ptr<Loader> loader_;
   bool nchw_ = true;
+  DType dtype_ = DType::kUint8;
 };
 
 // Random access to records, decoding in C++. One cursor, behind a mutex;

@@ -37,7 +37,7 @@ Result<TransformKind> ParseTransform(const std::string& name);
 // "train, eval, pad_crop, pad_crop_eval": for help texts and messages.
 std::string TransformNames();
 enum class Layout { kNCHW, kNHWC };
-enum class DType { kUint8, kInt64, kFloat32, kUint16, kInt32 };
+enum class DType { kUint8, kInt64, kFloat32, kUint16, kInt32, kFloat16, kBFloat16 };
 size_t DTypeBytes(DType t);
 enum class CorruptPolicy {
   kFail,  // Next() returns the error, naming the record
@@ -138,6 +138,21 @@ struct LoaderOptions {
 // ("num_boxes", else num_NAME), M the batch's largest count; ints NAME
 // int64 [B, M] (-1 padded) and num_NAME; floats NAME float32 [B, M] (0
 // padded) and num_NAME; text NAME uint8 [bytes] with NAME_offsets int64
+  // The images' element type: kUint8 (the pixels), or kFloat32, kFloat16,
+  // kBFloat16: (x / 255 - norm_mean[c]) / norm_std[c] per channel, as
+  // torchvision's ToTensor + Normalize compute it in float32 (16-bit types
+  // rounded to nearest even), made by the decode threads. Mean and std are
+  // on [0, 1], one per channel or one for all; empty: 0 and 1. Fields
+  // (masks, second images) keep their own types.
+  DType output_dtype = DType::kUint8;
+  std::vector<float> norm_mean, norm_std;
+  // Page-locked output images (Python's pin_memory=True: CUDA's
+  // cudaHostAlloc and cudaFreeHost, which the binding finds in the CUDA
+  // runtime torch loaded; the library never links CUDA). With both set,
+  // the images are handed out from buffers these allocate (uint8 images
+  // copied there by the decode threads). Null: ordinary memory.
+  void* (*pinned_alloc)(size_t bytes) = nullptr;
+  void (*pinned_free)(void* p) = nullptr;
 // [B + 1]. Also crop_box int64 [B, 6]: each sample's source box x, y, w,
 // h, horizontal flip, vertical flip.
 struct BatchField {
@@ -272,7 +287,7 @@ class Loader {
   virtual Status CheckState(const LoaderState& state) const = 0;
 
   // Writes the next batch: images as uint8 [B, C, size, size] (NCHW) or
-  // [B, size, size, C] (NHWC) into `images`, labels into `labels` (B
+  // [B, size, size, C] (NHWC) into `images` (output_dtype's elements), labels into `labels` (B
   // entries). Returns the batch's sample count (the last may be short),
   // 0 at the end of the epoch, or the error of a corrupt record (kFail).
   // REQUIRES: room for batch_size samples in both buffers.

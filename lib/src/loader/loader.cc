@@ -17,6 +17,7 @@
 
 #include "loader/auto_order.h"
 #include "loader/batch_fields.h"
+#include "loader/output.h"
 #include "loader/sample_render.h"
 #include "imagepack/classes.h"
 #include "imagepack/store.h"
@@ -33,6 +34,7 @@ struct Batch {
   int64_t number = -1;
   int count = 0;
   std::vector<uint8_t> images;
+  internal::OutputBuffer output;  // the images as output_dtype, or pinned (OutputConverter::active)
   std::vector<int64_t> labels;
   std::vector<int64_t> indices;  // dataset index of each sample
   Status status;
@@ -84,7 +86,8 @@ LoaderOptions WithEvalResize(LoaderOptions o) {
 Status CheckOutputSize(const LoaderOptions& o, int size) {
   if (size < 1) return Status::InvalidArgument("output size must be positive");
   if (size > 16384) return Status::InvalidArgument("output size must be at most 16384 (eval resize 65536, pad 16384)");
-  if (const double batch_bytes = double(o.batch_size) * size * size * 3;
+  if (const double batch_bytes = double(o.batch_size) * size * size * 3 *
+                                 (o.output_dtype == DType::kUint8 ? 1 : 1 + DTypeBytes(o.output_dtype));
       batch_bytes * (o.prefetch + 2) > double(uint64_t(64) << 30))
     return Status::InvalidArgument("batches of " + std::to_string(o.batch_size) + " x " + std::to_string(size) +
                                    "^2 pixels with prefetch " + std::to_string(o.prefetch) +
@@ -103,7 +106,10 @@ class LoaderImpl : public Loader {
         channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
         arena_(internal::ResolveThreads(o_.threads)),
         fields_(src_->meta().fields, FieldShape()),
-        renderer_(internal::SampleOptions::Of(o_), channels_, RendererClasses(), &fields_), spec_(spec), epoch_spec_(spec),
+        renderer_(internal::SampleOptions::Of(o_), channels_, RendererClasses(), &fields_),
+        out_(internal::OutputConverter::Make(o_.output_dtype, o_.norm_mean, o_.norm_std, channels_,
+                                             o_.pinned_alloc && o_.pinned_free).value()),
+        spec_(spec), epoch_spec_(spec),
         next_size_(o_.size) {
     sample_bytes_ = size_t(o_.size) * o_.size * channels_;
     pool_->keep = static_cast<size_t>(std::max(0, o_.prefetch)) + 2;
@@ -239,7 +245,7 @@ class LoaderImpl : public Loader {
     auto v = NextView();
     if (!v.ok()) return v.status();
     if (v->count == 0) return 0;
-    std::memcpy(images, v->images, size_t(v->count) * sample_bytes_);
+    std::memcpy(images, v->images, size_t(v->count) * sample_bytes_ * out_.element_bytes());
     std::memcpy(labels, v->labels, size_t(v->count) * sizeof(int64_t));
     if (indices) std::memcpy(indices, v->indices, size_t(v->count) * sizeof(int64_t));
     return v->count;
@@ -251,7 +257,7 @@ class LoaderImpl : public Loader {
     if (!b.ok()) return b.status();
     if (!b.value()) return BatchView{};
     current_ = std::move(b.value());
-    return BatchView{current_->count, current_->images.data(), current_->labels.data(), current_->indices.data(),
+    return BatchView{current_->count, Images(*current_), current_->labels.data(), current_->indices.data(),
                      current_->fields.Views()};
   }
 
@@ -261,7 +267,7 @@ class LoaderImpl : public Loader {
     if (!b.ok()) return b.status();
     if (!b.value()) return OwnedBatch{};
     Batch* raw = b.value().release();
-    OwnedBatch out{raw->count, raw->images.data(), raw->labels.data(), raw->indices.data(), raw->fields.Views(), nullptr};
+    OwnedBatch out{raw->count, Images(*raw), raw->labels.data(), raw->indices.data(), raw->fields.Views(), nullptr};
     std::weak_ptr<BatchPool> pool = pool_;
     out.hold = std::shared_ptr<void>(raw, [pool](void* p) {
       std::unique_ptr<Batch> batch(static_cast<Batch*>(p));
@@ -381,6 +387,7 @@ class LoaderImpl : public Loader {
   }
 
   void Recycle(std::unique_ptr<Batch> b) { pool_->Put(std::move(b)); }
+  uint8_t* Images(Batch& b) const { return out_.active() ? b.output.data() : b.images.data(); }
 
   void Produce() {
     const int64_t nbatches = batches_per_epoch();
@@ -434,6 +441,7 @@ class LoaderImpl : public Loader {
     const int64_t end = std::min<int64_t>(begin + o_.batch_size, mine_.size());
     b.count = static_cast<int>(end - begin);
     b.images.resize(size_t(o_.batch_size) * sample_bytes_);
+    if (out_.active()) b.output.Reserve(b.images.size() * out_.element_bytes(), o_.pinned_alloc, o_.pinned_free);
     b.labels.assign(static_cast<size_t>(o_.batch_size), -1);
     b.indices.assign(static_cast<size_t>(o_.batch_size), -1);
     b.status = Status::Ok();
@@ -452,6 +460,9 @@ class LoaderImpl : public Loader {
           b.indices[i] = mine_[(pos + k) % mine_.size()];
           st = RenderOne(cur, b.indices[i], pos, dst, &b.labels[i], b, i);
         }
+        if (st.ok() && out_.active())  // on this thread, while the sample is in its cache
+          out_.Convert(dst, sample_bytes_ / size_t(channels_), o_.layout == Layout::kNCHW,
+                       b.output.data() + size_t(i) * sample_bytes_ * out_.element_bytes());
         if (!st.ok()) {
           std::lock_guard<std::mutex> g(err_mu);
           if (b.status.ok()) b.status = st;
@@ -474,6 +485,7 @@ class LoaderImpl : public Loader {
   std::vector<Image> scratch_;  // per arena thread: the resampled sample
   internal::FieldBatcher fields_;  // the dataset's fields (meta().fields)
   internal::SampleRenderer renderer_;
+  internal::OutputConverter out_;  // the images' output type (output_dtype, norm_mean, norm_std)
   const OrderSpec spec_;  // the order epochs start with
   OrderSpec epoch_spec_;  // the current epoch's (Restore may continue another)
   int next_size_;         // the output size epochs start with (SetOutputSize)
@@ -555,6 +567,9 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   if (Status keys = CheckBatchKeys(s.meta().fields); !keys.ok()) return keys.WithContext(s.Describe());
   // Blocks are of the files' (objects') bytes: what the device reads.
   const int64_t file_bytes = s.stored_bytes();
+  if (auto out = internal::OutputConverter::Make(o.output_dtype, o.norm_mean, o.norm_std,
+                                                 o.channels > 0 ? o.channels : s.meta().channels); !out.ok())
+    return out.status();
   OrderSpec spec;
   spec.seed = o.seed;
   spec.world = o.world_size;

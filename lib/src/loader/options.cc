@@ -13,7 +13,9 @@ namespace imagepack {
 size_t DTypeBytes(DType t) {
   switch (t) {
     case DType::kUint8: return 1;
-    case DType::kUint16: return 2;
+    case DType::kUint16:
+    case DType::kFloat16:
+    case DType::kBFloat16: return 2;
     case DType::kFloat32:
     case DType::kInt32: return 4;
     case DType::kInt64: return 8;
