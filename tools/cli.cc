@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <random>
 #include <sstream>
 
 #include "imagepack/files.h"
@@ -108,15 +109,27 @@ namespace {
 
 bool IsUrl(const std::string& path) { return path.find("://") != std::string::npos; }
 
-// Whether a new file can be made in the folder `dir`: one is made under
-// this process's temporary name of `name` there, and removed.
+// Whether a new file can be made in the folder `dir`: one is made there and
+// removed. Its name is a temporary's (a run killed in between leaves one
+// the next run removes) of a random name, never the one a writer of
+// `name` will use: a file planted under a name known in advance makes the
+// probe pick another, not fail.
 std::string ProbeFolder(const fs::path& dir, const std::string& name) {
-  const std::string probe = TempPathFor((dir / name).string());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return dir.string() + ": cannot write there: " + std::strerror(errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return "";
+  std::random_device random;
+  int err = EEXIST;
+  for (int attempt = 0; attempt < 8 && err == EEXIST; ++attempt) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, "%08x%08x", random(), random());
+    const std::string probe = TempPathFor((dir / (name + ".probe-" + suffix)).string());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(probe.c_str());
+      return "";
+    }
+    err = errno;
+  }
+  return dir.string() + ": cannot write there: " + std::strerror(err);
 }
 
 // The nearest folder of `path`'s parents that exists (path itself excluded).
@@ -168,7 +181,7 @@ std::string CheckOutputFolder(const std::string& option, const std::string& path
   if (fs::exists(path, ec) && !fs::is_directory(path, ec)) return option + " " + path + ": exists and is not a folder";
   std::string why;
   const fs::path dir = fs::is_directory(path, ec) ? fs::absolute(path, ec) : NearestExisting(path, &why);
-  if (why.empty()) why = ProbeFolder(dir, ".probe");
+  if (why.empty()) why = ProbeFolder(dir, "out");
   return why.empty() ? "" : option + " " + path + ": " + why;
 }
 
@@ -188,7 +201,7 @@ std::string OutputFolder::Create(const std::string& option, const std::string& p
     }
     created_.push_back(it->string());
   }
-  if (std::string why = ProbeFolder(abs, ".probe"); !why.empty()) {
+  if (std::string why = ProbeFolder(abs, "out"); !why.empty()) {
     RemoveIfEmpty();
     return option + " " + path + ": " + why;
   }

@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
        "duplicates: thumbnail correlation")
       ("min-detail", po::value(&d.min_detail)->default_value(d.min_detail), "duplicates: fine-detail correlation")
       ("sheet-pairs", po::value(&sheet_pairs)->default_value(48), "duplicates: pairs shown in duplicates.png")
-      ("threads", po::value(&d.threads)->default_value(0), "worker threads (0: all cores)");
+      ("threads", po::value(&d.threads)->default_value(0), "worker threads (0: all cores)")
+      ("overwrite", "replace pictures (and duplicates.csv) already in DIR");
   cli::AddStandardOptions(opts);
   po::options_description hidden;
   hidden.add_options()("db", po::value(&dbs)->multitoken());
@@ -157,6 +158,16 @@ int main(int argc, char** argv) {
   // refused; what this run made is taken back if the run fails.
   cli::OutputFolder folder;
   if (std::string bad = folder.Create("--out", out); !bad.empty()) return cli::FatalError(bad);
+  // What an earlier run wrote there is kept unless --overwrite.
+  std::vector<const char*> files;
+  if (sheet) files.insert(files.end(), {"sheet.png", "sheet.json"});
+  if (grid) files.insert(files.end(), {"grid.png", "grid.json"});
+  if (summary) files.insert(files.end(), {"summary.png", "summary.json"});
+  if (dup) files.insert(files.end(), {"duplicates.csv", "duplicates.png"});
+  std::error_code ec;
+  for (const char* name : files)
+    if (vm.count("overwrite") == 0 && fs::exists(fs::path(out) / name, ec))
+      return cli::FatalError((fs::path(out) / name).string() + " exists (use --overwrite to replace it)");
   const std::string prog = cli::ProgramName();
   // Temporaries of the pictures a killed run was writing, as every tool
   // removes its own (only this host's dead processes', only ours).

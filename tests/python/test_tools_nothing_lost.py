@@ -220,6 +220,20 @@ def test_failed_inspect_leaves_no_out_folder_it_made(tmp_path):
     assert r.returncode == 1 and os.path.isdir(tmp_path / "mine")  # not this run's: kept
 
 
+def test_inspect_keeps_pictures_already_in_out_unless_asked(jpeg_db, tmp_path):
+    out = tmp_path / "report"
+    run(tool("inspect_db"), jpeg_db, "--out", out, "--summary", "-q")
+    before = (out / "summary.png").read_bytes()
+    (out / "summary.png").write_bytes(b"mine")
+    r = run(tool("inspect_db"), jpeg_db, "--out", out, "--summary", "--seed", "1", "-q", ok=False)
+    assert r.returncode == 1 and "%s exists" % (out / "summary.png") in r.stderr and "--overwrite" in r.stderr, \
+        r.stderr
+    assert (out / "summary.png").read_bytes() == b"mine"
+    run(tool("inspect_db"), jpeg_db, "--out", out, "--sheet", "-q")  # another picture: nothing in its way
+    run(tool("inspect_db"), jpeg_db, "--out", out, "--summary", "--overwrite", "-q")
+    assert (out / "summary.png").read_bytes() == before
+
+
 # ---- resize_imagenet: nothing to do is a failure, outputs checked first ------
 
 def test_resize_of_a_source_without_images_fails_and_makes_nothing(tmp_path):
