@@ -3,12 +3,16 @@
     import imagepack
     loader = imagepack.Loader("train.lmdb", batch_size=256, size=224)
     for epoch in range(90):
-        loader.set_epoch(epoch)
+        loader.set_epoch(epoch)            # optional: each iteration runs the next epoch
         for images, labels in loader:      # uint8 NCHW, int64; torch tensors
             ...                            # when torch is importable
+    # dtype="float32" / "bfloat16", mean="imagenet", memory_format="channels_last":
+    # the model's input, made by the loader's threads. loader.dataset,
+    # loader.sampler.set_epoch, batch_size, drop_last: shaped like a DataLoader.
 
     ds = imagepack.open("val.lmdb")        # random access, decoding in C++
     image, label = ds[0]                   # HxWxC uint8 numpy array, int
+                                           # (image="pil" / "tensor": torchvision's forms)
 
 A dataset with fields beyond (image, class) (masks, paired images, boxes,
 text: docs/FORMAT.md) yields a dict per batch instead, e.g. {"image",
@@ -26,7 +30,12 @@ import numpy as np
 from . import _imagepack
 
 __all__ = ["Loader", "Dataset", "open", "CorruptionError", "epoch_indices", "match_classes", "ClassMatch",
-           "distributed_env", "resolution", "TRANSFORMS"]
+           "distributed_env", "resolution", "TRANSFORMS", "IMAGENET_MEAN", "IMAGENET_STD", "EpochSampler"]
+
+# torchvision's ImageNet normalisation (its presets' and pretrained weights'
+# mean and std, per channel on [0, 1]): Loader(mean="imagenet").
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 
 CorruptionError = _imagepack.CorruptionError
 epoch_indices = _imagepack.epoch_indices
@@ -41,7 +50,10 @@ TRANSFORMS = tuple(_TRANSFORMS)
 # cache_dir).
 _LOADER_OPTIONS = ("in_ram", "lock_in_ram", "cache_limit_mb", "ca_file", "eval_resize", "pad", "crop_size", "channels",
                    "layout", "seed", "order", "block_mb", "window_blocks", "io_threads", "read_chunk_mb", "drop_last",
-                   "threads", "prefetch", "on_corrupt", "dct_scaling", "dct", "vflip", "min_box_visible")
+                   "threads", "prefetch", "on_corrupt", "dct_scaling", "dct", "vflip", "min_box_visible",
+                   "auto_augment", "ra_magnitude", "ra_num_ops", "ra_num_magnitude_bins", "augmix_severity",
+                   "augmix_width", "augmix_depth", "augmix_alpha", "random_erase", "random_erase_value",
+                   "interpolation")
 
 
 def _paths(paths):
@@ -222,6 +234,159 @@ def _parse_meta(text):
     return meta
 
 
+# Loader(dtype=): the output types by every name a caller may use for them.
+_DTYPES = {"uint8": "uint8", "float32": "float32", "float": "float32", "float16": "float16", "half": "float16",
+           "bfloat16": "bfloat16"}
+
+
+def _dtype_name(dtype):
+    """"uint8", "float32", "float16" or "bfloat16" from a name, a torch dtype or a numpy dtype."""
+    if isinstance(dtype, str):
+        name = dtype
+    elif _torch() is not None and isinstance(dtype, _torch().dtype):
+        name = str(dtype).replace("torch.", "")
+    else:
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            name = repr(dtype)
+    if name not in _DTYPES:
+        raise ValueError("dtype must be uint8, float32, float16 or bfloat16 (a name, torch or numpy dtype), not %r"
+                         % (dtype,))
+    return _DTYPES[name]
+
+
+def _statistic(value, which, paths, mix):
+    """mean= or std= as floats per channel on [0, 1]: "imagenet" (torchvision's constants), "dataset" (the
+    statistics pack_lmdb stored; a ValueError when there are none), a number, a sequence, or None (empty)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        if value == "imagenet":
+            return list(IMAGENET_MEAN if which == "mean" else IMAGENET_STD)
+        if value == "dataset":
+            if mix:
+                raise ValueError("%s=\"dataset\" names one dataset's statistics, and this is a mix: give the "
+                                 "numbers (loader.normalisation() of a loader over the dataset you mean)" % which)
+            meta = _parse_meta(_imagepack.Dataset(paths, False).meta_json)
+            if not meta.get(which):
+                raise ValueError("%s=\"dataset\": %s holds no statistics (packed with --stats-sample 0): give the "
+                                 "numbers, or \"imagenet\"" % (which, ",".join(paths)))
+            return [float(v) for v in meta[which]]
+        raise ValueError("%s must be \"imagenet\", \"dataset\", a number or one number per channel, not %r"
+                         % (which, value))
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    return [float(v) for v in value]
+
+
+def _memory_format(memory_format):
+    """True for channels_last (a name or torch.channels_last), False for contiguous NCHW."""
+    if memory_format is None:
+        return False
+    name = memory_format if isinstance(memory_format, str) else str(memory_format).replace("torch.", "")
+    if name not in ("channels_last", "contiguous_format", "contiguous"):
+        raise ValueError("memory_format must be \"channels_last\" or \"contiguous_format\" (or torch's), not %r"
+                         % (memory_format,))
+    return name == "channels_last"
+
+
+# What a caller used to torch.utils.data.DataLoader may pass or read that a
+# Loader does differently: the error says what to use instead.
+_DATALOADER_ONLY = {
+    "num_workers": "a Loader decodes on threads of this process, not worker processes: threads=N (0: this "
+                   "process's cores)",
+    "collate_fn": "a Loader's batches are made in C++ (images, labels) or a dict with fields: transform each batch "
+                  "in the loop instead",
+    "sampler": "a Loader's order is its own: shuffle=, seed=, rank=/world_size= (loader.sampler.set_epoch works)",
+    "batch_sampler": "a Loader's order is its own: batch_size=, drop_last=, shuffle=, seed=",
+    "worker_init_fn": "a Loader has no worker processes to initialise",
+    "prefetch_factor": "prefetch=N: batches the loader makes ahead",
+    "persistent_workers": "a Loader keeps its threads and open databases across epochs already",
+    "timeout": "a Loader has no worker processes to wait for",
+    "generator": "a Loader's random choices are functions of seed=, the epoch and the position (set_epoch)",
+    "multiprocessing_context": "a Loader has no worker processes",
+    "pin_memory_device": "pin_memory=True pins for the current CUDA device",
+}
+
+
+class EpochSampler:
+    """loader.sampler: the Loader's order, shaped like DistributedSampler.
+    set_epoch(e) sets the loader's next epoch (loader.set_epoch); len() is
+    this rank's samples per epoch; iterating gives this rank's dataset
+    indices of the next epoch (random or sequential order; a mix or block
+    order reads its own way: iterate the loader). rank, num_replicas,
+    shuffle, seed, drop_last and epoch as DistributedSampler names them."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def set_epoch(self, epoch):
+        self._loader.set_epoch(epoch)
+
+    @property
+    def epoch(self):
+        """The epoch the loader's next iteration runs."""
+        return self._loader._upcoming()
+
+    @property
+    def rank(self):
+        return self._loader.rank
+
+    @property
+    def num_replicas(self):
+        return self._loader.world_size
+
+    @property
+    def shuffle(self):
+        return self._loader._options["shuffle"]
+
+    @property
+    def seed(self):
+        return self._loader._options["seed"]
+
+    @property
+    def drop_last(self):
+        return self._loader.drop_last
+
+    def __len__(self):
+        return self._loader.samples_per_epoch
+
+    def __iter__(self):
+        loader = self._loader
+        if loader._mix or loader.order not in ("random", "sequential"):
+            raise TypeError("this loader reads in %s order%s, which the sampler does not list: iterate the loader "
+                            "itself (dict batches carry each sample's \"index\")" % (
+                                loader.order, " from a mix" if loader._mix else ""))
+        return iter(_imagepack.epoch_indices(loader.dataset_size, loader.order == "random", loader._options["seed"],
+                                             loader._upcoming(), loader.rank, loader.world_size, loader._even))
+
+    def __repr__(self):
+        return "imagepack.EpochSampler(epoch %d, rank %d of %d)" % (self.epoch, self.rank, self.num_replicas)
+
+
+class _Concat:
+    """A mix's records as one indexable dataset, source after source (the
+    loader's dataset indices): items as imagepack.open gives them."""
+
+    def __init__(self, parts):
+        self.parts = parts
+        self.classes = parts[0].classes
+        self._starts = np.cumsum([0] + [len(p) for p in parts])
+
+    def __len__(self):
+        return int(self._starts[-1])
+
+    def __getitem__(self, index):
+        index = int(index)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("record %d outside [0, %d) of the mix" % (index, len(self)))
+        k = int(np.searchsorted(self._starts, index, side="right")) - 1
+        return self.parts[k][index - int(self._starts[k])]
+
+
 class Loader:
     """Batches of augmented uint8 images from imagepack databases.
 
@@ -280,6 +445,27 @@ class Loader:
         io_threads: reads in flight ahead of decoding (-1: 4 with blocks).
     as_torch: hand out torch tensors (torch.from_numpy: no copy) when torch
         is importable; False: numpy arrays.
+    dtype: the images' type: "uint8" (the pixels; the default), "float32",
+        "float16" or "bfloat16" (names, torch or numpy dtypes): x / 255, then
+        (x - mean) / std per channel, as torchvision's ToTensor + Normalize
+        compute it, made by the decode threads. mean=/std= given make the
+        default float32. bfloat16 needs torch.
+    mean, std: per channel on [0, 1] (a number or one per channel):
+        "imagenet" (IMAGENET_MEAN / IMAGENET_STD, torchvision's, for
+        pretrained weights), "dataset" (the statistics pack_lmdb stored), or
+        None (0 and 1). std=None after a named mean takes the same name.
+    memory_format: "channels_last" (or torch.channels_last): images of shape
+        [B, C, H, W] laid out as [B, H, W, C] in memory, made so by the
+        threads (no copy); the default is contiguous NCHW.
+    pin_memory: batches in page-locked memory, allocated with CUDA's
+        cudaHostAlloc by the loader, where torch sees a CUDA device; ignored
+        (with a warning) without one.
+    Shaped like torch.utils.data.DataLoader where a training script reads
+        one: dataset, batch_size, drop_last, sampler (set_epoch), len(),
+        pin_memory, num_workers (0: no worker processes); iterating again
+        without set_epoch starts the next epoch. DataLoader keywords it
+        does differently (num_workers=, collate_fn=, sampler=, ...) are a
+        TypeError saying what to use instead.
     The defaults of the options above are the C++ LoaderOptions' own:
         Loader.options_defaults() lists them.
 
@@ -291,7 +477,8 @@ class Loader:
 
     def __init__(self, paths, batch_size, size, train=True, *, transform=None, scale=None, ratio=None,
                  shuffle=None, rank=None, world_size=None, cache_dir=None, as_torch=True, classes=None,
-                 weights=None, repeat=None, choose=None, epoch_size=None, size_schedule=None, **options):
+                 weights=None, repeat=None, choose=None, epoch_size=None, size_schedule=None, dtype=None, mean=None,
+                 std=None, memory_format=None, pin_memory=False, **options):
         if transform is None:
             transform = "train" if train else "eval"
         if transform not in _TRANSFORMS:
@@ -315,6 +502,9 @@ class Loader:
         # the defaults (Loader.options_defaults() lists them).
         o = _imagepack.LoaderOptions()
         for name, value in options.items():
+            if name in _DATALOADER_ONLY:
+                raise TypeError("Loader() got an unexpected keyword argument %r (a DataLoader's): %s"
+                                % (name, _DATALOADER_ONLY[name]))
             if name not in _LOADER_OPTIONS:
                 raise TypeError("Loader() got an unexpected keyword argument %r" % name)
             setattr(o, name, type(getattr(o, name))(value))
@@ -337,10 +527,13 @@ class Loader:
         if ratio is not None:
             o.ratio_min, o.ratio_max = float(ratio[0]), float(ratio[1])
         o.cache_dir = os.fspath(cache_dir) if cache_dir else ""
+        self._mix = bool(o.sources)
+        self._output(o, dtype, mean, std, memory_format, pin_memory, as_torch)
         if classes is not None:
             o.classes, o.classes_from = _classes_and_name(classes)
         self._options = dict(batch_size=o.batch_size, size=o.size, transform=transform, seed=o.seed, rank=o.rank,
                              world_size=o.world_size, shuffle=self._shuffle, vflip=o.vflip)
+        self._drop_last, self._even = bool(o.drop_last), bool(o.even_partition)
         self._torch = _torch() if as_torch else None
         o.wide_maps_int32 = self._torch is not None  # torch has no uint16: the workers widen
         self._loader = _imagepack.Loader(o)
@@ -349,10 +542,50 @@ class Loader:
             print("imagepack.Loader: %s: rank %d of %d (from %s), %d decode threads" % (
                 self._name, int(rank), int(world_size), source, o.threads), file=sys.stderr)
         self._has_fields = bool(self.meta.get("fields"))
-        self._epoch = 0
+        self._epoch = 0  # the epoch of the iteration in progress (or last run); before any, the next one's
+        self._next = 0   # the epoch the next iteration starts (set_epoch, else the last one's + 1)
+        self._remaining = None  # batches left of the iteration in progress (0: it is complete)
+        self._explicit = None   # the epoch set_epoch named since the last iteration began
         # (epoch, position, order, world, block, window, size, mix): where the next iteration continues
         self._resume = None
         self._started = False
+
+    def _output(self, o, dtype, mean, std, memory_format, pin_memory, as_torch):
+        """The images' type, normalisation, memory format and pinning into the C++ options."""
+        if isinstance(std, type(None)) and isinstance(mean, str):
+            std = mean  # "imagenet" / "dataset": both from the same place
+        name = _dtype_name(dtype) if dtype is not None else ("float32" if mean is not None or std is not None
+                                                              else "uint8")
+        if name == "bfloat16" and (not as_torch or _torch() is None):
+            raise ValueError("dtype=bfloat16 needs torch (numpy has no bfloat16): float16 or float32 for numpy")
+        if name == "uint8" and (mean is not None or std is not None):
+            raise ValueError("mean and std apply to float outputs: give dtype=\"float32\" (or float16, bfloat16) "
+                             "with them, or normalise the uint8 batches yourself")
+        self._dtype = name
+        o.output_dtype = name
+        self._norm = (_statistic(mean, "mean", self._paths, self._mix), _statistic(std, "std", self._paths, self._mix),
+                      mean if isinstance(mean, str) else "given")
+        o.norm_mean, o.norm_std = self._norm[0], self._norm[1]
+        self._channels_last = _memory_format(memory_format)
+        if self._channels_last:
+            if o.layout != "NCHW":
+                raise ValueError("memory_format=\"channels_last\" hands out NCHW-shaped images laid out as NHWC: "
+                                 "leave layout at NCHW (layout=\"NHWC\" gives NHWC-shaped arrays)")
+            o.layout = "NHWC"  # the threads write NHWC; the batch is a permuted (channels_last) view of it
+        self.pin_memory = bool(pin_memory)
+        if self.pin_memory:
+            torch = _torch()
+            why = "torch sees no CUDA device"
+            if torch is not None and torch.cuda.is_available():
+                torch.cuda.init()  # loads CUDA's runtime, whose cudaHostAlloc the loader calls
+                try:
+                    o.pinned = True
+                    return
+                except ValueError as e:
+                    why = str(e)
+            import warnings
+            warnings.warn("imagepack.Loader: pin_memory=True, but %s: batches are not pinned" % why, stacklevel=3)
+            self.pin_memory = False
 
     @staticmethod
     def options_defaults():
@@ -363,7 +596,9 @@ class Loader:
         return d
 
     def set_epoch(self, epoch):
-        """The epoch the next iteration runs (as DistributedSampler.set_epoch).
+        """The epoch the next iteration runs (as DistributedSampler.set_epoch);
+        without it, each iteration runs the epoch after the last one's (the
+        first: 0), as a DataLoader over a RandomSampler reshuffles by itself.
         After load_state_dict(), setting the state's own epoch keeps the
         position it restored (the loop `for epoch in range(start, E):
         loader.set_epoch(epoch)` resumes exactly); another epoch while a
@@ -377,8 +612,18 @@ class Loader:
                     "set_epoch(%d) after load_state_dict() restored epoch %d at position %d: the next iteration "
                     "would drop that position. Start the loop at the state's epoch (state['epoch']), or build a "
                     "new Loader to start afresh" % (epoch, self._resume[0], self._resume[1]))
-        self._epoch = epoch
+        self._next = self._explicit = epoch
         self._resume = None
+
+    @property
+    def epoch(self):
+        """The epoch of the iteration in progress (or of the last one);
+        before the first, the one it will run."""
+        return self._epoch
+
+    def _upcoming(self):
+        """The epoch the next iteration runs (a restored one, set_epoch's, or the last one's + 1)."""
+        return self._resume[0] if self._resume is not None else self._next
 
     def __len__(self):
         """Batches per epoch for this rank (of the rest of the epoch, right
@@ -404,28 +649,42 @@ class Loader:
         if self._resume is not None:
             # load_state_dict() restored this position, and its batches are
             # being made since: restoring again would throw them away.
-            self._resume = None
+            epoch, self._resume = self._resume[0], None
         else:
+            epoch = self._next
             if self._schedule is not None:
-                self._loader.set_output_size(resolution(self._epoch, *self._schedule))
-            self._loader.start_epoch(self._epoch)
+                self._loader.set_output_size(resolution(epoch, *self._schedule))
+            self._loader.start_epoch(epoch)
+        self._epoch, self._next, self._explicit = epoch, epoch + 1, None
         self._started = True
+        self._remaining = self._loader.batches_per_epoch
         while True:
             batch = self._loader.next()
             if batch is None:
                 return
+            self._remaining -= 1
             images, labels, indices, fields = batch
             if not self._has_fields:
-                if self._torch is not None:
-                    images, labels = self._torch.from_numpy(images), self._torch.from_numpy(labels)
-                yield images, labels
+                yield self._images(images), self._torch.from_numpy(labels) if self._torch is not None else labels
                 continue
             yield self._dict_batch(images, labels, indices, fields)
+
+    def _images(self, images):
+        """A batch's images as handed out: a tensor (bfloat16 from its bits), channels_last a permuted view."""
+        if self._torch is not None:
+            if self._dtype == "bfloat16":
+                images = self._torch.from_numpy(images.view(np.int16)).view(self._torch.bfloat16)
+            else:
+                images = self._torch.from_numpy(images)
+        elif self._dtype == "bfloat16":
+            raise ValueError("bfloat16 batches need torch")  # refused at construction; as_torch cannot change
+        return images.permute(0, 3, 1, 2) if self._channels_last and self._torch is not None else (
+            images.transpose(0, 3, 1, 2) if self._channels_last else images)
 
     def _dict_batch(self, images, labels, indices, fields):
         """{"image", "label", "index", fields..., "crop_box"}; text fields as
         lists of str, everything else as arrays (tensors with torch)."""
-        out = {"image": images, "label": labels, "index": indices}
+        out = {"label": labels, "index": indices}
         for spec in self.meta["fields"]:
             name = spec["name"]
             if spec["kind"] == "text":
@@ -436,6 +695,12 @@ class Loader:
         if self._torch is not None:
             # uint16 maps come as int32 already (wide_maps_int32).
             out = {k: (v if isinstance(v, list) else self._torch.from_numpy(v)) for k, v in out.items()}
+        if self._channels_last:  # second images were written NHWC too
+            for spec in self.meta["fields"]:
+                if spec["kind"] == "image":
+                    v = out[spec["name"]]
+                    out[spec["name"]] = v.permute(0, 3, 1, 2) if self._torch is not None else v.transpose(0, 3, 1, 2)
+        out["image"] = self._images(images)
         return out
 
     def state_dict(self):
@@ -447,11 +712,13 @@ class Loader:
         rest of the epoch split over the new ranks (docs/LOADER.md)."""
         if self._resume is not None:
             epoch, position, order, world, block, window, size, mix = self._resume
-        elif self._started and self._loader.state[0] == self._epoch:
+        elif self._started and self._remaining and self._explicit in (None, self._epoch):
+            # an epoch in progress (set_epoch of another epoch since starts that one afresh)
             epoch, position, order, world, block, window, size, mix = self._loader.state
         else:
+            # nothing in progress (not started, complete, or set_epoch since): where the next iteration starts
             epoch, position, order, world, block, window, size, mix = (
-                self._epoch, 0, self.order, 0, 0, 0, self._next_size(), self._loader.state[7])
+                self._upcoming(), 0, self.order, 0, 0, 0, self._next_size(), self._loader.state[7])
         state = dict(self._options, size=int(size))
         state.update({"epoch": int(epoch), "position": int(position), "order": order, "order_world": int(world),
                       "order_block_records": int(block), "order_window_blocks": int(window),
@@ -463,7 +730,7 @@ class Loader:
 
     def _next_size(self):
         if self._schedule is not None:
-            return resolution(self._epoch, *self._schedule)
+            return resolution(self._upcoming(), *self._schedule)
         return self._loader.output_size
 
     def load_state_dict(self, state):
@@ -485,7 +752,8 @@ class Loader:
                   int(state.get("order_world", 0)), int(state.get("order_block_records", 0)),
                   int(state.get("order_window_blocks", 0)), int(state.get("size", 0)), state.get("mix", ""))
         self._loader.restore(*resume)  # len() now counts the rest of the epoch; the next iteration goes on from here
-        self._epoch, self._resume = resume[0], resume
+        self._epoch = self._next = resume[0]
+        self._resume, self._explicit = resume, None
 
     def stats(self):
         """Images decoded, bytes read, seconds spent reading, decoding and
@@ -499,14 +767,62 @@ class Loader:
         return self._meta
 
     def normalisation(self):
-        """(mean, std, where) per channel on [0, 1] to normalise this
-        dataset's images with: its statistics, or 0.5 / 0.25 when it holds
-        none (packed with --stats-sample 0), as the trainers decide; `where`
-        says which. Normalise validation data with the training loader's."""
-        mean, std, c = self.meta.get("mean") or [], self.meta.get("std") or [], self.channels
+        """(mean, std, where) per channel on [0, 1]. A loader made with
+        mean=/std= returns those (it applies them already; `where` names
+        them: "imagenet", "dataset" or "given"). Otherwise the DATA'S OWN
+        statistics, for training from scratch as the trainers do, or 0.5 /
+        0.25 when the dataset holds none (packed with --stats-sample 0);
+        `where` says which. Never ImageNet's: pretrained weights want
+        mean="imagenet" (IMAGENET_MEAN / IMAGENET_STD). Normalise validation
+        data with the training loader's."""
+        mean, std, how = self._norm
+        c = self.channels
+        if mean or std:
+            spread = lambda v, d: [float(x) for x in (v * c if len(v) == 1 else v)] if v else [d] * c  # noqa: E731
+            return spread(mean, 0.0), spread(std, 1.0), "applied by the loader (%s)" % how
+        mean, std = self.meta.get("mean") or [], self.meta.get("std") or []
         if len(mean) == c and len(std) == c:
-            return list(mean), list(std), "the training data's statistics"
+            return list(mean), list(std), "the training data's statistics (not ImageNet's)"
         return [0.5] * c, [0.25] * c, "0.5 / 0.25 (the dataset holds no statistics)"
+
+    # -- shaped like torch.utils.data.DataLoader ------------------------------
+    @property
+    def dataset(self):
+        """The records, indexable: len() is the dataset's records (every
+        source's, for a mix: one after the other, the loader's dataset
+        indices), items as imagepack.open gives them (the records' own
+        labels, not remapped by classes=). Opened on first use."""
+        if getattr(self, "_dataset", None) is None:
+            if self._mix:
+                self._dataset = _Concat([Dataset(s["name"].split(",")) for s in self.sources])
+            else:
+                self._dataset = Dataset(self._paths)
+        return self._dataset
+
+    @property
+    def batch_size(self):
+        return self._options["batch_size"]
+
+    @property
+    def drop_last(self):
+        return self._drop_last
+
+    @property
+    def sampler(self):
+        """A DistributedSampler-shaped view of the order (EpochSampler): its
+        set_epoch sets this loader's epoch."""
+        return EpochSampler(self)
+
+    @property
+    def num_workers(self):
+        """0: no worker processes (the decode threads are `threads`)."""
+        return 0
+
+    def __getattr__(self, name):
+        # only reached for names the Loader lacks
+        if name in _DATALOADER_ONLY:
+            raise AttributeError("imagepack.Loader has no %r (a DataLoader's): %s" % (name, _DATALOADER_ONLY[name]))
+        raise AttributeError("'imagepack.Loader' object has no attribute %r" % name)
 
     @property
     def fields(self):
@@ -560,6 +876,9 @@ class Loader:
         return [{"name": n, "records": r, "samples": c} for n, r, c in self._loader.sources]
 
 
+_IMAGE_FORMS = ("numpy", "pil", "tensor")
+
+
 class Dataset:
     """Random access to the records of one database or of its shards:
     ds[i] -> (HxWxC uint8 numpy array, label); for a dataset with fields, a
@@ -568,9 +887,21 @@ class Dataset:
     boxes Nx4 float32 with "box_labels", ints, floats,
     text as str}. Decoding runs in C++ without the GIL. Safe in DataLoader
     worker processes: each process opens the database for itself on first
-    use."""
+    use.
 
-    def __init__(self, paths, in_ram=False, transform=None):
+    image: the form images come in, for what takes them next (transform=):
+    "numpy" (HxWxC uint8 array, the default), "pil" (a PIL.Image, mode RGB
+    or L: torchvision's PIL transforms, ImageFolder's items) or "tensor"
+    (a CxHxW uint8 torch tensor, as torchvision.io.decode_jpeg gives:
+    torchvision's tensor transforms). Second images of a dataset with
+    fields come in the same form."""
+
+    def __init__(self, paths, in_ram=False, transform=None, image="numpy"):
+        if image not in _IMAGE_FORMS:
+            raise ValueError("image must be one of %s, not %r" % (", ".join(_IMAGE_FORMS), image))
+        if image == "tensor" and _torch() is None:
+            raise ValueError("image=\"tensor\" needs torch; \"pil\" or \"numpy\" without it")
+        self._form = image
         self._paths = _paths(paths)
         self._in_ram = bool(in_ram)
         self.transform = transform
@@ -594,21 +925,35 @@ class Dataset:
         if self.fields:
             sample = self.sample(index)
             return self.transform(sample) if self.transform is not None else sample
-        image, label, _ = self._open().get(int(index))
+        image, label, _ = self.record(index)
         if self.transform is not None:
             image = self.transform(image)
         return image, label
 
+    def _as_form(self, image):
+        """An HxWxC uint8 array in the form image= asked for."""
+        if self._form == "pil":
+            from PIL import Image
+            return Image.fromarray(image[:, :, 0] if image.shape[2] == 1 else image)
+        if self._form == "tensor":
+            return _torch().from_numpy(image).permute(2, 0, 1).contiguous()
+        return image
+
     def sample(self, index):
         """Record `index` as a dict: image, label, path and every field."""
-        image, label, path = self._open().get(int(index))
+        image, label, path = self.record(index)
         out = {"image": image, "label": label, "path": path}
-        out.update(self._open().fields(int(index)))
+        extra = self._open().fields(int(index))
+        for spec in self.fields:
+            if spec["kind"] == "image" and spec["name"] in extra:
+                extra[spec["name"]] = self._as_form(extra[spec["name"]])
+        out.update(extra)
         return out
 
     def record(self, index):
-        """(image, label, source path) of record `index`."""
-        return self._open().get(int(index))
+        """(image, label, source path) of record `index`, the image in the form image= asked for."""
+        image, label, path = self._open().get(int(index))
+        return self._as_form(image), label, path
 
     def __getstate__(self):  # picklable for spawned workers: reopened there
         state = self.__dict__.copy()
@@ -620,6 +965,8 @@ class Dataset:
         return "imagepack.Dataset(%s, %d records)" % (self._open().describe(), len(self))
 
 
-def open(paths, in_ram=False, transform=None):  # noqa: A001 (the package's entry point)
-    """A Dataset over one database (LMDB or blob) or the shards of one."""
-    return Dataset(paths, in_ram=in_ram, transform=transform)
+def open(paths, in_ram=False, transform=None, image="numpy"):  # noqa: A001 (the package's entry point)
+    """A Dataset over one database (LMDB or blob) or the shards of one;
+    image="pil" or "tensor" hands images out in the forms torchvision's
+    transforms take (Dataset)."""
+    return Dataset(paths, in_ram=in_ram, transform=transform, image=image)
