@@ -246,6 +246,19 @@ def test_resize_of_a_source_without_images_fails_and_makes_nothing(tmp_path):
     assert not os.path.exists(tmp_path / "dst")
 
 
+def test_pack_of_a_source_without_images_fails_and_makes_nothing(tmp_path):
+    os.makedirs(tmp_path / "empty")
+    (tmp_path / "empty" / "notes.txt").write_text("x")
+    (tmp_path / "none.jsonl").write_text("")
+    for args, says in (([tmp_path / "empty", tmp_path / "a.lmdb", "--no-class"],
+                        "%s holds no images (1 files" % (tmp_path / "empty")),
+                       (["--manifest", tmp_path / "none.jsonl", tmp_path / "a.lmdb"],
+                        "%s holds no images" % (tmp_path / "none.jsonl"))):
+        r = run(tool("pack_lmdb"), *args, "-q", ok=False)
+        assert r.returncode == 1 and says in r.stderr, (args, r.stdout, r.stderr)
+        assert not os.path.exists(tmp_path / "a.lmdb")
+
+
 @pytest.mark.parametrize("name", ["resize_imagenet", "pack_lmdb"])
 def test_errors_file_that_cannot_be_written_stops_before_any_work(name, tree, tmp_path):
     (tmp_path / "file").write_text("x")

@@ -292,8 +292,19 @@ Result<PackSummary> PackDataset(const PackOptions& given) {
   PackSummary summary;
   auto source = OpenForPack(given, &summary);
   if (!source.ok()) return source.status();
+  // Nothing to pack is a failure, not an empty database (a shard that
+  // gets none of a source's items is still written: the others hold them).
+  const bool none = source->items.empty() && !source->spilled && !(source->db_records && source->db->size() > 0);
+  if (none && summary.errors.empty()) {
+    const std::string what = given.source.manifest.empty() ? given.src : given.source.manifest;
+    return Status::NotFound(what + (source->db ? " holds no records" : " holds no images") +
+                            (summary.ignored.empty() ? std::string()
+                                                     : " (" + std::to_string(summary.ignored.size()) +
+                                                           " files ignored for their names)") +
+                            "; nothing written to " + given.dst);
+  }
   const PackOptions o = Resolved(given, source.value());
-  if (source->items.empty() && !source->spilled && !source->db_records && !summary.errors.empty()) {
+  if (none && !summary.errors.empty()) {
     summary.all_skipped = true;  // nothing is created under dst
     summary.seconds = SecondsSince(t0);
     return summary;
