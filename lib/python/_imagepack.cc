@@ -234,6 +234,67 @@ void BindLoaderOptions(py::module_& m) {
       .def_readwrite("norm_mean", &O::norm_mean)
       .def_readwrite("norm_std", &O::norm_std)
       .def_readwrite("vflip", &O::vflip)
+      .def_property(
+          "auto_augment", [](const O& o) { return std::string(AutoAugmentName(o.augment.kind)); },
+          [](O& o, const std::string& v) {
+            if (!ParseAutoAugment(v, &o.augment.kind))
+              Raise(Status::InvalidArgument("auto_augment must be ta_wide, ra, imagenet, cifar10, svhn, augmix or "
+                                            "none, not " + v));
+          })
+      .def_property(
+          "ra_magnitude", [](const O& o) { return o.augment.ra_magnitude; },
+          [](O& o, int v) { o.augment.ra_magnitude = v; })
+      .def_property(
+          "ra_num_ops", [](const O& o) { return o.augment.ra_num_ops; }, [](O& o, int v) { o.augment.ra_num_ops = v; })
+      .def_property(
+          "ra_num_magnitude_bins", [](const O& o) { return o.augment.ra_bins; },
+          [](O& o, int v) { o.augment.ra_bins = v; })
+      .def_property(
+          "augmix_severity", [](const O& o) { return o.augment.augmix_severity; },
+          [](O& o, int v) { o.augment.augmix_severity = v; })
+      .def_property(
+          "augmix_width", [](const O& o) { return o.augment.augmix_width; },
+          [](O& o, int v) { o.augment.augmix_width = v; })
+      .def_property(
+          "augmix_depth", [](const O& o) { return o.augment.augmix_depth; },
+          [](O& o, int v) { o.augment.augmix_depth = v; })
+      .def_property(
+          "augmix_alpha", [](const O& o) { return o.augment.augmix_alpha; },
+          [](O& o, double v) { o.augment.augmix_alpha = v; })
+      .def_property(
+          "random_erase", [](const O& o) { return o.erase.p; }, [](O& o, double v) { o.erase.p = v; })
+      .def_property(
+          "random_erase_value",
+          [](const O& o) -> py::object {
+            if (o.erase.random) return py::str("random");
+            return py::cast(std::vector<int>(o.erase.value, o.erase.value + 3));
+          },
+          [](O& o, py::object v) {
+            if (py::isinstance<py::str>(v)) {
+              if (v.cast<std::string>() != "random")
+                Raise(Status::InvalidArgument("random_erase_value: \"random\" or grey levels"));
+              o.erase.random = true;
+              return;
+            }
+            const std::vector<int> levels =
+                py::isinstance<py::int_>(v) ? std::vector<int>{v.cast<int>()} : v.cast<std::vector<int>>();
+            if (levels.empty() || levels.size() > 3)
+              Raise(Status::InvalidArgument("random_erase_value: 1 or 3 grey levels"));
+            o.erase.random = false;
+            for (size_t c = 0; c < 3; ++c) {
+              const int l = levels[std::min(c, levels.size() - 1)];
+              if (l < 0 || l > 255) Raise(Status::InvalidArgument("random_erase_value: grey levels in 0..255"));
+              o.erase.value[c] = static_cast<uint8_t>(l);
+            }
+          })
+      .def_property(
+          "interpolation",
+          [](const O& o) { return o.filter == ResampleFilter::kCatmullRom ? "bicubic" : "bilinear"; },
+          [](O& o, const std::string& v) {
+            if (v != "bilinear" && v != "bicubic")
+              Raise(Status::InvalidArgument("interpolation must be bilinear or bicubic"));
+            o.filter = v == "bicubic" ? ResampleFilter::kCatmullRom : ResampleFilter::kTriangle;
+          })
       .def_readwrite("min_box_visible", &O::min_box_visible);
 }
 

@@ -296,6 +296,80 @@ def test_policy_is_a_function_of_the_seed():
         aug.auto_augment(a, "augmix", 1, severity=11)
 
 
+M64 = (1 << 64) - 1
+
+
+def _splitmix_next(state):
+    state = (state + 0x9E3779B97F4A7C15) & M64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def _sample_stream(seed, epoch, position):
+    """The seed of a sample's augmentation stream (sample_render.cc)."""
+    base = seed ^ ((epoch << 40) & M64) ^ ((position * 0xD1B54A32D192ED03) & M64) ^ 0x6A09E667F3BCC909
+    return _splitmix_next(base & M64)
+
+
+def _epoch(loader, epoch):
+    loader.set_epoch(epoch)
+    return [(np.array(x), np.array(y)) for x, y in loader]
+
+
+def test_loader_applies_the_policy_after_crop_and_flip(jpeg_db):
+    """The loader's sample = the plain crop+flip sample put through the
+    policy with the sample's own stream of (seed, epoch, position): the
+    crops stay as they were, the choices are a function of the position."""
+    import imagepack
+    opts = dict(batch_size=8, size=32, seed=11, threads=1, layout="NHWC", as_torch=False)
+    plain = imagepack.Loader(jpeg_db, **opts)
+    augmented = imagepack.Loader(jpeg_db, auto_augment="ta_wide", **opts)
+    changed = 0
+    for epoch in (0, 3):
+        ref, got = _epoch(plain, epoch), _epoch(augmented, epoch)
+        for b, ((x, y), (xa, ya)) in enumerate(zip(ref, got)):
+            assert np.array_equal(y, ya)
+            for i in range(len(y)):
+                want, steps, *_ = aug.auto_augment(x[i], "ta_wide", _sample_stream(11, epoch, b * 8 + i),
+                                                   interpolation="bilinear")
+                assert np.array_equal(xa[i], want), (epoch, b, i, steps)
+                changed += not np.array_equal(xa[i], x[i])
+    assert changed > 100
+
+
+@pytest.mark.parametrize("policy", ["ta_wide", "ra", "imagenet", "augmix"])
+def test_loader_augmentation_is_the_same_on_any_thread_count(jpeg_db, policy):
+    import imagepack
+    opts = dict(batch_size=8, size=32, seed=5, auto_augment=policy, random_erase=0.5, as_torch=False)
+    one = _epoch(imagepack.Loader(jpeg_db, threads=1, **opts), 2)
+    two = _epoch(imagepack.Loader(jpeg_db, threads=2, **opts), 2)
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(one, two))
+    other_epoch = _epoch(imagepack.Loader(jpeg_db, threads=2, **opts), 3)
+    assert not all(np.array_equal(a[0], b[0]) for a, b in zip(one, other_epoch))
+
+
+def test_loader_keywords_are_checked(jpeg_db):
+    import imagepack
+    with pytest.raises(ValueError, match="auto_augment"):
+        imagepack.Loader(jpeg_db, batch_size=8, size=32, auto_augment="autoaugment")
+    with pytest.raises(ValueError, match="magnitude"):
+        imagepack.Loader(jpeg_db, batch_size=8, size=32, auto_augment="ra", ra_magnitude=40)
+    with pytest.raises(ValueError, match="p must be"):
+        imagepack.Loader(jpeg_db, batch_size=8, size=32, random_erase=1.5)
+    with pytest.raises(ValueError, match="interpolation"):
+        imagepack.Loader(jpeg_db, batch_size=8, size=32, interpolation="nearest")
+    # bicubic crops differ from bilinear ones; eval transforms are never augmented.
+    kw = dict(batch_size=8, size=32, seed=1, threads=1, as_torch=False)
+    bil = _epoch(imagepack.Loader(jpeg_db, **kw), 0)[0][0]
+    bic = _epoch(imagepack.Loader(jpeg_db, interpolation="bicubic", **kw), 0)[0][0]
+    assert not np.array_equal(bil, bic)
+    ev = _epoch(imagepack.Loader(jpeg_db, train=False, **kw), 0)[0][0]
+    ev_aug = _epoch(imagepack.Loader(jpeg_db, train=False, auto_augment="augmix", random_erase=1.0, **kw), 0)[0][0]
+    assert np.array_equal(ev, ev_aug)
+
+
 def test_zz_report_measured_bounds():
     """Prints the measured differences (run with -s) for docs/LOADER.md."""
     for k in sorted(MEASURED):

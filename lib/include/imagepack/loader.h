@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "imagepack/augment.h"
 #include "imagepack/meta.h"
 #include "imagepack/mix.h"
 #include "imagepack/order.h"
@@ -118,6 +119,18 @@ struct LoaderOptions {
   // from the sample's own RNG after everything else (so turning it on
   // leaves the crops and horizontal flips as they were).
   bool vflip = false;
+  // Training transforms: the per-sample augmentations of torchvision's
+  // classification recipes (imagepack/augment.h), after the crop and the
+  // flips, in the recipe's order: the policy (`augment.kind`: AutoAugment,
+  // RandAugment, TrivialAugmentWide, AugMix), then random erasing
+  // (`erase.p` > 0). Drawn from a stream of their own, a function of
+  // (seed, epoch, position): turning them on leaves the crops and flips as
+  // they were. Images only: fields (masks, boxes) get the crop and flips.
+  AugmentOptions augment;
+  EraseOptions erase;
+  // The crop's resampling filter: kTriangle (bilinear, antialiased) or
+  // kCatmullRom (bicubic, antialiased, as Pillow's).
+  ResampleFilter filter = ResampleFilter::kTriangle;
   // Boxes: one whose part inside the crop is below this fraction of its
   // area (after the crop's scaling) is dropped; an empty one always is.
   double min_box_visible = 0.0;
@@ -125,19 +138,6 @@ struct LoaderOptions {
   // (DType::kInt32), widened by the workers: for consumers without uint16,
   // such as torch (the Python package sets it with as_torch).
   bool wide_maps_int32 = false;
-};
-
-// One named array of a batch beyond its images and labels: a dataset's
-// fields (docs/LOADER.md, "Fields"), samples first (shape[0] = batch
-// count). Per kind: image NAME uint8 [B, C, S, S] (or NHWC); mask NAME
-// uint8 or uint16 [B, S, S] (the field's dtype), depth NAME uint16 [B, S,
-// S] (int32 with LoaderOptions::wide_maps_int32), both padded with their
-// fill value (ignore, no reading); boxes NAME float32 [B, M, 4] with NAME's classes
-// int64 [B, M] ("box_labels" for a field named "boxes", else
-// NAME_labels, -1 past a sample's count) and counts int64 [B]
-// ("num_boxes", else num_NAME), M the batch's largest count; ints NAME
-// int64 [B, M] (-1 padded) and num_NAME; floats NAME float32 [B, M] (0
-// padded) and num_NAME; text NAME uint8 [bytes] with NAME_offsets int64
   // The images' element type: kUint8 (the pixels), or kFloat32, kFloat16,
   // kBFloat16: (x / 255 - norm_mean[c]) / norm_std[c] per channel, as
   // torchvision's ToTensor + Normalize compute it in float32 (16-bit types
@@ -153,6 +153,19 @@ struct LoaderOptions {
   // copied there by the decode threads). Null: ordinary memory.
   void* (*pinned_alloc)(size_t bytes) = nullptr;
   void (*pinned_free)(void* p) = nullptr;
+};
+
+// One named array of a batch beyond its images and labels: a dataset's
+// fields (docs/LOADER.md, "Fields"), samples first (shape[0] = batch
+// count). Per kind: image NAME uint8 [B, C, S, S] (or NHWC); mask NAME
+// uint8 or uint16 [B, S, S] (the field's dtype), depth NAME uint16 [B, S,
+// S] (int32 with LoaderOptions::wide_maps_int32), both padded with their
+// fill value (ignore, no reading); boxes NAME float32 [B, M, 4] with NAME's classes
+// int64 [B, M] ("box_labels" for a field named "boxes", else
+// NAME_labels, -1 past a sample's count) and counts int64 [B]
+// ("num_boxes", else num_NAME), M the batch's largest count; ints NAME
+// int64 [B, M] (-1 padded) and num_NAME; floats NAME float32 [B, M] (0
+// padded) and num_NAME; text NAME uint8 [bytes] with NAME_offsets int64
 // [B + 1]. Also crop_box int64 [B, 6]: each sample's source box x, y, w,
 // h, horizontal flip, vertical flip.
 struct BatchField {

@@ -540,6 +540,8 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   if (o.prefetch < 1 || o.prefetch > 64) return Status::InvalidArgument("prefetch must be in 1..64");
   if (o.block_mb > 1024 || o.read_chunk_mb > 1024 || o.window_blocks > 65536)
     return Status::InvalidArgument("block and read chunk at most 1024 MB, window at most 65536 blocks");
+  IMAGEPACK_RETURN_IF_ERROR(CheckAugmentOptions(o.augment));
+  if (!(o.erase.p >= 0 && o.erase.p <= 1)) return Status::InvalidArgument("random erasing's p must be in [0, 1]");
   IMAGEPACK_RETURN_IF_ERROR(CheckOutputSize(o, o.size));
   // Records are read with pread, from storage or from the in-RAM copy
   // (each worker thread has its own cursor, and a record is done with

@@ -35,6 +35,9 @@ SampleOptions SampleOptions::Of(const LoaderOptions& o) {
   r.fast_dct = o.fast_dct;
   r.vflip = o.vflip;
   r.layout = o.layout;
+  r.augment = o.augment;
+  r.erase = o.erase;
+  r.filter = o.filter;
   return r;
 }
 
@@ -78,6 +81,7 @@ Status SampleRenderer::Render(const RecordView& rec, int64_t index, uint64_t epo
   ro.dct_scaling = o_.dct_scaling;
   ro.fast_dct = o_.fast_dct;
   ro.finish = false;  // channels are converted in WriteSample's copy
+  ro.filter = o_.filter;
   // NCHW RGB, the usual training layout: the resampler writes the planes
   // straight into the batch.
   const bool nchw = o_.layout == Layout::kNCHW;
@@ -92,11 +96,45 @@ Status SampleRenderer::Render(const RecordView& rec, int64_t index, uint64_t epo
     if (vflip) FlipRows(out, nchw ? channels_ : 1, o_.size, size_t(o_.size) * (nchw ? 1 : channels_));
     return Status::Ok();
   };
-  Status st = render_image(rec.fields.encoding, rec.payload, rec.payload_size, rec.fields.channels, dst);
+  const bool train = o_.transform == TransformKind::kTrain || o_.transform == TransformKind::kPadCrop;
+  Status st = train && o_.augments() ? RenderAugmented(rec, box, ro, vflip, epoch, global, dst, scratch)
+                                     : render_image(rec.fields.encoding, rec.payload, rec.payload_size,
+                                                    rec.fields.channels, dst);
   if (!st.ok()) return st.WithContext(where());
   if (fields_ && !fields_->empty()) {
     st = fields_->RenderSample(rec, box, flip, vflip, render_image, arrays, i);
     if (!st.ok()) return st.WithContext(where());
+  }
+  return Status::Ok();
+}
+
+Status SampleRenderer::RenderAugmented(const RecordView& rec, const CropBox& box, const RenderOptions& base,
+                                       bool vflip, uint64_t epoch, uint64_t global, uint8_t* dst,
+                                       Image* scratch) const {
+  RenderOptions ro = base;
+  ro.planes = nullptr;
+  ro.finish = true;  // HWC pixels of the output's channels
+  const int W = static_cast<int>(rec.fields.width), H = static_cast<int>(rec.fields.height);
+  IMAGEPACK_RETURN_IF_ERROR(rec.fields.encoding == Encoding::kJpeg
+                                ? RenderJpeg(rec.payload, rec.payload_size, box, ro, scratch)
+                                : RenderPixels(rec.payload, W, H, rec.fields.channels, box, ro, scratch));
+  const int C = channels_, S = o_.size;
+  if (scratch->channels != C || scratch->width != S || scratch->height != S)
+    return Status::Corruption("rendered " + std::to_string(scratch->width) + "x" + std::to_string(scratch->height) +
+                              "x" + std::to_string(scratch->channels) + ", expected " + std::to_string(S));
+  if (vflip) FlipRows(scratch->pixels.data(), 1, S, size_t(S) * C);
+  // A stream of its own: the crop's and flips' draws stay as they were.
+  SplitMix64 mixer(o_.seed ^ (epoch << 40) ^ (global * 0xD1B54A32D192ED03ull) ^ 0x6A09E667F3BCC909ull);
+  SplitMix64 rng(mixer.Next());
+  AutoAugmentImage(o_.augment, rng, scratch);
+  if (o_.erase.p > 0) ApplyErase(o_.erase, DrawErase(o_.erase, S, S, rng), scratch, rng);
+  const size_t n = size_t(S) * S;
+  if (o_.layout == Layout::kNHWC || C == 1) {
+    std::memcpy(dst, scratch->pixels.data(), n * C);
+  } else {
+    const uint8_t* px = scratch->pixels.data();
+    for (size_t i = 0; i < n; ++i)
+      for (int c = 0; c < C; ++c) dst[size_t(c) * n + i] = px[i * C + c];
   }
   return Status::Ok();
 }

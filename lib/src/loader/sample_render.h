@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "loader/batch_fields.h"
+#include "imagepack/augment.h"
 #include "imagepack/loader.h"
 #include "imagepack/pixels.h"
 #include "imagepack/record.h"
@@ -22,6 +23,11 @@ struct SampleOptions {
   double scale_min = 0.08, scale_max = 1.0, ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
   bool dct_scaling = true, fast_dct = true, vflip = false;
   Layout layout = Layout::kNCHW;
+  AugmentOptions augment;  // train transforms: after the crop and flips
+  EraseOptions erase;
+  ResampleFilter filter = ResampleFilter::kTriangle;
+
+  bool augments() const { return augment.kind != AutoAugmentKind::kNone || erase.p > 0; }
 
   static SampleOptions Of(const LoaderOptions& o);
 };
@@ -47,6 +53,11 @@ class SampleRenderer {
   // the batch, for what the planar path does not cover: one output channel,
   // or NHWC.
   void WriteSample(const Image& img, uint8_t* dst) const;
+  // The sample's image for the augmentations: rendered as HWC pixels of the
+  // output's channels, flipped, augmented from its own stream of (seed,
+  // epoch, global), written into `dst` in the batch's layout.
+  Status RenderAugmented(const RecordView& rec, const CropBox& box, const RenderOptions& ro, bool vflip,
+                         uint64_t epoch, uint64_t global, uint8_t* dst, Image* scratch) const;
 
   SampleOptions o_;
   int channels_;
