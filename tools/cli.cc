@@ -110,17 +110,17 @@ namespace {
 bool IsUrl(const std::string& path) { return path.find("://") != std::string::npos; }
 
 // Whether a new file can be made in the folder `dir`: one is made there and
-// removed. Its name is a temporary's (a run killed in between leaves one
-// the next run removes) of a random name, never the one a writer of
-// `name` will use: a file planted under a name known in advance makes the
-// probe pick another, not fail.
-std::string ProbeFolder(const fs::path& dir, const std::string& name) {
+// removed. Its name is short, random and in the temporaries' scheme (one a
+// killed run leaves is a dead run's temporary to RemoveStaleTemps), never
+// the name a writer will use: a file planted under a name known in advance
+// makes the probe pick another, not fail.
+std::string ProbeFolder(const fs::path& dir) {
   std::random_device random;
   int err = EEXIST;
   for (int attempt = 0; attempt < 8 && err == EEXIST; ++attempt) {
     char suffix[32];
     std::snprintf(suffix, sizeof suffix, "%08x%08x", random(), random());
-    const std::string probe = TempPathFor((dir / (name + ".probe-" + suffix)).string());
+    const std::string probe = TempPathFor((dir / (std::string("probe-") + suffix)).string());
     const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
       ::close(fd);
@@ -171,7 +171,7 @@ std::string CheckOutputFile(const std::string& option, const std::string& path) 
   if (fs::is_directory(path, ec)) return option + " " + path + ": is a folder, not a file";
   std::string why;
   const fs::path dir = NearestExisting(path, &why);
-  if (why.empty()) why = ProbeFolder(dir, fs::path(path).filename().string());
+  if (why.empty()) why = ProbeFolder(dir);
   return why.empty() ? "" : option + " " + path + ": " + why;
 }
 
@@ -181,7 +181,7 @@ std::string CheckOutputFolder(const std::string& option, const std::string& path
   if (fs::exists(path, ec) && !fs::is_directory(path, ec)) return option + " " + path + ": exists and is not a folder";
   std::string why;
   const fs::path dir = fs::is_directory(path, ec) ? fs::absolute(path, ec) : NearestExisting(path, &why);
-  if (why.empty()) why = ProbeFolder(dir, "out");
+  if (why.empty()) why = ProbeFolder(dir);
   return why.empty() ? "" : option + " " + path + ": " + why;
 }
 
@@ -201,7 +201,7 @@ std::string OutputFolder::Create(const std::string& option, const std::string& p
     }
     created_.push_back(it->string());
   }
-  if (std::string why = ProbeFolder(abs, "out"); !why.empty()) {
+  if (std::string why = ProbeFolder(abs); !why.empty()) {
     RemoveIfEmpty();
     return option + " " + path + ": " + why;
   }
