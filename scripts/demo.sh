@@ -124,10 +124,11 @@ step "verify_db against the trees"
 "$BIN/verify_db" "$OUT/test.lmdb" --against "$OUT/resized/test" --stats -q | tail -3
 
 step "inspect_db: contact sheet, the loader's first batch, summary; test leaking into train?"
-"$BIN/inspect_db" "$OUT/train.lmdb" --out "$OUT/inspect" --tile 56 --crop 28 --augment pad_crop
+# --overwrite: a second demo replaces the pictures of the first.
+"$BIN/inspect_db" "$OUT/train.lmdb" --out "$OUT/inspect" --tile 56 --crop 28 --augment pad_crop --overwrite
 # Near-identical pairs only: Fashion-MNIST's centred garments look alike
 # at the defaults (docs/BENCHMARKS.md, "Import, export and duplicates").
-"$BIN/inspect_db" "$OUT/train.lmdb" "$OUT/test.lmdb" --out "$OUT/inspect" --duplicates -q \
+"$BIN/inspect_db" "$OUT/train.lmdb" "$OUT/test.lmdb" --out "$OUT/inspect" --duplicates -q --overwrite \
   --min-similarity 0.97 --min-detail 0.9 --max-distance 4
 
 if [ ! -x "$TRAIN" ]; then
