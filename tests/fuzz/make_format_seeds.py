@@ -23,7 +23,7 @@ from PIL import Image
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "data", "fuzz")
 TARGETS = ("fuzz_tar", "fuzz_pickle", "fuzz_json", "fuzz_labels", "fuzz_sources", "fuzz_mask", "fuzz_braces",
-           "fuzz_manifest", "fuzz_coco", "fuzz_webdataset", "fuzz_folder2lmdb")
+           "fuzz_manifest", "fuzz_coco", "fuzz_webdataset", "fuzz_folder2lmdb", "fuzz_tfrecord")
 
 
 def put(target, name, data):
@@ -54,6 +54,26 @@ def shard(members, fmt):
             info.mtime = 0
             t.addfile(info, io.BytesIO(data))
     return b.getvalue()
+
+
+def tfrecord_seeds(jpg):
+    """fuzz_tfrecord: mode byte 0 a TFRecord file (TF-slim and TFDS
+    layouts, packed and unpacked lists), 1 a bare Example, 2 a DALI .idx."""
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    from tfrecord_writer import EXAMPLE, EXAMPLE_UNPACKED, example, frame
+    slim = {"image/encoded": jpg, "image/format": b"JPEG", "image/class/label": 1,
+            "image/class/synset": b"n01440764", "image/class/text": b"tench, Tinca tinca",
+            "image/filename": b"n01440764_1.JPEG", "image/width": 8, "image/height": 8,
+            "image/object/bbox/xmin": [0.1], "image/object/bbox/ymin": [0.2], "image/object/bbox/xmax": [0.5],
+            "image/object/bbox/ymax": [1.0], "image/object/bbox/label": [1]}
+    tfds = {"image": jpg, "label": 3}
+    for name, values in (("slim", slim), ("tfds", tfds)):
+        for cls, how in ((EXAMPLE, "packed"), (EXAMPLE_UNPACKED, "unpacked")):
+            ex = example(values, cls)
+            put("fuzz_tfrecord", "file-%s-%s" % (name, how), b"\x00" + frame(ex) + frame(example(tfds, cls)))
+            put("fuzz_tfrecord", "example-%s-%s" % (name, how), b"\x01" + ex)
+    put("fuzz_tfrecord", "idx", b"\x02" + b"0 120\n120 77\n197 5\n")
 
 
 def main():
@@ -133,6 +153,7 @@ def main():
     put("fuzz_mask", "gray8", png(Image.new("L", (5, 3), 2)))
     put("fuzz_mask", "gray16", png(Image.new("I;16", (4, 4), 300)))
     put("fuzz_mask", "bits1", png(Image.new("1", (9, 2), 1)))
+    tfrecord_seeds(jpg)
 
 
 if __name__ == "__main__":

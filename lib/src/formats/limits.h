@@ -17,6 +17,14 @@ inline constexpr size_t kTarMembers = 10'000'000;
 // A small member read whole: .cls, .json, .txt and other value members.
 inline constexpr uint64_t kValueMember = 16 << 20;
 
+// TFRecord: one record's data (read whole to parse its Example); the
+// features of one tf.train.Example and its list values in all; lines of a
+// DALI .idx file.
+inline constexpr uint64_t kTfRecordBytes = uint64_t(1) << 30;
+inline constexpr size_t kTfFeatures = 100'000;
+inline constexpr size_t kTfValues = 64'000'000;
+inline constexpr size_t kTfIndexLines = 100'000'000;
+
 // Shard names one pattern ("{000000..999999}", "::" lists) expands to.
 inline constexpr size_t kBraceExpansions = 1'000'000;
 
