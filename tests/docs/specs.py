@@ -185,6 +185,43 @@ assert isinstance(rec["label"], int) and rec["path"] and rec["encoding"] in ("jp
 assert rec["fields"] == [] or isinstance(rec["fields"], list)
 """
 
+OUTPUT_POST = """
+assert images.dtype == torch.bfloat16 and tuple(images.shape[1:]) == (3, 224, 224), (images.dtype, images.shape)
+assert images.is_contiguous(memory_format=torch.channels_last)
+import torchvision.transforms.functional as _F
+_u, _ = next(iter(imagepack.Loader("train.lmdb", batch_size=64, size=224)))
+_ref = torch.stack([_F.normalize(_v.float().div(255), [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]) for _v in _u])
+assert torch.equal(images, _ref.to(torch.bfloat16)), "not torchvision's Normalize of the same batch, cast to bfloat16"
+assert x.dtype == torch.bfloat16
+"""
+# The reference's args for the port (its parser's names), on the docs' small databases.
+PORT_PRELUDE = """
+import argparse
+args = argparse.Namespace(data_path=".", batch_size=4, train_crop_size=32, val_crop_size=32, val_resize_size=36)
+"""
+# What the rest of train.py does with them: two epochs without DDP (no
+# set_epoch: the orders must differ), set_epoch as under DDP, and
+# evaluate()'s reads of data_loader.dataset.
+PORT_POST = """
+assert num_classes == 3 and len(data_loader) == 6 and len(dataset) == 24, (num_classes, len(data_loader), len(dataset))
+_model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, num_classes))
+_orders = []
+for _epoch in range(2):
+    _seen = []
+    for _image, _target in data_loader:
+        assert _image.dtype == torch.float32 and tuple(_image.shape[1:]) == (3, 32, 32)
+        torch.nn.functional.cross_entropy(_model(_image.to("cpu")), _target).backward()
+        _seen += _target.tolist()
+    _orders.append(_seen)
+assert _orders[0] != _orders[1], "the second epoch repeated the first"
+train_sampler.set_epoch(0)
+assert sum([t.tolist() for _, t in data_loader], []) == _orders[0], "set_epoch(0) did not give epoch 0 again"
+train_sampler.set_epoch(1)
+assert sum([t.tolist() for _, t in data_loader], []) == _orders[1], "set_epoch(1) did not give epoch 1 again"
+_processed = sum(_image.shape[0] for _image, _ in data_loader_test)
+assert hasattr(data_loader_test.dataset, "__len__") and len(data_loader_test.dataset) == _processed == 10
+"""
+
 
 def _python_path(ctx):
     import os
@@ -271,6 +308,8 @@ SPECS = [
     Spec("docs/FORMAT.md", 'k = meta["records_per_value"]', prelude=RECORD_PRELUDE, post=RECORD_POST),
     Spec("docs/PYTHON.md", "print(imagepack.__file__)", _python_path),
     Spec("docs/PYTHON.md", "for epoch in range(90):", post=LOADER_POST),
+    Spec("docs/PYTHON.md", "memory_format=torch.channels_last, pin_memory=True", post=OUTPUT_POST),
+    Spec("docs/PYTHON.md", "def load_data(args):", prelude=PORT_PRELUDE, post=PORT_POST),
     Spec("docs/PYTHON.md", "state = loader.state_dict()", prelude=RESUME_PRELUDE, post=RESUME_POST,
          subst=[('range(state["epoch"], 90)', 'range(state["epoch"], 4)')]),
     Spec("docs/PYTHON.md", 'Loader("seg.lmdb"', prelude=SEG_PRELUDE, post=SEG_POST),

@@ -4,7 +4,7 @@
 // (x / 255 - mean) / std, computed in float32 as torchvision's ToTensor +
 // Normalize compute it, then rounded to nearest even for the 16-bit types
 // (torch's casts). The loader's decode threads run it, sample by sample,
-// right after rendering (docs/LOADER.md, "Output type").
+// right after rendering (docs/PYTHON.md, "Output as the model takes it").
 #pragma once
 
 #include <cstddef>
