@@ -294,6 +294,25 @@ def test_every_input_skipped_leaves_no_database(tmp_path):
     assert not (tmp_path / "o.lmdb").exists()
 
 
+def test_tfrecord_lengths_and_examples_are_bounded(tmp_path):
+    """A record that claims 1 TiB (its length CRC right), an Example whose
+    field runs 4 GiB past its end, and one of 200,000 features: each a
+    skipped record naming the file, the record and the byte, in bounded
+    memory; with nothing left, no database."""
+    from tfrecord_writer import example, frame, masked
+    huge = struct.pack("<Q", 1 << 40)
+    (tmp_path / "a.tfrecord").write_bytes(huge + struct.pack("<I", masked(huge)) + b"x" * 64)
+    (tmp_path / "b.tfrecord").write_bytes(frame(b"\x0a\xff\xff\xff\xff\x0f") +
+                                          frame(example({str(i): [] for i in range(200_000)})))
+    rc, _, err, _ = budgeted(tool("pack_lmdb"), "%s::%s" % (tmp_path / "a.tfrecord", tmp_path / "b.tfrecord"),
+                             tmp_path / "o.lmdb", "--errors", tmp_path / "e.txt")
+    errors = (tmp_path / "e.txt").read_text()
+    assert rc == 1 and not (tmp_path / "o.lmdb").exists(), err
+    assert "a.tfrecord:record 0\ta record of 1099511627776 bytes (budget 1073741824)" in errors, errors
+    assert "b.tfrecord:record 0\ttf.train.Example: a field of 4294967295 bytes past its message's end at byte" in errors
+    assert "b.tfrecord:record 1\ttf.train.Example: more than 100000 features at byte" in errors
+
+
 # ---- names: bytes until proven UTF-8 --------------------------------------
 
 def test_latin1_names_are_refused_up_front_and_the_rest_exports(tmp_path):

@@ -187,6 +187,24 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records =
 bool LooksLikeWebDataset(const std::string& src);
 Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceOptions& opts);
 
+// TFRecord files (plain or gzipped, tf.io.TFRecordWriter's framing, both
+// CRCs checked), each record a tf.train.Example: SRC a file, a brace
+// pattern ("train-{00000..01023}"), several joined by "::", or a folder
+// of them. The image is image/encoded (TF-slim / Inception) or image
+// (TFDS), a byte range of the file; the label image/class/label (counted
+// from 1, 0 the background, unless TF-slim's labels.txt beside the files
+// starts at a class other than "background") or label (from 0); class
+// names from labels.txt, label.labels.txt or classes.txt beside the files,
+// else the records' image/class/synset (or text); boxes from
+// image/object/bbox/* (normalised, scaled by image/width, height). A
+// record whose CRC does not match, whose Example does not parse or that
+// lacks an image goes to `errors` as FILE:record N; a damaged header ends
+// the file there unless FILE.idx (DALI) says where the next record starts.
+// Files are recognised by their first record's header (remote ones by a
+// .tfrecord or .tfrec in their name).
+bool LooksLikeTfRecord(const std::string& src);
+Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOptions& opts);
+
 // An LMDB written the folder2lmdb way: per key a pickled (image bytes,
 // label) tuple, `__keys__` (a pickled list of keys, the record order) and
 // `__len__`. Only pickles made of bytes, strings, integers, None, tuples
@@ -208,8 +226,9 @@ Status OpenArchives(DatasetSource* s);
 Result<std::vector<uint8_t>> ReadArchiveItem(const DatasetSource& s, const SourceItem& item, size_t headroom);
 Result<std::vector<uint8_t>> ReadFieldFile(const DatasetSource& s, const SourceField& f);
 
-// A manifest or COCO file when given; else WebDataset shards, a pickled
-// LMDB, or a regular file is a database, anything else a tree.
+// A manifest or COCO file when given; else TFRecord files, WebDataset
+// shards, a pickled LMDB, or a regular file is a database, anything else a
+// tree.
 Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts);
 
 // Declares a field of `s` (a unique name; masks and boxes take their
