@@ -15,6 +15,16 @@ namespace imagepack::internal {
 uint8_t BlendPixel(float ratio, float rest, float a, float b);
 // rgb_to_grayscale of one RGB pixel: 0.2989 R + 0.587 G + 0.114 B, truncated.
 uint8_t GrayOf(const uint8_t* rgb);
+// BlendPixel(factor, 1 - factor, a, b) from two tables of products.
+struct BlendTables {
+  explicit BlendTables(double factor);
+  uint8_t Blend(uint8_t x, uint8_t y) const {
+    float v = a[x] + b[y];
+    v = v < 0.f ? 0.f : v > 255.f ? 255.f : v;
+    return static_cast<uint8_t>(v);
+  }
+  float a[256], b[256];
+};
 // _blend(img, other, factor) over all samples; `other` has img's layout.
 void BlendWith(Image* img, const uint8_t* other, double factor);
 

@@ -25,10 +25,17 @@ uint8_t GrayOf(const uint8_t* p) {
 }
 
 void BlendWith(Image* img, const uint8_t* other, double factor) {
-  const float r = static_cast<float>(factor), rest = static_cast<float>(1.0 - factor);
+  // The two products per value from tables: the same float32 operations
+  // (product, product, sum) as computing them in place.
+  const BlendTables t(factor);
   uint8_t* px = img->pixels.data();
   const size_t n = size_t(img->width) * img->height * img->channels;
-  for (size_t i = 0; i < n; ++i) px[i] = BlendPixel(r, rest, float(px[i]), float(other[i]));
+  for (size_t i = 0; i < n; ++i) px[i] = t.Blend(px[i], other[i]);
+}
+
+BlendTables::BlendTables(double factor) {
+  const float r = static_cast<float>(factor), rest = static_cast<float>(1.0 - factor);
+  for (int v = 0; v < 256; ++v) a[v] = r * float(v), b[v] = rest * float(v);
 }
 
 }  // namespace internal
@@ -40,7 +47,8 @@ namespace {
 
 size_t Samples(const Image& img) { return size_t(img.width) * img.height * img.channels; }
 
-double NonNegative(double f) { return std::isfinite(f) ? std::max(f, 0.0) : 0.0; }
+// A blend factor in [0, 1e6]: the float32 products stay finite.
+double NonNegative(double f) { return std::isfinite(f) ? std::clamp(f, 0.0, 1e6) : 0.0; }
 
 // Sorted hue, saturation, value of one RGB pixel in [0, 1] (functional_tensor's
 // _rgb2hsv, itself Pillow's), and back (_hsv2rgb).
@@ -73,22 +81,29 @@ void HsvToRgb(float h, float s, float v, float* rgb) {
 
 }  // namespace
 
+// Applies a per-value table to every sample.
+void ApplyLut(Image* img, const uint8_t lut[256]) {
+  uint8_t* px = img->pixels.data();
+  for (size_t i = 0, n = Samples(*img); i < n; ++i) px[i] = lut[px[i]];
+}
+
 void AdjustBrightness(Image* img, double factor) {
   factor = NonNegative(factor);
   const float r = static_cast<float>(factor), rest = static_cast<float>(1.0 - factor);
-  uint8_t* px = img->pixels.data();
-  for (size_t i = 0, n = Samples(*img); i < n; ++i) px[i] = BlendPixel(r, rest, float(px[i]), 0.f);
+  uint8_t lut[256];
+  for (int v = 0; v < 256; ++v) lut[v] = BlendPixel(r, rest, float(v), 0.f);
+  ApplyLut(img, lut);
 }
 
 void AdjustSaturation(Image* img, double factor) {
   if (img->channels != 3) return;
   factor = NonNegative(factor);
-  const float r = static_cast<float>(factor), rest = static_cast<float>(1.0 - factor);
+  const internal::BlendTables t(factor);
   uint8_t* px = img->pixels.data();
   for (size_t i = 0, n = size_t(img->width) * img->height; i < n; ++i) {
     uint8_t* p = px + i * 3;
-    const float g = float(GrayOf(p));
-    for (int c = 0; c < 3; ++c) p[c] = BlendPixel(r, rest, float(p[c]), g);
+    const uint8_t g = GrayOf(p);
+    for (int c = 0; c < 3; ++c) p[c] = t.Blend(p[c], g);
   }
 }
 
@@ -101,8 +116,9 @@ void AdjustContrast(Image* img, double factor) {
   for (size_t i = 0; i < n; ++i) sum += img->channels == 3 ? GrayOf(px + i * 3) : px[i * img->channels];
   const float mean = static_cast<float>(sum / double(n));
   const float r = static_cast<float>(factor), rest = static_cast<float>(1.0 - factor);
-  uint8_t* out = img->pixels.data();
-  for (size_t i = 0, m = Samples(*img); i < m; ++i) out[i] = BlendPixel(r, rest, float(out[i]), mean);
+  uint8_t lut[256];
+  for (int v = 0; v < 256; ++v) lut[v] = BlendPixel(r, rest, float(v), mean);
+  ApplyLut(img, lut);
 }
 
 void AdjustSharpness(Image* img, double factor) {
@@ -119,10 +135,16 @@ void AdjustSharpness(Image* img, double factor) {
     for (int x = 1; x < W - 1; ++x) {
       for (int c = 0; c < C; ++c) {
         const uint8_t* p = px + y * stride + size_t(x) * C + c;
-        float s = 0.f;
-        for (int dy = -1; dy <= 1; ++dy)
-          for (int dx = -1; dx <= 1; ++dx)
-            s += float(p[dy * static_cast<ptrdiff_t>(stride) + dx * C]) * (dx == 0 && dy == 0 ? kc : k);
+        const ptrdiff_t up = -static_cast<ptrdiff_t>(stride), down = static_cast<ptrdiff_t>(stride);
+        float s = float(p[up - C]) * k;
+        s += float(p[up]) * k;
+        s += float(p[up + C]) * k;
+        s += float(p[-C]) * k;
+        s += float(p[0]) * kc;
+        s += float(p[C]) * k;
+        s += float(p[down - C]) * k;
+        s += float(p[down]) * k;
+        s += float(p[down + C]) * k;
         blurred[y * stride + size_t(x) * C + c] = static_cast<uint8_t>(std::nearbyint(std::clamp(s, 0.f, 255.f)));
       }
     }
@@ -155,9 +177,9 @@ void Posterize(Image* img, int bits) {
 
 void Solarize(Image* img, double threshold) {
   const float t = static_cast<float>(std::isnan(threshold) ? 256.0 : threshold);
-  uint8_t* px = img->pixels.data();
-  for (size_t i = 0, n = Samples(*img); i < n; ++i)
-    if (float(px[i]) >= t) px[i] = static_cast<uint8_t>(255 - px[i]);
+  uint8_t lut[256];
+  for (int v = 0; v < 256; ++v) lut[v] = float(v) >= t ? static_cast<uint8_t>(255 - v) : static_cast<uint8_t>(v);
+  ApplyLut(img, lut);
 }
 
 void AutoContrast(Image* img) {

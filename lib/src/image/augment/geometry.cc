@@ -50,6 +50,13 @@ float SampleBilinear(const Image& src, float ix, float iy, float* v) {
   const float wx = ix - x0f, wy = iy - y0f;
   const int x0 = static_cast<int>(x0f), y0 = static_cast<int>(y0f);
   const float w[4] = {(1.f - wx) * (1.f - wy), wx * (1.f - wy), (1.f - wx) * wy, wx * wy};
+  if (x0 >= 0 && y0 >= 0 && x0 + 1 < src.width && y0 + 1 < src.height) {  // all four corners inside
+    const uint8_t* p = src.pixels.data() + (size_t(y0) * src.width + size_t(x0)) * C;
+    const uint8_t* q = p + src.stride();
+    for (int c = 0; c < C; ++c)
+      v[c] = w[0] * float(p[c]) + w[1] * float(p[C + c]) + w[2] * float(q[c]) + w[3] * float(q[C + c]);
+    return w[0] + w[1] + w[2] + w[3];
+  }
   const int xs[4] = {x0, x0 + 1, x0, x0 + 1}, ys[4] = {y0, y0, y0 + 1, y0 + 1};
   float mask = 0.f;
   for (int k = 0; k < 4; ++k) {
@@ -94,13 +101,20 @@ void AffineTransform(Image* img, const double inverse[6], AugInterpolation inter
   const float xs = static_cast<float>(-W * 0.5 + 0.5), xe = static_cast<float>(W * 0.5 + 0.5 - 1);
   const float ys = static_cast<float>(-H * 0.5 + 0.5), ye = static_cast<float>(H * 0.5 + 0.5 - 1);
   const bool nearest = interpolation == AugInterpolation::kNearest;
+  // The per-column and per-row products, each the same float32 product as
+  // in bx * r00 + by * r10 + r20 (evaluated left to right).
+  std::vector<float> col0(static_cast<size_t>(W)), col1(static_cast<size_t>(W));
+  for (int x = 0; x < W; ++x) {
+    const float bx = Linspace(xs, xe, W, x);
+    col0[size_t(x)] = bx * r00, col1[size_t(x)] = bx * r01;
+  }
   float v[3];
   uint8_t* out = img->pixels.data();
   for (int y = 0; y < H; ++y) {
     const float by = Linspace(ys, ye, H, y);
+    const float row0 = by * r10, row1 = by * r11;
     for (int x = 0; x < W; ++x) {
-      const float bx = Linspace(xs, xe, W, x);
-      const float gx = bx * r00 + by * r10 + r20, gy = bx * r01 + by * r11 + r21;
+      const float gx = col0[size_t(x)] + row0 + r20, gy = col1[size_t(x)] + row1 + r21;
       const float ix = (gx + 1.f) * hw - 0.5f, iy = (gy + 1.f) * hh - 0.5f;
       const float mask = nearest ? SampleNearest(src, ix, iy, v) : SampleBilinear(src, ix, iy, v);
       uint8_t* o = out + (size_t(y) * W + x) * C;
