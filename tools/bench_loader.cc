@@ -72,7 +72,7 @@ std::string ParseArgs(int argc, char** argv, Run& r) {
   int& epochs = r.epochs;
   int64_t& max_batches = r.max_batches;
   std::string& transform = r.transform;
-  std::string layout = "nchw", order, dct;
+  std::string layout = "nchw", order, dct, auto_augment, interpolation;
   po::options_description opts("Options");
   opts.add_options()
       ("batch", po::value(&o.batch_size)->default_value(d.batch_size), "batch size")
@@ -99,6 +99,11 @@ std::string ParseArgs(int argc, char** argv, Run& r) {
       ("epochs", po::value(&epochs)->default_value(1), "passes over the data")
       ("batches", po::value(&max_batches)->default_value(0), "stop after N batches per epoch (0: all)")
       ("seed", po::value(&o.seed)->default_value(d.seed), "sampling and augmentation seed")
+      ("auto-augment", po::value(&auto_augment)->default_value("none"), "train: ta_wide, ra, imagenet, cifar10, svhn, augmix or none")
+      ("ra-magnitude", po::value(&o.augment.ra_magnitude)->default_value(d.augment.ra_magnitude), "--auto-augment ra: magnitude bin")
+      ("augmix-severity", po::value(&o.augment.augmix_severity)->default_value(d.augment.augmix_severity), "--auto-augment augmix: severity 1..10")
+      ("random-erase", po::value(&o.erase.p)->default_value(d.erase.p), "train: RandomErasing's probability")
+      ("interpolation", po::value(&interpolation)->default_value("bilinear"), "the crop's resampling: bilinear or bicubic")
       ("digest", "print each batch's XXH3-64 of images and of labels (to compare runs and bindings)")
       ("resume-at", po::value(&r.resume_at)->default_value(-1), "start the first epoch restored at this position (Restore), timed")
       ("linger", po::value(&r.linger)->default_value(0), "seconds to wait before measuring memory (ranks on a node: all still mapped)");
@@ -122,6 +127,9 @@ std::string ParseArgs(int argc, char** argv, Run& r) {
   o.dct_scaling = vm.count("no-dct-scaling") == 0;
   if (dct != "fast" && dct != "accurate") return "--dct must be fast or accurate";
   o.fast_dct = dct == "fast";
+  if (!ParseAutoAugment(auto_augment, &o.augment.kind)) return "unknown --auto-augment '" + auto_augment + "'";
+  if (interpolation != "bilinear" && interpolation != "bicubic") return "--interpolation must be bilinear or bicubic";
+  o.filter = interpolation == "bicubic" ? ResampleFilter::kCatmullRom : ResampleFilter::kTriangle;
   r.copy = vm.count("copy") > 0;
   r.digest = vm.count("digest") > 0;
   return "";

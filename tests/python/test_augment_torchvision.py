@@ -350,6 +350,23 @@ def test_loader_augmentation_is_the_same_on_any_thread_count(jpeg_db, policy):
     assert not all(np.array_equal(a[0], b[0]) for a, b in zip(one, other_epoch))
 
 
+def test_bench_loader_flags_give_the_python_loaders_batches(jpeg_db):
+    """bench_loader --auto-augment/--random-erase/--interpolation (the
+    benchmark in docs/LOADER.md) make the Python Loader's bytes."""
+    import subprocess
+    import xxhash
+    from conftest import tool
+    out = subprocess.run([tool("bench_loader"), jpeg_db, "--batch", "16", "--size", "32", "--seed", "9", "--threads",
+                          "2", "--digest", "--auto-augment", "ra", "--ra-magnitude", "12", "--random-erase", "0.3",
+                          "--interpolation", "bicubic"], check=True, capture_output=True, text=True).stdout
+    want = [line.split()[4] for line in out.splitlines() if line.startswith("batch ")]
+    import imagepack
+    loader = imagepack.Loader(jpeg_db, batch_size=16, size=32, seed=9, shuffle=True, threads=2, as_torch=False,
+                              auto_augment="ra", ra_magnitude=12, random_erase=0.3, interpolation="bicubic")
+    got = ["%016x" % xxhash.xxh3_64_intdigest(np.array(x).tobytes()) for x, _ in _epoch(loader, 0)]
+    assert len(want) == 6 and got == want
+
+
 def test_loader_keywords_are_checked(jpeg_db):
     import imagepack
     with pytest.raises(ValueError, match="auto_augment"):
