@@ -6,11 +6,6 @@
 #include <iostream>
 
 #include <malloc.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "cli.h"
 #include "run_checks.h"
@@ -154,27 +149,6 @@ std::string RefusedOutput(const TrainOptions& a) {
                 "another --output";
 }
 
-// An --output (or, for --evaluate, the folder of its rows) that cannot be
-// made or written: the environment's failure, found before any work.
-std::string UnwritableOutput(const TrainOptions& a) {
-  const std::string rows = a.evaluate ? EvaluationsPath(a) : a.output + "/metrics.jsonl";
-  fs::path dir = fs::path(rows).parent_path();
-  if (dir.empty()) dir = ".";
-  std::error_code ec;
-  fs::path existing = dir;
-  while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
-  if (existing.empty()) existing = ".";
-  if (!fs::is_directory(existing, ec))
-    return "cannot write " + dir.string() + ": " + existing.string() + " is not a folder";
-  // A folder made and removed again: permissions (root's too), read-only
-  // mounts and full inode tables answer as the run's own writes would.
-  const fs::path probe = existing / (".ipk-write-probe." + std::to_string(getpid()));
-  if (mkdir(probe.c_str(), 0700) != 0)
-    return "cannot write " + dir.string() + ": " + existing.string() + ": " + std::strerror(errno);
-  rmdir(probe.c_str());
-  return "";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -249,10 +223,13 @@ int main(int argc, char** argv) {
   if (std::string problem = UsageProblem(a, torch::cuda::is_available()); !problem.empty())
     return cli::UsageError(problem);
   if (std::string refused = RefusedOutput(a); !refused.empty()) return cli::UsageError(refused);
-  if (std::string unwritable = UnwritableOutput(a); !unwritable.empty()) {
-    std::cerr << cli::ProgramName() << ": " << unwritable << "\n";
-    return cli::kExitFatal;
-  }
+  // An --output (for --evaluate: the folder of its rows) that cannot be
+  // made or written is the environment's failure, found before any work.
+  const fs::path rows_dir = fs::path(a.evaluate ? EvaluationsPath(a) : a.output + "/metrics.jsonl").parent_path();
+  if (std::string why = cli::CheckOutputFolder(a.evaluate && a.output.empty() ? "--resume" : "--output",
+                                               rows_dir.empty() ? "." : rows_dir.string());
+      !why.empty())
+    return cli::FatalError(why);
   try {
     return Trainer(a).Run();
   } catch (const std::exception& e) {
