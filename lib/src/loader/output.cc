@@ -92,9 +92,9 @@ void Lookup(const uint8_t* src, size_t pixels, bool nchw, int channels, const T*
 void OutputConverter::Convert(const uint8_t* src, size_t pixels, bool nchw, uint8_t* dst) const {
   if (dtype_ == DType::kFloat32)
     Lookup(src, pixels, nchw, channels_, f32_.data(), reinterpret_cast<float*>(dst));
-  else if (active())
+  else if (dtype_ == DType::kFloat16 || dtype_ == DType::kBFloat16)
     Lookup(src, pixels, nchw, channels_, u16_.data(), reinterpret_cast<uint16_t*>(dst));
-  else
+  else  // uint8 copied (to pinned memory)
     std::memcpy(dst, src, pixels * size_t(channels_));
 }
 
