@@ -262,3 +262,34 @@ def test_torchvision_transforms_take_the_items(jpeg_db):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a numpy array would have been refused by the PIL transforms
         T.RandomResizedCrop(24)(imagepack.open(jpeg_db, image="pil")[0][0])
+
+
+def test_a_mix_dataset_is_its_sources_one_after_the_other(jpeg_db, raw_db):
+    mix = imagepack.Loader([jpeg_db, raw_db], weights=[0.5, 0.5], **OPTS)
+    ds = mix.dataset
+    first, second = imagepack.open(jpeg_db), imagepack.open(raw_db)
+    assert len(ds) == len(first) + len(second) == mix.dataset_size == 180
+    assert np.array_equal(ds[3][0], first[3][0]) and np.array_equal(ds[90 + 4][0], second[4][0])
+    assert ds[-1][1] == second[89][1] and ds.classes == mix.classes
+    with pytest.raises(IndexError):
+        ds[180]
+    with pytest.raises(TypeError, match="from a mix"):
+        list(mix.sampler)
+    with pytest.raises(ValueError, match="this is a mix"):
+        imagepack.Loader([jpeg_db, raw_db], weights=[0.5, 0.5], mean="dataset", **OPTS)
+
+
+def test_second_images_follow_the_output_form(tree, tmp_path):
+    from conftest import pack
+    db = pack(tree, tmp_path / "pairs.lmdb", "--field", "target=%s" % tree)
+    plain = imagepack.Loader(db, **OPTS)
+    last = imagepack.Loader(db, memory_format="channels_last", dtype="float16", mean="imagenet", **OPTS)
+    for b, c in zip(plain, last):
+        assert c["image"].dtype == torch.float16 and c["image"].is_contiguous(memory_format=torch.channels_last)
+        assert c["target"].dtype == torch.uint8 and c["target"].shape == b["target"].shape  # fields keep their type
+        assert c["target"].is_contiguous(memory_format=torch.channels_last) and torch.equal(c["target"], b["target"])
+        ref = torchvision_normalised(b["image"], imagepack.IMAGENET_MEAN, imagepack.IMAGENET_STD).half()
+        assert torch.equal(c["image"], ref)
+    sample = imagepack.open(db, image="pil")[2]
+    assert isinstance(sample["image"], Image.Image) and isinstance(sample["target"], Image.Image)
+    assert np.array_equal(np.asarray(sample["target"]), imagepack.open(db)[2]["target"])
