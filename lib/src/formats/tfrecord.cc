@@ -29,9 +29,37 @@ const Crc32cTables& Tables() {
   return tables;
 }
 
+#if defined(__x86_64__)
+// SSE4.2's crc32 instruction computes CRC-32C: 8 bytes a step.
+__attribute__((target("sse4.2"))) uint32_t Crc32cHardware(const uint8_t* data, size_t size, uint32_t crc) {
+  uint64_t c = ~crc;
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, data + i, 8);
+    c = __builtin_ia32_crc32di(c, v);
+  }
+  uint32_t c32 = uint32_t(c);
+  for (; i < size; ++i) c32 = __builtin_ia32_crc32qi(c32, data[i]);
+  return ~c32;
+}
+
+bool HasCrcInstruction() {
+  static const bool has = __builtin_cpu_supports("sse4.2");
+  return has;
+}
+#endif
+
 }  // namespace
 
 uint32_t Crc32c(const uint8_t* data, size_t size, uint32_t crc) {
+#if defined(__x86_64__)
+  if (HasCrcInstruction()) return Crc32cHardware(data, size, crc);
+#endif
+  return Crc32cPortable(data, size, crc);
+}
+
+uint32_t Crc32cPortable(const uint8_t* data, size_t size, uint32_t crc) {
   const auto& t = Tables().t;
   crc = ~crc;
   size_t i = 0;

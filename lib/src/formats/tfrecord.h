@@ -23,7 +23,10 @@ namespace imagepack::internal {
 
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), continuing `crc`;
 // TensorFlow's mask: ((crc >> 15) | (crc << 17)) + 0xa282ead8.
+// SSE4.2's crc32 instruction where the CPU has it, else the table
+// (Crc32cPortable, the same values).
 uint32_t Crc32c(const uint8_t* data, size_t size, uint32_t crc = 0);
+uint32_t Crc32cPortable(const uint8_t* data, size_t size, uint32_t crc = 0);
 uint32_t MaskCrc(uint32_t crc);
 
 // Where a record's data lies in its file: `size` bytes at `offset` (after

@@ -116,6 +116,13 @@ TEST(TfRecord, Crc32cAndTheMask) {
   Bytes zeros(32, 0);
   EXPECT_EQ(Crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);  // RFC 3720 B.4
   EXPECT_EQ(MaskCrc(0), 0xa282ead8u);
+  // the instruction and the table agree on every length and alignment
+  Bytes noise(300);
+  for (size_t i = 0; i < noise.size(); ++i) noise[i] = uint8_t(i * 151 + 7);
+  for (size_t at = 0; at < 9; ++at)
+    for (size_t n = 0; n + at <= noise.size(); n += 7)
+      ASSERT_EQ(Crc32c(noise.data() + at, n, 0x1234u), Crc32cPortable(noise.data() + at, n, 0x1234u)) << at << " " << n;
+  EXPECT_EQ(Crc32cPortable(p, s.size()), 0xE3069283u);
 }
 
 TEST(TfRecord, FramesAreReadAndEachDamageIsNamed) {
