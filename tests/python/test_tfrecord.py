@@ -199,3 +199,31 @@ def test_classes_option_relabels_by_the_records_names(tree, tmp_path):
     meta, got = records_of(tmp_path / "c.lmdb")
     assert meta["classes"] == list(reversed(SYNSETS))
     assert [l for _, _, l, _ in got] == [2 - c for _, c, _ in items]
+
+
+@pytest.mark.parametrize("first", ["background", "daisy"])
+def test_slim_labels_file_says_where_labels_start(tree, tmp_path, first):
+    """TF-slim's labels.txt (dataset_utils.write_label_file: "N:name"):
+    flowers' starts at 0:daisy, so its labels count from 0; one that
+    starts at 0:background counts from 1. Its names are the classes, over
+    the records' own image/class/text."""
+    items = jpegs(tree)
+    base = 1 if first == "background" else 0
+    names = ["daisy", "dandelion", "roses"]
+    lines = (["0:background"] if base else []) + ["%d:%s" % (i + base, n) for i, n in enumerate(names)]
+    (tmp_path / "labels.txt").write_text("\n".join(lines) + "\n")
+    write(tmp_path / "flowers_train_00000-of-00001.tfrecord",
+          [example({"image/encoded": b, "image/format": b"jpg", "image/class/label": c + base,
+                    "image/class/text": TEXTS[c].encode()}) for b, c, _ in items])
+    pack(tmp_path / "flowers_train_00000-of-00001.tfrecord", tmp_path / "f.lmdb")
+    meta, got = records_of(tmp_path / "f.lmdb")
+    assert meta["classes"] == names
+    assert [(b, l) for _, b, l, _ in got] == [(b, c) for b, c, _ in items]
+
+
+def test_class_text_names_the_classes_without_a_synset(tree, tmp_path):
+    items = jpegs(tree)
+    write(tmp_path / "t.tfrecord", [example({"image/encoded": b, "image/class/label": c + 1,
+                                             "image/class/text": TEXTS[c].encode()}) for b, c, _ in items])
+    pack(tmp_path / "t.tfrecord", tmp_path / "t.lmdb")
+    assert records_of(tmp_path / "t.lmdb")[0]["classes"] == TEXTS
