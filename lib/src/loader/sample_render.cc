@@ -133,8 +133,8 @@ Status SampleRenderer::RenderAugmented(const RecordView& rec, const CropBox& box
     std::memcpy(dst, scratch->pixels.data(), n * C);
   } else {
     const uint8_t* px = scratch->pixels.data();
-    for (size_t i = 0; i < n; ++i)
-      for (int c = 0; c < C; ++c) dst[size_t(c) * n + i] = px[i * C + c];
+    uint8_t *r = dst, *g = dst + n, *b = dst + 2 * n;
+    for (size_t i = 0; i < n; ++i, px += 3) r[i] = px[0], g[i] = px[1], b[i] = px[2];
   }
   return Status::Ok();
 }
