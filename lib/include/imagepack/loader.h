@@ -151,8 +151,10 @@ struct LoaderOptions {
   // runtime torch loaded; the library never links CUDA). With both set,
   // the images are handed out from buffers these allocate (uint8 images
   // copied there by the decode threads). Null: ordinary memory.
-  void* (*pinned_alloc)(size_t bytes) = nullptr;
-  void (*pinned_free)(void* p) = nullptr;
+  using PinnedAllocFn = void* (*)(size_t bytes);
+  using PinnedFreeFn = void (*)(void* p);
+  PinnedAllocFn pinned_alloc = nullptr;
+  PinnedFreeFn pinned_free = nullptr;
 };
 
 // One named array of a batch beyond its images and labels: a dataset's
