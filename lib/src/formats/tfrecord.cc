@@ -195,7 +195,7 @@ Status ReadList(Wire w, TfFeature::Kind kind, TfFeature* f, Budget& budget) {
   if (f->kind != kind) *f = TfFeature{};  // a oneof: the last case set wins
   f->kind = kind;
   while (!w.done()) {
-    uint32_t field, type;
+    uint32_t field = 0, type = 0;
     IMAGEPACK_RETURN_IF_ERROR(w.Tag(&field, &type));
     if (field != 1) {
       IMAGEPACK_RETURN_IF_ERROR(w.Skip(type));
@@ -256,7 +256,7 @@ Status ReadList(Wire w, TfFeature::Kind kind, TfFeature* f, Budget& budget) {
 // merges a repeated message).
 Status ReadFeature(Wire w, TfFeature* f, Budget& budget) {
   while (!w.done()) {
-    uint32_t field, type;
+    uint32_t field = 0, type = 0;
     IMAGEPACK_RETURN_IF_ERROR(w.Tag(&field, &type));
     if (field < 1 || field > 3 || type != 2) {
       IMAGEPACK_RETURN_IF_ERROR(w.Skip(type));
@@ -277,7 +277,7 @@ Status ReadEntry(Wire w, TfExample* out, Budget& budget) {
   std::string key;
   TfFeature value;
   while (!w.done()) {
-    uint32_t field, type;
+    uint32_t field = 0, type = 0;
     IMAGEPACK_RETURN_IF_ERROR(w.Tag(&field, &type));
     if ((field == 1 || field == 2) && type == 2) {
       auto body = w.Delimited();
@@ -308,7 +308,7 @@ Result<TfExample> ParseTfExample(const uint8_t* data, size_t size) {
   Budget budget;
   Wire example{data, 0, size};
   while (!example.done()) {
-    uint32_t field, type;
+    uint32_t field = 0, type = 0;
     IMAGEPACK_RETURN_IF_ERROR(example.Tag(&field, &type));
     if (field != 1 || type != 2) {
       IMAGEPACK_RETURN_IF_ERROR(example.Skip(type));
