@@ -77,6 +77,7 @@ def test_exact_resume_is_unchanged_and_then_moves_on(jpeg_db):
     resumed.load_state_dict(state)
     assert len(resumed) == per_epoch - 3
     got += batches(resumed)  # the rest of epoch 1, with no set_epoch
+    assert len(resumed) == per_epoch and len(resumed.sampler) == 90  # the next epoch is a whole one
     assert resumed.state_dict()["epoch"] == 2 and resumed.state_dict()["position"] == 0  # complete: the next one
     got += batches(resumed)  # epoch 2
     assert same(got, want)

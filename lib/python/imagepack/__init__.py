@@ -626,9 +626,24 @@ class Loader:
         return self._resume[0] if self._resume is not None else self._next
 
     def __len__(self):
-        """Batches per epoch for this rank (of the rest of the epoch, right
-        after load_state_dict)."""
-        return self._loader.batches_per_epoch
+        """Batches per epoch for this rank: of the epoch in progress, else of
+        the one the next iteration runs (the rest of the epoch, right after
+        load_state_dict)."""
+        if self._counts_rest():
+            return self._loader.batches_per_epoch
+        s = self._whole_epoch_samples()
+        b = self._options["batch_size"]
+        return s // b if self._drop_last else -(-s // b)
+
+    def _counts_rest(self):
+        """Whether the C++ counts (from the restored position) are the ones
+        asked for: a restored epoch pending or in progress."""
+        return self._resume is not None or bool(self._started and self._remaining)
+
+    def _whole_epoch_samples(self):
+        """This rank's samples in an epoch from its start (the C++ loader's rule)."""
+        n, w, r = self.epoch_length, self.world_size, self.rank
+        return -(-n // w) if self._even else max(0, -(-(n - r) // w))
 
     def set_output_size(self, size):
         """The output size (height and width) of the epochs started from the
@@ -862,7 +877,8 @@ class Loader:
 
     @property
     def samples_per_epoch(self):
-        return self._loader.samples_per_epoch
+        """This rank's samples: of the epoch in progress, else of the next one (len(), in samples)."""
+        return self._loader.samples_per_epoch if self._counts_rest() else self._whole_epoch_samples()
 
     @property
     def epoch_length(self):
