@@ -699,7 +699,7 @@ class Loader:
     def _dict_batch(self, images, labels, indices, fields):
         """{"image", "label", "index", fields..., "crop_box"}; text fields as
         lists of str, everything else as arrays (tensors with torch)."""
-        out = {"label": labels, "index": indices}
+        out = {"image": None, "label": labels, "index": indices}  # the images last (below), in the first place
         for spec in self.meta["fields"]:
             name = spec["name"]
             if spec["kind"] == "text":
@@ -709,7 +709,7 @@ class Loader:
         out.update(fields)
         if self._torch is not None:
             # uint16 maps come as int32 already (wide_maps_int32).
-            out = {k: (v if isinstance(v, list) else self._torch.from_numpy(v)) for k, v in out.items()}
+            out = {k: (v if isinstance(v, (list, type(None))) else self._torch.from_numpy(v)) for k, v in out.items()}
         if self._channels_last:  # second images were written NHWC too
             for spec in self.meta["fields"]:
                 if spec["kind"] == "image":
