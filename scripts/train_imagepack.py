@@ -85,8 +85,8 @@ MODEL_DEFINING = ("arch", "task", "blurpool")
 # The files that make an --output hold a run (the C++ trainer's three and
 # this script's final weights), and what --overwrite removes before the new
 # run starts: those, --evaluate's rows and the C++ trainer's predictions.
-RUN_FILES = ("checkpoint.pt", "model_best.pt", "metrics.jsonl", "model.pt")
-OVERWRITTEN = RUN_FILES + ("evaluations.jsonl", "predictions_input.npy", "predictions_output.npy",
+RUN_FILES = ("checkpoint.pt", "model_best.pt", "metrics.jsonl", "model.pt", "evaluations.jsonl")
+OVERWRITTEN = RUN_FILES + ("predictions_input.npy", "predictions_output.npy",
                            "predictions_target.npy")
 # The models defined here, by the tasks they serve; --arch may also be any
 # torchvision classification model.
@@ -228,7 +228,6 @@ def parse(argv):
         parser.error("--evaluate needs --val")
     if not args.evaluate and (not args.data or not (args.val or args.no_val)):
         parser.error("--data and --val (or --no-val) are required")
-    args.print_freq = max(1, args.print_freq)
     problem = usage_problem(args)
     if problem:
         usage_error(problem)
@@ -296,7 +295,9 @@ def usage_problem(args):
               unless(0 <= args.val_resize <= 16384, "val-resize", args.val_resize, "0 (automatic) to 16384"),
               unless(args.threads >= 0, "threads", args.threads, "0 (automatic) or more"),
               unless(args.checkpoint_every >= 0, "checkpoint-every", args.checkpoint_every, "0 (off) or more"),
-              unless(args.stop_at_step >= 0, "stop-at-step", args.stop_at_step, "0 (off) or more")):
+              unless(args.stop_at_step >= 0, "stop-at-step", args.stop_at_step, "0 (off) or more"),
+              unless(args.print_freq >= 1, "print-freq", args.print_freq, "at least 1"),
+              unless(args.seed >= 0, "seed", args.seed, "0 or more")):
         if p:
             return p
     if args.res_schedule:

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "imagepack/augment.h"
 #include "imagepack/order.h"
 #include "imagepack/resolution.h"
 #include "models.h"
@@ -17,7 +18,7 @@ namespace imagepack::trainer {
 namespace {
 
 // The files a run writes into its --output, besides predictions_*.npy.
-const char* const kRunFiles[] = {"checkpoint.pt", "model_best.pt", "metrics.jsonl"};
+const char* const kRunFiles[] = {"checkpoint.pt", "model_best.pt", "metrics.jsonl", "evaluations.jsonl"};
 
 std::string Num(double v) {
   std::string s = std::to_string(v);
@@ -39,6 +40,9 @@ std::string RangeProblem(const TrainOptions& o) {
            Unless(o.momentum >= 0 && o.momentum < 1, "momentum", o.momentum, "in [0, 1)"),
            Unless(o.wd >= 0, "wd", o.wd, "0 or more"),
            Unless(o.label_smoothing >= 0 && o.label_smoothing < 1, "label-smoothing", o.label_smoothing, "in [0, 1)"),
+           Unless(o.ra_magnitude >= 0 && o.ra_magnitude <= 30, "ra-magnitude", o.ra_magnitude, "0 to 30"),
+           Unless(o.augmix_severity >= 1 && o.augmix_severity <= 10, "augmix-severity", o.augmix_severity, "1 to 10"),
+           Unless(o.random_erase >= 0 && o.random_erase <= 1, "random-erase", o.random_erase, "in [0, 1]"),
            Unless(o.warmup >= 0, "warmup-epochs", o.warmup, "0 or more"),
            Unless(o.step_size >= 1, "step-size", o.step_size, "at least 1"),
            Unless(o.lr_peak_epoch >= 0, "lr-peak-epoch", o.lr_peak_epoch, "0 or more"),
@@ -56,6 +60,8 @@ std::string RangeProblem(const TrainOptions& o) {
            Unless(o.stop_at_step >= 0, "stop-at-step", double(o.stop_at_step), "0 (off) or more"),
            Unless(o.save_predictions >= 0, "save-predictions", o.save_predictions, "0 (off) or more"),
            Unless(o.cache_limit_mb >= 0, "cache-limit", o.cache_limit_mb, "0 (the default) or more"),
+           Unless(o.print_freq >= 1, "print-freq", o.print_freq, "at least 1"),
+           Unless(o.seed >= 0, "seed", double(o.seed), "0 or more"),
        })
     if (!p.empty()) return p;
   return "";
@@ -69,6 +75,10 @@ std::string NameProblem(const TrainOptions& o, bool cuda_available) {
     return "unknown --schedule '" + o.schedule + "' (step, cosine, onecycle, triangular)";
   if (!ParseOrder(o.order).ok()) return "unknown --order '" + o.order + "' (random, blocks, auto, sequential)";
   if (o.dct != "fast" && o.dct != "accurate") return "--dct " + o.dct + ": fast or accurate";
+  if (AutoAugmentKind k; !ParseAutoAugment(o.auto_augment, &k))
+    return "unknown --auto-augment '" + o.auto_augment + "' (ta_wide, ra, imagenet, cifar10, svhn, augmix, none)";
+  if (o.interpolation != "bilinear" && o.interpolation != "bicubic")
+    return "--interpolation " + o.interpolation + ": bilinear or bicubic";
   if (!o.amp_mode.empty() && o.amp_mode != "auto" && o.amp_mode != "bf16" && o.amp_mode != "fp16")
     return "--amp=" + o.amp_mode + ": expected auto, bf16 or fp16";
   if (o.device != "cpu" && o.device != "cuda") return "--device " + o.device + ": cpu or cuda";
@@ -140,7 +150,6 @@ std::string RemoveRun(const std::string& output) {
   std::error_code ec;
   std::vector<fs::path> doomed;
   for (const char* name : kRunFiles) doomed.push_back(fs::path(output) / name);
-  doomed.push_back(fs::path(output) / "evaluations.jsonl");
   for (const char* kind : {"input", "output", "target"})
     doomed.push_back(fs::path(output) / ("predictions_" + std::string(kind) + ".npy"));
   for (const auto& p : doomed) {

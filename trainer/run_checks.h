@@ -28,11 +28,12 @@ std::vector<double> Shares(const std::string& option, const std::string& text, s
 std::string UsageProblem(const TrainOptions& o, bool cuda_available);
 
 // The files of a run in `output` (checkpoint.pt, model_best.pt,
-// metrics.jsonl), by name; empty when it holds none (or does not exist).
+// metrics.jsonl, evaluations.jsonl), by name; empty when it holds none (or
+// does not exist).
 std::vector<std::string> RunFilesIn(const std::string& output);
 
 // The files a run writes in `output` that --overwrite removes before the
-// new run starts: the run files, evaluations.jsonl, predictions_*.npy.
+// new run starts: the run files and predictions_*.npy.
 // Returns a message naming the first that could not be removed, "" if all
 // went.
 std::string RemoveRun(const std::string& output);

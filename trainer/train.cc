@@ -52,6 +52,13 @@ po::options_description Options(TrainOptions* o) {
       ("wd", po::value(&a.wd)->default_value(1e-4), "weight decay")
       ("no-bn-wd", "no weight decay on BN and bias parameters")
       ("label-smoothing", po::value(&a.label_smoothing)->default_value(0), "label smoothing")
+      ("auto-augment", po::value(&a.auto_augment)->default_value("none"),
+       "per-sample policy after the crop: ta_wide, ra, imagenet, cifar10, svhn, augmix or none")
+      ("ra-magnitude", po::value(&a.ra_magnitude)->default_value(9), "--auto-augment ra: magnitude bin (0..30)")
+      ("augmix-severity", po::value(&a.augmix_severity)->default_value(3), "--auto-augment augmix: severity (1..10)")
+      ("random-erase", po::value(&a.random_erase)->default_value(0), "RandomErasing's probability per sample")
+      ("interpolation", po::value(&a.interpolation)->default_value("bilinear"),
+       "the training crops' resampling: bilinear or bicubic")
       ("zero-init-residual", "zero-init the last BN of each residual block")
       ("size", po::value(&a.size)->default_value(0),
        "input size (0: 224; 28 for small_cnn/mlp; 96 for segmentation and restoration)")
@@ -149,6 +156,22 @@ std::string RefusedOutput(const TrainOptions& a) {
                 "another --output";
 }
 
+// A --data or --val path that names nothing, found before any output
+// (URLs and shard patterns are left to their readers).
+std::string MissingDatabase(const TrainOptions& a) {
+  std::vector<std::pair<std::string, std::string>> paths;
+  for (const auto& d : a.data_list)
+    for (const auto& p : SplitCommas(d)) paths.emplace_back("--data", p);
+  if (!a.val.empty())
+    for (const auto& p : SplitCommas(a.val)) paths.emplace_back("--val", p);
+  std::error_code ec;
+  for (const auto& [option, path] : paths) {
+    if (path.find("://") != std::string::npos || path.find_first_of("{*?[") != std::string::npos) continue;
+    if (!fs::exists(path, ec)) return option + " " + path + ": no such database";
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -218,7 +241,6 @@ int main(int argc, char** argv) {
   a.channels_last = vm.count("channels-last");
   a.quiet = vm.count("quiet") > 0;
   a.overwrite = vm.count("overwrite") > 0;
-  if (a.print_freq < 1) a.print_freq = 1;
   // Every option is checked before any work or output (docs/USAGE.md).
   if (std::string problem = UsageProblem(a, torch::cuda::is_available()); !problem.empty())
     return cli::UsageError(problem);
@@ -230,6 +252,7 @@ int main(int argc, char** argv) {
                                                rows_dir.empty() ? "." : rows_dir.string());
       !why.empty())
     return cli::FatalError(why);
+  if (std::string why = MissingDatabase(a); !why.empty()) return cli::FatalError(why);
   try {
     return Trainer(a).Run();
   } catch (const std::exception& e) {

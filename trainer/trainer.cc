@@ -303,7 +303,12 @@ void Trainer::SetUpLoaders() {
   lo_.transform = small ? TransformKind::kPadCrop : TransformKind::kTrain;
   lo_.pad = 2;
   lo_.layout = o_.channels_last ? Layout::kNHWC : Layout::kNCHW;
-  LoaderOptions vo = lo_;
+  LoaderOptions vo = lo_;  // before the training-only augmentations
+  ParseAutoAugment(o_.auto_augment, &lo_.augment.kind);  // checked in run_checks
+  lo_.augment.ra_magnitude = o_.ra_magnitude;
+  lo_.augment.augmix_severity = o_.augmix_severity;
+  lo_.erase.p = o_.random_erase;
+  lo_.filter = o_.interpolation == "bicubic" ? ResampleFilter::kCatmullRom : ResampleFilter::kTriangle;
   vo.paths = SplitCommas(o_.val);
   vo.sources.clear();
   vo.classes.clear();

@@ -43,6 +43,12 @@ struct TrainOptions {
   std::string task = "classification";  // classification | segmentation | restoration (task.h)
   std::string order = "auto";           // the training data's order (LoaderOptions::order)
   std::string dct = "fast";             // fast | accurate (LoaderOptions::fast_dct), both loaders
+  // torchvision's reference flags for the training loader's per-sample
+  // augmentations (LoaderOptions::augment, erase, filter).
+  std::string auto_augment = "none";    // ta_wide | ra | imagenet | cifar10 | svhn | augmix | none
+  std::string interpolation = "bilinear";  // the crops' resampling: bilinear | bicubic
+  int ra_magnitude = 9, augmix_severity = 3;
+  double random_erase = 0;
   double block_mb = 4;
   int window_blocks = 16, io_threads = -1;
   int epochs = 90, batch = 256, print_freq = 10, threads = 0, loader_threads = 0, size = 0, step_size = 30;

@@ -133,6 +133,13 @@ def test_an_output_holding_a_run_is_refused_unless_resumed_or_overwritten(dbs):
     assert rc == 2 and "--overwrite" in e, o + e
     assert (early / "metrics.jsonl").read_text() == '{"type": "epoch", "epoch": 0}\n'
 
+    # --evaluate's rows alone: a new run there would draw them as its own.
+    evals = d / "evals_only"
+    evals.mkdir()
+    (evals / "evaluations.jsonl").write_text('{"type": "eval", "epoch": 1}\n')
+    rc, o, e = train("--data", dbs["train"], "--no-val", "--epochs", "1", "--output", evals)
+    assert rc == 2 and "evaluations.jsonl" in e, o + e
+
 
 # ---------------------------------------------------------------- Ctrl-C
 
@@ -347,6 +354,8 @@ USAGE = [  # (options, exit code, what stderr says)
     (["--blurpool"], 2, "--blurpool: for the ResNets"),
     (["--task", "segmentation", "--arch", "resnet18"], 2, "--arch resnet18"),
     (["--epochs", "0"], 2, "--epochs 0"),
+    (["--print-freq", "-1"], 2, "--print-freq -1"),
+    (["--seed", "-1"], 2, "--seed -1"),
 ]
 
 

@@ -234,6 +234,8 @@ BAD_OPTIONS = [
     (["--epochs", "0"], "--epochs 0"),
     (["--batch-size", "0"], "--batch-size 0"),
     (["--label-smoothing", "1.5"], "--label-smoothing"),
+    (["--print-freq", "-3"], "--print-freq -3"),
+    (["--seed", "-1"], "--seed -1"),
 ]
 
 
@@ -255,6 +257,25 @@ def test_an_output_that_cannot_be_written_exits_1_before_any_work(db, tmp_path):
     rc, o, e = train(*args(db, "/proc/imagepack-run"), timeout=60)
     assert rc == 1, (rc, o, e)
     assert "--output /proc/imagepack-run" in e and "Epoch" not in o, e
+
+
+def test_a_missing_database_exits_1_naming_it_before_any_output(db, tmp_path):
+    rc, o, e = train(*args(db, tmp_path / "run")[:2], "--val", tmp_path / "nosuch.lmdb",
+                     *args(db, tmp_path / "run")[4:], timeout=60)
+    assert rc == 1 and o == "", (rc, o, e)
+    assert "--val %s: no such database" % (tmp_path / "nosuch.lmdb") in e, e
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_output_holding_only_evaluations_is_a_run_too(db, tmp_path):
+    out = tmp_path / "run"
+    rc, o, e = train(*args(db, out))
+    assert rc == 0, o + e
+    evals = tmp_path / "evals"
+    rc, o, e = train("--evaluate", "--resume", out / "checkpoint.pt", "--val", db, "--output", evals)
+    assert rc == 0 and os.listdir(evals) == ["evaluations.jsonl"], o + e
+    rc, o, e = train(*args(db, evals))
+    assert rc == 2 and "evaluations.jsonl" in e, e
 
 
 def test_small_models_on_large_images_say_they_train_on_patches(tmp_path):
