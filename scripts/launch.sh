@@ -43,9 +43,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -gt 0 ] || usage_error "no command after --"
-for v in "$NPROC" "$NNODES" "$NODE_RANK"; do
-  [[ $v =~ ^[0-9]+$ ]] || usage_error "'$v' is not a number"
+for opt in "--nproc $NPROC" "--nnodes $NNODES" "--node-rank $NODE_RANK"; do
+  [[ ${opt#* } =~ ^[0-9]+$ ]] || usage_error "${opt% *} '${opt#* }' is not a number"
 done
+# The command is found before any rank starts (each would fail alike).
+command -v -- "$1" >/dev/null 2>&1 || usage_error "$1: no such command (not a file, nor on PATH)"
 [ "$NPROC" -ge 1 ] || usage_error "--nproc must be at least 1"
 [ "$NODE_RANK" -lt "$NNODES" ] || usage_error "--node-rank $NODE_RANK must be < --nnodes $NNODES"
 [ -z "$PORT" ] || [[ $PORT =~ ^[0-9]+$ ]] || usage_error "--port '$PORT' is not a number"

@@ -74,6 +74,15 @@ def main():
         sys.stderr.write(__doc__.strip() + "\n")
         return 2
     src, out = sys.argv[1], sys.argv[2]
+    # OUT is checked before anything is read or drawn: a PNG into a folder
+    # that exists and takes files (written atomically below).
+    if not out.lower().endswith(".png"):
+        sys.stderr.write("plot_metrics: %s: the picture is a PNG; give a name ending in .png\n" % out)
+        return 2
+    out_dir = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out_dir) or not os.access(out_dir, os.W_OK | os.X_OK):
+        sys.stderr.write("plot_metrics: cannot write %s: %s is not a folder this user can write\n" % (out, out_dir))
+        return 1
     if os.path.isdir(src):
         src = os.path.join(src, "metrics.jsonl")
     evaluations = os.path.join(os.path.dirname(src), "evaluations.jsonl")
@@ -136,7 +145,15 @@ def main():
             value = figure(last[0], key)
             fig.suptitle(title % (100 - value if key == "error1" else value))
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
+    tmp = os.path.join(out_dir, ".%s.tmp.%d" % (os.path.basename(out), os.getpid()))
+    try:
+        fig.savefig(tmp, dpi=100, format="png")
+        os.replace(tmp, out)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        sys.stderr.write("plot_metrics: cannot write %s: %s\n" % (out, e.strerror or e))
+        return 1
     print("plot_metrics: wrote %s (%d train, %d validation, %d --evaluate rows)" % (
         out, len(train), len(evals), len(checked)))
     if skipped:

@@ -335,6 +335,11 @@ def test_plot_metrics_draws_a_train_imagepack_run_and_counts_a_torn_line(dbs, tw
         assert rc == 0, o + e
         rc, o, e = proc([sys.executable, PLOT, run / "metrics.jsonl", tmp_path / "cpp.png"])
         assert rc == 0 and "1 validation" in o, o + e
+    # OUT is checked before anything is drawn: one line, no traceback, nothing made.
+    for out, code in ((tmp_path / "nodir" / "c.png", 1), ("/proc/c.png", 1), (tmp_path / "c.txt", 2)):
+        rc, o, e = proc([sys.executable, PLOT, two_epochs / "metrics.jsonl", out])
+        assert rc == code and str(out) in e and "Traceback" not in e and o == "", (out, rc, o + e)
+    assert not (tmp_path / "nodir").exists() and not (tmp_path / "c.txt").exists()
 
 
 # ---------------------------------------------------------------- checked before any work
@@ -448,6 +453,28 @@ def test_read_db_says_an_index_out_of_range_and_a_path_that_is_not_a_database(db
         assert rc == 1 and str(path) in e and "Traceback" not in e and len(e.strip().splitlines()) == 1, o + e
     rc, o, e = proc([sys.executable, READ_DB, dbs["val"], "15"])
     assert rc == 0 and o.startswith("count 16,"), o + e
+    # Without python3-xxhash: read, and said that checksums were not checked.
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "xxhash.py").write_text("raise ImportError('hidden by the test')\n")
+    rc, o, e = proc([sys.executable, READ_DB, dbs["val"], "3"], env=dict(os.environ, PYTHONPATH=str(stub)))
+    assert rc == 0 and "checksums not checked" in e and "3: label" in o, o + e
+
+
+def test_read_db_check_counts_every_damaged_record(dbs, tmp_path):
+    import lmdb
+    import shutil
+    db = tmp_path / "damaged.lmdb"
+    shutil.copy(dbs["val"], db)
+    env = lmdb.open(str(db), subdir=False, lock=False)
+    with env.begin(write=True) as txn:
+        for key in (b"0000000004", b"0000000011"):
+            value = bytearray(txn.get(key))
+            value[-1] ^= 0xFF  # a flipped byte in the payload
+            txn.put(key, bytes(value))
+    env.close()
+    rc, o, e = proc([sys.executable, READ_DB, db, "--check"])
+    assert rc == 1 and "record 4:" in e and "record 11:" in e and "2 of 16 records damaged" in e, o + e
 
 
 def test_launch_sh_help_and_a_command_without_double_dash(tmp_path):
@@ -457,6 +484,10 @@ def test_launch_sh_help_and_a_command_without_double_dash(tmp_path):
     assert rc == 2 and "launch.sh: put -- before the command, e.g. launch.sh --nproc 2 -- train --data x" in e, e
     rc, o, e = proc([LAUNCH, "--nproc"])
     assert rc == 2 and "--nproc needs a value" in e, e
+    rc, o, e = proc([LAUNCH, "--nproc", "abc", "--", "true"])
+    assert rc == 2 and "--nproc 'abc' is not a number" in e, e
+    rc, o, e = proc([LAUNCH, "--nproc", "2", "--", tmp_path / "nosuch"])  # found before any rank starts
+    assert rc == 2 and "nosuch: no such command" in e and "[rank" not in e, e
     rc, o, e = proc([LAUNCH, "--nproc", "2", "--", sys.executable, "-c",
                      "import os; print(os.environ['RANK'], os.environ['WORLD_SIZE'])"])
     assert rc == 0 and "0 2" in o and "[rank 1] 1 2" in e, o + e
