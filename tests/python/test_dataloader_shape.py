@@ -107,6 +107,7 @@ def test_the_attributes_a_dataloader_caller_reads(jpeg_db):
     # the sampler lists the next epoch's records: the labels the loader hands out are theirs
     sampler = loader.sampler
     assert len(sampler) == 90 and sampler.num_replicas == 1 and sampler.rank == 0 and sampler.shuffle
+    assert sampler.drop_last is False  # DistributedSampler's: no sample dropped (the batch's drop_last is the loader's)
     indices = list(sampler)
     assert sampler.epoch == 1 and sorted(indices) == list(range(90))
     labels = torch.cat([y for _, y in loader]).tolist()

@@ -347,7 +347,10 @@ class EpochSampler:
 
     @property
     def drop_last(self):
-        return self._loader.drop_last
+        """False: the order drops no sample (training pads the ranks to equal
+        counts, as DistributedSampler(drop_last=False) does); loader.drop_last
+        is the DataLoader's, a short final batch."""
+        return False
 
     def __len__(self):
         return self._loader.samples_per_epoch
