@@ -197,7 +197,9 @@ assert x.dtype == torch.bfloat16
 # The reference's args for the port (its parser's names), on the docs' small databases.
 PORT_PRELUDE = """
 import argparse
-args = argparse.Namespace(data_path=".", batch_size=4, train_crop_size=32, val_crop_size=32, val_resize_size=36)
+args = argparse.Namespace(data_path=".", batch_size=4, train_crop_size=32, val_crop_size=32, val_resize_size=36,
+                          auto_augment=None, ra_magnitude=9, augmix_severity=3, random_erase=0.0,
+                          interpolation="bilinear")  # the reference parser's defaults for the rest
 """
 # What the rest of train.py does with them: two epochs without DDP (no
 # set_epoch: the orders must differ), set_epoch as under DDP, and
