@@ -265,27 +265,31 @@ void BindLoaderOptions(py::module_& m) {
           "random_erase", [](const O& o) { return o.erase.p; }, [](O& o, double v) { o.erase.p = v; })
       .def_property(
           "random_erase_value",
-          [](const O& o) -> py::object {
-            if (o.erase.random) return py::str("random");
-            return py::cast(std::vector<int>(o.erase.value, o.erase.value + 3));
+          [](const O& o) {
+            if (o.erase.random) return std::string("random");
+            return std::to_string(o.erase.value[0]) + "," + std::to_string(o.erase.value[1]) + "," +
+                   std::to_string(o.erase.value[2]);
           },
-          [](O& o, py::object v) {
-            if (py::isinstance<py::str>(v)) {
-              if (v.cast<std::string>() != "random")
-                Raise(Status::InvalidArgument("random_erase_value: \"random\" or grey levels"));
-              o.erase.random = true;
-              return;
+          // "random", or 1 or 3 grey levels as text ("0", "124,116,104", or a
+          // list's str(), which is how Loader's keywords arrive here).
+          [](O& o, const std::string& v) {
+            if (v == "random") return void(o.erase.random = true);
+            std::vector<int> levels;
+            int cur = -1;
+            for (char ch : v + ",") {
+              if (ch >= '0' && ch <= '9') {
+                cur = (cur < 0 ? 0 : cur * 10) + (ch - '0');
+                if (cur > 255) Raise(Status::InvalidArgument("random_erase_value: grey levels in 0..255"));
+              } else if (ch == '-' || ch == '.') {
+                Raise(Status::InvalidArgument("random_erase_value: grey levels in 0..255, or \"random\""));
+              } else if (cur >= 0) {
+                levels.push_back(cur), cur = -1;
+              }
             }
-            const std::vector<int> levels =
-                py::isinstance<py::int_>(v) ? std::vector<int>{v.cast<int>()} : v.cast<std::vector<int>>();
-            if (levels.empty() || levels.size() > 3)
-              Raise(Status::InvalidArgument("random_erase_value: 1 or 3 grey levels"));
+            if (levels.size() != 1 && levels.size() != 3)
+              Raise(Status::InvalidArgument("random_erase_value: 1 or 3 grey levels, or \"random\", not " + v));
             o.erase.random = false;
-            for (size_t c = 0; c < 3; ++c) {
-              const int l = levels[std::min(c, levels.size() - 1)];
-              if (l < 0 || l > 255) Raise(Status::InvalidArgument("random_erase_value: grey levels in 0..255"));
-              o.erase.value[c] = static_cast<uint8_t>(l);
-            }
+            for (size_t c = 0; c < 3; ++c) o.erase.value[c] = static_cast<uint8_t>(levels[levels.size() == 1 ? 0 : c]);
           })
       .def_property(
           "interpolation",

@@ -377,6 +377,15 @@ def test_loader_keywords_are_checked(jpeg_db):
         imagepack.Loader(jpeg_db, batch_size=8, size=32, random_erase=1.5)
     with pytest.raises(ValueError, match="interpolation"):
         imagepack.Loader(jpeg_db, batch_size=8, size=32, interpolation="nearest")
+    with pytest.raises(ValueError, match="grey levels"):
+        imagepack.Loader(jpeg_db, batch_size=8, size=32, random_erase_value=[300, 0, 0])
+    # The erased box holds the value given (an int, a list, or "random").
+    for value, want in ((7, (7, 7, 7)), ([124, 116, 104], (124, 116, 104))):
+        x = _epoch(imagepack.Loader(jpeg_db, batch_size=8, size=32, seed=2, threads=1, as_torch=False,
+                                    layout="NHWC", random_erase=1.0, random_erase_value=value), 0)[0][0]
+        hits = [(img.reshape(-1, 3) == want).all(axis=1).sum() for img in x]
+        assert sum(h >= 8 for h in hits) >= 6, hits
+    imagepack.Loader(jpeg_db, batch_size=8, size=32, random_erase=0.5, random_erase_value="random")
     # bicubic crops differ from bilinear ones; eval transforms are never augmented.
     kw = dict(batch_size=8, size=32, seed=1, threads=1, as_torch=False)
     bil = _epoch(imagepack.Loader(jpeg_db, **kw), 0)[0][0]
@@ -385,6 +394,55 @@ def test_loader_keywords_are_checked(jpeg_db):
     ev = _epoch(imagepack.Loader(jpeg_db, train=False, **kw), 0)[0][0]
     ev_aug = _epoch(imagepack.Loader(jpeg_db, train=False, auto_augment="augmix", random_erase=1.0, **kw), 0)[0][0]
     assert np.array_equal(ev, ev_aug)
+
+
+def _trainer_run(db, out, *flags):
+    import re
+    import signal
+    import subprocess
+    from conftest import TOOLS
+    train = os.path.join(TOOLS, "..", "trainer", "train")
+    if not os.path.exists(train):
+        pytest.skip("the C++ trainer is not built")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    for v in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_JOB_ID"):
+        env.pop(v, None)
+    argv = [train, "--data", db, "--val", db, "--arch", "resnet18", "--size", "32", "--batch-size", "16", "--seed",
+            "3", "--threads", "1", "--loader-threads", "2", "--print-freq", "1000", "--epochs", "1", "--max-steps",
+            "2", "--output", str(out), *flags]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
+    try:
+        o, e = p.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise
+    digest = re.findall(r"final weights digest ([0-9a-f]{16})", o)
+    return p.returncode, digest[-1] if digest else None, o + e
+
+
+def test_trainer_flags_train_the_same_weights_every_run(jpeg_db, tmp_path):
+    """--auto-augment, --ra-magnitude, --augmix-severity, --random-erase,
+    --interpolation reach the training loader: the same flags give the same
+    final weights run after run, and other weights than without them."""
+    rc, plain, out = _trainer_run(jpeg_db, tmp_path / "plain")
+    assert rc == 0, out
+    for k, flags in enumerate((["--auto-augment", "ta_wide", "--random-erase", "0.25"],
+                               ["--auto-augment", "ra", "--ra-magnitude", "14", "--interpolation", "bicubic"],
+                               ["--auto-augment", "augmix", "--augmix-severity", "5"])):
+        rc, first, out = _trainer_run(jpeg_db, tmp_path / ("a%d" % k), *flags)
+        assert rc == 0, out
+        rc, second, out = _trainer_run(jpeg_db, tmp_path / ("b%d" % k), *flags)
+        assert rc == 0, out
+        assert first == second and first != plain, (flags, first, second, plain)
+    for flags, message in ((["--auto-augment", "autoaugment"], "unknown --auto-augment"),
+                           (["--ra-magnitude", "31"], "--ra-magnitude 31"),
+                           (["--augmix-severity", "0"], "--augmix-severity 0"),
+                           (["--random-erase", "2"], "--random-erase 2"),
+                           (["--interpolation", "nearest"], "--interpolation nearest")):
+        rc, _, out = _trainer_run(jpeg_db, tmp_path / "bad", *flags)
+        assert rc == 2 and message in out, (flags, rc, out)
 
 
 def test_zz_report_measured_bounds():
