@@ -98,14 +98,28 @@ int main(int argc, char** argv) {
   spec.kind = Order::kSequential;
   row(spec, "-", "-");
   spec.kind = Order::kBlocks;
+  std::vector<std::string> whole;  // block sizes at which the database is one block
   for (double mb : block_mb)
     for (int w : windows) {
       spec.block_records =
           BlockRecords(n, bytes, static_cast<int64_t>(mb * (1 << 20)), src.value()->meta().records_per_value);
+      if (spec.block_records >= n && w == windows.front()) {
+        char m[32];
+        std::snprintf(m, sizeof m, "%g", mb);
+        whole.push_back(m);
+      }
       spec.window_blocks = w;
       char b[32];
       std::snprintf(b, sizeof b, "%g", mb);
       row(spec, b, std::to_string(w));
     }
+  // A block as large as the data measures nothing about blocks: said.
+  if (!whole.empty()) {
+    std::string sizes;
+    for (const auto& m : whole) sizes += (sizes.empty() ? "" : ", ") + m;
+    std::printf("note: at --block-mb %s the %lld records are one block: those rows cannot show how block order "
+                "mixes this data (give a smaller --block-mb, or measure a larger database)\n",
+                sizes.c_str(), static_cast<long long>(n));
+  }
   return 0;
 }

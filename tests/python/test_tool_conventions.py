@@ -225,3 +225,20 @@ def test_files_the_options_name_are_checked_before_any_work(tree, jpeg_db, tmp_p
         r = run(tool("pack_lmdb"), tree, tmp_path / "o.lmdb", option, tmp_path, "-q")  # a folder, not a file
         assert r.returncode == 1 and "%s %s" % (option, tmp_path) in r.stderr, (option, r.stderr)
         assert not os.path.exists(tmp_path / "o.lmdb")
+
+
+def test_what_a_picture_or_a_table_cannot_show_is_said(tree, tmp_path):
+    """A class of the list with no records has no row on the contact sheet:
+    inspect_db names it. shuffle_quality's block rows on data smaller than
+    one block cannot show anything about blocks: it says so."""
+    classes = tmp_path / "classes.txt"
+    classes.write_text("class0\nclass1\nclass2\nn0999\n")  # n0999: no folder
+    db = tmp_path / "db.lmdb"
+    r = run(tool("pack_lmdb"), tree, db, "--classes", classes, "-q")
+    assert r.returncode == 0 and "n0999" in r.stderr, r.stderr
+    r = run(tool("inspect_db"), db, "--out", tmp_path / "report", "--sheet", "-q")
+    assert r.returncode == 0, r.stderr
+    assert "contact sheet of 3 classes" in r.stdout and "1 class(es) with no records, no row: n0999" in r.stdout, r.stdout
+    r = run(tool("shuffle_quality"), db, "--batch", "8")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"note: at --block-mb [0-9., ]+ the 90 records are one block", r.stdout), r.stdout

@@ -202,7 +202,14 @@ Result<std::string> WriteContactSheet(const InspectOptions& o, const std::string
   }
   IMAGEPACK_RETURN_IF_ERROR(c.Save(png));
   IMAGEPACK_RETURN_IF_ERROR(WriteJson(png, {{"tile", o.tile}, {"pitch", pitch}, {"origin", {left, top}}, {"rows", jrows}}));
-  return "contact sheet of " + std::to_string(rows.size()) + " classes x " + std::to_string(o.per_class) + " -> " + png;
+  // Classes of the list with no record have no row: said, by name.
+  std::string empty;
+  int64_t n_empty = 0;
+  for (size_t k = 0; k < meta.classes.size(); ++k)
+    if (!by_class.count(int64_t(k)) && ++n_empty <= 5) empty += (empty.empty() ? "" : ", ") + meta.classes[k];
+  if (n_empty > 5) empty += ", ...";
+  return "contact sheet of " + std::to_string(rows.size()) + " classes x " + std::to_string(o.per_class) + " -> " +
+         png + (n_empty ? "; " + std::to_string(n_empty) + " class(es) with no records, no row: " + empty : "");
 }
 
 Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::string& png) {
