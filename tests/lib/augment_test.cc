@@ -5,6 +5,8 @@
 // tests/python/test_augment_torchvision.py holds them to torchvision.
 #include "imagepack/augment.h"
 
+#include "image/augment/augment_internal.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,6 +77,25 @@ TEST(Augment, KnownValues) {
   img = orig;
   ApplyAugOp(AugOp::kRotate, 360, AugInterpolation::kNearest, nullptr, &img);
   EXPECT_EQ(img.pixels, orig.pixels);
+}
+
+TEST(Augment, BaselineAndSse41LoopsGiveTheSameBytes) {
+  bool& use = internal::UseSse41();
+  const bool had = use;
+  for (auto [w, h, c] : {std::tuple{37, 29, 3}, {5, 3, 1}, {224, 17, 3}}) {
+    for (int k = 0; k < kAugOpCount; ++k)
+      for (double m : {-0.7, -0.2, 0.3, 0.9, 13.0, -25.0})
+        for (auto interp : {AugInterpolation::kNearest, AugInterpolation::kBilinear}) {
+          const uint8_t fill[3] = {10, 200, 30};
+          Image a = Noise(w, h, c, 11), b = a;
+          use = false;
+          ApplyAugOp(static_cast<AugOp>(k), m, interp, k % 2 ? fill : nullptr, &a);
+          use = true;
+          ApplyAugOp(static_cast<AugOp>(k), m, interp, k % 2 ? fill : nullptr, &b);
+          ASSERT_EQ(a.pixels, b.pixels) << AugOpName(static_cast<AugOp>(k)) << " " << m;
+        }
+  }
+  use = had;
 }
 
 TEST(Augment, EqualizeAndAutoContrastOfAFlatImageChangeNothing) {

@@ -28,6 +28,11 @@ struct BlendTables {
 // _blend(img, other, factor) over all samples; `other` has img's layout.
 void BlendWith(Image* img, const uint8_t* other, double factor);
 
+// Whether the SSE4.1 builds of the affine and blur loops run (the CPU has
+// SSE4.1); a test turns it off to hold the baseline builds to the same
+// bytes. Not for concurrent use while turned.
+bool& UseSse41();
+
 // One of AutoAugment's sub-policies: two (operation, probability,
 // magnitude bin) entries; bin -1: no magnitude.
 struct PolicyEntry {

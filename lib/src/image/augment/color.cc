@@ -121,34 +121,56 @@ void AdjustContrast(Image* img, double factor) {
   ApplyLut(img, lut);
 }
 
+namespace {
+
+// One row of _blurred_degenerate_image's inside: samples [C, (W - 1) * C)
+// of `row`, each from its 3x3 neighbours C samples apart, in the order
+// torchvision's kernel lists them.
+__attribute__((always_inline)) inline void BlurRow(const uint8_t* up, const uint8_t* row, const uint8_t* down,
+                                                   uint8_t* out, ptrdiff_t C, ptrdiff_t end) {
+  const float k = 1.f / 13.f, kc = 5.f / 13.f;
+  for (ptrdiff_t i = C; i < end; ++i) {
+    float s = float(up[i - C]) * k;
+    s += float(up[i]) * k;
+    s += float(up[i + C]) * k;
+    s += float(row[i - C]) * k;
+    s += float(row[i]) * kc;
+    s += float(row[i + C]) * k;
+    s += float(down[i - C]) * k;
+    s += float(down[i]) * k;
+    s += float(down[i + C]) * k;
+    out[i] = static_cast<uint8_t>(std::nearbyint(std::clamp(s, 0.f, 255.f)));
+  }
+}
+
+// With SSE4.1 the rounding is in line and the loop vectorises; the same
+// float32 operations either way.
+__attribute__((target("sse4.1"))) void BlurRowsSse41(const Image& img, uint8_t* out) {
+  const size_t stride = img.stride();
+  const uint8_t* px = img.pixels.data();
+  for (int y = 1; y < img.height - 1; ++y)
+    BlurRow(px + (y - 1) * stride, px + y * stride, px + (y + 1) * stride, out + y * stride, img.channels,
+            ptrdiff_t(stride) - img.channels);
+}
+
+void BlurRowsBaseline(const Image& img, uint8_t* out) {
+  const size_t stride = img.stride();
+  const uint8_t* px = img.pixels.data();
+  for (int y = 1; y < img.height - 1; ++y)
+    BlurRow(px + (y - 1) * stride, px + y * stride, px + (y + 1) * stride, out + y * stride, img.channels,
+            ptrdiff_t(stride) - img.channels);
+}
+
+}  // namespace
+
 void AdjustSharpness(Image* img, double factor) {
-  const int W = img->width, H = img->height, C = img->channels;
-  if (W <= 2 || H <= 2) return;
+  if (img->width <= 2 || img->height <= 2) return;
   factor = NonNegative(factor);
   // _blurred_degenerate_image: the 3x3 kernel (1 1 1 / 1 5 1 / 1 1 1) / 13
   // inside, rounded half to even; the border rows and columns as they were.
   std::vector<uint8_t> blurred(img->pixels);
-  const float k = 1.f / 13.f, kc = 5.f / 13.f;
-  const uint8_t* px = img->pixels.data();
-  const size_t stride = size_t(W) * C;
-  for (int y = 1; y < H - 1; ++y) {
-    for (int x = 1; x < W - 1; ++x) {
-      for (int c = 0; c < C; ++c) {
-        const uint8_t* p = px + y * stride + size_t(x) * C + c;
-        const ptrdiff_t up = -static_cast<ptrdiff_t>(stride), down = static_cast<ptrdiff_t>(stride);
-        float s = float(p[up - C]) * k;
-        s += float(p[up]) * k;
-        s += float(p[up + C]) * k;
-        s += float(p[-C]) * k;
-        s += float(p[0]) * kc;
-        s += float(p[C]) * k;
-        s += float(p[down - C]) * k;
-        s += float(p[down]) * k;
-        s += float(p[down + C]) * k;
-        blurred[y * stride + size_t(x) * C + c] = static_cast<uint8_t>(std::nearbyint(std::clamp(s, 0.f, 255.f)));
-      }
-    }
-  }
+  if (internal::UseSse41()) BlurRowsSse41(*img, blurred.data());
+  else BlurRowsBaseline(*img, blurred.data());
   internal::BlendWith(img, blurred.data(), factor);
 }
 

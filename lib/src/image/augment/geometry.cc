@@ -10,6 +10,14 @@
 #include "imagepack/augment.h"
 
 namespace imagepack {
+namespace internal {
+
+bool& UseSse41() {
+  static bool use = __builtin_cpu_supports("sse4.1");
+  return use;
+}
+
+}  // namespace internal
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
@@ -28,9 +36,11 @@ float Linspace(float start, float end, int steps, int i) {
 // One sample of grid_sample(align_corners=False) at unnormalised (ix, iy).
 // Returns the coverage (the mask channel torchvision appends) and writes the
 // channels' values into `v`.
-float SampleNearest(const Image& src, float ix, float iy, float* v) {
+#define IMAGEPACK_INLINE __attribute__((always_inline)) inline
+
+template <int C>
+IMAGEPACK_INLINE float SampleNearest(const Image& src, float ix, float iy, float* v) {
   const float fx = std::nearbyint(ix), fy = std::nearbyint(iy);
-  const int C = src.channels;
   if (!(fx >= 0.f && fx < float(src.width) && fy >= 0.f && fy < float(src.height))) {
     for (int c = 0; c < C; ++c) v[c] = 0.f;
     return 0.f;
@@ -40,8 +50,8 @@ float SampleNearest(const Image& src, float ix, float iy, float* v) {
   return 1.f;
 }
 
-float SampleBilinear(const Image& src, float ix, float iy, float* v) {
-  const int C = src.channels;
+template <int C>
+IMAGEPACK_INLINE float SampleBilinear(const Image& src, float ix, float iy, float* v) {
   for (int c = 0; c < C; ++c) v[c] = 0.f;
   if (!(std::isfinite(ix) && std::isfinite(iy))) return 0.f;
   // Far outside: every corner is out; keeps the integer conversions bounded.
@@ -86,8 +96,67 @@ void InverseAffineMatrix(double cx, double cy, double angle_deg, double tx, doub
   std::memcpy(out, m, sizeof(m));
 }
 
+namespace {
+
+// The sampling grid of one image: per-column and per-row products, each the
+// same float32 product as in bx * r00 + by * r10 + r20 (left to right).
+struct AffineGrid {
+  std::vector<float> col0, col1, row0, row1;
+  float r20 = 0, r21 = 0, hw = 0, hh = 0;
+};
+
+template <bool kNearest, int C>
+IMAGEPACK_INLINE void AffineRows(const Image& src, const AffineGrid& g, const uint8_t* fill, Image* img) {
+  const int W = img->width, H = img->height;
+  float v[3];
+  uint8_t* out = img->pixels.data();
+  for (int y = 0; y < H; ++y) {
+    for (int x = 0; x < W; ++x) {
+      const float gx = g.col0[size_t(x)] + g.row0[size_t(y)] + g.r20;
+      const float gy = g.col1[size_t(x)] + g.row1[size_t(y)] + g.r21;
+      const float ix = (gx + 1.f) * g.hw - 0.5f, iy = (gy + 1.f) * g.hh - 0.5f;
+      const float mask = kNearest ? SampleNearest<C>(src, ix, iy, v) : SampleBilinear<C>(src, ix, iy, v);
+      uint8_t* o = out + (size_t(y) * W + x) * C;
+      for (int c = 0; c < C; ++c) {
+        float value = v[c];
+        if (fill) {
+          if (kNearest) value = mask < 0.5f ? float(fill[c]) : value;
+          else value = value * mask + (1.f - mask) * float(fill[c]);
+        }
+        o[c] = static_cast<uint8_t>(std::nearbyint(std::clamp(value, 0.f, 255.f)));
+      }
+    }
+  }
+}
+
+// The same loop twice: with SSE4.1 (roundss for nearbyint and floor, in
+// line) where the CPU has it, else baseline x86-64 (libm calls). Both are
+// IEEE float32 without contraction: the same bytes.
+__attribute__((target("sse4.1"))) void AffineSse41(const Image& src, const AffineGrid& g, bool nearest,
+                                                    const uint8_t* fill, Image* img) {
+  if (src.channels == 3) {
+    if (nearest) AffineRows<true, 3>(src, g, fill, img);
+    else AffineRows<false, 3>(src, g, fill, img);
+  } else {
+    if (nearest) AffineRows<true, 1>(src, g, fill, img);
+    else AffineRows<false, 1>(src, g, fill, img);
+  }
+}
+
+void AffineBaseline(const Image& src, const AffineGrid& g, bool nearest, const uint8_t* fill, Image* img) {
+  if (src.channels == 3) {
+    if (nearest) AffineRows<true, 3>(src, g, fill, img);
+    else AffineRows<false, 3>(src, g, fill, img);
+  } else {
+    if (nearest) AffineRows<true, 1>(src, g, fill, img);
+    else AffineRows<false, 1>(src, g, fill, img);
+  }
+}
+
+}  // namespace
+
 void AffineTransform(Image* img, const double inverse[6], AugInterpolation interpolation, const uint8_t fill[3]) {
-  const int W = img->width, H = img->height, C = img->channels;
+  const int W = img->width, H = img->height;
   if (W < 1 || H < 1) return;
   const Image src = *img;
   // _gen_affine_grid: theta (float32) over half the size, applied to pixel
@@ -95,39 +164,24 @@ void AffineTransform(Image* img, const double inverse[6], AugInterpolation inter
   // (g + 1) * size / 2 - 0.5.
   float theta[6];
   for (int i = 0; i < 6; ++i) theta[i] = static_cast<float>(inverse[i]);
-  const float hw = 0.5f * float(W), hh = 0.5f * float(H);
-  const float r00 = theta[0] / hw, r10 = theta[1] / hw, r20 = theta[2] / hw;
-  const float r01 = theta[3] / hh, r11 = theta[4] / hh, r21 = theta[5] / hh;
+  AffineGrid g;
+  g.hw = 0.5f * float(W), g.hh = 0.5f * float(H);
+  const float r00 = theta[0] / g.hw, r10 = theta[1] / g.hw, r01 = theta[3] / g.hh, r11 = theta[4] / g.hh;
+  g.r20 = theta[2] / g.hw, g.r21 = theta[5] / g.hh;
   const float xs = static_cast<float>(-W * 0.5 + 0.5), xe = static_cast<float>(W * 0.5 + 0.5 - 1);
   const float ys = static_cast<float>(-H * 0.5 + 0.5), ye = static_cast<float>(H * 0.5 + 0.5 - 1);
-  const bool nearest = interpolation == AugInterpolation::kNearest;
-  // The per-column and per-row products, each the same float32 product as
-  // in bx * r00 + by * r10 + r20 (evaluated left to right).
-  std::vector<float> col0(static_cast<size_t>(W)), col1(static_cast<size_t>(W));
+  g.col0.resize(size_t(W)), g.col1.resize(size_t(W)), g.row0.resize(size_t(H)), g.row1.resize(size_t(H));
   for (int x = 0; x < W; ++x) {
     const float bx = Linspace(xs, xe, W, x);
-    col0[size_t(x)] = bx * r00, col1[size_t(x)] = bx * r01;
+    g.col0[size_t(x)] = bx * r00, g.col1[size_t(x)] = bx * r01;
   }
-  float v[3];
-  uint8_t* out = img->pixels.data();
   for (int y = 0; y < H; ++y) {
     const float by = Linspace(ys, ye, H, y);
-    const float row0 = by * r10, row1 = by * r11;
-    for (int x = 0; x < W; ++x) {
-      const float gx = col0[size_t(x)] + row0 + r20, gy = col1[size_t(x)] + row1 + r21;
-      const float ix = (gx + 1.f) * hw - 0.5f, iy = (gy + 1.f) * hh - 0.5f;
-      const float mask = nearest ? SampleNearest(src, ix, iy, v) : SampleBilinear(src, ix, iy, v);
-      uint8_t* o = out + (size_t(y) * W + x) * C;
-      for (int c = 0; c < C; ++c) {
-        float value = v[c];
-        if (fill) {
-          if (nearest) value = mask < 0.5f ? float(fill[c]) : value;
-          else value = value * mask + (1.f - mask) * float(fill[c]);
-        }
-        o[c] = static_cast<uint8_t>(std::nearbyint(std::clamp(value, 0.f, 255.f)));
-      }
-    }
+    g.row0[size_t(y)] = by * r10, g.row1[size_t(y)] = by * r11;
   }
+  const bool nearest = interpolation == AugInterpolation::kNearest;
+  if (internal::UseSse41()) AffineSse41(src, g, nearest, fill, img);
+  else AffineBaseline(src, g, nearest, fill, img);
 }
 
 void ApplyAugOp(AugOp op, double magnitude, AugInterpolation interpolation, const uint8_t fill[3], Image* img) {
