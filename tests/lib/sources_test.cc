@@ -142,6 +142,41 @@ TEST(Sources, LabelsFileByPathThenNameIndicesOrNames) {
   EXPECT_EQ(Rels(ordered.value()), (std::vector<std::string>{"v2.jpg=1", "v3.jpg=0", "x/v1.jpg=0"}));
 }
 
+// pack and verify read a labels file one way (ReadLabelsFile): an index
+// among names is a name even where verify fixes the database's class list;
+// an entry naming no image and an image labelled twice differently are
+// skipped with their reasons, and told apart for verify.
+TEST(Sources, LabelsFileIsReadOneWayForPackAndVerify) {
+  TempDir d, meta;
+  for (const char* rel : {"v1.jpg", "v2.jpg", "v3.jpg", "v4.jpg"}) Touch(d, rel);
+  const std::string file = meta / "v2l.txt";
+  Text(file, "v1.jpg b\nv2.jpg 7\nv3.jpg a\ngone.jpg a\nv4.jpg a\nv3.jpg a\nv4.jpg b\n");
+  auto pack = OpenTreeSource(d.path(), {"", file, nullptr});
+  ASSERT_OK(pack);
+  EXPECT_EQ(pack->classes, (std::vector<std::string>{"7", "a", "b"}));
+  EXPECT_EQ(Rels(pack.value()), (std::vector<std::string>{"v1.jpg=2", "v2.jpg=0", "v3.jpg=1"}));
+  ASSERT_EQ(pack->labels_twice.size(), 1u);
+  EXPECT_EQ(pack->labels_twice[0].path, "v4.jpg");
+  EXPECT_EQ(pack->labels_twice[0].reason,
+            "listed twice in " + file + " with different labels: line 5 says 'a', line 7 says 'b'");
+  ASSERT_EQ(pack->labels_missing.size(), 1u);
+  EXPECT_EQ(pack->labels_missing[0].path, "gone.jpg");
+  EXPECT_EQ(pack->labels_missing[0].reason, "listed in " + file + " but not in " + d.path());
+  EXPECT_EQ(pack->errors.size(), 2u);
+
+  // verify: the database's classes, matched by name.
+  const std::vector<std::string> db = {"a", "b", "7"};
+  auto verify = OpenTreeSource(d.path(), {"", file, &db});
+  ASSERT_OK(verify);
+  EXPECT_EQ(Rels(verify.value()), (std::vector<std::string>{"v1.jpg=1", "v2.jpg=2", "v3.jpg=0"}));
+  const std::vector<std::string> other = {"a", "b"};
+  auto lacking = OpenTreeSource(d.path(), {"", file, &other});
+  ASSERT_OK(lacking);
+  ASSERT_EQ(lacking->labels_unknown.size(), 1u);
+  EXPECT_EQ(lacking->labels_unknown[0].path, "v2.jpg");
+  EXPECT_EQ(lacking->labels_unknown[0].reason, file + ":2 says '7', which is not among the database's 2 classes");
+}
+
 TEST(Sources, BadLabelsAndClassFilesAreErrorsNamingTheLine) {
   TempDir d, meta;
   Touch(d, "v1.jpg");
@@ -154,7 +189,7 @@ TEST(Sources, BadLabelsAndClassFilesAreErrorsNamingTheLine) {
   Text(meta / "range.txt", "v1.jpg 5\n");
   auto b = OpenTreeSource(d.path(), {meta / "classes.txt", meta / "range.txt", nullptr});
   ASSERT_FALSE(b.ok());
-  EXPECT_NE(b.status().message().find("range.txt: v1.jpg: label 5 is not a class of the 2"), std::string::npos)
+  EXPECT_NE(b.status().message().find("range.txt:1: v1.jpg: label 5 is not a class of the 2"), std::string::npos)
       << b.status().message();
 
   Text(meta / "dup.txt", "a\n\nb\na\n");

@@ -89,6 +89,7 @@ TEST(Verify, DamagedPayloadIsReportedWithKeyAndPath) {
   EXPECT_EQ(r.problems_total, 1) << Dump(r);
   ASSERT_FALSE(r.problems.empty());
   EXPECT_NE(r.problems[0].where.find("record 0000000009"), std::string::npos) << Dump(r);
+  EXPECT_EQ(r.problems[0].path, "c1/3.jpg") << Dump(r);  // the file to pack again
   EXPECT_NE(r.problems[0].reason.find("checksum mismatch"), std::string::npos);
 }
 

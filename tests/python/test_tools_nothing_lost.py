@@ -186,6 +186,147 @@ def test_verify_classes_file_expects_the_folders_pack_left_out(tmp_path):
     assert r.returncode == 1 and "class list differs from --classes" in r.stdout, r.stdout
 
 
+# ---- labels files: read one way, nothing in them lost ----------------------
+
+def problems_of(r):
+    return [line for line in r.stdout.splitlines() if line.startswith("PROBLEM")]
+
+
+def test_verify_reads_a_labels_file_as_pack_does(tmp_path):
+    # Class names with one index among them: pack reads the index as a name
+    # (docs/USAGE.md), and verify must read the file the same way.
+    val = tmp_path / "val"
+    lines = []
+    for i, label in enumerate(["a", "7", "b", "c", "d", "a"]):
+        picture(val / ("v%d.jpg" % i), i)
+        lines.append("v%d.jpg %s" % (i, label))
+    (tmp_path / "v2l.txt").write_text("\n".join(lines) + "\n")
+    db = tmp_path / "val.lmdb"
+    run(tool("pack_lmdb"), val, db, "-q", "--labels", tmp_path / "v2l.txt")
+    meta, recs = records(db)
+    assert meta["classes"] == ["7", "a", "b", "c", "d"], meta["classes"]
+    r = run(tool("verify_db"), db, "--against", val, "--labels", tmp_path / "v2l.txt", "-q", ok=False)
+    assert r.returncode == 0 and ": OK:" in r.stdout and not problems_of(r), r.stdout
+    # With --classes an index indexes its list: pack refuses the file, and
+    # verify given the same --classes refuses it the same way.
+    (tmp_path / "classes.txt").write_text("a\nb\nc\nd\n7\nz\n")
+    r = run(tool("pack_lmdb"), val, tmp_path / "val2.lmdb", "-q", "--labels", tmp_path / "v2l.txt", "--classes",
+            tmp_path / "classes.txt", ok=False)
+    says = "%s:2: v1.jpg: label 7 is not a class of the 6" % (tmp_path / "v2l.txt")
+    assert r.returncode == 1 and says in r.stderr, r.stderr
+    r = run(tool("verify_db"), db, "--against", val, "--labels", tmp_path / "v2l.txt", "--classes",
+            tmp_path / "classes.txt", "-q", ok=False)
+    assert r.returncode == 1 and says in r.stderr and not problems_of(r), (r.stdout, r.stderr)
+
+
+def test_labels_file_entries_without_images_are_skipped_and_said(tmp_path):
+    val = flat_val(tmp_path)
+    os.remove(val / "v1.jpg")
+    os.remove(val / "v4.jpg")
+    labels = tmp_path / "truth.txt"
+    db = tmp_path / "val.lmdb"
+    r = run(tool("pack_lmdb"), val, db, "-q", "--labels", labels, "--errors", tmp_path / "e.tsv", ok=False)
+    assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
+    assert "4 records" in r.stdout and "2 skipped" in r.stdout, r.stdout
+    why = "listed in %s but not in %s" % (labels, val)
+    assert {p: w for p, w in tsv(tmp_path / "e.tsv")} == {"v1.jpg": why, "v4.jpg": why}
+    assert "skipped v1.jpg: " + why in r.stderr, r.stderr
+    # verify: not a problem (pack said it), but said on the summary line.
+    r = run(tool("verify_db"), db, "--against", val, "--labels", labels, "-q", ok=False)
+    assert r.returncode == 0 and not problems_of(r), r.stdout
+    assert "2 entries of --labels %s are in neither %s nor the database" % (labels, val) in r.stdout, r.stdout
+    # A database that holds an image the folder has lost is a problem.
+    full = tmp_path / "full.lmdb"
+    picture(val / "v1.jpg", 1)
+    run(tool("pack_lmdb"), val, full, "-q", "--labels", labels, ok=False)
+    os.remove(val / "v1.jpg")
+    r = run(tool("verify_db"), full, "--against", val, "--labels", labels, "-q", ok=False)
+    assert r.returncode == 1 and len(problems_of(r)) == 1 and "(v1.jpg): not in the source tree" in r.stdout, \
+        r.stdout
+    assert "1 entries of --labels" in r.stdout, r.stdout
+
+
+def test_labels_file_entries_without_images_are_skipped_by_their_shard(tmp_path):
+    # A folder resized shard by shard holds only some images: each entry
+    # without one is the skip of the one shard its path hashes to.
+    val = flat_val(tmp_path)
+    os.remove(val / "v1.jpg")
+    os.remove(val / "v4.jpg")
+    skipped = []
+    for i in range(2):
+        r = run(tool("pack_lmdb"), val, tmp_path / ("s%d.lmdb" % i), "-q", "--shard", "%d/2" % i, "--labels",
+                tmp_path / "truth.txt", "--errors", tmp_path / ("e%d.tsv" % i), ok=False)
+        assert r.returncode in (0, 3), r.stderr
+        skipped += [p for p, _ in tsv(tmp_path / ("e%d.tsv" % i))]
+    assert sorted(skipped) == ["v1.jpg", "v4.jpg"], skipped
+
+
+def test_labels_file_naming_an_image_twice_differently_skips_it(tmp_path):
+    val = flat_val(tmp_path)
+    labels = tmp_path / "twice.txt"
+    lines = open(tmp_path / "truth.txt").read().splitlines()
+    # v1 is 'b' on line 2 and 'a' on line 7; v2 is 'a' twice (lines 3, 8).
+    labels.write_text("\n".join(lines + ["v1.jpg a", "v2.jpg a"]) + "\n")
+    db = tmp_path / "val.lmdb"
+    r = run(tool("pack_lmdb"), val, db, "-q", "--labels", labels, "--errors", tmp_path / "e.tsv", ok=False)
+    assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
+    assert "5 records" in r.stdout and "1 skipped" in r.stdout, r.stdout
+    why = "listed twice in %s with different labels: line 2 says 'b', line 7 says 'a'" % labels
+    assert tsv(tmp_path / "e.tsv") == [["v1.jpg", why]]
+    assert sorted(rec["path"] for rec in records(db)[1]) == ["v0.jpg", "v2.jpg", "v3.jpg", "v4.jpg", "v5.jpg"]
+    r = run(tool("verify_db"), db, "--against", val, "--labels", labels, "-q", ok=False)
+    assert r.returncode == 0 and not problems_of(r), r.stdout
+    assert "1 images labelled twice differently in --labels %s not expected" % labels in r.stdout, r.stdout
+    # A database that holds it anyway: its label cannot be checked, a problem.
+    full = tmp_path / "full.lmdb"
+    run(tool("pack_lmdb"), val, full, "-q", "--labels", tmp_path / "truth.txt")
+    r = run(tool("verify_db"), full, "--against", val, "--labels", labels, "-q", ok=False)
+    assert r.returncode == 1 and len(problems_of(r)) == 1, r.stdout
+    assert "(v1.jpg): in the database, but " + why[:-len(": line 2 says 'b', line 7 says 'a'")] in r.stdout, r.stdout
+
+
+def test_verify_problems_name_the_record_and_its_path(tmp_path):
+    val = flat_val(tmp_path)
+    db = tmp_path / "val.blob"
+    run(tool("pack_lmdb"), val, db, "-q", "--format", "blob", "--labels", tmp_path / "truth.txt")
+    blob = bytearray(db.read_bytes())
+    start = blob.find(b"v3.jpg") - 40
+    header = read_db.HEADER.unpack_from(blob, start)
+    end = start + 40 + header[8] + header[10]
+    good = bytes(blob)
+    index = next(i for i in range(6) if read_db.read_record(read_db.open_db(str(db)), i)["path"] == "v3.jpg")
+    blob[end - 100] ^= 0xFF  # a payload byte: the checksum fails, the path is still there
+    db.write_bytes(bytes(blob))
+    r = run(tool("verify_db"), db, "-q", ok=False)
+    assert "PROBLEM %s record %010d (v3.jpg): checksum mismatch" % (db, index) in r.stdout, r.stdout
+    blob = bytearray(good)
+    blob[start + 8] ^= 0xFF  # the magic: nothing in the record can be trusted
+    db.write_bytes(bytes(blob))
+    r = run(tool("verify_db"), db, "-q", ok=False)
+    assert "PROBLEM %s record %010d (path unknown: record unreadable): bad record magic" % (db, index) in r.stdout, \
+        r.stdout
+    # A labels-file problem names the record and the line.
+    db.write_bytes(good)
+    (tmp_path / "other.txt").write_text("v0.jpg a\nv1.jpg b\nv2.jpg a\nv3.jpg zebra\nv4.jpg a\nv5.jpg b\n")
+    r = run(tool("verify_db"), db, "--against", val, "--labels", tmp_path / "other.txt", "-q", ok=False)
+    shown = problems_of(r)
+    assert len(shown) == 1 and shown[0].startswith("PROBLEM %s record %010d (v3.jpg): " % (db, index)), r.stdout
+    assert "%s:4 says 'zebra'" % (tmp_path / "other.txt") in shown[0], shown
+
+
+def test_verify_classes_file_names_the_first_class_that_differs(tmp_path):
+    src = class_tree(tmp_path / "src", ["a", "b", "c", "d"], per_class=1)
+    db = tmp_path / "o.lmdb"
+    run(tool("pack_lmdb"), src, db, "-q")
+    (tmp_path / "c.txt").write_text("a\nb\nd\nc\n")
+    r = run(tool("verify_db"), db, "--against", src, "--classes", tmp_path / "c.txt", "-q", ok=False)
+    assert r.returncode == 1, r.stdout
+    assert "class 2 is 'c', %s's is 'd'" % (tmp_path / "c.txt") in r.stdout, r.stdout
+    (tmp_path / "c.txt").write_text("a\nb\nc\nd\ne\n")
+    r = run(tool("verify_db"), db, "--against", src, "--classes", tmp_path / "c.txt", "-q", ok=False)
+    assert "class 4 is missing, %s's is 'e'" % (tmp_path / "c.txt") in r.stdout, r.stdout
+
+
 # ---- inspect_db: its --out ------------------------------------------------
 
 def test_inspect_out_that_cannot_be_made_is_an_environment_failure(jpeg_db, tmp_path):

@@ -18,6 +18,7 @@
 #include "imagepack/decode.h"
 #include "base/threads.h"
 #include "fields/pixel_stats.h"
+#include "formats/text.h"
 #include "sources/item_spill.h"
 #include "sources/sources.h"
 
@@ -27,6 +28,8 @@ namespace imagepack {
 namespace {
 
 constexpr size_t kKeptProblems = 10000;
+// A record problem's path where the record cannot be read.
+constexpr const char* kPathUnknown = "path unknown: record unreadable";
 
 struct Seen {
   int32_t label;
@@ -119,7 +122,10 @@ void CheckRecord(const VerifyOptions& o, const DatasetMeta& meta, const std::str
   auto rec = ParseRecord(data, size, true);
   ++t.checked;
   if (!rec.ok()) {
-    problems.Add(where, "", rec.status().message());
+    // The path as stored when the rest of the record holds together (a
+    // checksum mismatch), so the problem names the file to pack again.
+    auto unchecked = ParseRecord(data, size, false);
+    problems.Add(where, unchecked.ok() ? internal::Shown(unchecked->path) : kPathUnknown, rec.status().message());
     return;
   }
   const RecordView& v = rec.value();
@@ -206,7 +212,7 @@ void CheckDatabase(const VerifyOptions& o, const RecordSource& db, const std::st
         Status st = cur->ReadRaw(i, &data, &size);
         range_bytes += size;
         if (st.ok()) CheckRecord(o, meta, where, data, size, t, local_labels, problems);
-        else problems.Add(where, "", st.message());
+        else problems.Add(where, kPathUnknown, st.message());
       }
       // LMDB leaf pages (and values small enough to live in them) are
       // read through the map: unmapped every 64 MB read, like the loader's
@@ -228,10 +234,60 @@ void CheckDatabase(const VerifyOptions& o, const RecordSource& db, const std::st
   }
 }
 
+// The database's class list against --classes FILE's, naming the first
+// class that differs.
+std::string ClassListDiffers(const std::vector<std::string>& classes, const std::vector<std::string>& given,
+                             const std::string& file) {
+  size_t c = 0;
+  while (c < classes.size() && c < given.size() && classes[c] == given[c]) ++c;
+  auto named = [](const std::vector<std::string>& list, size_t i) {
+    return i < list.size() ? "'" + list[i] + "'" : std::string("missing");
+  };
+  return "class list differs from --classes " + file + "'s: class " + std::to_string(c) + " is " +
+         named(classes, c) + ", " + file + "'s is " + named(given, c) + " (" + std::to_string(classes.size()) +
+         " classes, " + std::to_string(given.size()) + " in the file)";
+}
+
 // The class of `label` as a message shows it: 'name' (label N).
 std::string ClassShown(const std::vector<std::string>& classes, int32_t label) {
   const bool named = label >= 0 && size_t(label) < classes.size();
   return (named ? "'" + classes[size_t(label)] + "' " : std::string()) + "(label " + std::to_string(label) + ")";
+}
+
+// --labels FILE's images pack skips, against the database. One the file
+// labels twice differently is a problem only when the database holds it
+// (pack skipped it); one labelled by a class the database lacks is a
+// problem either way; an entry in neither the tree nor the database is
+// said in `notes` (pack skipped and listed it).
+void CheckLabelsFileSkips(const VerifyOptions& o, const internal::DatasetSource& tree,
+                          std::unordered_map<std::string, Seen>& in_db, Collector& problems,
+                          std::vector<std::string>* notes) {
+  int64_t twice = 0, neither = 0;
+  for (const auto& [rel, why] : tree.labels_twice) {
+    auto it = in_db.find(rel);
+    if (it == in_db.end()) {
+      ++twice;
+      continue;
+    }
+    problems.Add(it->second.where, rel, "in the database, but " + why);
+    in_db.erase(it);
+  }
+  for (const auto& [rel, why] : tree.labels_unknown) {
+    auto it = in_db.find(rel);
+    if (it == in_db.end()) {
+      problems.Add(o.against, rel, "source image is not in the database");
+      continue;
+    }
+    problems.Add(it->second.where, rel, why);
+    in_db.erase(it);
+  }
+  for (const auto& missing : tree.labels_missing) neither += !in_db.count(missing.path);
+  if (twice > 0)
+    notes->push_back(std::to_string(twice) + " images labelled twice differently in --labels " + o.labels_file +
+                     " not expected");
+  if (neither > 0)
+    notes->push_back(std::to_string(neither) + " entries of --labels " + o.labels_file + " are in neither " +
+                     o.against + " nor the database");
 }
 
 // --against: the tree as pack_lmdb lists it, labelled by the database's
@@ -247,6 +303,7 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
   so.classes = &classes;
   so.no_class = classes.empty();
   so.labels_file = o.labels_file;
+  if (!o.labels_file.empty()) so.classes_file = o.classes_file;  // the labels file is read through it, as by pack
   // A manifest (a file) or a tree: its images, labelled as pack labels them.
   std::error_code ec;
   auto tree = fs::is_regular_file(root, ec) ? internal::OpenManifestSource(root, so)
@@ -279,6 +336,7 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
                                               ClassShown(classes, item.label));
   };
   for (const auto& item : tree->items) check(item);
+  CheckLabelsFileSkips(o, *tree, in_db, problems, notes);
   if (tree->spilled) {  // a tree too large to list in memory
     auto reader = tree->spilled->Read();
     internal::SourceItem item;
@@ -297,7 +355,7 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
   std::unordered_map<std::string, bool> listed;
   if (!o.classes_file.empty())
     for (const auto& c : classes) listed.emplace(c, true);
-  int64_t not_expected = 0, unchecked = 0, at_root = 0, unlisted = 0;
+  int64_t not_expected = 0, unchecked = 0, at_root = 0, unlisted = 0, unlabelled_skipped = 0;
   for (const auto& rel : tree->unlabelled) {
     const std::string folder = internal::ClassFolderOf(rel);
     if (!o.classes_file.empty() && !folder.empty() && !listed.count(folder)) {
@@ -310,11 +368,14 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
       ++not_expected;
       continue;
     }
-    if (!take(rel) || classes.empty()) continue;
-    if (!o.labels_file.empty()) {
-      ++unlisted;
+    if (!o.labels_file.empty() && !classes.empty()) {
+      // Not in the labels file: pack skipped it (no label); if it is in
+      // the database anyway, its label cannot be checked.
+      if (in_db.count(rel)) ++unlisted, in_db.erase(rel);
+      else ++unlabelled_skipped;
       continue;
     }
+    if (!take(rel) || classes.empty()) continue;
     ++unchecked;
     at_root += folder.empty();
   }
@@ -326,6 +387,9 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
   else if (unchecked > 0)
     notes->push_back("labels of " + std::to_string(unchecked) + " images not checked: not in a class folder of " +
                      root + "; give --labels FILE");
+  if (unlabelled_skipped > 0)
+    notes->push_back(std::to_string(unlabelled_skipped) + " images of " + root + " not in --labels " + o.labels_file +
+                     " not expected");
   if (unlisted > 0)
     notes->push_back("labels of " + std::to_string(unlisted) + " images not checked: not in --labels " +
                      o.labels_file);
@@ -346,6 +410,10 @@ Result<VerifyReport> VerifyDatabases(const VerifyOptions& o) {
   }
   if (!o.labels_file.empty() && !fs::is_regular_file(o.labels_file))
     return Status::NotFound("--labels " + o.labels_file + ": no such file");
+  // A labels file pack would refuse (a bad line, an unresolvable label)
+  // ends the run too: read the one way pack reads it (ReadLabelsFile).
+  if (!o.labels_file.empty())
+    if (auto file = internal::ReadLabelsFile(o.labels_file, classes_given); !file.ok()) return file.status();
   VerifyReport report;
   Collector problems;
   std::vector<std::unique_ptr<RecordSource>> dbs;
@@ -385,9 +453,7 @@ Result<VerifyReport> VerifyDatabases(const VerifyOptions& o) {
   report.checked = all.checked;
   report.bytes = all.bytes;
   if (!o.classes_file.empty() && !dbs.empty() && classes_given != classes)
-    problems.Add(names[0], "", "class list differs from --classes " + o.classes_file + "'s (" +
-                                   std::to_string(classes.size()) + " classes, " +
-                                   std::to_string(classes_given.size()) + " in the file)");
+    problems.Add(names[0], "", ClassListDiffers(classes, classes_given, o.classes_file));
   if (!o.against.empty() && !report.cancelled) CheckAgainst(o, classes, all.paths, problems, &report.notes);
 
   if (o.stats) {

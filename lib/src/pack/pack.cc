@@ -13,11 +13,13 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "formats/text.h"
 #include "imagepack/files.h"
+#include "imagepack/shard.h"
 #include "base/threads.h"
 #include "base/tsan_annotations.h"
 #include "pack/pack_inputs.h"
@@ -64,6 +66,18 @@ Result<internal::DatasetSource> OpenForPack(const PackOptions& o, PackSummary* s
   if (o.prepare.decode.channels != 1 && o.prepare.decode.channels != 3)
     return Status::InvalidArgument("channels must be 1 or 3");
   summary->errors = std::move(source->errors);
+  if (o.shard.count > 1 && !source->labels_missing.empty()) {
+    // A labels file's entry with no image is the skip of the shard its
+    // path hashes to: the others (a folder resized shard by shard holds
+    // only theirs) would each list every other shard's images.
+    std::set<std::string> others;
+    for (const auto& m : source->labels_missing)
+      if (ShardOfPath(m.path, o.shard.count) != o.shard.index) others.insert(m.path);
+    auto& errors = summary->errors;
+    errors.erase(std::remove_if(errors.begin(), errors.end(),
+                                [&](const FileError& e) { return others.count(e.path) > 0; }),
+                 errors.end());
+  }
   summary->left_out = std::move(source->left_out);
   summary->ignored = std::move(source->ignored);
   summary->problems = std::move(source->problems);

@@ -64,52 +64,110 @@ std::map<std::string, int32_t> IndexOf(const std::vector<std::string>& classes) 
   return index;
 }
 
-// file name (as written in the labels file) -> label. Labels are class
-// names (mapped through `classes`, or sorted unique names when it is empty)
-// or indices; fills `classes` when empty.
-Result<std::map<std::string, int32_t>> ReadLabelsFile(const std::string& path, std::vector<std::string>& classes) {
-  std::vector<std::pair<std::string, std::string>> pairs;
+}  // namespace
+
+Result<LabelsFile> ReadLabelsFile(const std::string& path, const std::vector<std::string>& fixed) {
+  struct Line {
+    std::string file, label;
+    int n;
+  };
+  std::vector<Line> lines;
   IMAGEPACK_RETURN_IF_ERROR(ForEachDataLine(path, "labels", [&](const std::string& line, int n) {
     std::istringstream is(line);
     std::string file, label;
     if (!(is >> file >> label))
       return Status::InvalidArgument(path + ":" + std::to_string(n) + ": expected 'FILENAME LABEL'");
-    pairs.emplace_back(file, label);
+    lines.push_back({file, label, n});
     return Status::Ok();
   }));
   std::vector<RawLabel> raw;
   std::vector<std::string> where;
-  for (auto& [file, label] : pairs) {
-    raw.push_back(LabelFromText(label));
-    where.push_back(path + ": " + file);
+  for (const auto& l : lines) {
+    raw.push_back(LabelFromText(l.label));
+    where.push_back(path + ":" + std::to_string(l.n));
   }
+  LabelsFile out;
   std::vector<int32_t> labels;
   std::vector<std::string> why;
-  const std::vector<std::string> fixed = classes;
-  IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, where, fixed, &classes, &labels, &why));
-  std::map<std::string, int32_t> label_of;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    if (!why[i].empty()) return Status::InvalidArgument(where[i] + ": " + why[i]);
-    label_of[pairs[i].first] = labels[i];
+  IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, where, fixed, &out.classes, &labels, &why));
+  std::map<std::string, size_t> first;  // file -> its first line's index
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!why[i].empty()) return Status::InvalidArgument(where[i] + ": " + lines[i].file + ": " + why[i]);
+    auto [at, fresh] = first.emplace(lines[i].file, i);
+    if (fresh) {
+      out.entries[lines[i].file] = {lines[i].n, labels[i]};
+    } else if (labels[at->second] != labels[i] && !out.twice.count(lines[i].file)) {
+      // Which of two labels is true cannot be known: neither is used.
+      const Line& one = lines[at->second];
+      out.twice[one.file] = "listed twice in " + path + " with different labels: line " + std::to_string(one.n) +
+                            " says '" + one.label + "', line " + std::to_string(lines[i].n) + " says '" +
+                            lines[i].label + "'";
+      out.entries.erase(one.file);
+    }
   }
-  return label_of;
+  return out;
 }
 
-// A flat folder (or any tree) labelled by a labels file: an image is found
-// by its path below the root, else by its file name.
-Status LabelFromFile(const std::vector<std::string>& images, const std::string& labels_file, DatasetSource& s) {
-  auto label_of = ReadLabelsFile(labels_file, s.classes);
-  if (!label_of.ok()) return label_of.status();
+namespace {
+
+// A flat folder (or any tree) labelled by a labels file, read as pack reads
+// it (through --classes when given); an image is found by its path below
+// the root, else by its file name. With a fixed class list (verify: the
+// database's) the file's classes are found in it by name. Entries naming
+// no image are skipped, as are images the file labels twice differently.
+Status LabelFromFile(const std::string& root, const std::vector<std::string>& images, const SourceOptions& opts,
+                     DatasetSource& s) {
+  std::vector<std::string> fixed;
+  if (!opts.classes_file.empty()) {
+    auto c = ReadClassList(opts.classes_file);
+    if (!c.ok()) return c.status();
+    fixed = std::move(c.value());
+  }
+  auto file = ReadLabelsFile(opts.labels_file, fixed);
+  if (!file.ok()) return file.status();
+  std::vector<int32_t> into(file->classes.size());
+  const auto index_of = IndexOf(s.classes);
+  for (size_t c = 0; c < into.size(); ++c) {
+    auto it = index_of.find(file->classes[c]);
+    into[c] = opts.classes == nullptr ? int32_t(c) : it == index_of.end() ? -1 : it->second;
+  }
+  if (opts.classes == nullptr) s.classes = file->classes;
+  std::set<std::string> used;
   for (const auto& rel : images) {
-    auto it = label_of->find(rel);
-    if (it == label_of->end()) it = label_of->find(fs::path(rel).filename().string());
-    if (it == label_of->end()) {
-      s.unlabelled.push_back(rel);
-      s.errors.push_back({rel, "no label in " + labels_file});
+    std::string key = rel;
+    if (!file->entries.count(key) && !file->twice.count(key)) key = fs::path(rel).filename().string();
+    if (auto twice = file->twice.find(key); twice != file->twice.end()) {
+      used.insert(key);
+      s.labels_twice.push_back({rel, twice->second});
+      s.errors.push_back(s.labels_twice.back());
       continue;
     }
-    s.items.push_back({rel, it->second, -1, {}});
+    auto it = file->entries.find(key);
+    if (it == file->entries.end()) {
+      s.unlabelled.push_back(rel);
+      s.errors.push_back({rel, "no label in " + opts.labels_file});
+      continue;
+    }
+    used.insert(key);
+    const int32_t label = into[size_t(it->second.label)];
+    if (label < 0) {
+      const std::string& name = file->classes[size_t(it->second.label)];
+      s.labels_unknown.push_back({rel, opts.labels_file + ":" + std::to_string(it->second.line) + " says '" + name +
+                                           "', which is not among the database's " +
+                                           std::to_string(s.classes.size()) + " classes"});
+      s.errors.push_back(s.labels_unknown.back());
+      continue;
+    }
+    s.items.push_back({rel, label, -1, {}});
   }
+  std::set<std::string> names;  // every file the labels file names, sorted
+  for (const auto& e : file->entries) names.insert(e.first);
+  for (const auto& t : file->twice) names.insert(t.first);
+  for (const auto& name : names)
+    if (!used.count(name)) {
+      s.labels_missing.push_back({name, "listed in " + opts.labels_file + " but not in " + root});
+      s.errors.push_back(s.labels_missing.back());
+    }
   return Status::Ok();
 }
 
@@ -403,7 +461,7 @@ Result<DatasetSource> OpenTreeSource(const std::string& root, const SourceOption
   } else {
     IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &s.classes));
     if (!opts.labels_file.empty()) {
-      IMAGEPACK_RETURN_IF_ERROR(LabelFromFile(listing->images, opts.labels_file, s));
+      IMAGEPACK_RETURN_IF_ERROR(LabelFromFile(root, listing->images, opts, s));
     } else {
       LabelFromFolders(listing->images, opts, s);
       if (s.classes.empty() && !opts.classes) return NoClassFolders(root, s.ignored.size());

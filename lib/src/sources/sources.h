@@ -100,6 +100,12 @@ struct DatasetSource {
   std::vector<std::string> unlabelled;   // tree images without a label, sorted
   std::vector<FileError> errors;         // items skipped: labels-file misses, images outside the classes, ...
   std::vector<FileError> left_out;       // parts of items left out (COCO annotations without a box)
+  // A labels file (LabelFromFile), for verify to tell apart; each is in
+  // `errors` too. Images it labels twice differently (skipped), its
+  // entries naming no image of the tree (skipped, path as written), and
+  // images whose label is not a class of a fixed list (SourceOptions::
+  // classes: verify's database's).
+  std::vector<FileError> labels_twice, labels_missing, labels_unknown;
   std::vector<std::string> ignored;      // non-images; images outside any class, with why
   std::vector<std::string> problems;     // listing problems (loops, unreadable folders)
   std::map<std::string, int64_t> unpacked_members;  // WebDataset: member extension -> count not packed
@@ -119,6 +125,24 @@ struct DatasetSource {
   // shuffled or not, is kept.
   bool stored_order = false;
 };
+
+// A labels file ("FILENAME LABEL" lines), as pack_lmdb and verify_db
+// --labels both read it: labels resolved by ResolveLabels through `fixed`
+// (the --classes list, else none: an index among names is then a name).
+// A line that is not two words, or a label that cannot be resolved, fails
+// the whole file naming FILE:LINE. A file named twice with the same label
+// is one entry; with different labels it is in `twice` (its reason names
+// the file and both lines), not in `entries`.
+struct LabelsFile {
+  struct Entry {
+    int line = 0;
+    int32_t label = -1;  // into `classes`
+  };
+  std::vector<std::string> classes;
+  std::map<std::string, Entry> entries;      // file name as written -> its label
+  std::map<std::string, std::string> twice;  // file name as written -> why it has no label
+};
+Result<LabelsFile> ReadLabelsFile(const std::string& path, const std::vector<std::string>& fixed);
 
 // The ImageFolder rule: the first folder of `rel` names its class. Empty for
 // a file at the root.
