@@ -236,8 +236,9 @@ void BindLoaderOptions(py::module_& m) {
       .def_readwrite("vflip", &O::vflip)
       .def_property(
           "auto_augment", [](const O& o) { return std::string(AutoAugmentName(o.augment.kind)); },
+          // None (the reference parser's default, str() by Loader) is "none".
           [](O& o, const std::string& v) {
-            if (!ParseAutoAugment(v, &o.augment.kind))
+            if (!ParseAutoAugment(v == "None" ? "none" : v, &o.augment.kind))
               Raise(Status::InvalidArgument("auto_augment must be ta_wide, ra, imagenet, cifar10, svhn, augmix or "
                                             "none, not " + v));
           })

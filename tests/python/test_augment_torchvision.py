@@ -377,6 +377,9 @@ def test_loader_keywords_are_checked(jpeg_db):
         imagepack.Loader(jpeg_db, batch_size=8, size=32, random_erase=1.5)
     with pytest.raises(ValueError, match="interpolation"):
         imagepack.Loader(jpeg_db, batch_size=8, size=32, interpolation="nearest")
+    # The reference parser's default, --auto-augment None, is no policy.
+    assert _epoch(imagepack.Loader(jpeg_db, batch_size=8, size=32, seed=1, threads=1, as_torch=False,
+                                   auto_augment=None), 0)[0][0].shape == (8, 3, 32, 32)
     with pytest.raises(ValueError, match="grey levels"):
         imagepack.Loader(jpeg_db, batch_size=8, size=32, random_erase_value=[300, 0, 0])
     # The erased box holds the value given (an int, a list, or "random").
