@@ -309,6 +309,7 @@ void Trainer::SetUpLoaders() {
   lo_.augment.augmix_severity = o_.augmix_severity;
   lo_.erase.p = o_.random_erase;
   lo_.filter = o_.interpolation == "bicubic" ? ResampleFilter::kCatmullRom : ResampleFilter::kTriangle;
+  vo.filter = lo_.filter;  // the reference's eval Resize takes --interpolation too
   vo.paths = SplitCommas(o_.val);
   vo.sources.clear();
   vo.classes.clear();
