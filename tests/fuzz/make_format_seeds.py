@@ -23,7 +23,7 @@ from PIL import Image
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "data", "fuzz")
 TARGETS = ("fuzz_tar", "fuzz_pickle", "fuzz_json", "fuzz_labels", "fuzz_sources", "fuzz_mask", "fuzz_braces",
-           "fuzz_manifest", "fuzz_coco", "fuzz_webdataset", "fuzz_folder2lmdb", "fuzz_tfrecord")
+           "fuzz_manifest", "fuzz_coco", "fuzz_webdataset", "fuzz_folder2lmdb", "fuzz_tfrecord", "fuzz_parquet")
 
 
 def put(target, name, data):
@@ -74,6 +74,31 @@ def tfrecord_seeds(jpg):
             put("fuzz_tfrecord", "file-%s-%s" % (name, how), b"\x00" + frame(ex) + frame(example(tfds, cls)))
             put("fuzz_tfrecord", "example-%s-%s" % (name, how), b"\x01" + ex)
     put("fuzz_tfrecord", "idx", b"\x02" + b"0 120\n120 77\n197 5\n")
+
+
+PARQUET_TESTING = os.path.join(HERE, "..", "..", "..", "shared", "fixtures", "parquet-testing", "data")
+PARQUET_SEEDS = ("alltypes_plain.parquet", "alltypes_plain.snappy.parquet", "alltypes_dictionary.parquet",
+                 "datapage_v2.snappy.parquet", "delta_binary_packed.parquet", "delta_length_byte_array.parquet",
+                 "delta_byte_array.parquet", "delta_encoding_optional_column.parquet", "nulls.snappy.parquet",
+                 "nullable.impala.parquet", "datapage_v1-snappy-compressed-checksum.parquet",
+                 "rle-dict-snappy-checksum.parquet", "binary.parquet")
+
+
+def parquet_seeds():
+    """fuzz_parquet: mode byte 0 a whole file (apache/parquet-testing's:
+    parquet-mr, Impala, pyarrow writers; v1 and v2 pages, dictionaries,
+    delta encodings, checksums, snappy), 1 a page header cut from one, 2
+    level bytes."""
+    for name in PARQUET_SEEDS:
+        path = os.path.join(PARQUET_TESTING, name)
+        if not os.path.exists(path):
+            continue
+        data = open(path, "rb").read()
+        put("fuzz_parquet", "file-" + name.replace(".parquet", ""), b"\x00" + data)
+        if name == "alltypes_plain.parquet":
+            put("fuzz_parquet", "header-" + name.replace(".parquet", ""), b"\x01" + data[4:64])
+    put("fuzz_parquet", "levels", b"\x02\x02\x0a\x03\x03\xe4\x1b")
+    put("fuzz_parquet", "delta", b"\x02\x80\x01\x04\x05\x02\x01\x02\x00\x00\x00\x00")
 
 
 def main():
@@ -154,6 +179,7 @@ def main():
     put("fuzz_mask", "gray16", png(Image.new("I;16", (4, 4), 300)))
     put("fuzz_mask", "bits1", png(Image.new("1", (9, 2), 1)))
     tfrecord_seeds(jpg)
+    parquet_seeds()
 
 
 if __name__ == "__main__":

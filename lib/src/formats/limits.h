@@ -25,6 +25,16 @@ inline constexpr size_t kTfFeatures = 100'000;
 inline constexpr size_t kTfValues = 64'000'000;
 inline constexpr size_t kTfIndexLines = 100'000'000;
 
+// Parquet: the footer; schema elements; row groups of one file; nesting
+// of Thrift structures and lists; one page, compressed and uncompressed,
+// and its values.
+inline constexpr uint64_t kParquetFooterBytes = 256 << 20;
+inline constexpr size_t kParquetSchema = 100'000;
+inline constexpr size_t kParquetRowGroups = 1'000'000;
+inline constexpr int kThriftDepth = 64;
+inline constexpr uint64_t kParquetPageBytes = uint64_t(1) << 30;
+inline constexpr uint64_t kParquetPageValues = 8'000'000;
+
 // Shard names one pattern ("{000000..999999}", "::" lists) expands to.
 inline constexpr size_t kBraceExpansions = 1'000'000;
 

@@ -1,7 +1,7 @@
 // Image trees (ImageFolder classes, a labels file, paired trees), class
 // lists, declared fields and the choice of source for a path (sources.h).
-// Manifests, COCO, WebDataset, TFRecord and folder2lmdb have files of their
-// own.
+// Manifests, COCO, WebDataset, TFRecord, parquet and folder2lmdb have files
+// of their own.
 #include "sources/sources.h"
 
 #include <algorithm>
@@ -534,14 +534,16 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
   auto storage = OpenStorage(path);
   if (!storage.ok()) return storage.status();
   const bool local = storage.value()->local();
-  // TFRecords first: a brace pattern of TFRecord files is no WebDataset's.
-  const bool tfrecords = LooksLikeTfRecord(path);
-  const bool shards = !tfrecords && LooksLikeWebDataset(path);
+  // Parquet and TFRecords first: a brace pattern of theirs is no WebDataset's.
+  const bool parquet = LooksLikeParquet(path);
+  const bool tfrecords = !parquet && LooksLikeTfRecord(path);
+  const bool shards = !parquet && !tfrecords && LooksLikeWebDataset(path);
   // A folder2lmdb LMDB needs a local memory map; anything else remote is a
   // database (a blob) or an error naming it.
-  const bool pickled = !shards && !tfrecords && local && LooksLikePickledLmdb(path);  // opens an LMDB environment: once
-  if (tfrecords || shards || pickled || !local || fs::is_regular_file(path, ec)) {
+  const bool pickled = !shards && !tfrecords && !parquet && local && LooksLikePickledLmdb(path);  // opens an LMDB environment: once
+  if (parquet || tfrecords || shards || pickled || !local || fs::is_regular_file(path, ec)) {
     if (!opts.fields.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
+    if (parquet) return OpenParquetSource(path, opts);
     if (tfrecords) return OpenTfRecordSource(path, opts);
     if (shards) return OpenWebDatasetSource(path, opts);
     if (pickled) return OpenPickledLmdbSource(path, opts);

@@ -229,6 +229,20 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
 bool LooksLikeTfRecord(const std::string& src);
 Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOptions& opts);
 
+// Parquet files in the Hugging Face image layout: SRC a .parquet file, a
+// brace pattern, several joined by "::", or a folder of them. The image is
+// the struct<bytes, path> (or binary) column the "huggingface" metadata
+// declares an Image (else the only such column), the label its ClassLabel
+// column (else an integer column "label"), the classes that ClassLabel's
+// names (else "0".."max"). Image bytes are copied into an unnamed scratch
+// file per parquet file (they sit in compressed pages) and items are its
+// ranges. Records are named by the image's path when every row has a
+// distinct one, else FILE/ROW.EXT. A row group whose pages are damaged
+// goes to `errors` as "FILE: row group N"; a codec, encoding or layout not
+// read (formats/parquet.h) fails the source, naming it.
+bool LooksLikeParquet(const std::string& src);
+Result<DatasetSource> OpenParquetSource(const std::string& src, const SourceOptions& opts);
+
 // An LMDB written the folder2lmdb way: per key a pickled (image bytes,
 // label) tuple, `__keys__` (a pickled list of keys, the record order) and
 // `__len__`. Only pickles made of bytes, strings, integers, None, tuples
@@ -250,8 +264,8 @@ Status OpenArchives(DatasetSource* s);
 Result<std::vector<uint8_t>> ReadArchiveItem(const DatasetSource& s, const SourceItem& item, size_t headroom);
 Result<std::vector<uint8_t>> ReadFieldFile(const DatasetSource& s, const SourceField& f);
 
-// A manifest or COCO file when given; else TFRecord files, WebDataset
-// shards, a pickled LMDB, or a regular file is a database, anything else a
+// A manifest or COCO file when given; else parquet files, TFRecord files,
+// WebDataset shards, a pickled LMDB, or a regular file is a database, anything else a
 // tree.
 Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts);
 

@@ -1,0 +1,125 @@
+// Apache Parquet files as the Hugging Face Hub, DuckDB, pyarrow and
+// arrow-rs write them, read by hand: the footer (FileMetaData in the
+// Thrift compact protocol: schema, row groups, column chunks, key-value
+// metadata), page headers, data pages v1 and v2 and dictionary pages;
+// definition levels (RLE / bit-packed hybrid) of flat columns, nullable or
+// inside structs; values PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY,
+// DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY;
+// codecs uncompressed, snappy, gzip and zstd; page CRCs where present.
+// Repeated columns, encryption and other codecs are refused by name.
+// Turning rows into items is the parquet source's (sources.h). Internal.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "formats/limits.h"
+#include "imagepack/status.h"
+
+namespace imagepack::internal {
+
+// Physical types and codecs as parquet.thrift numbers them.
+enum class PqType { kBoolean = 0, kInt32 = 1, kInt64 = 2, kInt96 = 3, kFloat = 4, kDouble = 5, kByteArray = 6,
+                    kFixed = 7 };
+
+// A leaf column of the schema: its path (struct fields from the root), its
+// physical type and its levels (max_def counts its optional ancestors and
+// itself; max_rep its repeated ones).
+struct PqLeaf {
+  std::vector<std::string> path;
+  PqType type = PqType::kByteArray;
+  int type_length = 0;
+  int max_def = 0;
+  int max_rep = 0;
+  bool text = false;  // a UTF-8 string (converted type UTF8 or logical STRING)
+  std::string dotted() const;
+};
+
+struct PqChunk {
+  int codec = 0;
+  int64_t num_values = 0;
+  int64_t data_page_offset = 0;
+  int64_t dictionary_page_offset = -1;
+  int64_t total_compressed_size = 0;
+  std::string file_path;  // a chunk in another file: refused
+  bool encrypted = false;
+};
+
+struct PqRowGroup {
+  int64_t num_rows = 0;
+  std::vector<PqChunk> columns;  // one per leaf, in leaf order
+};
+
+struct PqFile {
+  int64_t num_rows = 0;
+  std::vector<PqLeaf> leaves;
+  std::vector<PqRowGroup> row_groups;
+  std::vector<std::pair<std::string, std::string>> key_values;
+  std::string created_by;
+};
+
+// The footer's length from the file's last 8 bytes (length, "PAR1"), and
+// its first 4 ("PAR1"); an encrypted footer ("PARE") is refused by name.
+Result<uint32_t> ParquetFooterLength(const uint8_t head[4], const uint8_t tail[8], uint64_t file_size,
+                                     const std::string& shown);
+// FileMetaData (the footer's bytes). Budgets: limits::kParquetSchema
+// schema elements, kParquetRowGroups row groups, nesting of the Thrift
+// structures limits::kThriftDepth; every count and length within the bytes
+// it is read from. Errors name `shown` and the byte.
+Result<PqFile> ParseParquetFooter(const uint8_t* data, size_t size, const std::string& shown);
+
+// One value of a flat column: null (a definition level below the leaf's
+// max), an integer (INT32, INT64, BOOLEAN), a float (FLOAT, DOUBLE) or
+// bytes (BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY; valid during the call only).
+struct PqValue {
+  bool null = false;
+  int64_t i = 0;
+  double f = 0;
+  const uint8_t* p = nullptr;
+  size_t n = 0;
+};
+
+// Reads `n` bytes at `at` of the file into `buf`.
+using PqReadFn = std::function<Status(void* buf, size_t n, uint64_t at)>;
+
+// Every value of column chunk `chunk` of leaf `leaf` (a flat column: no
+// repeated ancestor), in row order, passed to `fn` with its row within the
+// row group; `rows` is the row group's row count, which the values must
+// make. Pages are read one at a time, each within limits::kParquetPageBytes
+// compressed and uncompressed. `where` (FILE: row group N, column C) starts
+// every error.
+Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
+                         int64_t rows, const std::string& where,
+                         const std::function<Status(int64_t row, const PqValue& v)>& fn);
+
+// The pieces, for the unit test and the fuzz target: a page header (its
+// size in *used), the RLE / bit-packed hybrid (n values of `bit_width`
+// bits), DELTA_BINARY_PACKED (n values, *used bytes), and a page's values
+// decoded after its levels.
+struct PqPageHeader {
+  int type = -1;  // 0 data v1, 2 dictionary, 3 data v2
+  int32_t uncompressed_size = 0;
+  int32_t compressed_size = 0;
+  bool has_crc = false;
+  uint32_t crc = 0;
+  int32_t num_values = 0;
+  int encoding = 0;
+  int def_encoding = 3;
+  int rep_encoding = 3;
+  int32_t num_nulls = 0;
+  int32_t num_rows = 0;
+  int32_t def_length = 0;
+  int32_t rep_length = 0;
+  bool v2_compressed = true;
+};
+Result<PqPageHeader> ParseParquetPageHeader(const uint8_t* data, size_t size, size_t* used);
+Status DecodeRleHybrid(const uint8_t* data, size_t size, int bit_width, size_t n, std::vector<uint32_t>* out);
+Status DecodeDeltaBinaryPacked(const uint8_t* data, size_t size, size_t n, std::vector<int64_t>* out, size_t* used);
+// Decompresses `in` by parquet codec number into exactly `out_size` bytes.
+Status ParquetDecompress(int codec, const uint8_t* in, size_t in_size, size_t out_size, std::vector<uint8_t>* out);
+
+}  // namespace imagepack::internal

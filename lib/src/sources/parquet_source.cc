@@ -1,0 +1,369 @@
+// Parquet files in the Hugging Face image layout as a source (sources.h,
+// OpenParquetSource): the image a struct<bytes, path> (or binary) column,
+// the label a ClassLabel (or integer "label") column, class names from the
+// "huggingface" key-value metadata. Image bytes, which sit in compressed
+// pages, are copied once into an unnamed scratch file per parquet file and
+// read back from there while packing.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/braces.h"
+#include "formats/labels.h"
+#include "formats/limits.h"
+#include "formats/parquet.h"
+#include "formats/text.h"
+#include "imagepack/files.h"
+#include "imagepack/storage.h"
+#include "sources/sources.h"
+#include "storage/fd_io.h"
+#include "storage/spill_file.h"
+
+namespace fs = std::filesystem;
+
+namespace imagepack::internal {
+namespace {
+
+bool IsParquetName(const std::string& path) {
+  const std::string l = LowerAscii(path);
+  return l.size() > 8 && l.compare(l.size() - 8, 8, ".parquet") == 0;
+}
+
+bool IsSideName(const std::string& name) {
+  const std::string l = LowerAscii(name);
+  for (const char* tail : {".json", ".md", ".txt", ".gitattributes"})
+    if (l.size() >= std::strlen(tail) && l.compare(l.size() - std::strlen(tail), std::strlen(tail), tail) == 0)
+      return true;
+  return false;
+}
+
+std::string BaseName(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+Result<std::vector<std::string>> ParquetFiles(Storage& storage, const std::string& src) {
+  if (HasShardPattern(src)) return ExpandShardPattern(src);
+  if (storage.listable()) {
+    auto info = storage.Stat(src);
+    if (info.ok() && info->directory) {
+      auto names = storage.List(src);
+      if (!names.ok()) return names.status();
+      std::vector<std::string> out;
+      for (const std::string& n : names.value())
+        if (n.back() != '/' && IsParquetName(n)) out.push_back(Storage::Join(src, n));
+      std::sort(out.begin(), out.end());
+      if (out.empty()) return Status::NotFound(src + " holds no .parquet files");
+      return out;
+    }
+  }
+  return std::vector<std::string>{src};
+}
+
+}  // namespace
+
+bool LooksLikeParquet(const std::string& src) {
+  if (HasShardPattern(src)) {
+    auto names = ExpandShardPattern(src);
+    return names.ok() && !names->empty() && IsParquetName(names->front());
+  }
+  auto storage = OpenStorage(src);
+  if (!storage.ok()) return false;
+  if (!storage.value()->local()) return IsParquetName(src);
+  std::error_code ec;
+  if (fs::is_regular_file(src, ec)) return IsParquetName(src);
+  if (!fs::is_directory(src, ec)) return false;
+  bool any = false;
+  for (const auto& e : fs::directory_iterator(src, ec)) {
+    const std::string n = e.path().filename().string();
+    if (e.is_directory(ec) || (!IsParquetName(n) && !IsSideName(n))) return false;
+    any = any || IsParquetName(n);
+  }
+  return any;
+}
+
+namespace {
+
+// Which leaves hold the image bytes, its path and the label, and the
+// class names: from the "huggingface" metadata where it says, else by
+// shape and name.
+struct Columns {
+  int image = -1, path = -1, label = -1;
+  std::vector<std::string> names;  // ClassLabel names
+  std::vector<std::string> unused;
+};
+
+// The "huggingface" key's features: name -> _type, and ClassLabel names.
+void HfFeatures(const PqFile& f, const std::string& shown, std::map<std::string, std::string>* type_of,
+                std::map<std::string, std::vector<std::string>>* names, std::vector<std::string>* problems) {
+  for (const auto& [k, v] : f.key_values) {
+    if (k != "huggingface") continue;
+    auto j = ParseJsonBounded(v, shown + ": huggingface metadata");
+    if (!j.ok() || !j->is_object()) {
+      problems->push_back(shown + ": the huggingface metadata is not a JSON object (ignored)");
+      return;
+    }
+    const nlohmann::json* feats = nullptr;
+    if (auto info = j->find("info"); info != j->end() && info->is_object() && info->contains("features"))
+      feats = &(*info)["features"];
+    if (!feats || !feats->is_object()) return;
+    for (const auto& [name, spec] : feats->items()) {
+      if (!spec.is_object()) continue;
+      if (auto t = spec.find("_type"); t != spec.end() && t->is_string()) (*type_of)[name] = t->get<std::string>();
+      if (auto n = spec.find("names"); n != spec.end() && n->is_array()) {
+        std::vector<std::string> list;
+        for (const auto& x : *n)
+          if (x.is_string()) list.push_back(x.get<std::string>());
+        if (list.size() == n->size()) (*names)[name] = std::move(list);
+      }
+    }
+  }
+}
+
+Result<Columns> ChooseColumns(const PqFile& f, const std::string& shown, std::vector<std::string>* problems) {
+  std::map<std::string, std::string> type_of;
+  std::map<std::string, std::vector<std::string>> names;
+  HfFeatures(f, shown, &type_of, &names, problems);
+  Columns c;
+  std::vector<int> images, labels;
+  for (size_t i = 0; i < f.leaves.size(); ++i) {
+    const PqLeaf& l = f.leaves[i];
+    const std::string& top = l.path.front();
+    const bool declared_image = type_of.count(top) && type_of[top] == "Image";
+    const bool bytes_leaf = l.type == PqType::kByteArray &&
+                            ((l.path.size() == 2 && l.path[1] == "bytes") || (l.path.size() == 1 && !l.text));
+    if (bytes_leaf && (declared_image || type_of.empty())) images.push_back(int(i));
+    const bool integer = l.path.size() == 1 && (l.type == PqType::kInt32 || l.type == PqType::kInt64);
+    const bool declared_label = type_of.count(top) && type_of[top] == "ClassLabel";
+    if (integer && (declared_label || (!std::count_if(type_of.begin(), type_of.end(), [](const auto& t) {
+                                         return t.second == "ClassLabel";
+                                       }) && (top == "label" || top == "labels"))))
+      labels.push_back(int(i));
+  }
+  auto list = [&](const std::vector<int>& idx) {
+    std::string s;
+    for (int i : idx) s += (s.empty() ? "" : ", ") + f.leaves[size_t(i)].dotted();
+    return s;
+  };
+  if (images.empty()) {
+    std::string all;
+    for (const auto& l : f.leaves) all += (all.empty() ? "" : ", ") + l.dotted();
+    return Status::InvalidArgument(shown + ": no image column (a struct<bytes, path> or binary column) among " + all);
+  }
+  if (images.size() > 1) return Status::InvalidArgument(shown + ": several image columns: " + list(images));
+  if (labels.size() > 1) return Status::InvalidArgument(shown + ": several label columns: " + list(labels));
+  c.image = images[0];
+  const PqLeaf& img = f.leaves[size_t(c.image)];
+  for (size_t i = 0; i < f.leaves.size(); ++i)
+    if (img.path.size() == 2 && f.leaves[i].path.size() == 2 && f.leaves[i].path[0] == img.path[0] &&
+        f.leaves[i].path[1] == "path" && f.leaves[i].type == PqType::kByteArray)
+      c.path = int(i);
+  if (!labels.empty()) {
+    c.label = labels[0];
+    if (auto it = names.find(f.leaves[size_t(c.label)].path.front()); it != names.end()) c.names = it->second;
+  }
+  for (size_t i = 0; i < f.leaves.size(); ++i)
+    if (int(i) != c.image && int(i) != c.path && int(i) != c.label) c.unused.push_back(f.leaves[i].dotted());
+  return c;
+}
+
+// What one row gave, in item order.
+struct Row {
+  RawLabel raw;
+  std::string where;
+  std::string path;  // the image struct's path, if any
+};
+
+struct PqListing {
+  std::vector<Row> rows;
+  Columns columns;
+  bool chosen = false;
+};
+
+std::string ExtOf(const uint8_t* p, size_t n) {
+  if (n >= 2 && p[0] == 0xff && p[1] == 0xd8) return "jpg";
+  if (n >= 4 && p[0] == 0x89 && p[1] == 'P' && p[2] == 'N' && p[3] == 'G') return "png";
+  if (n >= 12 && std::memcmp(p, "RIFF", 4) == 0 && std::memcmp(p + 8, "WEBP", 4) == 0) return "webp";
+  if (n >= 3 && std::memcmp(p, "GIF", 3) == 0) return "gif";
+  if (n >= 2 && p[0] == 'B' && p[1] == 'M') return "bmp";
+  return "img";
+}
+
+// Row group `g` of a file: its label and path columns, then its images
+// appended to the scratch file `fd` (at *written) as items of `archive`.
+Status AddRowGroup(const PqReadFn& read, uint64_t size, const PqFile& f, size_t g, const std::string& file, int fd,
+                   uint64_t* written, int archive, DatasetSource& s, PqListing& l) {
+  const PqRowGroup& rg = f.row_groups[g];
+  const Columns& c = l.columns;
+  const std::string where = file + ": row group " + std::to_string(g);
+  const size_t n = size_t(rg.num_rows);
+  std::vector<RawLabel> labels(n);
+  std::vector<std::string> paths(n);
+  if (c.label >= 0)
+    IMAGEPACK_RETURN_IF_ERROR(ReadParquetColumn(read, size, f.leaves[size_t(c.label)], rg.columns[size_t(c.label)],
+                                                rg.num_rows, where + ", column " + f.leaves[size_t(c.label)].dotted(),
+                                                [&](int64_t r, const PqValue& v) {
+                                                  if (!v.null) labels[size_t(r)] = LabelFromIndex(v.i);
+                                                  return Status::Ok();
+                                                }));
+  if (c.path >= 0)
+    IMAGEPACK_RETURN_IF_ERROR(ReadParquetColumn(read, size, f.leaves[size_t(c.path)], rg.columns[size_t(c.path)],
+                                                rg.num_rows, where + ", column " + f.leaves[size_t(c.path)].dotted(),
+                                                [&](int64_t r, const PqValue& v) {
+                                                  if (!v.null && v.n <= limits::kNameBytes)
+                                                    paths[size_t(r)].assign(reinterpret_cast<const char*>(v.p), v.n);
+                                                  return Status::Ok();
+                                                }));
+  int64_t first_row = 0;
+  for (size_t k = 0; k < g; ++k) first_row += f.row_groups[k].num_rows;
+  return ReadParquetColumn(
+      read, size, f.leaves[size_t(c.image)], rg.columns[size_t(c.image)], rg.num_rows,
+      where + ", column " + f.leaves[size_t(c.image)].dotted(), [&](int64_t r, const PqValue& v) -> Status {
+        const std::string row_where = file + ": row " + std::to_string(first_row + r);
+        if (v.null || v.n == 0) {
+          s.errors.push_back({row_where, "no image (null)"});
+          return Status::Ok();
+        }
+        IMAGEPACK_RETURN_IF_ERROR(PwriteAll(fd, v.p, v.n, *written, file + " (scratch copy)"));
+        SourceItem item;
+        item.archive = archive;
+        item.offset = *written;
+        item.size = v.n;
+        char num[24];
+        std::snprintf(num, sizeof num, "%08lld", static_cast<long long>(first_row + r));
+        item.rel = BaseName(file) + "/" + num + "." + ExtOf(v.p, v.n);
+        *written += v.n;
+        s.items.push_back(std::move(item));
+        l.rows.push_back({labels[size_t(r)], row_where, paths[size_t(r)]});
+        return Status::Ok();
+      });
+}
+
+// Opens a file, reads its footer, chooses its columns (the first file's
+// choice binds the rest) and adds its row groups: one whose pages are
+// damaged is skipped and listed; a codec or encoding not read fails.
+Status AddFile(Storage& storage, const std::string& file, const std::string& scratch_dir, const SourceOptions& opts,
+               DatasetSource& s, PqListing& l) {
+  auto opened = storage.Open(file);
+  if (!opened.ok()) return opened.status();
+  const ByteSource& bytes = *opened.value();
+  const uint64_t size = bytes.size();
+  auto read = [&](void* buf, size_t n, uint64_t at) { return bytes.ReadAt(at, n, static_cast<uint8_t*>(buf)); };
+  uint8_t head[4] = {0}, tail[8] = {0};
+  if (size >= 12) {
+    IMAGEPACK_RETURN_IF_ERROR(read(head, 4, 0));
+    IMAGEPACK_RETURN_IF_ERROR(read(tail, 8, size - 8));
+  }
+  auto footer_size = ParquetFooterLength(head, tail, size, file);
+  if (!footer_size.ok()) return footer_size.status();
+  std::vector<uint8_t> footer(*footer_size);
+  IMAGEPACK_RETURN_IF_ERROR(read(footer.data(), footer.size(), size - 8 - footer.size()));
+  auto f = ParseParquetFooter(footer.data(), footer.size(), file);
+  if (!f.ok()) return f.status();
+  auto chosen = ChooseColumns(*f, file, &s.problems);
+  if (!chosen.ok()) return chosen.status();
+  if (!l.chosen) {
+    l.columns = chosen.value();
+    l.chosen = true;
+  } else if (chosen->image != l.columns.image || chosen->label != l.columns.label) {
+    return Status::InvalidArgument(file + ": its image and label columns are not the first file's");
+  }
+  auto fd = CreateScratchFile(scratch_dir);
+  if (!fd.ok()) return fd.status();
+  struct Closer {
+    int fd;
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  } closer{*fd};
+  const int archive = static_cast<int>(s.archives.size());
+  s.archives.push_back(file);
+  uint64_t written = 0;
+  for (size_t g = 0; g < f->row_groups.size(); ++g) {
+    if (opts.cancel && opts.cancel->load()) return Status::Cancelled("cancelled while reading " + file);
+    const size_t items = s.items.size(), rows = l.rows.size();
+    Status st = AddRowGroup(read, size, *f, g, file, *fd, &written, archive, s, l);
+    if (st.code() == Status::Code::kNotSupported || st.code() == Status::Code::kIOError ||
+        st.code() == Status::Code::kCancelled)
+      return st;
+    if (!st.ok()) {  // the row group is skipped whole
+      s.items.resize(items);
+      l.rows.resize(rows);
+      const std::string where = file + ": row group " + std::to_string(g);
+      std::string why = st.message();
+      if (why.compare(0, where.size() + 2, where + ", ") == 0) why = why.substr(where.size() + 2);
+      s.errors.push_back({where, why});
+    }
+  }
+  // The copy is read back as packed: its byte source made once written
+  // (it takes the descriptor).
+  auto copy = AdoptFileSource(closer.fd, file);
+  closer.fd = -1;
+  if (!copy.ok()) return copy.status();
+  s.scratch->archives.push_back(std::move(copy.value()));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<DatasetSource> OpenParquetSource(const std::string& src, const SourceOptions& opts) {
+  auto storage = OpenStorage(src);
+  if (!storage.ok()) return storage.status();
+  auto files = ParquetFiles(*storage.value(), src);
+  if (!files.ok()) return files.status();
+  DatasetSource s;
+  s.root = src;
+  s.scratch = std::make_shared<ScratchFiles>();
+  const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
+  PqListing l;
+  for (const std::string& file : *files) IMAGEPACK_RETURN_IF_ERROR(AddFile(*storage.value(), file, scratch_dir, opts, s, l));
+  // The image struct's paths name the records when every row has one and
+  // no two share it (else FILE/ROW.EXT).
+  std::set<std::string> paths;
+  bool named = !l.rows.empty();
+  for (const Row& r : l.rows) named = named && !r.path.empty() && CheckName(r.path, "record path").ok() && paths.insert(r.path).second;
+  if (named)
+    for (size_t i = 0; i < s.items.size(); ++i) s.items[i].rel = l.rows[i].path;
+  std::vector<std::string> fixed;
+  const bool given = opts.classes || !opts.classes_file.empty();
+  if (given) IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
+  else fixed = l.columns.names;
+  std::vector<RawLabel> raw;
+  std::vector<std::string> where;
+  for (const Row& r : l.rows) {
+    RawLabel x = r.raw;
+    // With --classes, a class is found by its ClassLabel name.
+    if (given && x.present && x.index >= 0 && x.index < int64_t(l.columns.names.size()))
+      x = {true, true, -1, l.columns.names[size_t(x.index)]};
+    raw.push_back(x);
+    where.push_back(r.where);
+  }
+  std::vector<int32_t> labels;
+  std::vector<std::string> why;
+  IMAGEPACK_RETURN_IF_ERROR(ResolveLabelsUnless(opts.no_class, raw, where, fixed, &s.classes, &labels, &why));
+  std::vector<SourceItem> kept;
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    if (!why[i].empty()) {
+      s.errors.push_back({l.rows[i].where, why[i] + (why[i] == "no label" ? " (a ClassLabel or integer label column)" : "")});
+      continue;
+    }
+    s.items[i].label = labels[i];
+    kept.push_back(std::move(s.items[i]));
+  }
+  s.items = std::move(kept);
+  if (!l.columns.unused.empty()) {
+    std::string cols;
+    for (const auto& c : l.columns.unused) cols += (cols.empty() ? "" : ", ") + c;
+    s.problems.push_back("columns not packed: " + cols);
+  }
+  return s;
+}
+
+}  // namespace imagepack::internal

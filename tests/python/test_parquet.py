@@ -1,0 +1,207 @@
+"""Parquet imports (pack_lmdb) in the Hugging Face image layout, from files
+a writer no one here wrote: DuckDB (the npm package @duckdb/node-api, run
+by node) writes every file below with COPY ... (FORMAT parquet), its image
+column a struct<bytes: BLOB, path: VARCHAR> read by DuckDB's own
+read_blob from the JPEG files, the label a BIGINT, and the "huggingface"
+key-value metadata a ClassLabel's names, as the Hub's converter writes
+them. The database is read back with scripts/read_db.py (python3-lmdb).
+
+DuckDB is found in IMAGEPACK_DUCKDB_NODE_MODULES (a node_modules folder
+holding @duckdb/node-api), else build/npm/node_modules, else installed
+there with `npm install` (the npm registry must be reachable); without it
+the tests are skipped, or fail where IMAGEPACK_REQUIRE_DUCKDB=1."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SCRIPTS, run, tool
+
+sys.path.insert(0, SCRIPTS)
+import read_db  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLASSES = ["class0", "class1", "class2"]
+HF = json.dumps({"info": {"features": {"image": {"_type": "Image"},
+                                       "label": {"names": CLASSES, "_type": "ClassLabel"}}}})
+
+
+def node_modules():
+    given = os.environ.get("IMAGEPACK_DUCKDB_NODE_MODULES")
+    cands = [given] if given else []
+    local = os.path.join(ROOT, "build", "npm")
+    cands.append(os.path.join(local, "node_modules"))
+    for c in cands:
+        if c and os.path.isdir(os.path.join(c, "@duckdb", "node-api")):
+            return c
+    why = None
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        why = "node and npm are not installed"
+    else:
+        os.makedirs(local, exist_ok=True)
+        r = subprocess.run(["npm", "install", "--prefix", local, "--no-audit", "--no-fund", "@duckdb/node-api"],
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode == 0 and os.path.isdir(os.path.join(local, "node_modules", "@duckdb", "node-api")):
+            return os.path.join(local, "node_modules")
+        why = "npm install @duckdb/node-api failed: " + (r.stderr or r.stdout)[-300:]
+    if os.environ.get("IMAGEPACK_REQUIRE_DUCKDB") == "1":
+        pytest.fail(why + " (IMAGEPACK_REQUIRE_DUCKDB=1)", pytrace=False)
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def duckdb(tmp_path_factory):
+    """Runs SQL statements in one DuckDB connection; returns the last
+    statement's rows."""
+    mods = node_modules()
+    script = tmp_path_factory.mktemp("duckdb") / "run.mjs"
+    script.write_text("""
+import { DuckDBInstance } from '@duckdb/node-api';
+const sql = JSON.parse(process.argv[2]);
+const c = await (await DuckDBInstance.create(':memory:')).connect();
+let rows = [];
+for (const s of sql) rows = (await c.runAndReadAll(s)).getRows();
+console.log(JSON.stringify(rows, (k, v) => typeof v === 'bigint' ? Number(v) : v));
+""")
+
+    def sql(*statements):
+        env = dict(os.environ, NODE_PATH=mods)
+        # ESM resolves packages from the script's folder up: link them there.
+        link = script.parent / "node_modules"
+        if not link.exists():
+            os.symlink(mods, link)
+        r = subprocess.run(["node", str(script), json.dumps(list(statements))], capture_output=True, text=True,
+                           env=env, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+    return sql
+
+
+@pytest.fixture(scope="module")
+def jpegs(tree, tmp_path_factory):
+    """The tree's JPEGs in one folder as CLASS_NAME.jpg: (name, bytes, label)."""
+    d = tmp_path_factory.mktemp("flat")
+    out = []
+    for c, name in enumerate(CLASSES):
+        for f in sorted(os.listdir(tree / name)):
+            data = (tree / name / f).read_bytes()
+            (d / ("%s_%s" % (name, f))).write_bytes(data)
+            out.append(("%s_%s" % (name, f), data, c))
+    return d, sorted(out)
+
+
+def write_parquet(duckdb, jpegs, path, options, kv=True):
+    d, _ = jpegs
+    meta = ", KV_METADATA {huggingface: '%s'}" % HF if kv else ""
+    duckdb("CREATE TABLE t AS SELECT {'bytes': content, 'path': parse_filename(filename)} AS image, "
+           "CAST(regexp_extract(parse_filename(filename), 'class(\\d)', 1) AS BIGINT) AS label, "
+           "'a photo of ' || parse_filename(filename) AS caption "
+           "FROM read_blob('%s/*.jpg') ORDER BY filename" % d,
+           "COPY t TO '%s' (FORMAT parquet, %s%s)" % (path, options, meta))
+    return duckdb("SELECT path_in_schema, encodings, compression FROM parquet_metadata('%s')" % path)
+
+
+def records_of(db):
+    d = read_db.open_db(str(db))
+    out = []
+    for i in range(d.meta["count"]):
+        r = read_db.read_record(d, i)
+        out.append((r["path"], bytes(r["payload"]), r["label"]))
+    return d.meta, out
+
+
+CASES = [
+    ("uncompressed", "COMPRESSION uncompressed, ROW_GROUP_SIZE 100, DICTIONARY_SIZE_LIMIT 0", "PLAIN"),
+    ("snappy", "COMPRESSION snappy, ROW_GROUP_SIZE 100", "PLAIN"),
+    ("zstd", "COMPRESSION zstd, ROW_GROUP_SIZE 10000", "PLAIN"),
+    ("gzip", "COMPRESSION gzip", "PLAIN"),
+    ("dictionary", "COMPRESSION snappy, DICTIONARY_COMPRESSION_RATIO_THRESHOLD 0, DICTIONARY_SIZE_LIMIT 1000000",
+     "PLAIN_DICTIONARY"),
+    ("v2", "COMPRESSION zstd, PARQUET_VERSION V2, ROW_GROUP_SIZE 100", "DELTA_LENGTH_BYTE_ARRAY"),
+]
+
+
+@pytest.mark.parametrize("name,options,encoding", CASES, ids=[c[0] for c in CASES])
+def test_duckdb_hf_layout_imports_byte_exact(duckdb, jpegs, tmp_path, name, options, encoding):
+    src = tmp_path / ("train-00000-of-00001-%s.parquet" % name)
+    meta = write_parquet(duckdb, jpegs, src, options)
+    assert ["image, bytes", encoding] in [m[:2] for m in meta], meta  # DuckDB wrote what the case says
+    r = run(tool("pack_lmdb"), src, tmp_path / "x.lmdb", "-q")
+    assert "90 records in 3 classes" in r.stdout, r.stdout
+    assert "columns not packed: caption" in r.stderr
+    m, recs = records_of(tmp_path / "x.lmdb")
+    assert m["classes"] == CLASSES
+    assert sorted(recs) == [(n, b, c) for n, b, c in jpegs[1]]
+
+
+def test_several_files_a_pattern_and_no_metadata(duckdb, jpegs, tmp_path):
+    """Two files by a brace pattern; without the huggingface metadata the
+    struct's bytes are the image, the integer "label" the label (classes
+    0..2)."""
+    d = tmp_path / "data"
+    d.mkdir()
+    for part, cond in ((0, "label < 2"), (1, "label = 2")):
+        write_parquet(duckdb, jpegs, d / "all.parquet", "COMPRESSION zstd", kv=False)
+        duckdb("COPY (SELECT * FROM read_parquet('%s') WHERE %s) TO '%s' (FORMAT parquet)"
+               % (d / "all.parquet", cond, d / ("train-%05d-of-00002.parquet" % part)))
+    os.remove(d / "all.parquet")
+    run(tool("pack_lmdb"), str(d / "train-{00000..00001}-of-00002.parquet"), tmp_path / "p.lmdb", "-q")
+    m, recs = records_of(tmp_path / "p.lmdb")
+    assert m["classes"] == ["0", "1", "2"]
+    assert sorted(recs) == [(n, b, c) for n, b, c in jpegs[1]]
+
+
+def test_null_images_and_damaged_pages_are_skipped_and_named(duckdb, jpegs, tmp_path):
+    """A row whose image is null is skipped as FILE: row N; a damaged page
+    header skips its row group, named (exit 3); the other row group
+    imports. DuckDB cuts row groups at 2048 rows at least: the 90
+    JPEGs are written 25 times over (2250 rows: row groups of 2048 and
+    202)."""
+    src = tmp_path / "n.parquet"
+    d, items = jpegs
+    duckdb("CREATE TABLE t AS SELECT CASE WHEN k = 0 AND parse_filename(filename) LIKE 'class1_img03%%' THEN NULL "
+           "ELSE {'bytes': content, 'path': k || '/' || parse_filename(filename)} END AS image, "
+           "CAST(regexp_extract(parse_filename(filename), 'class(\\d)', 1) AS BIGINT) AS label "
+           "FROM read_blob('%s/*.jpg'), range(25) r(k) ORDER BY k, filename" % d,
+           "COPY t TO '%s' (FORMAT parquet, COMPRESSION uncompressed, ROW_GROUP_SIZE 100)" % src)
+    r = run(tool("pack_lmdb"), src, tmp_path / "a.lmdb", "--errors", tmp_path / "e.txt", "-q", ok=False)
+    assert r.returncode == 3, r.stderr
+    assert str(src) + ": row 33\tno image (null)" in (tmp_path / "e.txt").read_text()
+    m, recs = records_of(tmp_path / "a.lmdb")
+    assert len(recs) == 2249 and m["classes"] == ["0", "1", "2"]
+    assert recs[0] == ("0/" + items[0][0], items[0][1], 0)
+    # damage the first data page header of row group 0's image column,
+    # where DuckDB's own metadata says it starts
+    groups = duckdb("SELECT row_group_id, data_page_offset FROM parquet_metadata('%s') WHERE "
+                    "path_in_schema = 'image, bytes' ORDER BY row_group_id" % src)
+    assert len(groups) == 2, groups
+    data = bytearray(src.read_bytes())
+    data[groups[0][1]:groups[0][1] + 4] = b"\xff\xff\xff\xff"
+    (tmp_path / "bad.parquet").write_bytes(bytes(data))
+    r = run(tool("pack_lmdb"), tmp_path / "bad.parquet", tmp_path / "b.lmdb", "--errors", tmp_path / "e2.txt",
+            "-q", ok=False)
+    errors = (tmp_path / "e2.txt").read_text()
+    assert r.returncode == 3, r.stderr + errors
+    assert "bad.parquet: row group 0\tcolumn image.bytes, page " in errors
+    assert ": page header: Thrift: unknown type 15 at byte 1" in errors
+    assert len(records_of(tmp_path / "b.lmdb")[1]) == 2250 - 2048
+
+
+def test_a_file_without_an_image_column_names_its_columns(duckdb, tmp_path):
+    src = tmp_path / "x.parquet"
+    duckdb("COPY (SELECT 1::BIGINT AS label, 'x' AS caption) TO '%s' (FORMAT parquet)" % src)
+    r = run(tool("pack_lmdb"), src, tmp_path / "x.lmdb", ok=False)
+    assert r.returncode == 1 and "no image column" in r.stderr and "label, caption" in r.stderr, r.stderr
+
+
+def test_classes_option_relabels_by_classlabel_names(duckdb, jpegs, tmp_path):
+    src = tmp_path / "c.parquet"
+    write_parquet(duckdb, jpegs, src, "COMPRESSION snappy")
+    (tmp_path / "order.txt").write_text("class2\nclass0\nclass1\n")
+    run(tool("pack_lmdb"), src, tmp_path / "c.lmdb", "-q", "--classes", tmp_path / "order.txt")
+    m, recs = records_of(tmp_path / "c.lmdb")
+    assert m["classes"] == ["class2", "class0", "class1"]
+    assert sorted(recs) == [(n, b, [1, 2, 0][c]) for n, b, c in jpegs[1]]
