@@ -125,7 +125,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
     with zipfile.ZipFile(os.path.join(wheel_directory, wheel_name), "w", zipfile.ZIP_DEFLATED) as zf:
         for name in sorted(os.listdir(pkg)):
-            if name.endswith(".py") or name.startswith("_imagepack"):
+            if name.endswith(".py") or name.startswith(("_imagepack", "_augment")):
                 with open(os.path.join(pkg, name), "rb") as f:
                     add(zf, "%s/%s" % (NAME, name), f.read())
         info = _dist_info()

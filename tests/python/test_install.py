@@ -30,7 +30,7 @@ def test_pip_install_into_a_venv_loads_a_batch(jpeg_db, tmp_path):
     assert shape.strip() == "(4, 3, 16, 16) uint8 4", out.stdout
     listed = subprocess.run([py, "-m", "pip", "show", "-f", "imagepack"], check=True, env=env, capture_output=True,
                             text=True).stdout
-    assert "_imagepack" in listed and "Version: 0.1.0" in listed, listed
+    assert "_imagepack" in listed and "_augment" in listed and "Version: 0.1.0" in listed, listed
     # A venv of the Python the build folder was made for: its extension,
     # byte for byte, not a second build of the library.
     # (ctest names the build folder it runs in, made for /usr/bin/python3,
