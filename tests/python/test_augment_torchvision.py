@@ -367,6 +367,22 @@ def test_bench_loader_flags_give_the_python_loaders_batches(jpeg_db):
     assert len(want) == 6 and got == want
 
 
+@pytest.mark.parametrize("channels,layout", [(1, "NCHW"), (3, "NHWC"), (1, "NHWC")])
+def test_loader_augments_gray_and_nhwc_as_the_binding(jpeg_db, channels, layout):
+    """Gray outputs and NHWC: the sample is the plain one through the policy."""
+    import imagepack
+    opts = dict(batch_size=8, size=24, seed=4, threads=2, layout=layout, channels=channels, as_torch=False)
+    plain = _epoch(imagepack.Loader(jpeg_db, **opts), 1)
+    augmented = _epoch(imagepack.Loader(jpeg_db, auto_augment="augmix", **opts), 1)
+    for b, ((x, _), (xa, _)) in enumerate(zip(plain, augmented)):
+        for i in range(len(x)):
+            hwc_in = x[i] if layout == "NHWC" else x[i].transpose(1, 2, 0)
+            want, *_ = aug.auto_augment(np.ascontiguousarray(hwc_in), "augmix", _sample_stream(4, 1, b * 8 + i),
+                                        interpolation="bilinear")
+            got = xa[i] if layout == "NHWC" else xa[i].transpose(1, 2, 0)
+            assert np.array_equal(got, want), (b, i)
+
+
 def test_loader_keywords_are_checked(jpeg_db):
     import imagepack
     with pytest.raises(ValueError, match="auto_augment"):
