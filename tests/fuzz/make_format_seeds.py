@@ -81,7 +81,9 @@ PARQUET_SEEDS = ("alltypes_plain.parquet", "alltypes_plain.snappy.parquet", "all
                  "datapage_v2.snappy.parquet", "delta_binary_packed.parquet", "delta_length_byte_array.parquet",
                  "delta_byte_array.parquet", "delta_encoding_optional_column.parquet", "nulls.snappy.parquet",
                  "nullable.impala.parquet", "datapage_v1-snappy-compressed-checksum.parquet",
-                 "rle-dict-snappy-checksum.parquet", "binary.parquet")
+                 "rle-dict-snappy-checksum.parquet", "binary.parquet", "byte_stream_split.zstd.parquet",
+                 "rle_boolean_encoding.parquet", "concatenated_gzip_members.parquet",
+                 "datapage_v2_empty_datapage.snappy.parquet", "column_chunk_key_value_metadata.parquet")
 
 
 def parquet_seeds():

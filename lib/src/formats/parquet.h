@@ -3,9 +3,10 @@
 // Thrift compact protocol: schema, row groups, column chunks, key-value
 // metadata), page headers, data pages v1 and v2 and dictionary pages;
 // definition levels (RLE / bit-packed hybrid) of flat columns, nullable or
-// inside structs; values PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY,
-// DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY;
-// codecs uncompressed, snappy, gzip and zstd; page CRCs where present.
+// inside structs; values PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY, RLE
+// booleans, DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY
+// and BYTE_STREAM_SPLIT; codecs uncompressed, snappy, gzip and zstd; page
+// CRCs where present.
 // Repeated columns, encryption and other codecs are refused by name.
 // Turning rows into items is the parquet source's (sources.h). Internal.
 #pragma once

@@ -21,6 +21,12 @@ Status ParquetDecompress(int codec, const uint8_t* in, size_t in_size, size_t ou
   switch (codec) {
     case 0:
       if (in_size != out_size) return Status::Corruption("an uncompressed page whose two sizes differ");
+      break;
+    default:
+      if (out_size == 0) return Status::Ok();  // an empty page (v2: its values may take no bytes at all)
+  }
+  switch (codec) {
+    case 0:
       if (out_size) std::memcpy(out->data(), in, out_size);
       return Status::Ok();
     case 1: {  // snappy
@@ -39,7 +45,10 @@ Status ParquetDecompress(int codec, const uint8_t* in, size_t in_size, size_t ou
       z.avail_in = uInt(in_size);
       z.next_out = out->data();
       z.avail_out = uInt(out_size);
-      const int rc = inflate(&z, Z_FINISH);
+      int rc = inflate(&z, Z_FINISH);
+      // Several gzip members one after another read as one stream, as gzip -d does.
+      while (rc == Z_STREAM_END && z.avail_in > 0 && z.avail_out > 0 && inflateReset(&z) == Z_OK)
+        rc = inflate(&z, Z_FINISH);
       const size_t got = out_size - z.avail_out;
       inflateEnd(&z);
       if (rc != Z_STREAM_END || got != out_size)
@@ -237,6 +246,21 @@ Status DecodeDeltaByteArray(const uint8_t* d, size_t size, size_t count, Values*
   return Status::Ok();
 }
 
+// BYTE_STREAM_SPLIT: byte k of value i at d[k * count + i]; the values
+// gathered into the arena, then read as PLAIN.
+Status DecodeByteStreamSplit(const PqLeaf& leaf, const uint8_t* d, size_t size, size_t count, Values* out) {
+  const size_t width = leaf.type == PqType::kInt32 || leaf.type == PqType::kFloat ? 4
+                       : leaf.type == PqType::kInt64 || leaf.type == PqType::kDouble ? 8
+                       : leaf.type == PqType::kFixed ? size_t(std::max(0, leaf.type_length)) : 0;
+  if (width == 0) return Status::NotSupported("BYTE_STREAM_SPLIT on a column of variable width");
+  if (count > size / width) return Status::Corruption("BYTE_STREAM_SPLIT values past the end");
+  out->arena.emplace_back(count * width, '\0');
+  std::string& plain = out->arena.back();
+  for (size_t i = 0; i < count; ++i)
+    for (size_t k = 0; k < width; ++k) plain[i * width + k] = char(d[k * count + i]);
+  return DecodePlain(leaf, reinterpret_cast<const uint8_t*>(plain.data()), plain.size(), count, out);
+}
+
 Status DecodeValues(const PqLeaf& leaf, int encoding, const uint8_t* d, size_t size, size_t count, const Values* dict,
                     Values* out) {
   size_t used = 0;
@@ -265,12 +289,21 @@ Status DecodeValues(const PqLeaf& leaf, int encoding, const uint8_t* d, size_t s
       for (int64_t i : ints) out->v.push_back({false, leaf.type == PqType::kInt32 ? int64_t(int32_t(i)) : i, 0, nullptr, 0});
       return Status::Ok();
     }
+    case 3: {  // RLE booleans: a 4-byte length, then the hybrid at bit width 1
+      if (leaf.type != PqType::kBoolean) return Status::NotSupported("RLE values on a column that is not booleans");
+      if (size < 4 || Get<uint32_t>(d) > size - 4) return Status::Corruption("RLE booleans past the end");
+      std::vector<uint32_t> bits;
+      IMAGEPACK_RETURN_IF_ERROR(DecodeRleHybrid(d + 4, Get<uint32_t>(d), 1, count, &bits));
+      for (uint32_t b : bits) out->v.push_back({false, int64_t(b), 0, nullptr, 0});
+      return Status::Ok();
+    }
+    case 9: return DecodeByteStreamSplit(leaf, d, size, count, out);
     case 6: return DecodeDeltaLength(d, size, count, out, &used);
     case 7: return DecodeDeltaByteArray(d, size, count, out);
     default:
       return Status::NotSupported("encoding " + std::to_string(encoding) +
-                                  " is not read (PLAIN, dictionary, DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY and "
-                                  "DELTA_BYTE_ARRAY are)");
+                                  " is not read (PLAIN, dictionary, RLE booleans, DELTA_BINARY_PACKED, "
+                                  "DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY and BYTE_STREAM_SPLIT are)");
   }
 }
 
@@ -324,10 +357,14 @@ Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, const PqLeaf&
   if (leaf.max_rep > 0) return Status::NotSupported(where + ": a repeated column (a list) is not read");
   if (chunk.encrypted) return Status::NotSupported(where + ": an encrypted column; not read");
   if (!chunk.file_path.empty()) return Status::NotSupported(where + ": a column chunk in another file; not read");
-  uint64_t at = uint64_t(chunk.data_page_offset);
-  if (chunk.dictionary_page_offset >= 4 && chunk.dictionary_page_offset < chunk.data_page_offset)
-    at = uint64_t(chunk.dictionary_page_offset);
-  if (chunk.data_page_offset < 4 || chunk.total_compressed_size < 0 || at > file_size ||
+  // The first page: the dictionary's when there is one (some writers
+  // leave data_page_offset 0 then).
+  int64_t first = chunk.data_page_offset;
+  if (chunk.dictionary_page_offset >= 4 && (chunk.dictionary_page_offset < first || first < 4))
+    first = chunk.dictionary_page_offset;
+  const uint64_t at0 = first < 4 ? 0 : uint64_t(first);
+  uint64_t at = at0;
+  if (at0 == 0 || chunk.total_compressed_size < 0 || at > file_size ||
       uint64_t(chunk.total_compressed_size) > file_size - at)
     return Status::Corruption(where + ": the column chunk lies outside the file");
   const uint64_t end = at + uint64_t(chunk.total_compressed_size);
