@@ -535,6 +535,8 @@ FOREIGN_OPTIONS = {
     ("docs/TRAINING.md", "--open-mode"): "Slurm's sbatch",
     ("docs/TRAINING.md", "--no_python"): "torchrun's (python3-torch 1.13 spells it with an underscore)",
     ("docs/PYTHON.md", "--no-index"): "pip's",
+    ("docs/PYTHON.md", "--cache-dataset"): "torchvision's reference train.py",
+    ("docs/PYTHON.md", "--workers"): "torchvision's reference train.py",
 }
 
 
