@@ -104,6 +104,16 @@ def write_parquet(duckdb, jpegs, path, options, kv=True):
     return duckdb("SELECT path_in_schema, encodings, compression FROM parquet_metadata('%s')" % path)
 
 
+def captions(db):
+    d = read_db.open_db(str(db))
+    out = {}
+    for i in range(d.meta["count"]):
+        r = read_db.read_record(d, i)
+        (f,) = r["fields"]
+        out[r["path"]] = f["value"]
+    return out
+
+
 def records_of(db):
     d = read_db.open_db(str(db))
     out = []
@@ -131,10 +141,12 @@ def test_duckdb_hf_layout_imports_byte_exact(duckdb, jpegs, tmp_path, name, opti
     assert ["image, bytes", encoding] in [m[:2] for m in meta], meta  # DuckDB wrote what the case says
     r = run(tool("pack_lmdb"), src, tmp_path / "x.lmdb", "-q")
     assert "90 records in 3 classes" in r.stdout, r.stdout
-    assert "columns not packed: caption" in r.stderr
     m, recs = records_of(tmp_path / "x.lmdb")
     assert m["classes"] == CLASSES
     assert sorted(recs) == [(n, b, c) for n, b, c in jpegs[1]]
+    # the other columns are fields by the manifest's kind rules: a string is text
+    assert [(f["name"], f["kind"]) for f in m["fields"]] == [("caption", "text")]
+    assert captions(tmp_path / "x.lmdb") == {n: "a photo of " + n for n, _, _ in jpegs[1]}
 
 
 def test_several_files_a_pattern_and_no_metadata(duckdb, jpegs, tmp_path):
@@ -205,3 +217,26 @@ def test_classes_option_relabels_by_classlabel_names(duckdb, jpegs, tmp_path):
     m, recs = records_of(tmp_path / "c.lmdb")
     assert m["classes"] == ["class2", "class0", "class1"]
     assert sorted(recs) == [(n, b, [1, 2, 0][c]) for n, b, c in jpegs[1]]
+
+
+def test_other_columns_are_fields_by_kind(duckdb, jpegs, tmp_path):
+    """Integers are ints, doubles floats, strings text (null: empty), a
+    list column is named as not packed."""
+    d, items = jpegs
+    src = tmp_path / "f.parquet"
+    duckdb("COPY (SELECT {'bytes': content, 'path': parse_filename(filename)} AS image, "
+           "CAST(regexp_extract(parse_filename(filename), 'class(\\d)', 1) AS BIGINT) AS label, "
+           "octet_length(content)::INTEGER AS size, 0.5::DOUBLE AS score, "
+           "CASE WHEN parse_filename(filename) LIKE 'class0%%' THEN NULL ELSE 'x' END AS note, "
+           "[1, 2] AS tags FROM read_blob('%s/*.jpg') ORDER BY filename) TO '%s' (FORMAT parquet)" % (d, src))
+    r = run(tool("pack_lmdb"), src, tmp_path / "f.lmdb")
+    assert "columns not packed: tags.list.element" in r.stderr, r.stderr
+    db = read_db.open_db(str(tmp_path / "f.lmdb"))
+    assert [(f["name"], f["kind"]) for f in db.meta["fields"]] == [("size", "ints"), ("score", "floats"),
+                                                                    ("note", "text")]
+    by_name = {n: b for n, b, _ in items}
+    for i in range(db.meta["count"]):
+        rec = read_db.read_record(db, i)
+        size, score, note = (f["value"] for f in rec["fields"])
+        assert list(size) == [len(by_name[rec["path"]])] and list(score) == [0.5]
+        assert note == ("" if rec["path"].startswith("class0") else "x")

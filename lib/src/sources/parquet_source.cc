@@ -1,7 +1,8 @@
 // Parquet files in the Hugging Face image layout as a source (sources.h,
 // OpenParquetSource): the image a struct<bytes, path> (or binary) column,
 // the label a ClassLabel (or integer "label") column, class names from the
-// "huggingface" key-value metadata. Image bytes, which sit in compressed
+// "huggingface" key-value metadata, other flat columns fields (text,
+// ints, floats). Image bytes, which sit in compressed
 // pages, are copied once into an unnamed scratch file per parquet file and
 // read back from there while packing.
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "formats/limits.h"
 #include "formats/parquet.h"
 #include "formats/text.h"
+#include "imagepack/fields.h"
 #include "imagepack/files.h"
 #include "imagepack/storage.h"
 #include "sources/sources.h"
@@ -97,6 +99,15 @@ namespace {
 struct Columns {
   int image = -1, path = -1, label = -1;
   std::vector<std::string> names;  // ClassLabel names
+  // Other flat columns as fields, by the manifest's kind rules: strings
+  // text, integers and booleans ints, floats floats (leaf, kind; slot once
+  // declared).
+  struct Field {
+    int leaf;
+    FieldKind kind;
+    int slot = -1;
+  };
+  std::vector<Field> fields;
   std::vector<std::string> unused;
 };
 
@@ -169,8 +180,16 @@ Result<Columns> ChooseColumns(const PqFile& f, const std::string& shown, std::ve
     c.label = labels[0];
     if (auto it = names.find(f.leaves[size_t(c.label)].path.front()); it != names.end()) c.names = it->second;
   }
-  for (size_t i = 0; i < f.leaves.size(); ++i)
-    if (int(i) != c.image && int(i) != c.path && int(i) != c.label) c.unused.push_back(f.leaves[i].dotted());
+  for (size_t i = 0; i < f.leaves.size(); ++i) {
+    if (int(i) == c.image || int(i) == c.path || int(i) == c.label) continue;
+    const PqLeaf& l = f.leaves[i];
+    const bool flat = l.path.size() == 1 && l.max_rep == 0;
+    if (flat && l.type == PqType::kByteArray && l.text) c.fields.push_back({int(i), FieldKind::kText});
+    else if (flat && (l.type == PqType::kInt32 || l.type == PqType::kInt64 || l.type == PqType::kBoolean))
+      c.fields.push_back({int(i), FieldKind::kInts});
+    else if (flat && (l.type == PqType::kFloat || l.type == PqType::kDouble)) c.fields.push_back({int(i), FieldKind::kFloats});
+    else c.unused.push_back(l.dotted());
+  }
   return c;
 }
 
@@ -185,6 +204,7 @@ struct PqListing {
   std::vector<Row> rows;
   Columns columns;
   bool chosen = false;
+  std::vector<std::string> leaf_names;  // the first file's columns, which the others must have
 };
 
 std::string ExtOf(const uint8_t* p, size_t n) {
@@ -223,12 +243,44 @@ Status AddRowGroup(const PqReadFn& read, uint64_t size, const PqFile& f, size_t 
                                                 }));
   int64_t first_row = 0;
   for (size_t k = 0; k < g; ++k) first_row += f.row_groups[k].num_rows;
+  // The fields, per row in slot order; a value that does not fit its kind
+  // skips its row (bad[row]).
+  std::vector<std::vector<SourceField>> fields(c.fields.empty() ? 0 : n);
+  std::vector<std::string> bad(n);
+  for (const Columns::Field& fc : c.fields) {
+    const PqLeaf& leaf = f.leaves[size_t(fc.leaf)];
+    IMAGEPACK_RETURN_IF_ERROR(ReadParquetColumn(
+        read, size, leaf, rg.columns[size_t(fc.leaf)], rg.num_rows, where + ", column " + leaf.dotted(),
+        [&](int64_t r, const PqValue& v) {
+          SourceField sf;
+          sf.slot = fc.slot;
+          if (!v.null && fc.kind == FieldKind::kText) {
+            sf.text.assign(reinterpret_cast<const char*>(v.p), v.n);
+            if (v.n > limits::kValueMember || !IsUtf8(sf.text)) {
+              bad[size_t(r)] = "column " + leaf.dotted() + " is not UTF-8 text within " +
+                               std::to_string(limits::kValueMember) + " bytes";
+              sf.text.clear();
+            }
+          } else if (!v.null && fc.kind == FieldKind::kInts) {
+            if (v.i < INT32_MIN || v.i > INT32_MAX) bad[size_t(r)] = "column " + leaf.dotted() + ": " + std::to_string(v.i) + " does not fit int32";
+            else sf.ints.push_back(int32_t(v.i));
+          } else if (!v.null) {
+            sf.floats.push_back(float(v.f));
+          }
+          fields[size_t(r)].push_back(std::move(sf));
+          return Status::Ok();
+        }));
+  }
   return ReadParquetColumn(
       read, size, f.leaves[size_t(c.image)], rg.columns[size_t(c.image)], rg.num_rows,
       where + ", column " + f.leaves[size_t(c.image)].dotted(), [&](int64_t r, const PqValue& v) -> Status {
         const std::string row_where = file + ": row " + std::to_string(first_row + r);
         if (v.null || v.n == 0) {
           s.errors.push_back({row_where, "no image (null)"});
+          return Status::Ok();
+        }
+        if (!bad[size_t(r)].empty()) {
+          s.errors.push_back({row_where, bad[size_t(r)]});
           return Status::Ok();
         }
         IMAGEPACK_RETURN_IF_ERROR(PwriteAll(fd, v.p, v.n, *written, file + " (scratch copy)"));
@@ -240,6 +292,7 @@ Status AddRowGroup(const PqReadFn& read, uint64_t size, const PqFile& f, size_t 
         std::snprintf(num, sizeof num, "%08lld", static_cast<long long>(first_row + r));
         item.rel = BaseName(file) + "/" + num + "." + ExtOf(v.p, v.n);
         *written += v.n;
+        if (!fields.empty()) item.fields = std::move(fields[size_t(r)]);
         s.items.push_back(std::move(item));
         l.rows.push_back({labels[size_t(r)], row_where, paths[size_t(r)]});
         return Status::Ok();
@@ -272,8 +325,26 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
   if (!l.chosen) {
     l.columns = chosen.value();
     l.chosen = true;
-  } else if (chosen->image != l.columns.image || chosen->label != l.columns.label) {
-    return Status::InvalidArgument(file + ": its image and label columns are not the first file's");
+    std::vector<Columns::Field> declared;
+    for (Columns::Field fc : l.columns.fields) {
+      const std::string name = f->leaves[size_t(fc.leaf)].dotted();
+      auto slot = Declare(s, name, fc.kind, opts);
+      if (!slot.ok()) {
+        s.problems.push_back(file + ": column " + name + " not packed: " + slot.status().message());
+        continue;
+      }
+      fc.slot = *slot;
+      declared.push_back(fc);
+    }
+    l.columns.fields = std::move(declared);
+    l.leaf_names.clear();
+    for (const auto& leaf : f->leaves) l.leaf_names.push_back(leaf.dotted());
+  } else {
+    std::vector<std::string> names;
+    for (const auto& leaf : f->leaves) names.push_back(leaf.dotted());
+    if (names != l.leaf_names)
+      return Status::InvalidArgument(file + ": its columns are not the first file's (" + std::to_string(names.size()) +
+                                     " columns; parquet files of one source share their schema)");
   }
   auto fd = CreateScratchFile(scratch_dir);
   if (!fd.ok()) return fd.status();

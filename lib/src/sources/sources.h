@@ -237,7 +237,8 @@ Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOpt
 // names (else "0".."max"). Image bytes are copied into an unnamed scratch
 // file per parquet file (they sit in compressed pages) and items are its
 // ranges. Records are named by the image's path when every row has a
-// distinct one, else FILE/ROW.EXT. A row group whose pages are damaged
+// distinct one, else FILE/ROW.EXT. Other flat columns are fields: strings
+// text, integers ints, floats floats. A row group whose pages are damaged
 // goes to `errors` as "FILE: row group N"; a codec, encoding or layout not
 // read (formats/parquet.h) fails the source, naming it.
 bool LooksLikeParquet(const std::string& src);
