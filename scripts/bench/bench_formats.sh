@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Imports from TFRecord and parquet side by side with pack_lmdb of the same
+# JPEGs as files, in one run: an ImageFolder tree of JPEGs (class folders)
+# is written out as 8 TFRecord files in the TF-slim / Inception layout
+# (tests/python/tfrecord_writer.py: python3-protobuf and python3-crc32c),
+# the same gzipped, and as Hugging Face parquet by DuckDB (snappy and zstd;
+# @duckdb/node-api from build/npm/node_modules or
+# IMAGEPACK_DUCKDB_NODE_MODULES: tests/python/test_parquet.py installs it
+# there). Every input is read once first (page cache warm), outputs on
+# tmpfs; each row is the median of --rounds runs, and every import is
+# checked to hold the tree's records (same paths, bytes and labels).
+#
+#   scripts/bench/bench_formats.sh [--tree DIR] [--rounds 3] [--threads 0]
+#
+# Without --tree: bench_pack.sh's tree of 20,000 resized photos (made by
+# bench_pack.sh when missing).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TREE= ROUNDS=3 THREADS=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --tree) TREE=$2; shift 2;;
+    --rounds) ROUNDS=$2; shift 2;;
+    --threads) THREADS=$2; shift 2;;
+    *) echo "usage: $0 [--tree DIR] [--rounds R] [--threads N]" >&2; exit 2;;
+  esac
+done
+BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
+[ -x "$BIN/pack_lmdb" ] || scripts/build.sh >/dev/null
+WORK=${BENCH_DIR:-/tmp/imagepack-bench}
+if [ -z "$TREE" ]; then
+  TREE=$WORK/resized-20000
+  [ -d "$TREE" ] || scripts/bench/bench_pack.sh --files 20000 --rounds 1 --only jpeg >/dev/null
+fi
+MODS=${IMAGEPACK_DUCKDB_NODE_MODULES:-$PWD/build/npm/node_modules}
+[ -d "$MODS/@duckdb/node-api" ] || { echo "bench_formats: no @duckdb/node-api in $MODS (npm install --prefix build/npm @duckdb/node-api)" >&2; exit 1; }
+OUT=/dev/shm/imagepack-bench-formats
+[ -d /dev/shm ] || OUT=$WORK/formats-out
+rm -rf "$OUT" && mkdir -p "$OUT/tf" "$OUT/tfgz" "$OUT/pq"
+trap 'rm -rf "$OUT"' EXIT
+TREE=$(cd "$TREE" && pwd)
+
+# TFRecords, plain and gzipped: label counted from 1, image/filename the tree's path.
+/usr/bin/python3 - "$TREE" "$OUT" <<'EOF'
+import os, sys, pathlib
+sys.path.insert(0, "tests/python")
+from tfrecord_writer import example, write
+tree, out = sys.argv[1], pathlib.Path(sys.argv[2])
+classes = sorted(d for d in os.listdir(tree) if os.path.isdir(os.path.join(tree, d)))
+shards = [[] for _ in range(8)]
+n = 0
+for c, name in enumerate(classes):
+    for f in sorted(os.listdir(os.path.join(tree, name))):
+        data = open(os.path.join(tree, name, f), "rb").read()
+        shards[n % 8].append(example({"image/encoded": data, "image/format": b"JPEG", "image/class/label": c + 1,
+                                      "image/class/synset": name.encode(), "image/filename": (name + "/" + f).encode()}))
+        n += 1
+for s, recs in enumerate(shards):
+    write(out / "tf" / ("train-%05d-of-00008" % s), recs)
+    write(out / "tfgz" / ("train-%05d-of-00008" % s), recs, compress=True)
+EOF
+# Parquet by DuckDB: the HF layout, label the class folder's index, its names in the metadata.
+cat > "$OUT/pq/write.mjs" <<EOF
+import { DuckDBInstance } from '@duckdb/node-api';
+const c = await (await DuckDBInstance.create(':memory:')).connect();
+await c.run(\`CREATE TABLE f AS SELECT content, split_part(filename, '/', -2) AS folder, split_part(filename, '/', -1) AS file
+             FROM read_blob('$TREE/*/*')\`);
+const names = (await c.runAndReadAll(\`SELECT DISTINCT folder FROM f ORDER BY folder\`)).getRows().map(r => r[0]);
+const hf = JSON.stringify({info: {features: {image: {_type: 'Image'}, label: {names, _type: 'ClassLabel'}}}});
+await c.run(\`CREATE TABLE t AS SELECT {'bytes': content, 'path': folder || '/' || file} AS image,
+             (dense_rank() OVER (ORDER BY folder) - 1)::BIGINT AS label FROM f ORDER BY folder, file\`);
+for (const codec of ['snappy', 'zstd'])
+  await c.run(\`COPY t TO '$OUT/pq/train-\${codec}.parquet' (FORMAT parquet, COMPRESSION \${codec},
+               KV_METADATA {huggingface: '\${hf}'})\`);
+EOF
+ln -s "$MODS" "$OUT/pq/node_modules"
+node "$OUT/pq/write.mjs"
+find "$TREE" "$OUT" -type f -exec cat {} + >/dev/null
+
+secs() { local s; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || { echo "bench_formats: failed: $*" >&2; exit 1; }
+         awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN {print b - a}'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+declare -A T
+timed() {  # NAME SRC: median seconds of ROUNDS packs of SRC into $OUT/NAME.lmdb
+  local ts=()
+  for _ in $(seq "$ROUNDS"); do
+    rm -rf "$OUT/$1.lmdb"
+    ts+=("$(secs "$BIN/pack_lmdb" "$2" "$OUT/$1.lmdb" -q --threads "$THREADS")")
+  done
+  T[$1]=$(median "${ts[@]}")
+}
+timed tree "$TREE"
+timed tfrecord "$OUT/tf/train-{00000..00007}-of-00008"
+timed tfrecord_gz "$OUT/tfgz/train-{00000..00007}-of-00008"
+timed parquet_snappy "$OUT/pq/train-snappy.parquet"
+timed parquet_zstd "$OUT/pq/train-zstd.parquet"
+# Every import holds the tree's records: paths, bytes, labels.
+/usr/bin/python3 - "$OUT" <<'EOF'
+import sys
+sys.path.insert(0, "scripts")
+import read_db
+def recs(p):
+    d = read_db.open_db(p)
+    return d.meta["classes"], sorted((r["path"], bytes(r["payload"]), r["label"])
+                                     for r in (read_db.read_record(d, i) for i in range(d.meta["count"])))
+want = recs(sys.argv[1] + "/tree.lmdb")
+for n in ("tfrecord", "tfrecord_gz", "parquet_snappy", "parquet_zstd"):
+    assert recs("%s/%s.lmdb" % (sys.argv[1], n)) == want, n + " differs from the tree's pack"
+EOF
+COUNT=$(find "$TREE" -type f | wc -l)
+BYTES=$(du -sb "$TREE" | cut -f1)
+echo "bench_formats: $COUNT files ($((BYTES / 1000000)) MB) from $TREE; $(nproc) cores; --threads $THREADS; median of $ROUNDS; warm cache, outputs on $OUT; every import equal to the tree's pack"
+printf '%-52s %8s %10s %9s\n' "pack_lmdb from" "seconds" "files/s" "vs tree"
+row() { awk -v n="$COUNT" -v s="${T[$2]}" -v t="${T[tree]}" -v name="$1" \
+  'BEGIN {printf "%-52s %8.2f %10.0f %8.2fx\n", name, s, n / s, t / s}'; }
+row "the JPEGs as files (ImageFolder tree)" tree
+row "TFRecords (8 files, TF-slim layout)" tfrecord
+row "TFRecords, gzipped" tfrecord_gz
+row "parquet, HF layout (DuckDB, snappy)" parquet_snappy
+row "parquet, HF layout (DuckDB, zstd)" parquet_zstd
