@@ -313,6 +313,24 @@ def test_tfrecord_lengths_and_examples_are_bounded(tmp_path):
     assert "b.tfrecord:record 1\ttf.train.Example: more than 100000 features at byte" in errors
 
 
+def test_parquet_footers_and_pages_are_bounded(tmp_path):
+    """A footer that claims a list of 2^40 schema elements, one nested 100
+    structures deep, and a footer longer than its file: each refused
+    naming the file and the byte, in bounded memory, nothing written."""
+    def parquet(footer, length=None):
+        return b"PAR1" + footer + struct.pack("<I", len(footer) if length is None else length) + b"PAR1"
+    huge_list = b"\x29\xfc" + b"\x80\x80\x80\x80\x80\x80\x01"  # field 2: a list of structs, 2^42 long
+    deep = b"\x1c" * 100 + b"\x00" * 101  # struct in struct, 100 deep
+    cases = {"list.parquet": (parquet(huge_list), "a list of 4398046511104 elements past the end"),
+             "deep.parquet": (parquet(deep), "structures nested deeper than 64"),
+             "long.parquet": (parquet(b"\x00", 1 << 30), "a footer of 1073741824 bytes in a file of")}
+    for name, (data, why) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        rc, _, err, _ = budgeted(tool("pack_lmdb"), tmp_path / name, tmp_path / "o.lmdb")
+        assert rc == 1 and name in err and why in err, err
+        assert not (tmp_path / "o.lmdb").exists()
+
+
 # ---- names: bytes until proven UTF-8 --------------------------------------
 
 def test_latin1_names_are_refused_up_front_and_the_rest_exports(tmp_path):
