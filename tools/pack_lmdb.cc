@@ -1,7 +1,8 @@
 // pack_lmdb SRC DST [options]
 // pack_lmdb --manifest FILE DST | --coco FILE --images DIR DST [options]
-// Packs an image tree (with paired trees), a manifest or a COCO file (or
-// converts a packed database) into one LMDB or blob file; see
+// Packs an image tree (with paired trees), a manifest, a COCO file,
+// WebDataset shards, TFRecords or parquet files (or converts a packed
+// database) into one LMDB or blob file; see
 // docs/USAGE.md and docs/FORMAT.md.
 #include <malloc.h>
 
@@ -79,7 +80,11 @@ po::options_description Options(Args& a) {
        "blob: on (O_DIRECT, no page-cache copy), off, auto (on except on tmpfs)")
       ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)")
       ("overwrite", "replace DST if it exists")
-      ("errors", po::value(&a.errors_path), "write every skipped input and its reason to FILE");
+      ("errors", po::value(&a.errors_path), "write every skipped input and its reason to FILE")
+      ("image-column", po::value(&o.source.image_column),
+       "parquet: the image column (struct<bytes, path> or binary) where the metadata does not say")
+      ("label-column", po::value(&o.source.label_column),
+       "parquet: the label column (integers) where the metadata does not say");
   cli::AddStandardOptions(opts);
   return opts;
 }

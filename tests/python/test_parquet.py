@@ -240,3 +240,25 @@ def test_other_columns_are_fields_by_kind(duckdb, jpegs, tmp_path):
         size, score, note = (f["value"] for f in rec["fields"])
         assert list(size) == [len(by_name[rec["path"]])] and list(score) == [0.5]
         assert note == ("" if rec["path"].startswith("class0") else "x")
+
+
+def test_image_and_label_columns_by_name(duckdb, jpegs, tmp_path):
+    """Two binary columns and an integer column not named "label", no
+    metadata: the guess fails naming the columns; --image-column and
+    --label-column choose."""
+    d, items = jpegs
+    src = tmp_path / "two.parquet"
+    duckdb("COPY (SELECT content AS photo, content[1:10] AS thumb, "
+           "CAST(regexp_extract(parse_filename(filename), 'class(\\d)', 1) AS INTEGER) AS cls "
+           "FROM read_blob('%s/*.jpg') ORDER BY filename) TO '%s' (FORMAT parquet)" % (d, src))
+    r = run(tool("pack_lmdb"), src, tmp_path / "a.lmdb", ok=False)
+    assert r.returncode == 1 and "several image columns: photo, thumb (--image-column NAME chooses)" in r.stderr
+    r = run(tool("pack_lmdb"), src, tmp_path / "a.lmdb", "--image-column", "nope", ok=False)
+    assert r.returncode == 1 and "--image-column nope is not a struct<bytes, path> or binary column; " \
+                                 "the columns: photo, thumb, cls" in r.stderr, r.stderr
+    r = run(tool("pack_lmdb"), src, tmp_path / "a.lmdb", "--image-column", "photo", "--no-class", "-q")
+    assert "no label column (--label-column NAME takes one of cls)" in r.stderr, r.stderr
+    run(tool("pack_lmdb"), src, tmp_path / "b.lmdb", "--image-column", "photo", "--label-column", "cls", "-q")
+    m, recs = records_of(tmp_path / "b.lmdb")
+    assert m["classes"] == ["0", "1", "2"]
+    assert sorted((b, c) for _, b, c in recs) == sorted((b, c) for _, b, c in items)

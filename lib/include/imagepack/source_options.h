@@ -50,6 +50,11 @@ struct SourceOptions {
   // NAMEs, besides NAMEs starting with "mask" (e.g. "seg"); depth maps are
   // NAMEs starting with "depth".
   std::vector<std::string> mask_members;
+  // Parquet: the image column (a struct<bytes, path> or binary column) and
+  // the label column (integers) by name, where the "huggingface" metadata
+  // and the names do not single one out; empty: guessed.
+  std::string image_column;
+  std::string label_column;
   // Manifests and COCO: image paths that leave their folder (absolute, or
   // through "..") are refused unless this is set.
   bool allow_outside = false;

@@ -138,22 +138,38 @@ void HfFeatures(const PqFile& f, const std::string& shown, std::map<std::string,
   }
 }
 
-Result<Columns> ChooseColumns(const PqFile& f, const std::string& shown, std::vector<std::string>* problems) {
+Result<Columns> ChooseColumns(const PqFile& f, const std::string& shown, const SourceOptions& opts,
+                              std::vector<std::string>* problems) {
   std::map<std::string, std::string> type_of;
   std::map<std::string, std::vector<std::string>> names;
   HfFeatures(f, shown, &type_of, &names, problems);
   Columns c;
   std::vector<int> images, labels;
+  bool named_image = false, named_label = false;
   for (size_t i = 0; i < f.leaves.size(); ++i) {
     const PqLeaf& l = f.leaves[i];
     const std::string& top = l.path.front();
+    // Columns the options name are taken whatever the metadata says.
+    if (!opts.image_column.empty() && top == opts.image_column && l.type == PqType::kByteArray &&
+        ((l.path.size() == 2 && l.path[1] == "bytes") || l.path.size() == 1)) {
+      if (!named_image) images.clear();
+      named_image = true;
+      images.push_back(int(i));
+    }
+    if (!opts.label_column.empty() && top == opts.label_column && l.path.size() == 1 &&
+        (l.type == PqType::kInt32 || l.type == PqType::kInt64)) {
+      if (!named_label) labels.clear();
+      named_label = true;
+      labels.push_back(int(i));
+    }
     const bool declared_image = type_of.count(top) && type_of[top] == "Image";
     const bool bytes_leaf = l.type == PqType::kByteArray &&
                             ((l.path.size() == 2 && l.path[1] == "bytes") || (l.path.size() == 1 && !l.text));
-    if (bytes_leaf && (declared_image || type_of.empty())) images.push_back(int(i));
+    if (!named_image && opts.image_column.empty() && bytes_leaf && (declared_image || type_of.empty()))
+      images.push_back(int(i));
     const bool integer = l.path.size() == 1 && (l.type == PqType::kInt32 || l.type == PqType::kInt64);
     const bool declared_label = type_of.count(top) && type_of[top] == "ClassLabel";
-    if (integer && (declared_label || (!std::count_if(type_of.begin(), type_of.end(), [](const auto& t) {
+    if (!named_label && opts.label_column.empty() && integer && (declared_label || (!std::count_if(type_of.begin(), type_of.end(), [](const auto& t) {
                                          return t.second == "ClassLabel";
                                        }) && (top == "label" || top == "labels"))))
       labels.push_back(int(i));
@@ -163,13 +179,20 @@ Result<Columns> ChooseColumns(const PqFile& f, const std::string& shown, std::ve
     for (int i : idx) s += (s.empty() ? "" : ", ") + f.leaves[size_t(i)].dotted();
     return s;
   };
-  if (images.empty()) {
-    std::string all;
-    for (const auto& l : f.leaves) all += (all.empty() ? "" : ", ") + l.dotted();
+  std::string all;
+  for (const auto& l : f.leaves) all += (all.empty() ? "" : ", ") + l.dotted();
+  if (!opts.image_column.empty() && !named_image)
+    return Status::InvalidArgument(shown + ": --image-column " + opts.image_column +
+                                   " is not a struct<bytes, path> or binary column; the columns: " + all);
+  if (!opts.label_column.empty() && !named_label)
+    return Status::InvalidArgument(shown + ": --label-column " + opts.label_column +
+                                   " is not an integer column; the columns: " + all);
+  if (images.empty())
     return Status::InvalidArgument(shown + ": no image column (a struct<bytes, path> or binary column) among " + all);
-  }
-  if (images.size() > 1) return Status::InvalidArgument(shown + ": several image columns: " + list(images));
-  if (labels.size() > 1) return Status::InvalidArgument(shown + ": several label columns: " + list(labels));
+  if (images.size() > 1)
+    return Status::InvalidArgument(shown + ": several image columns: " + list(images) + " (--image-column NAME chooses)");
+  if (labels.size() > 1)
+    return Status::InvalidArgument(shown + ": several label columns: " + list(labels) + " (--label-column NAME chooses)");
   c.image = images[0];
   const PqLeaf& img = f.leaves[size_t(c.image)];
   for (size_t i = 0; i < f.leaves.size(); ++i)
@@ -179,6 +202,12 @@ Result<Columns> ChooseColumns(const PqFile& f, const std::string& shown, std::ve
   if (!labels.empty()) {
     c.label = labels[0];
     if (auto it = names.find(f.leaves[size_t(c.label)].path.front()); it != names.end()) c.names = it->second;
+  } else if (!std::count_if(type_of.begin(), type_of.end(), [](const auto& t) { return t.second == "ClassLabel"; })) {
+    // No label column named or declared: say which integer columns there are.
+    std::string ints;
+    for (const auto& l : f.leaves)
+      if (l.path.size() == 1 && (l.type == PqType::kInt32 || l.type == PqType::kInt64)) ints += (ints.empty() ? "" : ", ") + l.dotted();
+    if (!ints.empty()) problems->push_back(shown + ": no label column (--label-column NAME takes one of " + ints + ")");
   }
   for (size_t i = 0; i < f.leaves.size(); ++i) {
     if (int(i) == c.image || int(i) == c.path || int(i) == c.label) continue;
@@ -320,9 +349,11 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
   IMAGEPACK_RETURN_IF_ERROR(read(footer.data(), footer.size(), size - 8 - footer.size()));
   auto f = ParseParquetFooter(footer.data(), footer.size(), file);
   if (!f.ok()) return f.status();
-  auto chosen = ChooseColumns(*f, file, &s.problems);
+  std::vector<std::string> notes;  // said once, for the first file
+  auto chosen = ChooseColumns(*f, file, opts, &notes);
   if (!chosen.ok()) return chosen.status();
   if (!l.chosen) {
+    s.problems.insert(s.problems.end(), notes.begin(), notes.end());
     l.columns = chosen.value();
     l.chosen = true;
     std::vector<Columns::Field> declared;
