@@ -1,15 +1,17 @@
 """Parquet imports (pack_lmdb) in the Hugging Face image layout, from files
-a writer no one here wrote: DuckDB (the npm package @duckdb/node-api, run
-by node) writes every file below with COPY ... (FORMAT parquet), its image
-column a struct<bytes: BLOB, path: VARCHAR> read by DuckDB's own
+writers no one here wrote: DuckDB (the npm package @duckdb/node-api, run
+by node) writes most files below with COPY ... (FORMAT parquet), its
+image column a struct<bytes: BLOB, path: VARCHAR> read by DuckDB's own
 read_blob from the JPEG files, the label a BIGINT, and the "huggingface"
 key-value metadata a ClassLabel's names, as the Hub's converter writes
-them. The database is read back with scripts/read_db.py (python3-lmdb).
+them; parquet-wasm (the Rust arrow-rs writer compiled to WebAssembly, fed
+an apache-arrow table) writes the same layout as a second, independent
+writer. The database is read back with scripts/read_db.py (python3-lmdb).
 
-DuckDB is found in IMAGEPACK_DUCKDB_NODE_MODULES (a node_modules folder
-holding @duckdb/node-api), else build/npm/node_modules, else installed
-there with `npm install` (the npm registry must be reachable); without it
-the tests are skipped, or fail where IMAGEPACK_REQUIRE_DUCKDB=1."""
+The packages are found in IMAGEPACK_DUCKDB_NODE_MODULES (a node_modules
+folder holding them), else build/npm/node_modules, else installed there
+with `npm install` (the npm registry must be reachable); without them the
+tests are skipped, or fail where IMAGEPACK_REQUIRE_DUCKDB=1."""
 import json
 import os
 import shutil
@@ -29,24 +31,27 @@ HF = json.dumps({"info": {"features": {"image": {"_type": "Image"},
                                        "label": {"names": CLASSES, "_type": "ClassLabel"}}}})
 
 
+PACKAGES = ("@duckdb/node-api", "parquet-wasm", "apache-arrow")
+
+
 def node_modules():
     given = os.environ.get("IMAGEPACK_DUCKDB_NODE_MODULES")
     cands = [given] if given else []
     local = os.path.join(ROOT, "build", "npm")
     cands.append(os.path.join(local, "node_modules"))
     for c in cands:
-        if c and os.path.isdir(os.path.join(c, "@duckdb", "node-api")):
+        if c and all(os.path.isdir(os.path.join(c, p)) for p in PACKAGES):
             return c
     why = None
     if shutil.which("node") is None or shutil.which("npm") is None:
         why = "node and npm are not installed"
     else:
         os.makedirs(local, exist_ok=True)
-        r = subprocess.run(["npm", "install", "--prefix", local, "--no-audit", "--no-fund", "@duckdb/node-api"],
+        r = subprocess.run(["npm", "install", "--prefix", local, "--no-audit", "--no-fund", *PACKAGES],
                            capture_output=True, text=True, timeout=600)
-        if r.returncode == 0 and os.path.isdir(os.path.join(local, "node_modules", "@duckdb", "node-api")):
+        if r.returncode == 0 and all(os.path.isdir(os.path.join(local, "node_modules", p)) for p in PACKAGES):
             return os.path.join(local, "node_modules")
-        why = "npm install @duckdb/node-api failed: " + (r.stderr or r.stdout)[-300:]
+        why = "npm install %s failed: %s" % (" ".join(PACKAGES), (r.stderr or r.stdout)[-300:])
     if os.environ.get("IMAGEPACK_REQUIRE_DUCKDB") == "1":
         pytest.fail(why + " (IMAGEPACK_REQUIRE_DUCKDB=1)", pytrace=False)
     pytest.skip(why)
@@ -262,3 +267,39 @@ def test_image_and_label_columns_by_name(duckdb, jpegs, tmp_path):
     m, recs = records_of(tmp_path / "b.lmdb")
     assert m["classes"] == ["0", "1", "2"]
     assert sorted((b, c) for _, b, c in recs) == sorted((b, c) for _, b, c in items)
+
+
+PARQUET_WASM = """
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { tableToIPC, vectorFromArray, Table, Struct, Field, Binary, Utf8, Int64 } from 'apache-arrow';
+import * as pw from 'parquet-wasm/node';
+const [dir, out, codec, version, hf] = process.argv.slice(2);
+const names = readdirSync(dir).filter(n => n.endsWith('.jpg')).sort();
+const image = vectorFromArray(names.map(n => ({bytes: new Uint8Array(readFileSync(dir + '/' + n)), path: n})),
+  new Struct([new Field('bytes', new Binary(), true), new Field('path', new Utf8(), true)]));
+const label = vectorFromArray(names.map(n => BigInt(/class(\\d)/.exec(n)[1])), new Int64());
+const props = new pw.WriterPropertiesBuilder().setCompression(pw.Compression[codec])
+  .setWriterVersion(pw.WriterVersion[version]).setMaxRowGroupSize(40)
+  .setKeyValueMetadata(new Map([['huggingface', hf]])).build();
+writeFileSync(out, pw.writeParquet(pw.Table.fromIPCStream(tableToIPC(new Table({image, label}), 'stream')), props));
+"""
+
+
+@pytest.mark.parametrize("codec,version", [("SNAPPY", "V1"), ("ZSTD", "V2"), ("GZIP", "V1"), ("UNCOMPRESSED", "V2")])
+def test_parquet_wasm_hf_layout_imports_byte_exact(duckdb, jpegs, tmp_path, codec, version):
+    """arrow-rs (parquet-wasm) with row groups of 40 rows: three row groups,
+    RLE_DICTIONARY, data pages v1 or v2."""
+    d, items = jpegs
+    script = tmp_path / "pw.mjs"
+    script.write_text(PARQUET_WASM)
+    os.symlink(node_modules(), tmp_path / "node_modules")
+    src = tmp_path / "train.parquet"
+    r = subprocess.run(["node", str(script), str(d), str(src), codec, version, HF], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    groups = duckdb("SELECT DISTINCT row_group_id FROM parquet_metadata('%s')" % src)
+    assert len(groups) == 3
+    run(tool("pack_lmdb"), src, tmp_path / "w.lmdb", "-q")
+    m, recs = records_of(tmp_path / "w.lmdb")
+    assert m["classes"] == CLASSES
+    assert sorted(recs) == [(n, b, c) for n, b, c in items]
