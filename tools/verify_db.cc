@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
   po::options_description opts("Options");
   opts.add_options()
       ("decode", "decode every JPEG completely and check its size")
-      ("against", po::value(&o.against), "SRC tree or manifest: every image present exactly once with its label")
+      ("against", po::value(&o.against),
+       "SRC tree, manifest, or parquet / TFRecord / WebDataset file or folder: every image present exactly once "
+       "with its label")
       ("labels", po::value(&o.labels_file),
        "--against a folder: the labels file the pack was given ('FILENAME LABEL' lines); checks each image's label")
       ("classes", po::value(&o.classes_file),

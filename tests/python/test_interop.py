@@ -391,3 +391,15 @@ def test_killed_export_leaves_complete_shards_and_resumes(tree, tmp_path):
     for f in clean:
         assert (tmp_path / "killed" / f).read_bytes() == (tmp_path / "clean" / f).read_bytes()
     assert not [f for f in os.listdir(tmp_path / "killed") if "ipk-tmp" in f]
+
+
+def test_verify_against_exported_shards(jpeg_db, tmp_path):
+    """verify_db --against reads WebDataset shards as pack_lmdb does: the
+    shards export_db wrote hold every record once with its class."""
+    run(tool("export_db"), jpeg_db, tmp_path / "shards", "-q")
+    r = run(tool("verify_db"), jpeg_db, "--against", tmp_path / "shards")
+    assert r.returncode == 0, r.stdout + r.stderr
+    first = sorted(f for f in os.listdir(tmp_path / "shards") if f.endswith(".tar"))[0]
+    os.remove(tmp_path / "shards" / first)
+    r = run(tool("verify_db"), jpeg_db, "--against", tmp_path / "shards", ok=False)
+    assert r.returncode == 1 and "not in the source tree" in r.stdout + r.stderr, r.stdout + r.stderr

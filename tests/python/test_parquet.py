@@ -303,3 +303,16 @@ def test_parquet_wasm_hf_layout_imports_byte_exact(duckdb, jpegs, tmp_path, code
     m, recs = records_of(tmp_path / "w.lmdb")
     assert m["classes"] == CLASSES
     assert sorted(recs) == [(n, b, c) for n, b, c in items]
+
+
+def test_verify_against_the_parquet_file(duckdb, jpegs, tmp_path):
+    src = tmp_path / "v.parquet"
+    write_parquet(duckdb, jpegs, src, "COMPRESSION zstd")
+    run(tool("pack_lmdb"), src, tmp_path / "v.lmdb", "-q")
+    r = run(tool("verify_db"), tmp_path / "v.lmdb", "--against", src)
+    assert r.returncode == 0, r.stdout + r.stderr
+    other = tmp_path / "w.parquet"
+    duckdb("COPY (SELECT * FROM read_parquet('%s') WHERE label < 2) TO '%s' (FORMAT parquet, KV_METADATA "
+           "{huggingface: '%s'})" % (src, other, HF))
+    r = run(tool("verify_db"), tmp_path / "v.lmdb", "--against", other, ok=False)
+    assert r.returncode == 1 and "not in the source tree" in r.stdout + r.stderr, r.stdout + r.stderr

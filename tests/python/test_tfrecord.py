@@ -227,3 +227,19 @@ def test_class_text_names_the_classes_without_a_synset(tree, tmp_path):
                                              "image/class/text": TEXTS[c].encode()}) for b, c, _ in items])
     pack(tmp_path / "t.tfrecord", tmp_path / "t.lmdb")
     assert records_of(tmp_path / "t.lmdb")[0]["classes"] == TEXTS
+
+
+def test_verify_against_the_tfrecords(tree, tmp_path):
+    """verify_db --against reads the files as pack did: every record
+    there once with its label; a database of other labels is named."""
+    items = jpegs(tree)
+    d = tmp_path / "tf"
+    d.mkdir()
+    write(d / "a.tfrecord", [slim_record(b, c, n) for b, c, n in items])
+    pack(d, tmp_path / "a.lmdb")
+    r = run(tool("verify_db"), tmp_path / "a.lmdb", "--against", d)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # the same images, classes shifted by one: each record's class is wrong
+    write(d / "a.tfrecord", [slim_record(b, (c + 1) % 3, n) for b, c, n in items])
+    r = run(tool("verify_db"), tmp_path / "a.lmdb", "--against", d, ok=False)
+    assert r.returncode == 1 and "gives class 'n01443537' (label 1)" in r.stdout + r.stderr, r.stdout + r.stderr

@@ -304,10 +304,16 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
   so.no_class = classes.empty();
   so.labels_file = o.labels_file;
   if (!o.labels_file.empty()) so.classes_file = o.classes_file;  // the labels file is read through it, as by pack
-  // A manifest (a file) or a tree: its images, labelled as pack labels them.
+  // Another tool's files (parquet, TFRecords, WebDataset shards), a
+  // manifest (a file) or a tree: its images, labelled as pack labels them.
   std::error_code ec;
-  auto tree = fs::is_regular_file(root, ec) ? internal::OpenManifestSource(root, so)
-                                            : internal::OpenTreeSource(root, so);
+  const bool archive = internal::LooksLikeParquet(root) || internal::LooksLikeTfRecord(root) ||
+                       internal::LooksLikeWebDataset(root);
+  auto tree = internal::LooksLikeParquet(root)       ? internal::OpenParquetSource(root, so)
+              : internal::LooksLikeTfRecord(root)    ? internal::OpenTfRecordSource(root, so)
+              : internal::LooksLikeWebDataset(root)  ? internal::OpenWebDatasetSource(root, so)
+              : fs::is_regular_file(root, ec)        ? internal::OpenManifestSource(root, so)
+                                                     : internal::OpenTreeSource(root, so);
   if (!tree.ok()) {
     problems.Add(root, "", tree.status().message());
     return;
@@ -328,7 +334,8 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
     in_db.erase(it);
     return seen;
   };
-  const std::string says = o.labels_file.empty() ? "its folder is class " : o.labels_file + " says ";
+  const std::string says = archive ? root + " gives class "
+                            : o.labels_file.empty() ? "its folder is class " : o.labels_file + " says ";
   auto check = [&](const internal::SourceItem& item) {
     auto seen = take(item.rel);
     if (seen && seen->label != item.label)
