@@ -15,7 +15,7 @@ PACKAGES=(
   libvips-tools libjpeg-turbo-progs imagemagick time fonts-dejavu-core
   dataset-fashion-mnist plasma-workspace-wallpapers mate-backgrounds
   libcurl4-openssl-dev curl python3-boto3 s3fs iproute2 uuid-runtime
-  python3-protobuf python3-crc32c libsnappy-dev libzstd-dev
+  python3-protobuf python3-crc32c libsnappy-dev libzstd-dev liblz4-dev
   ceph-mon ceph-osd radosgw ceph-common
   nginx openssl
   slurm-wlm munge

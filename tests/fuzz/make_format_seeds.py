@@ -83,7 +83,8 @@ PARQUET_SEEDS = ("alltypes_plain.parquet", "alltypes_plain.snappy.parquet", "all
                  "nullable.impala.parquet", "datapage_v1-snappy-compressed-checksum.parquet",
                  "rle-dict-snappy-checksum.parquet", "binary.parquet", "byte_stream_split.zstd.parquet",
                  "rle_boolean_encoding.parquet", "concatenated_gzip_members.parquet",
-                 "datapage_v2_empty_datapage.snappy.parquet", "column_chunk_key_value_metadata.parquet")
+                 "datapage_v2_empty_datapage.snappy.parquet", "column_chunk_key_value_metadata.parquet",
+                 "hadoop_lz4_compressed.parquet", "non_hadoop_lz4_compressed.parquet", "lz4_raw_compressed.parquet")
 
 
 def parquet_seeds():

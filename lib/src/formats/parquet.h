@@ -5,8 +5,8 @@
 // definition levels (RLE / bit-packed hybrid) of flat columns, nullable or
 // inside structs; values PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY, RLE
 // booleans, DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY
-// and BYTE_STREAM_SPLIT; codecs uncompressed, snappy, gzip and zstd; page
-// CRCs where present.
+// and BYTE_STREAM_SPLIT; codecs uncompressed, snappy, gzip, zstd, LZ4_RAW
+// and LZ4 (Hadoop's framing or a raw block); page CRCs where present.
 // Repeated columns, encryption and other codecs are refused by name.
 // Turning rows into items is the parquet source's (sources.h). Internal.
 #pragma once

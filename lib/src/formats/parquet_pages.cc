@@ -1,6 +1,7 @@
 // Parquet's pages (formats/parquet.h): codecs, the RLE / bit-packed
 // hybrid, DELTA_BINARY_PACKED and the byte-array encodings, and a column
 // chunk read page by page. The footer and page headers: parquet.cc.
+#include <lz4.h>
 #include <snappy-c.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -12,6 +13,35 @@
 #include "formats/parquet.h"
 
 namespace imagepack::internal {
+
+namespace {
+
+// One raw LZ4 block into exactly `out_size` bytes.
+bool Lz4Block(const uint8_t* in, size_t in_size, uint8_t* out, size_t out_size) {
+  if (in_size > INT32_MAX || out_size > INT32_MAX) return false;
+  return LZ4_decompress_safe(reinterpret_cast<const char*>(in), reinterpret_cast<char*>(out), int(in_size),
+                             int(out_size)) == int(out_size);
+}
+
+// The deprecated LZ4 codec as Hadoop frames it (per frame: big-endian
+// uncompressed and compressed sizes, then a raw block), else, as other
+// writers wrote it, one raw block: arrow's rule.
+bool Lz4Hadoop(const uint8_t* in, size_t in_size, uint8_t* out, size_t out_size) {
+  size_t done = 0;
+  while (in_size >= 8) {
+    const uint32_t raw = uint32_t(in[0]) << 24 | uint32_t(in[1]) << 16 | uint32_t(in[2]) << 8 | in[3];
+    const uint32_t packed = uint32_t(in[4]) << 24 | uint32_t(in[5]) << 16 | uint32_t(in[6]) << 8 | in[7];
+    in += 8;
+    in_size -= 8;
+    if (packed > in_size || raw > out_size - done || !Lz4Block(in, packed, out + done, raw)) return false;
+    in += packed;
+    in_size -= packed;
+    done += raw;
+  }
+  return in_size == 0 && done == out_size;
+}
+
+}  // namespace
 
 Status ParquetDecompress(int codec, const uint8_t* in, size_t in_size, size_t out_size, std::vector<uint8_t>* out) {
   if (out_size > limits::kParquetPageBytes)
@@ -55,6 +85,14 @@ Status ParquetDecompress(int codec, const uint8_t* in, size_t in_size, size_t ou
         return Status::Corruption("gzip: the page does not inflate to its stated " + std::to_string(out_size) + " bytes");
       return Status::Ok();
     }
+    case 5:  // LZ4 (Hadoop's framing, else a raw block)
+      if (!Lz4Hadoop(in, in_size, out->data(), out_size) && !Lz4Block(in, in_size, out->data(), out_size))
+        return Status::Corruption("lz4: the page does not inflate to its stated " + std::to_string(out_size) + " bytes");
+      return Status::Ok();
+    case 7:  // LZ4_RAW
+      if (!Lz4Block(in, in_size, out->data(), out_size))
+        return Status::Corruption("lz4: the page does not inflate to its stated " + std::to_string(out_size) + " bytes");
+      return Status::Ok();
     case 6: {  // zstd
       const size_t got = ZSTD_decompress(out->data(), out_size, in, in_size);
       if (ZSTD_isError(got) || got != out_size)
@@ -65,7 +103,7 @@ Status ParquetDecompress(int codec, const uint8_t* in, size_t in_size, size_t ou
     default: {
       static const char* names[] = {"UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD", "LZ4_RAW"};
       return Status::NotSupported(std::string("codec ") + (codec >= 0 && codec < 8 ? names[codec] : "unknown") +
-                                  " is not read (uncompressed, snappy, gzip and zstd are)");
+                                  " is not read (uncompressed, snappy, gzip, lz4 and zstd are)");
     }
   }
 }
