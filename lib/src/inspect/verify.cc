@@ -307,13 +307,11 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
   // Another tool's files (parquet, TFRecords, WebDataset shards), a
   // manifest (a file) or a tree: its images, labelled as pack labels them.
   std::error_code ec;
-  const bool archive = internal::LooksLikeParquet(root) || internal::LooksLikeTfRecord(root) ||
-                       internal::LooksLikeWebDataset(root);
-  auto tree = internal::LooksLikeParquet(root)       ? internal::OpenParquetSource(root, so)
-              : internal::LooksLikeTfRecord(root)    ? internal::OpenTfRecordSource(root, so)
-              : internal::LooksLikeWebDataset(root)  ? internal::OpenWebDatasetSource(root, so)
-              : fs::is_regular_file(root, ec)        ? internal::OpenManifestSource(root, so)
-                                                     : internal::OpenTreeSource(root, so);
+  const internal::SourceOpener other = internal::OtherToolOpener(root);
+  const bool archive = other != nullptr;
+  auto tree = other                           ? other(root, so)
+              : fs::is_regular_file(root, ec) ? internal::OpenManifestSource(root, so)
+                                              : internal::OpenTreeSource(root, so);
   if (!tree.ok()) {
     problems.Add(root, "", tree.status().message());
     return;

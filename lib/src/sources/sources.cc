@@ -527,6 +527,14 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records, 
   return s;
 }
 
+SourceOpener OtherToolOpener(const std::string& path) {
+  // Parquet and TFRecords first: a brace pattern of theirs is no WebDataset's.
+  if (LooksLikeParquet(path)) return OpenParquetSource;
+  if (LooksLikeTfRecord(path)) return OpenTfRecordSource;
+  if (LooksLikeWebDataset(path)) return OpenWebDatasetSource;
+  return nullptr;
+}
+
 Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts) {
   if (!opts.manifest.empty()) return OpenManifestSource(opts.manifest, opts);
   if (!opts.coco.empty()) return OpenCocoSource(opts.coco, path, opts);
@@ -534,18 +542,13 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
   auto storage = OpenStorage(path);
   if (!storage.ok()) return storage.status();
   const bool local = storage.value()->local();
-  // Parquet and TFRecords first: a brace pattern of theirs is no WebDataset's.
-  const bool parquet = LooksLikeParquet(path);
-  const bool tfrecords = !parquet && LooksLikeTfRecord(path);
-  const bool shards = !parquet && !tfrecords && LooksLikeWebDataset(path);
+  const SourceOpener other = OtherToolOpener(path);
   // A folder2lmdb LMDB needs a local memory map; anything else remote is a
   // database (a blob) or an error naming it.
-  const bool pickled = !shards && !tfrecords && !parquet && local && LooksLikePickledLmdb(path);  // opens an LMDB environment: once
-  if (parquet || tfrecords || shards || pickled || !local || fs::is_regular_file(path, ec)) {
+  const bool pickled = !other && local && LooksLikePickledLmdb(path);  // opens an LMDB environment: once
+  if (other || pickled || !local || fs::is_regular_file(path, ec)) {
     if (!opts.fields.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
-    if (parquet) return OpenParquetSource(path, opts);
-    if (tfrecords) return OpenTfRecordSource(path, opts);
-    if (shards) return OpenWebDatasetSource(path, opts);
+    if (other) return other(path, opts);
     if (pickled) return OpenPickledLmdbSource(path, opts);
     return OpenDatabaseSource(path, opts.database_records, opts);
   }

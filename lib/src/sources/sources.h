@@ -265,6 +265,13 @@ Status OpenArchives(DatasetSource* s);
 Result<std::vector<uint8_t>> ReadArchiveItem(const DatasetSource& s, const SourceItem& item, size_t headroom);
 Result<std::vector<uint8_t>> ReadFieldFile(const DatasetSource& s, const SourceField& f);
 
+// The opener of another tool's files at `path` (parquet, TFRecord files,
+// WebDataset shards, asked in that order: a brace pattern of parquet or
+// TFRecord files is no WebDataset's), or null. OpenSource and verify
+// --against choose through it.
+using SourceOpener = Result<DatasetSource> (*)(const std::string&, const SourceOptions&);
+SourceOpener OtherToolOpener(const std::string& path);
+
 // A manifest or COCO file when given; else parquet files, TFRecord files,
 // WebDataset shards, a pickled LMDB, or a regular file is a database, anything else a
 // tree.
