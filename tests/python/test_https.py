@@ -198,6 +198,32 @@ def test_tool_webdataset_shards_over_https_import_as_the_local_shards(served, tm
         assert back["remote"] == records(str(s.www / "train.blob"))
 
 
+def test_tool_tfrecords_over_https_import_as_the_local_files(served, tree, tmp_path):
+    """TFRecords served over HTTPS (tests/python/tfrecord_writer.py's:
+    python3-protobuf Examples): Inception's names without an extension,
+    found by their first record's header in one ranged read, and TFDS's
+    (.tfrecord in the name) gzipped; each pack is the local files' pack."""
+    from tfrecord_writer import example, write
+    s = served
+    items = []
+    for c, name in enumerate(sorted(os.listdir(tree))):
+        for f in sorted(os.listdir(tree / name)):
+            items.append(example({"image/encoded": (tree / name / f).read_bytes(), "image/class/label": c + 1,
+                                  "image/class/synset": name.encode(), "image/filename": (name + "/" + f).encode()}))
+    for folder, names, gz in (("tf", "train-%05d-of-00002", False), ("tfds", "x.tfrecord-%05d-of-00002", True)):
+        os.makedirs(s.www / folder, exist_ok=True)
+        for k in range(2):
+            write(s.www / folder / (names % k), items[k::2], compress=gz)
+        pattern = "/%s/%s" % (folder, names.replace("%05d", "{00000..00001}"))
+        back = {}
+        for where, root in (("remote", s.https), ("local", str(s.www))):
+            dst = tmp_path / ("%s-%s.blob" % (folder, where))
+            out = run_tool(s, "pack_lmdb", root + pattern, str(dst), "-q", "--format", "blob")
+            assert out.returncode == 0, out.stderr
+            back[where] = records(str(dst))
+        assert len(back["remote"]) == 90 and back["remote"] == back["local"]
+
+
 def test_tool_a_certificate_that_does_not_verify_is_refused_by_name(served):
     s = served
     url = s.https + "/train.blob"

@@ -225,7 +225,7 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
 // lacks an image goes to `errors` as FILE:record N; a damaged header ends
 // the file there unless FILE.idx (DALI) says where the next record starts.
 // Files are recognised by their first record's header (remote ones by a
-// .tfrecord or .tfrec in their name).
+// .tfrecord or .tfrec in their name, else by their first bytes too).
 bool LooksLikeTfRecord(const std::string& src);
 Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOptions& opts);
 

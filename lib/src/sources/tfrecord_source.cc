@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -85,11 +86,24 @@ bool SniffFile(const std::string& path) {
   return HeaderMatches(head.data(), head.size());
 }
 
-// A remote object is taken by its name: .tfrecord, .tfrecords, .tfrec
-// anywhere in it (TFDS: "mnist-train.tfrecord-00000-of-00001").
-bool HasTfRecordName(const std::string& path) {
+// A remote object: by its name (.tfrecord, .tfrecords, .tfrec anywhere in
+// it, as TFDS's "mnist-train.tfrecord-00000-of-00001"), else, unless the
+// name says it is something else (a database, a shard, parquet), by its
+// first bytes: one ranged read, kept in the block cache for the import
+// (Inception's "train-00000-of-01024" has no extension).
+bool LooksRemote(Storage& storage, const std::string& path) {
   const std::string l = LowerAscii(path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1));
-  return l.find(".tfrecord") != std::string::npos || l.find(".tfrec") != std::string::npos;
+  if (l.find(".tfrecord") != std::string::npos || l.find(".tfrec") != std::string::npos) return true;
+  for (const char* other : {".blob", ".lmdb", ".mdb", ".parquet", ".json", ".txt"})
+    if (l.size() >= std::strlen(other) && l.compare(l.size() - std::strlen(other), std::strlen(other), other) == 0)
+      return false;
+  if (l.empty() || IsShardName(l)) return false;
+  auto bytes = storage.Open(path);
+  if (!bytes.ok()) return false;
+  const uint64_t n = std::min<uint64_t>(bytes.value()->size(), 64 << 10);
+  std::vector<uint8_t> head(n);
+  if (!bytes.value()->ReadAt(0, n, head.data()).ok()) return false;
+  return HeaderMatches(head.data(), head.size());
 }
 
 // The record files `src` names: a pattern's expansion, a folder's files
@@ -122,9 +136,9 @@ bool LooksLikeTfRecord(const std::string& src) {
   if (HasShardPattern(src)) {
     auto names = ExpandShardPattern(src);
     if (!names.ok() || names->empty() || IsShardName(names->front())) return false;
-    return local ? SniffFile(names->front()) : HasTfRecordName(names->front());
+    return local ? SniffFile(names->front()) : LooksRemote(*storage.value(), names->front());
   }
-  if (!local) return HasTfRecordName(src);
+  if (!local) return LooksRemote(*storage.value(), src);
   if (fs::is_regular_file(src, ec)) return SniffFile(src);
   if (!fs::is_directory(src, ec)) return false;
   bool any = false;
