@@ -6,6 +6,7 @@
 //   4: a COCO instances file       5: a folder2lmdb LMDB (values split at
 //      "\n--\n": __keys__ first, then the values of keys "a", "b", ...)
 //   6: the bytes as a .tar.gz file itself (damaged gzip streams)
+//   7: TFRecord files                 8: a parquet file
 // Whatever opens lists items whose archive ranges lie inside their files,
 // and no read reaches outside the scratch folder.
 #include <lmdb.h>
@@ -60,7 +61,7 @@ void WriteLmdb(const std::string& path, const uint8_t* p, size_t n) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const int format = data[0] % 7;
+  const int format = data[0] % 9;
   ++data, --size;
   const std::string dir = fuzz::ScratchDir();
   SourceOptions opts;
@@ -96,6 +97,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       file = dir + "/raw.tar.gz";
       Write(file, data, size);
       s = OpenWebDatasetSource(file, opts);
+      break;
+    case 7:
+      file = dir + "/train-00000-of-00001";
+      Write(file, data, size);
+      s = OpenTfRecordSource(file, opts);
+      break;
+    case 8:
+      file = dir + "/train.parquet";
+      Write(file, data, size);
+      s = OpenParquetSource(file, opts);
       break;
     case 5:
       file = dir + "/f2l.lmdb";

@@ -74,6 +74,7 @@ def tfrecord_seeds(jpg):
             put("fuzz_tfrecord", "file-%s-%s" % (name, how), b"\x00" + frame(ex) + frame(example(tfds, cls)))
             put("fuzz_tfrecord", "example-%s-%s" % (name, how), b"\x01" + ex)
     put("fuzz_tfrecord", "idx", b"\x02" + b"0 120\n120 77\n197 5\n")
+    put("fuzz_sources", "tfrecord-slim", b"\x07" + frame(example(slim)) + frame(example(tfds)))
 
 
 PARQUET_TESTING = os.path.join(HERE, "..", "..", "..", "shared", "fixtures", "parquet-testing", "data")
@@ -100,6 +101,10 @@ def parquet_seeds():
         put("fuzz_parquet", "file-" + name.replace(".parquet", ""), b"\x00" + data)
         if name == "alltypes_plain.parquet":
             put("fuzz_parquet", "header-" + name.replace(".parquet", ""), b"\x01" + data[4:64])
+    for name in ("binary.parquet", "alltypes_plain.snappy.parquet"):
+        path = os.path.join(PARQUET_TESTING, name)
+        if os.path.exists(path):
+            put("fuzz_sources", "parquet-" + name.replace(".parquet", ""), b"\x08" + open(path, "rb").read())
     put("fuzz_parquet", "levels", b"\x02\x02\x0a\x03\x03\xe4\x1b")
     put("fuzz_parquet", "delta", b"\x02\x80\x01\x04\x05\x02\x01\x02\x00\x00\x00\x00")
 

@@ -34,6 +34,10 @@ inline constexpr size_t kParquetRowGroups = 1'000'000;
 inline constexpr int kThriftDepth = 64;
 inline constexpr uint64_t kParquetPageBytes = uint64_t(1) << 30;
 inline constexpr uint64_t kParquetPageValues = 8'000'000;
+// Parquet: rows of one row group and of one file (a reader holds a label
+// and a path per row of a row group, an item per row of a file).
+inline constexpr int64_t kParquetGroupRows = 1'000'000;
+inline constexpr int64_t kParquetFileRows = 10'000'000;
 
 // Shard names one pattern ("{000000..999999}", "::" lists) expands to.
 inline constexpr size_t kBraceExpansions = 1'000'000;

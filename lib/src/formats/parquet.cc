@@ -351,12 +351,20 @@ Result<PqFile> ParseParquetFooter(const uint8_t* data, size_t size, const std::s
   std::vector<std::string> path;
   IMAGEPACK_RETURN_IF_ERROR(AddLeaves(schema, &at, path, 0, 0, 0, shown, &f.leaves));
   if (at != schema.size()) return Status::Corruption(shown + ": the schema has elements outside its root");
+  int64_t rows = 0;
   for (size_t g = 0; g < f.row_groups.size(); ++g) {
     const PqRowGroup& rg = f.row_groups[g];
     if (rg.columns.size() != f.leaves.size())
       return Status::Corruption(shown + ": row group " + std::to_string(g) + " has " + std::to_string(rg.columns.size()) +
                                 " column chunks for " + std::to_string(f.leaves.size()) + " columns");
     if (rg.num_rows < 0) return Status::Corruption(shown + ": row group " + std::to_string(g) + " has negative rows");
+    if (rg.num_rows > limits::kParquetGroupRows)
+      return Status::InvalidArgument(shown + ": row group " + std::to_string(g) + " has " + std::to_string(rg.num_rows) +
+                                     " rows (budget " + std::to_string(limits::kParquetGroupRows) + ")");
+    rows += rg.num_rows;
+    if (rows > limits::kParquetFileRows)
+      return Status::InvalidArgument(shown + ": more than " + std::to_string(limits::kParquetFileRows) +
+                                     " rows in its row groups (budget)");
   }
   return f;
 }

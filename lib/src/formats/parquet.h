@@ -68,8 +68,9 @@ struct PqFile {
 Result<uint32_t> ParquetFooterLength(const uint8_t head[4], const uint8_t tail[8], uint64_t file_size,
                                      const std::string& shown);
 // FileMetaData (the footer's bytes). Budgets: limits::kParquetSchema
-// schema elements, kParquetRowGroups row groups, nesting of the Thrift
-// structures limits::kThriftDepth; every count and length within the bytes
+// schema elements, kParquetRowGroups row groups, kParquetGroupRows rows a
+// row group and kParquetFileRows a file, nesting of the Thrift structures
+// limits::kThriftDepth; every count and length within the bytes
 // it is read from. Errors name `shown` and the byte.
 Result<PqFile> ParseParquetFooter(const uint8_t* data, size_t size, const std::string& shown);
 
