@@ -224,6 +224,32 @@ def test_tool_tfrecords_over_https_import_as_the_local_files(served, tree, tmp_p
         assert len(back["remote"]) == 90 and back["remote"] == back["local"]
 
 
+def test_tool_parquet_over_https_imports_as_the_local_file(served, tree, tmp_path):
+    """A Hugging Face parquet file (parquet-wasm's, arrow-rs: see
+    test_parquet.py, which finds or installs the npm packages) served over
+    HTTPS packs as the local file does."""
+    from test_parquet import HF, PARQUET_WASM, node_modules
+    s = served
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for name in sorted(os.listdir(tree)):
+        for f in sorted(os.listdir(tree / name)):
+            (flat / ("%s_%s" % (name, f))).write_bytes((tree / name / f).read_bytes())
+    (tmp_path / "pw.mjs").write_text(PARQUET_WASM)
+    os.symlink(node_modules(), tmp_path / "node_modules")
+    os.makedirs(s.www / "hf", exist_ok=True)
+    r = subprocess.run(["node", str(tmp_path / "pw.mjs"), str(flat), str(s.www / "hf" / "train-00000-of-00001.parquet"),
+                        "ZSTD", "V2", HF], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    back = {}
+    for where, root in (("remote", s.https), ("local", str(s.www))):
+        dst = tmp_path / ("hf-%s.blob" % where)
+        out = run_tool(s, "pack_lmdb", root + "/hf/train-00000-of-00001.parquet", str(dst), "-q", "--format", "blob")
+        assert out.returncode == 0, out.stderr
+        back[where] = records(str(dst))
+    assert len(back["remote"]) == 90 and back["remote"] == back["local"]
+
+
 def test_tool_a_certificate_that_does_not_verify_is_refused_by_name(served):
     s = served
     url = s.https + "/train.blob"
