@@ -78,8 +78,9 @@ console.log(JSON.stringify(rows, (k, v) => typeof v === 'bigint' ? Number(v) : v
         link = script.parent / "node_modules"
         if not link.exists():
             os.symlink(mods, link)
+        # DuckDB keeps a .tmp folder in its working folder: the script's, not the caller's.
         r = subprocess.run(["node", str(script), json.dumps(list(statements))], capture_output=True, text=True,
-                           env=env, timeout=300)
+                           env=env, timeout=300, cwd=str(script.parent))
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout)
     return sql
@@ -295,7 +296,7 @@ def test_parquet_wasm_hf_layout_imports_byte_exact(duckdb, jpegs, tmp_path, code
     os.symlink(node_modules(), tmp_path / "node_modules")
     src = tmp_path / "train.parquet"
     r = subprocess.run(["node", str(script), str(d), str(src), codec, version, HF], capture_output=True, text=True,
-                       timeout=300)
+                       timeout=300, cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     groups = duckdb("SELECT DISTINCT row_group_id FROM parquet_metadata('%s')" % src)
     assert len(groups) == 3
