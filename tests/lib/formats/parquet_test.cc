@@ -54,7 +54,7 @@ Result<Read> ReadAll(const std::vector<uint8_t>& bytes, const std::string& shown
   r.status.resize(r.file.leaves.size());
   auto read = [&](void* buf, size_t k, uint64_t at) -> Status {
     if (at > bytes.size() || k > bytes.size() - at) return Status::IOError("short read");
-    std::memcpy(buf, bytes.data() + at, k);
+    if (k) std::memcpy(buf, bytes.data() + at, k);  // an empty read may name no buffer
     return Status::Ok();
   };
   for (size_t c = 0; c < r.file.leaves.size(); ++c) {
