@@ -992,12 +992,13 @@ def main(argv=None):
                 if flags.sum() > 0:
                     checkpoint(epoch)
                     if preempted or flags[1] > 0:
-                        at = train.state_dict()["position"]
+                        # The loader's own place: after an epoch's last step it is the next epoch's start.
+                        at = train.state_dict()
                         where = "checkpoint at epoch %d, position %d, step %d in %s" % (
-                            epoch, at, step, os.path.join(args.output, "checkpoint.pt"))
+                            at["epoch"], at["position"], step, os.path.join(args.output, "checkpoint.pt"))
                         if not args.output:
                             where = "at epoch %d, position %d, step %d; no --output, so no checkpoint was written" % (
-                                epoch, at, step)
+                                at["epoch"], at["position"], step)
                         if interrupted:
                             if rank == 0:
                                 sys.stderr.write("train_imagepack: interrupted (Ctrl-C): %s.%s\n" % (where, (
