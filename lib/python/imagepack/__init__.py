@@ -63,7 +63,8 @@ def _paths(paths):
     if not paths:
         raise ValueError("no database given")
     for p in paths:
-        if _imagepack.is_local(p) and not os.path.exists(p):
+        pattern = "::" in p or ("{" in p and "}" in p.split("{", 1)[1])  # shards by a brace pattern
+        if _imagepack.is_local(p) and not pattern and not os.path.exists(p):
             raise FileNotFoundError(2, "no such database", p)
     return paths
 

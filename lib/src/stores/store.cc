@@ -16,6 +16,7 @@
 #include "imagepack/storage.h"
 #include "imagepack/store.h"
 #include "fields/pixel_stats.h"
+#include "pack/in_place.h"
 #include "storage/shared_copy.h"
 #include "stores/store_internal.h"
 #include "storage/fd_io.h"
@@ -284,6 +285,8 @@ Result<std::unique_ptr<RecordSource>> OpenInRam(const std::string& path, Storage
 }  // namespace
 
 Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
+  // Parquet, TFRecord and WebDataset files are read where they lie.
+  if (internal::ReadsInPlace(path)) return internal::OpenInPlace(path, opts);
   auto settings = SettingsFor(opts);
   if (!settings.ok()) return settings.status();
   auto storage = OpenStorage(path, settings.value());

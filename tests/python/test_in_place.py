@@ -1,0 +1,135 @@
+"""Parquet files and TFRecords read in place by the loader, Python and the
+C++ trainer, without a pack. The files come from writers no one here
+wrote: DuckDB (the npm package @duckdb/node-api, see test_parquet.py) for
+parquet in the Hugging Face layout, Debian's python3-protobuf with
+python3-crc32c for TFRecords (tfrecord_writer.py). The reference is the
+same files imported by pack_lmdb: read in place, every batch of two
+epochs, in random and block order, equals the batch read from the import,
+and an exact resume from a position inside an epoch gives the rest."""
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from conftest import run, tool
+from test_parquet import duckdb, jpegs, write_parquet  # noqa: F401 (fixtures)
+from tfrecord_writer import EXAMPLE, example, write
+
+imagepack = pytest.importorskip("imagepack")
+
+
+def pair(b):
+    """(images, labels) of a batch: a tuple, or a dict when records hold fields."""
+    x, y = (b["image"], b["label"]) if isinstance(b, dict) else (b[0], b[1])
+    return x.numpy().copy(), y.numpy().copy()
+
+
+def batches(path, epochs=2, **kw):
+    loader = imagepack.Loader(path, batch_size=8, size=32, train=True, seed=3, **kw)
+    out = []
+    for _ in range(epochs):
+        out.extend(pair(b) for b in loader)
+    return out
+
+
+def same(a, b):
+    assert len(a) == len(b) and len(a) > 0
+    for k, ((xa, ya), (xb, yb)) in enumerate(zip(a, b)):
+        assert np.array_equal(ya, yb), "batch %d: labels differ" % k
+        assert np.array_equal(xa, xb), "batch %d: pixels differ" % k
+
+
+@pytest.fixture(scope="module")
+def tfrecords(tree, tmp_path_factory):
+    """Two TF-slim shards (labels counted from 1) and their gzipped twins."""
+    d = tmp_path_factory.mktemp("tfr")
+    recs = []
+    for c in range(3):
+        for n in sorted(os.listdir(tree / ("class%d" % c)))[:12]:
+            recs.append(example({"image/encoded": (tree / ("class%d" % c) / n).read_bytes(),
+                                 "image/class/label": c + 1}, EXAMPLE))
+    for s in range(2):
+        write(d / ("train-%05d-of-00002" % s), recs[s::2])
+        (d / "gz").mkdir(exist_ok=True)
+        write(d / "gz" / ("train-%05d-of-00002" % s), recs[s::2], compress=True)
+    return d
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("order", ["random", "blocks"])
+def test_tfrecords_in_place_give_the_imports_batches(tfrecords, tmp_path, gz, order):
+    src = str((tfrecords / "gz" if gz else tfrecords) / "train-{00000..00001}-of-00002")
+    run(tool("pack_lmdb"), src, tmp_path / "t.lmdb", "-q")
+    same(batches(str(tmp_path / "t.lmdb"), order=order), batches(src, order=order))
+
+
+@pytest.mark.parametrize("name,options", [("snappy", "COMPRESSION snappy, ROW_GROUP_SIZE 100"),
+                                          ("uncompressed", "COMPRESSION uncompressed, ROW_GROUP_SIZE 100")])
+def test_parquet_in_place_gives_the_imports_batches_and_resumes(duckdb, jpegs, tmp_path, name, options):  # noqa: F811
+    src = tmp_path / ("train-00000-of-00001-%s.parquet" % name)
+    write_parquet(duckdb, jpegs, src, options)
+    run(tool("pack_lmdb"), src, tmp_path / "p.lmdb", "-q")
+    db, here = imagepack.Loader(str(tmp_path / "p.lmdb"), 8, 32), imagepack.Loader(str(src), 8, 32)
+    assert here.classes == db.classes == ["class0", "class1", "class2"]
+    same(batches(str(tmp_path / "p.lmdb")), batches(str(src)))
+    # exact resume inside an epoch: the state of the third batch continues
+    # with the fourth, as the uninterrupted run does
+    whole = batches(str(src), epochs=1)
+    loader = imagepack.Loader(str(src), batch_size=8, size=32, train=True, seed=3)
+    it = iter(loader)
+    for _ in range(3):
+        next(it)
+    state = loader.state_dict()
+    again = imagepack.Loader(str(src), batch_size=8, size=32, train=True, seed=3)
+    again.load_state_dict(state)
+    same(whole[3:], [pair(b) for b in again])
+
+
+def test_a_damaged_record_fails_the_open_naming_it(tfrecords, tmp_path):
+    """The import skips a record whose CRC does not match and lists it; read
+    in place, the open fails naming it (no record is left out in silence)."""
+    data = bytearray((tfrecords / "train-00000-of-00002").read_bytes())
+    data[200] ^= 0xFF
+    bad = tmp_path / "bad-00000"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(Exception) as e:
+        imagepack.Loader(str(bad), 8, 32)
+    assert str(bad) in str(e.value) and "cannot be read in place" in str(e.value), str(e.value)
+
+
+def test_png_rows_read_as_exact_pixels(duckdb, tmp_path):  # noqa: F811
+    """Lossless images are not re-encoded as JPEG: read in place they are
+    their decoded pixels, as Pillow decodes them."""
+    d = tmp_path / "png"
+    d.mkdir()
+    rng = np.random.default_rng(5)
+    arrays = []
+    for i in range(6):
+        a = rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)
+        Image.fromarray(a).save(d / ("img%d.png" % i))
+        arrays.append(a)
+    src = tmp_path / "png.parquet"
+    duckdb("COPY (SELECT {'bytes': content, 'path': parse_filename(filename)} AS image, 0::BIGINT AS label "
+           "FROM read_blob('%s/*.png') ORDER BY filename) TO '%s' (FORMAT parquet)" % (d, src))
+    dataset = imagepack.open(str(src))
+    assert len(dataset) == 6
+    for k in range(6):
+        image = dataset[k][0]
+        assert np.array_equal(np.asarray(image), np.asarray(Image.open(d / ("img%d.png" % k)).convert("RGB"))), k
+
+
+def test_the_trainer_trains_on_tfrecords_in_place(tfrecords, tmp_path):
+    """build/trainer/train --data PATTERN: one epoch on the shards as they
+    are, the log naming them as read in place."""
+    train = pathlib.Path(tool("pack_lmdb")).parent.parent / "trainer" / "train"
+    if not train.exists():
+        pytest.skip("the C++ trainer is not built")
+    src = str(tfrecords / "train-{00000..00001}-of-00002")
+    r = subprocess.run([str(train), "--data", src, "--no-val", "--arch", "small_cnn", "--size", "16",
+                        "--epochs", "1", "--batch-size", "8", "--output", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=300, start_new_session=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "final weights digest" in r.stdout + r.stderr
