@@ -48,6 +48,17 @@ is FFCV's lr, --blurpool blurs before the ResNets' strided convolutions.
 Each epoch's row in metrics.jsonl holds its resolution (res) and each
 source's samples (sources).
 
+torchvision's reference flags (references/classification/train.py, as the
+C++ trainer takes them; scripts/train_recipe.py): --auto-augment,
+--ra-magnitude, --augmix-severity, --random-erase, --interpolation (the
+Loader's augmentations), --mixup-alpha / --cutmix-alpha, --model-ema (its
+accuracy beside the model's), --lr-warmup-epochs / -method / -decay (the
+per-epoch SequentialLR), --norm-weight-decay, --clip-grad-norm,
+--train-crop-size / --val-resize-size / --val-crop-size (--size /
+--val-resize / --val-size), --tta-flip. --recipe NAME|FILE reads flags
+from trainer/recipes/NAME.flags or FILE, one per line; the command line's
+win.
+
 --arch: any torchvision.models name (resnet18, resnet50, ...) or small_cnn
 (the C++ trainer's small network, for 28-px images such as Fashion-MNIST).
 Small images (small_cnn, or --size <= 64) use pad-and-crop augmentation,
@@ -75,6 +86,7 @@ import imagepack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dense_models  # noqa: E402
+import train_recipe  # noqa: E402
 
 EXIT_PREEMPTED = 75
 EXIT_INTERRUPTED = 130  # Ctrl-C, as every tool
@@ -163,6 +175,7 @@ def make_parser():
     a("--stop-at-step", type=int, default=0, help="write a checkpoint and exit 0 after global step K")
     a("--print-freq", type=int, default=100)
     a("--quiet", "-q", action="store_true", help="no per-step lines")
+    train_recipe.add_options(p)  # torchvision's reference flags
     return p
 
 
@@ -182,8 +195,12 @@ def parse(argv):
     a usage error, 1 for an input or output the environment cannot serve)
     before anything is done or written."""
     parser = make_parser()
+    argv = train_recipe.expand(parser, list(argv), usage_error, fail)
     args = parser.parse_args(argv)
     given = given_options(parser, argv)
+    problem = train_recipe.resolve_aliases(args, given)
+    if problem:
+        usage_error(problem)
     if args.overwrite and args.resume == "auto":
         usage_error("--overwrite starts the run in --output again, --resume auto continues it: give one")
     if args.overwrite and args.evaluate:
@@ -315,7 +332,7 @@ def usage_problem(args):
                     return problem
         if args.weights and (args.repeat or args.choose):
             return "--weights (relative shares) or --repeat/--choose (absolute counts), not both"
-    return ""
+    return train_recipe.usage_problem(args, unless)
 
 
 def run_files_in(output):
@@ -786,6 +803,9 @@ def main(argv=None):
         train_kw, val_kw = dict(transform="pad_crop", pad=2, **crop), dict(transform="pad_crop_eval", **crop)
     else:
         train_kw, val_kw = dict(transform="train"), dict(transform="eval", **resize)
+    if args.task == "classification":  # torchvision's per-sample augmentations; the eval resize's filter
+        train_kw.update(train_recipe.loader_options(args))
+        val_kw["interpolation"] = args.interpolation
     train = None
     if not args.evaluate:
         try:
@@ -809,9 +829,7 @@ def main(argv=None):
         log("=> validation %s: %d samples, %s" % (args.val, val.dataset_size, matched))
 
     model = make_model(arch, channels, outputs, args.zero_init_residual, args.blurpool).to(device)
-    decay = [q for q in model.parameters() if not (args.no_bn_wd and q.dim() <= 1)]
-    no_decay = [q for q in model.parameters() if args.no_bn_wd and q.dim() <= 1]
-    groups = [{"params": decay}] + ([{"params": no_decay, "weight_decay": 0.0}] if no_decay else [])
+    groups = train_recipe.param_groups(model, args.wd, args.norm_weight_decay, args.no_bn_wd)
     base_lr = args.lr * args.batch_size * world / 256 if args.lr_scale_batch else args.lr
     optimizer = torch.optim.SGD(groups, lr=base_lr, momentum=args.momentum, nesterov=args.nesterov,
                                 weight_decay=args.wd)
@@ -833,6 +851,9 @@ def main(argv=None):
             ckpt["path"], saved["arch"], saved["task"], saved["size"], saved["data"],
             epoch if not args.evaluate else ckpt.get("epoch", 0), ", position %d" % position if position else ""))
     net = model
+    recipe = train_recipe.Recipe(args, net, world, rank, outputs)  # mixup/cutmix, clipping, EMA
+    if ckpt:
+        recipe.load_state_dict(ckpt.get("recipe", {}))
     if world > 1:  # buffers (BN statistics) are broadcast from rank 0 every step
         model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if cuda else None)
     log("=> %s (%d parameters), %s, %d output(s), %d process(es) [%s], batch %d/rank, %s%s" % (
@@ -879,19 +900,20 @@ def main(argv=None):
             save_atomically({"model": net.state_dict(), "optimizer": optimizer.state_dict(),
                              "scaler": scaler.state_dict(), "rng": torch.get_rng_state(),
                              "loader": train.state_dict(), "epoch": state_epoch, "global_step": step, "best": best,
-                             "args": vars(args), "run": run}, os.path.join(args.output, "checkpoint.pt"))
+                             "args": vars(args), "run": run, "recipe": recipe.state_dict()}, os.path.join(args.output, "checkpoint.pt"))
         if world > 1:
             dist.barrier()
 
-    def evaluate(at_epoch):
-        model.eval()
+    def evaluate(at_epoch, evaluated=None, label=""):
+        evaluated = evaluated or model
+        evaluated.eval()
         val.set_epoch(0)
         tally, loss_sum = None, torch.zeros(2, dtype=torch.float64)
         with torch.no_grad():
             for b in val:
                 x, y = task.prepare(b, device, eval_batch=True)
                 with torch.autocast(device.type, dtype=amp_dtype, enabled=amp):
-                    out = model(x)
+                    out = train_recipe.tta_forward(evaluated, x, args.tta_flip)
                 out = out.float()
                 t = task.tally(out, x, y)
                 tally = t if tally is None else tally + t
@@ -902,7 +924,7 @@ def main(argv=None):
             dist.all_reduce(loss_sum)
         f = task.figures(tally)
         where = " * %s (the checkpoint of epoch %d)" % (args.val, at_epoch) if args.evaluate else \
-            " * Epoch %d" % at_epoch
+            " * Epoch %d%s" % (at_epoch, label)
         log("%s  %s  Loss %.4f  (%d samples)" % (where, task.line(f), loss_sum[0] / loss_sum[1], loss_sum[1].item()))
         row = dict(type="eval", epoch=at_epoch, val=args.val)
         if args.evaluate:
@@ -960,17 +982,20 @@ def main(argv=None):
             t_data = time.time()
             for i, b in enumerate(train):
                 wait += time.time() - t_data
-                lr = learning_rate(args, base_lr, epoch + (first + i) / steps_per_epoch)
+                lr = train_recipe.epoch_lr(args, base_lr, epoch) if args.lr_warmup_epochs else \
+                    learning_rate(args, base_lr, epoch + (first + i) / steps_per_epoch)
                 for g in optimizer.param_groups:
                     g["lr"] = lr
-                x, y = task.prepare(b, device)
+                x, y = recipe.mix(*task.prepare(b, device), epoch, first + i)  # soft targets when mixing
                 with torch.autocast(device.type, dtype=amp_dtype, enabled=amp):
                     out = model(x)
                 loss = task.loss(out.float(), y)
                 optimizer.zero_grad(set_to_none=True)
                 scaler.scale(loss).backward()
+                recipe.clip(model, optimizer, scaler)
                 scaler.step(optimizer)
                 scaler.update()
+                recipe.after_step(net, epoch, first + i)
                 step += 1
                 seen += len(x)
                 if (first + i) % args.print_freq == 0:
@@ -979,7 +1004,8 @@ def main(argv=None):
                                                                       loss.item(), lr))
                     if metrics:
                         emit(dict({"type": "train", "epoch": epoch, "step": first + i, "global_step": step,
-                                   "loss": loss.item(), "lr": lr}, **task.step_figures(out.float(), x, y)))
+                                   "loss": loss.item(), "lr": lr},
+                                  **task.step_figures(out.float(), x, y if y.dim() == 1 else y.argmax(1))))
                 # Stop and checkpoint decisions are taken together (a signal may reach one rank).
                 sig = stop["signal"]
                 flags = torch.tensor([sig not in (0, signal.SIGINT), 0 < args.stop_at_step <= step,
@@ -1022,6 +1048,9 @@ def main(argv=None):
                   "sources": sources, "seconds": elapsed})
             if val is not None and not args.no_val:
                 f, row = evaluate(epoch)
+                if recipe.ema is not None:  # the EMA's figures beside the model's
+                    f_ema, row_ema = evaluate(epoch, recipe.ema.module, " EMA")
+                    row.update({"ema_" + k: v for k, v in row_ema.items() if k in f_ema or k == "loss"})
                 emit(row)
                 best = max(best, task.score(f))
             train.set_epoch(epoch + 1)

@@ -254,6 +254,12 @@ assert tuple(next(iter(fixed))[0].shape[2:]) == (192, 192)
 """
 
 
+def _train_imagepack_reference(ctx):
+    out = ctx.out("train_imagepack.py")
+    assert re.search(r"train_imagepack: test accuracy [\d.]+%", out), "no 'train_imagepack: test accuracy' line"
+    assert re.search(r"^ \* Epoch 0 EMA  Acc@1 [\d.]+", out, re.M), "no evaluation of the EMA weights"
+
+
 def _train_imagepack_seg(ctx):
     assert re.search(r"mIoU", ctx.out("train_imagepack.py")), "no mIoU reported"
 
@@ -324,6 +330,8 @@ SPECS = [
     Spec("docs/PYTHON.md", "size_schedule=(160, 192, 11, 13)", post=RECIPES_POST),
     Spec("docs/PYTHON.md", "--res-schedule 16,28,1,4,4", _train_imagepack_progressive,
          subst=[("--epochs 6", "--epochs 2"), ("16,28,1,4,4", "16,28,0,1,4")]),
+    Spec("docs/PYTHON.md", "--mixup-alpha 0.2 --cutmix-alpha 1.0", _train_imagepack_reference,
+         subst=[("--epochs 8", "--epochs 1")], timeout=300),
     Spec("docs/PYTHON.md", "--task segmentation", _train_imagepack_seg, subst=[("--epochs 8", "--epochs 1")],
          timeout=300),
     Spec("docs/PYTHON.md", "old/imagenet_train.lmdb", post=ELSEWHERE_POST, omit=["train.lmdb"]),
