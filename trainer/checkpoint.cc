@@ -31,14 +31,19 @@ torch::Tensor Read(torch::serialize::InputArchive& a, const char* key, bool requ
 }  // namespace
 
 Status SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& opt,
-                      const TrainState& s) {
+                      const TrainState& s, torch::nn::Module* ema) {
   std::ostringstream bytes;
   try {
-    torch::serialize::OutputArchive a, m, o;
+    torch::serialize::OutputArchive a, m, o, e;
     model.save(m);
     opt.save(o);
     a.write("model", m);
     a.write("optimizer", o);
+    if (ema) {
+      ema->save(e);
+      a.write("model_ema", e);
+      WriteInt(a, "ema_n_averaged", s.ema_n_averaged);
+    }
     WriteInt(a, "epoch", s.epoch);
     WriteInt(a, "position", s.position);
     WriteInt(a, "global_step", s.global_step);
@@ -66,8 +71,10 @@ Status SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::
   return WriteFileAtomic(path, data.data(), data.size(), /*sync=*/true);
 }
 
-TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* opt) {
-  torch::serialize::InputArchive a, m, o;
+TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* opt,
+                          torch::nn::Module* ema, bool* ema_loaded) {
+  torch::serialize::InputArchive a, m, o, e;
+  if (ema_loaded) *ema_loaded = false;
   try {
     a.load_from(path);
     a.read("model", m);
@@ -75,6 +82,10 @@ TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, tor
     if (opt) {
       a.read("optimizer", o);
       opt->load(o);
+    }
+    if (ema && a.try_read("model_ema", e)) {
+      ema->load(e);
+      if (ema_loaded) *ema_loaded = true;
     }
   } catch (const std::exception& e) {
     std::string msg = e.what();
@@ -97,6 +108,7 @@ TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, tor
   if (auto t = Read(a, "order_window_blocks", false); t.defined()) s.order_window_blocks = t.item<int64_t>();
   if (auto t = Read(a, "dataset", false); t.defined()) s.dataset = t.item<int64_t>();
   if (auto t = Read(a, "size", false); t.defined()) s.size = t.item<int64_t>();
+  if (auto t = Read(a, "ema_n_averaged", false); t.defined()) s.ema_n_averaged = t.item<int64_t>();
   if (c10::IValue mix; a.try_read("mix", mix) && mix.isString()) s.mix = mix.toStringRef();
   if (c10::IValue run; a.try_read("run", run) && run.isString()) s.run = run.toStringRef();
   if (auto t = Read(a, "rng", false); t.defined()) {

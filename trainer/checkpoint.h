@@ -35,6 +35,9 @@ struct TrainState {
   // DatasetIdentity of the training data (its bits); 0: saved before
   // identities were kept.
   int64_t dataset = 0;
+  // --model-ema: the updates averaged so far (AveragedModel's n_averaged);
+  // the average itself is the checkpoint's "model_ema".
+  int64_t ema_n_averaged = 0;
   // What the checkpoint holds, as JSON (RunInfo, run_info.h): the model
   // (arch, task, input size, channels), what it was trained on (the
   // training data's metadata: classes, fields, statistics; the
@@ -47,14 +50,18 @@ struct TrainState {
 // WriteFileAtomic (a temporary beside `path`, fsync, rename, fsync of the
 // folder): `path` holds the previous checkpoint or this one, never a part,
 // also after a crash or SIGKILL. torch's CPU RNG state goes with it.
+// `ema`: the --model-ema average, saved beside the model when given.
 Status SaveCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& opt,
-                      const TrainState& state);
+                      const TrainState& state, torch::nn::Module* ema = nullptr);
 
 // Loads weights (and the optimizer's state when `opt` is given) and returns
 // the state; restores torch's CPU RNG. Checkpoints from before mid-epoch
 // positions existed load with position 0. Throws c10::Error or
 // std::runtime_error on a damaged file, naming it.
-TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* opt);
+// `ema`, when given, gets the checkpoint's average; *ema_loaded says
+// whether it held one (else `ema` is left as it was).
+TrainState LoadCheckpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* opt,
+                          torch::nn::Module* ema = nullptr, bool* ema_loaded = nullptr);
 
 // The `run` description of the checkpoint at `path` ("" for one saved
 // before checkpoints described themselves), without touching any model.

@@ -62,6 +62,19 @@ std::string RangeProblem(const TrainOptions& o) {
            Unless(o.cache_limit_mb >= 0, "cache-limit", o.cache_limit_mb, "0 (the default) or more"),
            Unless(o.print_freq >= 1, "print-freq", o.print_freq, "at least 1"),
            Unless(o.seed >= 0, "seed", double(o.seed), "0 or more"),
+           Unless(o.mixup_alpha >= 0, "mixup-alpha", o.mixup_alpha, "0 (off) or more"),
+           Unless(o.cutmix_alpha >= 0, "cutmix-alpha", o.cutmix_alpha, "0 (off) or more"),
+           Unless(o.model_ema_steps >= 1, "model-ema-steps", o.model_ema_steps, "at least 1"),
+           Unless(o.model_ema_decay > 0 && o.model_ema_decay < 1, "model-ema-decay", o.model_ema_decay, "in (0, 1)"),
+           Unless(o.lr_warmup_epochs >= 0, "lr-warmup-epochs", o.lr_warmup_epochs, "0 (off) or more"),
+           Unless(o.lr_warmup_decay > 0 && o.lr_warmup_decay <= 1, "lr-warmup-decay", o.lr_warmup_decay, "in (0, 1]"),
+           Unless(o.clip_grad_norm >= 0, "clip-grad-norm", o.clip_grad_norm, "0 (off) or more"),
+           Unless(o.train_crop_size >= 0 && o.train_crop_size <= 16384, "train-crop-size", o.train_crop_size,
+                  "0 (the default) to 16384"),
+           Unless(o.val_crop_size >= 0 && o.val_crop_size <= 16384, "val-crop-size", o.val_crop_size,
+                  "0 (--size) to 16384"),
+           Unless(o.val_resize_size >= 0 && o.val_resize_size <= 16384, "val-resize-size", o.val_resize_size,
+                  "0 (automatic) to 16384"),
        })
     if (!p.empty()) return p;
   return "";
@@ -82,9 +95,22 @@ std::string NameProblem(const TrainOptions& o, bool cuda_available) {
   if (!o.amp_mode.empty() && o.amp_mode != "auto" && o.amp_mode != "bf16" && o.amp_mode != "fp16")
     return "--amp=" + o.amp_mode + ": expected auto, bf16 or fp16";
   if (o.device != "cpu" && o.device != "cuda") return "--device " + o.device + ": cpu or cuda";
+  if (o.lr_warmup_method != "linear" && o.lr_warmup_method != "constant")
+    return "--lr-warmup-method " + o.lr_warmup_method + ": linear or constant";
   if (o.device == "cuda" && !cuda_available)
     return "--device cuda: no CUDA device is available to this LibTorch (Debian's libtorch-dev is CPU-only); "
            "use --device cpu";
+  return "";
+}
+
+// Combinations of torchvision's reference flags that cannot work.
+std::string ReferenceFlagProblem(const TrainOptions& o) {
+  if ((o.mixup_alpha > 0 || o.cutmix_alpha > 0) && o.task != "classification")
+    return "--mixup-alpha/--cutmix-alpha: for --task classification (soft class targets), not " + o.task;
+  if (o.lr_warmup_epochs > 0 && o.schedule != "step" && o.schedule != "cosine")
+    return "--lr-warmup-epochs: torchvision's warm-up precedes --schedule step or cosine, not " + o.schedule;
+  if (o.lr_warmup_epochs > 0 && o.warmup > 0)
+    return "--lr-warmup-epochs (torchvision's, per epoch) and --warmup-epochs (per step): give one";
   return "";
 }
 
@@ -121,6 +147,7 @@ std::string UsageProblem(const TrainOptions& o, bool cuda_available) {
     if (o.arch == "mlp") return "--res-schedule: mlp's first layer takes one input size";
   }
   if (o.blurpool && !o.arch.empty() && o.arch.rfind("resnet", 0) != 0) return "--blurpool: for the ResNets";
+  if (std::string p = ReferenceFlagProblem(o); !p.empty()) return p;
   try {
     const size_t n = o.data_list.size();
     const bool absolute = !o.repeat.empty() || !o.choose.empty();

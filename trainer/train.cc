@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
+#include <tuple>
 
 #include <malloc.h>
 
 #include "cli.h"
+#include "recipe_file.h"
 #include "run_checks.h"
 #include "run_info.h"
 #include "trainer.h"
@@ -18,6 +21,36 @@ using namespace imagepack::trainer;
 namespace fs = std::filesystem;
 
 namespace {
+
+// torchvision's reference flags (docs/TRAINING.md, "torchvision's
+// reference flags") beyond the augmentations, bound to the fields of *o.
+void AddReferenceFlags(po::options_description* opts, TrainOptions* o) {
+  TrainOptions& a = *o;
+  opts->add_options()
+      ("mixup-alpha", po::value(&a.mixup_alpha)->default_value(0),
+       "mixup: each batch blended with itself rolled by one, lambda ~ Beta(A, A), soft targets (0: off)")
+      ("cutmix-alpha", po::value(&a.cutmix_alpha)->default_value(0),
+       "cutmix: a box of the rolled batch pasted, side ratio sqrt(1 - lambda) (0: off); with --mixup-alpha one of "
+       "the two per batch")
+      ("model-ema", "keep an exponential moving average of the weights and buffers, evaluated beside the model")
+      ("model-ema-steps", po::value(&a.model_ema_steps)->default_value(32), "--model-ema: update every N steps")
+      ("model-ema-decay", po::value(&a.model_ema_decay)->default_value(0.99998),
+       "--model-ema: decay, adjusted as torchvision's by world * batch * steps / epochs")
+      ("lr-warmup-epochs", po::value(&a.lr_warmup_epochs)->default_value(0),
+       "torchvision's warm-up epochs before --schedule step or cosine; the lr then changes per epoch")
+      ("lr-warmup-method", po::value(&a.lr_warmup_method)->default_value("constant"),
+       "linear (LinearLR from --lr-warmup-decay to 1) or constant (ConstantLR)")
+      ("lr-warmup-decay", po::value(&a.lr_warmup_decay)->default_value(0.01), "the warm-up's first factor of --lr")
+      ("norm-weight-decay", po::value(&a.norm_wd),
+       "weight decay of the normalisation layers' parameters (default: as the others)")
+      ("clip-grad-norm", po::value(&a.clip_grad_norm)->default_value(0),
+       "clip the gradients' global 2-norm to M (after unscaling under AMP; 0: off)")
+      ("recipe", po::value<std::string>(),
+       "flags from trainer/recipes/NAME.flags or FILE, one a line; the command line's own win")
+      ("train-crop-size", po::value(&a.train_crop_size)->default_value(0), "torchvision's name for --size")
+      ("val-resize-size", po::value(&a.val_resize_size)->default_value(0), "torchvision's name for --val-resize")
+      ("val-crop-size", po::value(&a.val_crop_size)->default_value(0), "torchvision's name for --val-size");
+}
 
 // Every option of `train`, bound to the fields of *o.
 po::options_description Options(TrainOptions* o) {
@@ -113,6 +146,7 @@ po::options_description Options(TrainOptions* o) {
        "after training, write the first N validation inputs, outputs and targets to OUTPUT/predictions_*.npy")
       ("help,h", "show this help and exit")
       ("version", "show the version and exit");
+  AddReferenceFlags(&opts, o);
   return opts;
 }
 
@@ -172,6 +206,43 @@ std::string MissingDatabase(const TrainOptions& a) {
   return "";
 }
 
+// The reference flags that parsing does not set by itself: --model-ema,
+// and torchvision's spellings (--train-crop-size, --val-resize-size,
+// --val-crop-size), which set ours; both given with different values is a
+// usage error, as a negative --norm-weight-decay. "" when none.
+std::string TakeReferenceFlags(const po::variables_map& vm, TrainOptions* a) {
+  a->model_ema = vm.count("model-ema") > 0;
+  if (vm.count("norm-weight-decay") && !(a->norm_wd >= 0))
+    return "--norm-weight-decay " + (std::ostringstream() << a->norm_wd).str() + ": must be 0 or more";
+  const std::tuple<const char*, const char*, int*, int*> aliases[] = {
+      {"train-crop-size", "size", &a->train_crop_size, &a->size},
+      {"val-resize-size", "val-resize", &a->val_resize_size, &a->val_resize},
+      {"val-crop-size", "val-size", &a->val_crop_size, &a->val_size}};
+  for (const auto& [alias, ours, from, to] : aliases) {
+    if (!vm.count(alias) || vm[alias].defaulted()) continue;
+    if (vm.count(ours) && !vm[ours].defaulted() && *to != *from)
+      return "--" + std::string(alias) + " " + std::to_string(*from) + " and --" + ours + " " + std::to_string(*to) +
+             ": one option under two names, with two values; give one";
+    *to = *from;
+  }
+  return "";
+}
+
+// --recipe's flags joined to the command line (ExpandRecipes): *argc and
+// *argv then point into *words and *args. A message when a recipe cannot
+// be read or holds a line that is not a flag.
+std::string WithRecipes(int* argc, char*** argv, std::vector<std::string>* words, std::vector<char*>* args) {
+  try {
+    *words = ExpandRecipes(std::vector<std::string>(*argv, *argv + *argc));
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  for (auto& w : *words) args->push_back(w.data());
+  *argc = static_cast<int>(args->size());
+  *argv = args->data();
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,6 +259,12 @@ int main(int argc, char** argv) {
   po::options_description hidden;
   po::positional_options_description pos;
   const std::string synopsis = "--data DB --val DB --output DIR [options]";
+  // --recipe: the file's flags join the command line's (which win); the
+  // run's options are the flags so given, without --recipe.
+  std::vector<std::string> expanded;
+  std::vector<char*> expanded_args;
+  if (std::string problem = WithRecipes(&argc, &argv, &expanded, &expanded_args); !problem.empty())
+    return cli::UsageError(problem);
   auto vm = cli::ParseOrExit(argc, argv, synopsis, opts, hidden, pos);
   GivenOptions given = Given(argc, argv, opts);
   std::vector<std::string> notes;
@@ -241,6 +318,7 @@ int main(int argc, char** argv) {
   a.channels_last = vm.count("channels-last");
   a.quiet = vm.count("quiet") > 0;
   a.overwrite = vm.count("overwrite") > 0;
+  if (std::string problem = TakeReferenceFlags(vm, &a); !problem.empty()) return cli::UsageError(problem);
   // Every option is checked before any work or output (docs/USAGE.md).
   if (std::string problem = UsageProblem(a, torch::cuda::is_available()); !problem.empty())
     return cli::UsageError(problem);

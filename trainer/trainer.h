@@ -17,6 +17,9 @@
 #include "amp.h"
 #include "checkpoint.h"
 #include "distributed.h"
+#include "ema.h"
+#include "mixup.h"
+#include "models.h"
 #include "run_info.h"
 #include "imagepack/loader.h"
 #include "imagepack/mix.h"
@@ -25,6 +28,9 @@
 #include "task.h"
 
 namespace imagepack::trainer {
+namespace internal {
+struct EpochMeters;  // trainer_internal.h
+}
 
 // What `train` was asked to do (its options, docs/TRAINING.md).
 struct TrainOptions {
@@ -49,6 +55,20 @@ struct TrainOptions {
   std::string interpolation = "bilinear";  // the crops' resampling: bilinear | bicubic
   int ra_magnitude = 9, augmix_severity = 3;
   double random_erase = 0;
+  // torchvision's reference flags (docs/TRAINING.md, "torchvision's
+  // reference flags"): batch mixing, the EMA of the weights, the lr
+  // warm-up, norm layers' weight decay, gradient clipping.
+  double mixup_alpha = 0, cutmix_alpha = 0;
+  bool model_ema = false;
+  int model_ema_steps = 32;
+  double model_ema_decay = 0.99998;
+  int lr_warmup_epochs = 0;
+  std::string lr_warmup_method = "constant";  // linear | constant
+  double lr_warmup_decay = 0.01;
+  double norm_wd = -1;  // --norm-weight-decay (< 0: not given; --wd, or 0 with --no-bn-wd)
+  double clip_grad_norm = 0;  // 0: off
+  // torchvision's names for --size, --val-resize, --val-size (0: not given).
+  int train_crop_size = 0, val_resize_size = 0, val_crop_size = 0;
   double block_mb = 4;
   int window_blocks = 16, io_threads = -1;
   int epochs = 90, batch = 256, print_freq = 10, threads = 0, loader_threads = 0, size = 0, step_size = 30;
@@ -86,6 +106,7 @@ class Trainer {
   // --evaluate), checked against the checkpoint's; the normalisation; the
   // task.
   void SetUpData();
+  void SetUpTask();
   void SetUpLoaders();
   void SetUpModel();
   void SetUpOptimizer();
@@ -97,10 +118,23 @@ class Trainer {
   struct StepResult {
     torch::Tensor loss, out, x;
   };
-  StepResult Step(int n, const torch::Tensor& y, double lr);
-  // The task's figures on --val over all ranks; returns its score (top-1 %,
-  // mIoU, PSNR).
+  // --mixup-alpha/--cutmix-alpha draw with (seed, epoch, step, rank).
+  StepResult Step(int n, const torch::Tensor& y, double lr, int64_t epoch, int64_t step);
+  // After the step of `step` in `epoch`: --model-ema's update when due.
+  void UpdateEma(int64_t epoch, int64_t step);
+  // A step's line and metrics row.
+  struct StepLog {
+    int64_t epoch, step, steps;
+    double lr;
+  };
+  void LogStep(const StepLog& at, const std::vector<Figure>& now, const internal::EpochMeters& m);
+  // The task's figures on --val over all ranks, of the model and (logged
+  // and emitted as "eval_ema") of --model-ema's average; returns the
+  // model's score (top-1 %, mIoU, PSNR).
   double Evaluate(int64_t epoch);
+  double EvaluateModel(int64_t epoch, torch::nn::AnyModule& model, torch::nn::Module& module, bool ema);
+  // --model-ema: the average, a second model of --arch.
+  void SetUpEma(const ModelOptions& mo);
   // The next batch of `loader` into host memory, with its target on the
   // device; 0 at the end of the epoch.
   int NextBatch(Loader& loader, torch::Tensor* target);
@@ -148,6 +182,9 @@ class Trainer {
   std::unique_ptr<torch::optim::SGD> optimizer_;
   std::unique_ptr<GradScaler> scaler_;
   std::unique_ptr<GradientReducer> reducer_;
+  MixOptions mix_opts_;              // --mixup-alpha, --cutmix-alpha
+  std::unique_ptr<ModelEma> ema_;    // --model-ema
+  torch::nn::AnyModule ema_model_;
 
   TrainState state_;
   int64_t global_step_ = 0;
