@@ -58,6 +58,12 @@ void AddStandardOptions(po::options_description& opts) {
       ("version", "show the version and exit");
 }
 
+namespace {
+std::string g_epilog;
+}  // namespace
+
+void SetHelpEpilog(const std::string& text) { g_epilog = text; }
+
 po::variables_map ParseOrExit(int argc, char** argv, const std::string& synopsis,
                               const po::options_description& visible,
                               const po::options_description& hidden,
@@ -79,6 +85,7 @@ po::variables_map ParseOrExit(int argc, char** argv, const std::string& synopsis
     po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
     if (vm.count("help")) {
       std::cout << "Usage: " << g_program << " " << synopsis << "\n\n" << visible << "\n";
+      if (!g_epilog.empty()) std::cout << g_epilog << "\n";
       std::exit(kExitOk);
     }
     if (vm.count("version")) {

@@ -38,6 +38,10 @@ po::variables_map ParseOrExit(int argc, char** argv, const std::string& synopsis
                               const po::options_description& hidden,
                               const po::positional_options_description& positional);
 
+// Text --help prints after the options (ParseOrExit): e.g. the formats a
+// tool reads (imagepack/formats.h).
+void SetHelpEpilog(const std::string& text);
+
 // Prints "tool: message" and the usage hint to stderr, returns kExitUsage.
 int UsageError(const std::string& message);
 // Prints "tool: message" to stderr, returns kExitFatal: the environment

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "imagepack/formats.h"
 #include "imagepack/pack.h"
 #include "imagepack/storage.h"
 
@@ -309,6 +310,7 @@ int main(int argc, char** argv) {
   hidden.add_options()("paths", po::value(&a.positional)->composing());
   po::positional_options_description pos;
   pos.add("paths", -1);
+  cli::SetHelpEpilog(SourceFormatsHelp());
   auto vm = cli::ParseOrExit(argc, argv, "SRC [SRC...] DST [options]", opts, hidden, pos);
   if (std::string bad = ResolvePaths(a); !bad.empty()) return cli::UsageError(bad);
   if (std::string bad = Resolve(a, vm); !bad.empty()) return cli::UsageError(bad);

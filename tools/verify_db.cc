@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "imagepack/formats.h"
 #include "imagepack/verify.h"
 
 using namespace imagepack;
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   hidden.add_options()("db", po::value(&o.paths)->multitoken());
   po::positional_options_description pos;
   pos.add("db", -1);
+  cli::SetHelpEpilog(SourceFormatsHelp());
   auto vm = cli::ParseOrExit(argc, argv, "DB... [--decode] [--against SRC [--labels FILE] [--classes FILE]] [--stats]", opts, hidden, pos);
   if (o.paths.empty()) return cli::UsageError("give at least one database");
   o.decode = vm.count("decode") > 0;

@@ -20,6 +20,7 @@
 #include "fields/pixel_stats.h"
 #include "formats/text.h"
 #include "sources/item_spill.h"
+#include "sources/registry.h"
 #include "sources/sources.h"
 
 namespace fs = std::filesystem;
@@ -307,9 +308,9 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
   // Another tool's files (parquet, TFRecords, WebDataset shards), a
   // manifest (a file) or a tree: its images, labelled as pack labels them.
   std::error_code ec;
-  const internal::SourceOpener other = internal::OtherToolOpener(root);
+  const internal::RegisteredFormat* other = internal::FormatOf(root, &SourceFormat::verify_against);
   const bool archive = other != nullptr;
-  auto tree = other                           ? other(root, so)
+  auto tree = other                           ? other->open(root, so)
               : fs::is_regular_file(root, ec) ? internal::OpenManifestSource(root, so)
                                               : internal::OpenTreeSource(root, so);
   if (!tree.ok()) {

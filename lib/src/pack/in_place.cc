@@ -18,6 +18,7 @@
 #include "imagepack/files.h"
 #include "imagepack/storage.h"
 #include "pack/record_maker.h"
+#include "sources/registry.h"
 #include "sources/sources.h"
 #include "stores/memory_source.h"
 
@@ -169,21 +170,21 @@ bool ReadsInPlace(const std::string& path) {
       if (!named) return false;
     }
   }
-  return OtherToolOpener(path) != nullptr;
+  return FormatOf(path, &SourceFormat::in_place) != nullptr;
 }
 
 Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const OpenOptions& opts) {
   if (opts.in_ram)
     return Status::NotSupported(path + ": files read in place are not held in RAM (pack them with pack_lmdb, "
                                        "then hold the database in RAM)");
-  const SourceOpener open = OtherToolOpener(path);
-  if (!open) return Status::InvalidArgument(path + " is neither parquet, TFRecord nor WebDataset files");
+  const RegisteredFormat* format = FormatOf(path, &SourceFormat::in_place);
+  if (!format) return Status::InvalidArgument(path + " names no files of a format read in place");
   auto l = std::make_unique<Listed>();
   SourceOptions so;
   so.scratch_dir = !opts.cache_dir.empty() ? opts.cache_dir : fs::temp_directory_path().string();
   if (const char* env = std::getenv("IMAGEPACK_CACHE_DIR"); opts.cache_dir.empty() && env && *env)
     so.scratch_dir = env;
-  auto source = open(path, so);
+  auto source = format->open(path, so);
   if (!source.ok()) return source.status();
   l->source = std::move(source.value());
   DatasetSource& s = l->source;

@@ -1,9 +1,10 @@
 // Another tool's files read as a database where they lie, without a pack:
 // Hugging Face parquet shards, TFRecords and WebDataset shards
-// (sources.h, OtherToolOpener). Each record is made when it is read, by
-// the same RecordMaker and options a default `pack_lmdb SRC DST` uses, so
-// a record read in place is byte for byte the record the import writes
-// and the loader gives the same batches either way. Internal.
+// (the registry's rows that say in_place, sources/registry.h). Each
+// record is made when it is read, by the same RecordMaker and options a
+// default `pack_lmdb SRC DST` uses, so a record read in place is byte for
+// byte the record the import writes and the loader gives the same batches
+// either way. Internal.
 #pragma once
 
 #include <memory>

@@ -3,6 +3,7 @@
 // Manifests, COCO, WebDataset, TFRecord, parquet and folder2lmdb have files
 // of their own.
 #include "sources/sources.h"
+#include "sources/registry.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -527,14 +528,6 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records, 
   return s;
 }
 
-SourceOpener OtherToolOpener(const std::string& path) {
-  // Parquet and TFRecords first: a brace pattern of theirs is no WebDataset's.
-  if (LooksLikeParquet(path)) return OpenParquetSource;
-  if (LooksLikeTfRecord(path)) return OpenTfRecordSource;
-  if (LooksLikeWebDataset(path)) return OpenWebDatasetSource;
-  return nullptr;
-}
-
 Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts) {
   if (!opts.manifest.empty()) return OpenManifestSource(opts.manifest, opts);
   if (!opts.coco.empty()) return OpenCocoSource(opts.coco, path, opts);
@@ -542,14 +535,13 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
   auto storage = OpenStorage(path);
   if (!storage.ok()) return storage.status();
   const bool local = storage.value()->local();
-  const SourceOpener other = OtherToolOpener(path);
-  // A folder2lmdb LMDB needs a local memory map; anything else remote is a
-  // database (a blob) or an error naming it.
-  const bool pickled = !other && local && LooksLikePickledLmdb(path);  // opens an LMDB environment: once
-  if (other || pickled || !local || fs::is_regular_file(path, ec)) {
+  // Another tool's files (a folder2lmdb LMDB only locally: it needs a
+  // memory map); anything else remote is a database (a blob) or an error
+  // naming it.
+  const RegisteredFormat* format = FormatOf(path);
+  if (format || !local || fs::is_regular_file(path, ec)) {
     if (!opts.fields.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
-    if (other) return other(path, opts);
-    if (pickled) return OpenPickledLmdbSource(path, opts);
+    if (format) return format->open(path, opts);
     return OpenDatabaseSource(path, opts.database_records, opts);
   }
   return OpenTreeSource(path, opts);

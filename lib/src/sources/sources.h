@@ -265,16 +265,12 @@ Status OpenArchives(DatasetSource* s);
 Result<std::vector<uint8_t>> ReadArchiveItem(const DatasetSource& s, const SourceItem& item, size_t headroom);
 Result<std::vector<uint8_t>> ReadFieldFile(const DatasetSource& s, const SourceField& f);
 
-// The opener of another tool's files at `path` (parquet, TFRecord files,
-// WebDataset shards, asked in that order: a brace pattern of parquet or
-// TFRecord files is no WebDataset's), or null. OpenSource and verify
-// --against choose through it.
+// Opens another tool's files (a row of the registry, registry.h).
 using SourceOpener = Result<DatasetSource> (*)(const std::string&, const SourceOptions&);
-SourceOpener OtherToolOpener(const std::string& path);
 
-// A manifest or COCO file when given; else parquet files, TFRecord files,
-// WebDataset shards, a pickled LMDB, or a regular file is a database, anything else a
-// tree.
+// A manifest or COCO file when given; else another tool's files (the
+// registry's formats, asked in its order), or a regular file is a
+// database, anything else a tree.
 Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts);
 
 // Declares a field of `s` (a unique name; masks and boxes take their

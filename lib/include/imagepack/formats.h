@@ -1,0 +1,34 @@
+// The formats of other tools imagepack reads, in one registry: pack_lmdb
+// imports them, verify_db --against checks an import against them, and
+// the loader (both trainers, Python) reads them in place. A format is its
+// source file in lib/src/sources/ plus one row of the registry
+// (sources/registry.cc); the tools' --help prints the rows and a test
+// holds docs/USAGE.md's table to them (docs/ARCHITECTURE.md, "Adding an
+// import format").
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace imagepack {
+
+struct SourceFormat {
+  std::string name;   // "parquet", "tfrecord", ...
+  std::string files;  // what SRC may name, one line
+  bool in_place = false;        // the loader reads it where it lies
+  bool verify_against = false;  // verify_db --against takes it
+  bool local_only = false;      // a local path only (not s3://, https://)
+};
+
+// In the order a path is asked: the first whose files it looks like wins.
+const std::vector<SourceFormat>& SourceFormats();
+
+// The name of the format `path` names (a file, a brace pattern, a
+// folder), or "" when it names none of them (a database, a tree, a
+// manifest).
+std::string SourceFormatOf(const std::string& path);
+
+// The rows as the tools print them after their options (--help).
+std::string SourceFormatsHelp();
+
+}  // namespace imagepack

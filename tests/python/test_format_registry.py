@@ -1,0 +1,72 @@
+"""The registry of other tools' formats (lib/src/sources/registry.cc) is
+the one list: the tools' --help prints its rows, docs/USAGE.md's table
+says the same, and a format touches the files docs/ARCHITECTURE.md says
+("what a change touches": its source file, its declaration in sources.h,
+its row in the registry), found by where its opener is named."""
+import os
+import re
+import subprocess
+
+from conftest import tool
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROW = re.compile(r"^  (\S+)\s+(.*) \[(pack_lmdb[^\]]*)\]$")
+
+
+def help_rows(name):
+    out = subprocess.run([tool(name), "--help"], capture_output=True, text=True, timeout=60).stdout
+    rows = {}
+    for line in out.split("Other tools' formats", 1)[1].splitlines()[1:]:
+        m = ROW.match(line)
+        if not m:
+            break
+        uses = m.group(3)
+        rows[m.group(1)] = (m.group(2), "verify_db --against" in uses, "in place" in uses, "local only" not in uses)
+    return rows
+
+
+def usage_rows():
+    text = open(os.path.join(ROOT, "docs", "USAGE.md")).read()
+    table = text.split("| format | files | pack_lmdb SRC |", 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        assert cells[2] == "yes", line
+        rows[cells[0].strip("`")] = (cells[1], cells[3] == "yes", cells[4] == "yes", cells[5] == "yes")
+    return rows
+
+
+def test_help_and_usage_list_the_registry_rows_alike():
+    pack, verify = help_rows("pack_lmdb"), help_rows("verify_db")
+    assert list(pack) == ["parquet", "tfrecord", "webdataset", "folder2lmdb"], pack
+    assert verify == pack
+    assert list(usage_rows().items()) == list(pack.items())
+
+
+def registered():
+    """(name, LooksLikeX, OpenXSource) per row of registry.cc."""
+    text = open(os.path.join(ROOT, "lib", "src", "sources", "registry.cc")).read()
+    return re.findall(r'\{\{"(\w+)",.*?\},\s*(LooksLike\w+), (Open\w+Source)\}', text, re.S)
+
+
+def code_files():
+    for top in ("lib", "tools", "trainer"):
+        for d, _, names in os.walk(os.path.join(ROOT, top)):
+            for n in names:
+                if n.endswith((".cc", ".h")):
+                    yield os.path.relpath(os.path.join(d, n), ROOT)
+
+
+def test_a_format_touches_its_source_file_its_declaration_and_its_row():
+    rows = registered()
+    assert [r[0] for r in rows] == ["parquet", "tfrecord", "webdataset", "folder2lmdb"], rows
+    files = {f: open(os.path.join(ROOT, f), errors="replace").read() for f in code_files()}
+    arch = open(os.path.join(ROOT, "docs", "ARCHITECTURE.md")).read()
+    assert "| an import format | 5 + docs + tests |" in arch
+    for name, looks, opener in rows:
+        naming = sorted(f for f, text in files.items() if re.search(r"\b(%s|%s)\b" % (looks, opener), text))
+        own = [f for f in naming if f not in ("lib/src/sources/sources.h", "lib/src/sources/registry.cc")]
+        assert "lib/src/sources/sources.h" in naming and "lib/src/sources/registry.cc" in naming, (name, naming)
+        # its own source file and nothing else outside the registry
+        assert len(own) == 1 and own[0].startswith("lib/src/sources/") and own[0].endswith("_source.cc"), \
+            (name, naming)
