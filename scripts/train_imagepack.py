@@ -924,8 +924,9 @@ def main(argv=None):
             dist.all_reduce(loss_sum)
         f = task.figures(tally)
         where = " * %s (the checkpoint of epoch %d)" % (args.val, at_epoch) if args.evaluate else \
-            " * Epoch %d%s" % (at_epoch, label)
-        log("%s  %s  Loss %.4f  (%d samples)" % (where, task.line(f), loss_sum[0] / loss_sum[1], loss_sum[1].item()))
+            " * Epoch %d" % at_epoch
+        log("%s%s  %s  Loss %.4f  (%d samples)" % (where, label, task.line(f), loss_sum[0] / loss_sum[1],
+                                                 loss_sum[1].item()))
         row = dict(type="eval", epoch=at_epoch, val=args.val)
         if args.evaluate:
             row["checkpoint"] = ckpt["path"]
@@ -933,14 +934,32 @@ def main(argv=None):
         row.update(loss=(loss_sum[0] / loss_sum[1]).item(), samples=int(loss_sum[1].item()))
         return f, row
 
+    def evaluate_ema(at_epoch):
+        """The EMA's row (eval_ema, as the C++ trainer's): rank 0's average for
+        every rank, as each rank's holds its own BN statistics."""
+        if world > 1:
+            for t in recipe.ema.tensors(recipe.ema.module):
+                dist.broadcast(t.data, 0)
+        row = evaluate(at_epoch, recipe.ema.module, " EMA")[1]
+        row["type"] = "eval_ema"
+        return row
+
+    def log_digests():
+        log("final weights digest %s" % weights_digest(net))
+        if recipe.ema is not None:
+            log("final EMA weights digest %s" % weights_digest(recipe.ema.module))
+
     def run_evaluation():
         # The checkpoint's epoch: the epochs it completed (the C++ trainer's count).
-        f, row = evaluate(int(ckpt.get("epoch", ckpt["loader"]["epoch"])))
-        row["global_step"] = ckpt.get("global_step", 0)
+        at = int(ckpt.get("epoch", ckpt["loader"]["epoch"]))
+        f, row = evaluate(at)
+        found = [row] + ([evaluate_ema(at)] if recipe.ema is not None and "ema" in ckpt.get("recipe", {}) else [])
+        for r in found:
+            r["global_step"] = ckpt.get("global_step", 0)
         if rank == 0:
             try:
                 with open(rows, "a") as out:
-                    out.write(json.dumps(row) + "\n")
+                    out.write("".join(json.dumps(r) + "\n" for r in found))
             except OSError as e:
                 fail("cannot write %s: %s" % (rows, e))
             log("=> evaluation row appended to %s" % rows)
@@ -1034,7 +1053,7 @@ def main(argv=None):
                         else:
                             log("=> %s: %s" % ("stop requested by a signal" if preempted else "--stop-at-step reached",
                                                where))
-                        log("final weights digest %s" % weights_digest(net))
+                        log_digests()
                         return EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED if preempted else 0
                 t_data = time.time()
             elapsed = time.time() - t0
@@ -1048,16 +1067,15 @@ def main(argv=None):
                   "sources": sources, "seconds": elapsed})
             if val is not None and not args.no_val:
                 f, row = evaluate(epoch)
-                if recipe.ema is not None:  # the EMA's figures beside the model's
-                    f_ema, row_ema = evaluate(epoch, recipe.ema.module, " EMA")
-                    row.update({"ema_" + k: v for k, v in row_ema.items() if k in f_ema or k == "loss"})
                 emit(row)
+                if recipe.ema is not None:
+                    emit(evaluate_ema(epoch))
                 best = max(best, task.score(f))
             train.set_epoch(epoch + 1)
             checkpoint(epoch + 1)
         if args.output and rank == 0:
             save_atomically(net.state_dict(), os.path.join(args.output, "model.pt"))
-        log("final weights digest %s" % weights_digest(net))
+        log_digests()
         if f is not None:
             log("train_imagepack: %s (best %.2f)" % (task.result(f), best))
         return 0

@@ -135,11 +135,20 @@ def test_every_flag_on_repeats_bit_for_bit_and_resumes_exactly(dbs, all_on):
 
 
 def test_the_ema_is_evaluated_beside_the_model(dbs, all_on):
-    evals = [r for r in rows(dbs["dir"] / "a") if r["type"] == "eval"]
-    assert [r["epoch"] for r in evals] == [0, 1]
-    for r in evals:
-        assert {"acc1", "acc5", "loss", "ema_acc1", "ema_acc5", "ema_loss"} <= set(r), r
-    assert " * Epoch 1 EMA  Acc@1" in all_on["a"]
+    """metrics.jsonl: an eval_ema row after each eval row (the C++ trainer's
+    rows); --evaluate of the checkpoint gives the last epoch's figures again."""
+    run = dbs["dir"] / "a"
+    evals = [r for r in rows(run) if r["type"].startswith("eval")]
+    assert [(r["type"], r["epoch"]) for r in evals] == [("eval", 0), ("eval_ema", 0), ("eval", 1), ("eval_ema", 1)]
+    assert " * Epoch 1 EMA  Acc@1" in all_on["a"] and "final EMA weights digest" in all_on["a"]
+    out = ok(train(dbs, "--evaluate", "--resume", str(run / "checkpoint.pt")))
+    assert " * %s (the checkpoint of epoch 2) EMA  Acc@1" % dbs["val"] in out, out
+    with open(run / "evaluations.jsonl") as f:
+        again = [json.loads(line) for line in f]
+    assert [r["type"] for r in again] == ["eval", "eval_ema"]
+    for before, after in zip(evals[2:], again):
+        assert (after["acc1"], after["acc5"], after["samples"]) == (before["acc1"], before["acc5"], before["samples"])
+        assert after["loss"] == pytest.approx(before["loss"], rel=1e-6)
 
 
 def test_per_epoch_lr_is_torchvisions_sequential_warmup(dbs, all_on):
