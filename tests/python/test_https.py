@@ -250,6 +250,35 @@ def test_tool_parquet_over_https_imports_as_the_local_file(served, tree, tmp_pat
     assert len(back["remote"]) == 90 and back["remote"] == back["local"]
 
 
+def test_tool_tfrecords_and_parquet_read_in_place_over_https_as_the_local_files(served, tree, tmp_path):
+    """The loader reads TFRecords (python3-protobuf's, by a brace pattern)
+    and a parquet file (parquet-wasm's) where the server holds them, no
+    pack: every batch (block order, through the block cache) is the one
+    read from the same files on the local disk."""
+    from test_parquet import HF, PARQUET_WASM, node_modules
+    from tfrecord_writer import example, write
+    s = served
+    os.makedirs(s.www / "inplace", exist_ok=True)
+    items, flat = [], tmp_path / "flat"
+    flat.mkdir()
+    for c, name in enumerate(sorted(os.listdir(tree))):
+        for f in sorted(os.listdir(tree / name)):
+            data = (tree / name / f).read_bytes()
+            items.append(example({"image/encoded": data, "image/class/label": c + 1}))
+            (flat / ("%s_%s" % (name, f))).write_bytes(data)
+    for k in range(2):
+        write(s.www / "inplace" / ("train-%05d-of-00002" % k), items[k::2])
+    (tmp_path / "pw.mjs").write_text(PARQUET_WASM)
+    os.symlink(node_modules(), tmp_path / "node_modules")
+    r = subprocess.run(["node", str(tmp_path / "pw.mjs"), str(flat), str(s.www / "inplace" / "train.parquet"),
+                        "SNAPPY", "V1", HF], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for name in ("train-{00000..00001}-of-00002", "train.parquet"):
+        local = digests(s, str(s.www / "inplace" / name))
+        assert len(local) == 12  # 90 records in batches of 8
+        assert digests(s, s.https + "/inplace/" + name, "--cache-dir", str(tmp_path / "cache")) == local, name
+
+
 def test_tool_a_certificate_that_does_not_verify_is_refused_by_name(served):
     s = served
     url = s.https + "/train.blob"

@@ -184,6 +184,11 @@ Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const
   so.scratch_dir = !opts.cache_dir.empty() ? opts.cache_dir : fs::temp_directory_path().string();
   if (const char* env = std::getenv("IMAGEPACK_CACHE_DIR"); opts.cache_dir.empty() && env && *env)
     so.scratch_dir = env;
+  if (so.scratch_dir != fs::temp_directory_path().string()) {  // the cache folder, made as the block cache makes it
+    std::error_code ec;
+    fs::create_directories(so.scratch_dir, ec);
+    if (ec) return Status::IOError("cannot create the cache folder " + so.scratch_dir + ": " + ec.message());
+  }
   auto source = format->open(path, so);
   if (!source.ok()) return source.status();
   l->source = std::move(source.value());
