@@ -133,3 +133,20 @@ def test_the_trainer_trains_on_tfrecords_in_place(tfrecords, tmp_path):
                        capture_output=True, text=True, timeout=300, start_new_session=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "final weights digest" in r.stdout + r.stderr
+
+
+def test_webdataset_shards_written_by_tarfile_in_place_give_the_imports_batches(tree, tmp_path):
+    """WebDataset shards as Python's tarfile writes them (KEY.jpg, KEY.cls)."""
+    import io
+    import tarfile
+    files = [(c, n) for c in range(3) for n in sorted(os.listdir(tree / ("class%d" % c)))[:10]]
+    for s in range(2):
+        with tarfile.open(tmp_path / ("shard-%d.tar" % s), "w") as t:
+            for k, (c, n) in enumerate(files[s::2]):
+                for ext, data in (("jpg", (tree / ("class%d" % c) / n).read_bytes()), ("cls", b"%d" % c)):
+                    info = tarfile.TarInfo("s%d_%04d.%s" % (s, k, ext))
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+    src = str(tmp_path / "shard-{0..1}.tar")
+    run(tool("pack_lmdb"), src, tmp_path / "w.lmdb", "-q")
+    same(batches(str(tmp_path / "w.lmdb"), order="blocks"), batches(src, order="blocks"))
