@@ -92,7 +92,9 @@ po::options_description Options(TrainOptions* o) {
       ("random-erase", po::value(&a.random_erase)->default_value(0), "RandomErasing's probability per sample")
       ("interpolation", po::value(&a.interpolation)->default_value("bilinear"),
        "the training crops' resampling: bilinear or bicubic")
-      ("zero-init-residual", "zero-init the last BN of each residual block")
+      ("zero-init-residual", "zero-init the last BN of each residual block");
+  AddReferenceFlags(&opts, o);
+  opts.add_options()
       ("size", po::value(&a.size)->default_value(0),
        "input size (0: 224; 28 for small_cnn/mlp; 96 for segmentation and restoration)")
       ("res-schedule", po::value(&a.res_schedule),
@@ -146,7 +148,6 @@ po::options_description Options(TrainOptions* o) {
        "after training, write the first N validation inputs, outputs and targets to OUTPUT/predictions_*.npy")
       ("help,h", "show this help and exit")
       ("version", "show the version and exit");
-  AddReferenceFlags(&opts, o);
   return opts;
 }
 
@@ -154,11 +155,20 @@ po::options_description Options(TrainOptions* o) {
 // several times (--data) is one entry with all its values.
 GivenOptions Given(int argc, char** argv, const po::options_description& opts) {
   GivenOptions out;
+  std::vector<std::string> spelled;  // each entry's name as given
   for (const auto& o : po::command_line_parser(argc, argv).options(opts).run().options) {
     if (o.unregistered || o.position_key >= 0) continue;
-    auto same = std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == o.string_key; });
-    if (same == out.end()) out.emplace_back(o.string_key, o.value);
-    else same->second.insert(same->second.end(), o.value.begin(), o.value.end());
+    // torchvision's names are kept as ours (--train-crop-size: --size), so
+    // that a resumed run compares them with the checkpoint's; both names
+    // given (with one value: two are refused) count once.
+    const std::string key = CanonicalFlag(o.string_key);
+    auto same = std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == key; });
+    if (same == out.end()) {
+      out.emplace_back(key, o.value);
+      spelled.push_back(o.string_key);
+    } else if (spelled[size_t(same - out.begin())] == o.string_key) {
+      same->second.insert(same->second.end(), o.value.begin(), o.value.end());
+    }
   }
   return out;
 }

@@ -467,7 +467,8 @@ TEST(ReferenceFlags, BothRecipeFilesAreAcceptedAndTheCommandLineWins) {
   std::map<std::string, std::vector<std::string>> given(info.options.begin(), info.options.end());
   EXPECT_EQ(given["arch"], std::vector<std::string>{"small_cnn"});
   EXPECT_EQ(given["epochs"], std::vector<std::string>{"1"});
-  EXPECT_EQ(given["train-crop-size"], std::vector<std::string>{"8"});
+  EXPECT_EQ(given["size"], std::vector<std::string>{"8"});  // --train-crop-size, kept as ours
+  EXPECT_EQ(given.count("train-crop-size"), 0u);
   EXPECT_EQ(given["lr"], std::vector<std::string>{"0.5"});
   EXPECT_EQ(given["mixup-alpha"], std::vector<std::string>{"0.2"});
   EXPECT_EQ(given["lr-warmup-method"], std::vector<std::string>{"linear"});
@@ -475,6 +476,15 @@ TEST(ReferenceFlags, BothRecipeFilesAreAcceptedAndTheCommandLineWins) {
   const auto steps = Rows(d / "tv", "train");
   ASSERT_FALSE(steps.empty());
   EXPECT_NEAR(steps[0]["lr"].get<double>(), 0.5 * 0.01, 1e-12);  // the warm-up's first epoch
+  // Resumed for a second epoch with the size under our name: the same
+  // option as the checkpoint's, the recipe's other flags the checkpoint's.
+  std::tie(rc, out) = RunTrain(kTrain + " --resume auto --epochs 2 --size 8 --output " + (d / "tv"));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.find("--size 8 (the checkpoint"), std::string::npos) << out;
+  EXPECT_NE(out.find("--epochs 2 (the checkpoint's run: 1)"), std::string::npos) << out;
+  const auto resumed = Rows(d / "tv", "train");
+  ASSERT_GT(resumed.size(), steps.size());
+  EXPECT_NEAR(resumed.back()["lr"].get<double>(), 0.5 * (0.01 + 0.99 / 5), 1e-12);  // LinearLR, epoch 1 of 5
   std::tie(rc, out) = RunTrain(kTrain + " --recipe " + IMAGEPACK_RECIPES "/ffcv_resnet50_88.flags" + small +
                           " --arch resnet18 --res-schedule 16,32,0,1 --val-size 16 --output " + (d / "ffcv"));
   ASSERT_EQ(rc, 0) << out;
