@@ -82,13 +82,9 @@ def read_recipe(path):
 def expand(parser, argv, usage_error, fail):
     """argv with --recipe's flags put first, less those the command line
     gives itself (either spelling of a size): the command line wins."""
-    probe = [w for w in argv if w not in ("-h", "--help")]
-    name = None
-    for k, w in enumerate(probe):
-        if w == "--recipe" and k + 1 < len(probe):
-            name = probe[k + 1]
-        elif w.startswith("--recipe="):
-            name = w.split("=", 1)[1]
+    # The parser's own reading (--recipe=NAME, an abbreviation); --help
+    # left for the real parse.
+    name = parser.parse_known_args([w for w in argv if w not in ("-h", "--help")])[0].recipe
     if not name:
         return argv
     path = recipe_path(name)

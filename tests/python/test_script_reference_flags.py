@@ -336,6 +336,8 @@ def test_a_recipe_file_is_flags_and_the_command_line_wins(dbs, tmp_path, capsys,
     monkeypatch.chdir(tmp_path.parent)  # the path as given, relative to the working directory
     a = parse(dbs, "--recipe", os.path.join(tmp_path.name, "mine.flags"), "--lr", "0.1", "--size", "16")
     assert (a.lr, a.mixup_alpha, a.size, a.model_ema, a.val_resize) == (0.1, 0.2, 16, True, 30)
+    a = parse(dbs, "--recipe=" + str(recipe), "--val-resize", "20")  # the other spellings
+    assert (a.lr, a.size, a.val_resize, a.val_resize_size) == (0.3, 24, 20, None)
     recipe.write_text("--lr 0.3\n--no-such-flag 1\n")
     with pytest.raises(SystemExit) as e:
         parse(dbs, "--recipe", str(recipe))
