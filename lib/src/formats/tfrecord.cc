@@ -331,6 +331,83 @@ Result<TfExample> ParseTfExample(const uint8_t* data, size_t size) {
   return out;
 }
 
+namespace {
+
+void PutVarint(std::vector<uint8_t>& b, uint64_t v) {
+  while (v >= 0x80) {
+    b.push_back(uint8_t(v | 0x80));
+    v >>= 7;
+  }
+  b.push_back(uint8_t(v));
+}
+
+// Field `field` of wire type 2 (length-delimited) holding `size` bytes.
+void PutDelimited(std::vector<uint8_t>& b, uint32_t field, const void* data, size_t size) {
+  PutVarint(b, uint64_t(field) << 3 | 2);
+  PutVarint(b, size);
+  const auto* p = static_cast<const uint8_t*>(data);
+  b.insert(b.end(), p, p + size);
+}
+
+}  // namespace
+
+void TfExampleBuilder::AddEntry(const std::string& key, uint32_t kind_field, const std::vector<uint8_t>& list) {
+  std::vector<uint8_t> feature, entry;
+  PutDelimited(feature, kind_field, list.data(), list.size());  // Feature: its oneof
+  PutDelimited(entry, 1, key.data(), key.size());
+  PutDelimited(entry, 2, feature.data(), feature.size());
+  PutDelimited(entries_, 1, entry.data(), entry.size());  // Features.feature, one map entry
+}
+
+void TfExampleBuilder::AddBytes(const std::string& key, const std::vector<std::string_view>& values) {
+  std::vector<uint8_t> list;
+  for (std::string_view v : values) PutDelimited(list, 1, v.data(), v.size());
+  AddEntry(key, 1, list);
+}
+
+void TfExampleBuilder::AddFloats(const std::string& key, const std::vector<float>& values) {
+  std::vector<uint8_t> list;
+  if (!values.empty()) {
+    std::vector<uint8_t> packed(values.size() * 4);
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &values[i], 4);
+      for (int k = 0; k < 4; ++k) packed[i * 4 + size_t(k)] = uint8_t(bits >> (8 * k));  // little-endian
+    }
+    PutDelimited(list, 1, packed.data(), packed.size());
+  }
+  AddEntry(key, 2, list);
+}
+
+void TfExampleBuilder::AddInts(const std::string& key, const std::vector<int64_t>& values) {
+  std::vector<uint8_t> list;
+  if (!values.empty()) {
+    std::vector<uint8_t> packed;
+    for (int64_t v : values) PutVarint(packed, uint64_t(v));  // int64: a negative value takes 10 bytes
+    PutDelimited(list, 1, packed.data(), packed.size());
+  }
+  AddEntry(key, 3, list);
+}
+
+std::vector<uint8_t> TfExampleBuilder::Serialize() const {
+  std::vector<uint8_t> out;
+  out.reserve(entries_.size() + 11);
+  PutDelimited(out, 1, entries_.data(), entries_.size());  // Example.features
+  return out;
+}
+
+void AppendTfRecord(const uint8_t* data, size_t size, std::vector<uint8_t>* out) {
+  uint8_t h[12];
+  const uint64_t n = size;
+  for (int k = 0; k < 8; ++k) h[k] = uint8_t(n >> (8 * k));
+  const uint32_t lc = MaskCrc(Crc32c(h, 8));
+  for (int k = 0; k < 4; ++k) h[8 + k] = uint8_t(lc >> (8 * k));
+  out->insert(out->end(), h, h + 12);
+  out->insert(out->end(), data, data + size);
+  const uint32_t dc = MaskCrc(Crc32c(data, size));
+  for (int k = 0; k < 4; ++k) out->push_back(uint8_t(dc >> (8 * k)));
+}
+
 Result<std::vector<std::pair<uint64_t, uint64_t>>> ParseTfRecordIndex(const std::string& text,
                                                                       const std::string& shown) {
   std::vector<std::pair<uint64_t, uint64_t>> out;

@@ -2,7 +2,8 @@
 // tf.data, TFDS, the TF-slim / Inception ImageNet converters): records
 // framed as uint64 length, masked CRC-32C of the length, data, masked
 // CRC-32C of the data (little-endian), each record's data a
-// tf.train.Example read from the protobuf wire format by hand; and DALI's
+// tf.train.Example read from (and for export_db written in) the protobuf
+// wire format by hand; and DALI's
 // tfrecord2idx index files ("OFFSET SIZE" per line). Reading the bytes
 // and turning records into items is the TFRecord source's (sources.h).
 // Internal.
@@ -13,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -76,6 +78,27 @@ using TfExample = std::map<std::string, TfFeature>;
 // features, limits::kTfValues values in all; a key is UTF-8 of at most
 // limits::kNameBytes. An error says what is wrong and at which byte.
 Result<TfExample> ParseTfExample(const uint8_t* data, size_t size);
+
+// Writing (export_db --to tfrecord): a tf.train.Example built feature by
+// feature in the wire format ParseTfExample reads, the map's entries in
+// the order added, each FloatList / Int64List packed as protobuf writes
+// proto3's repeated scalars (an empty list: no value field at all).
+class TfExampleBuilder {
+ public:
+  void AddBytes(const std::string& key, const std::vector<std::string_view>& values);
+  void AddFloats(const std::string& key, const std::vector<float>& values);
+  void AddInts(const std::string& key, const std::vector<int64_t>& values);
+  // The serialized Example.
+  std::vector<uint8_t> Serialize() const;
+
+ private:
+  void AddEntry(const std::string& key, uint32_t kind_field, const std::vector<uint8_t>& list);
+  std::vector<uint8_t> entries_;  // the body of Features: its map entries
+};
+
+// Appends `size` bytes of `data` framed as tf.io.TFRecordWriter frames a
+// record: length, masked CRC of the length, data, masked CRC of the data.
+void AppendTfRecord(const uint8_t* data, size_t size, std::vector<uint8_t>* out);
 
 // A DALI tfrecord2idx index: per line "OFFSET SIZE" of one whole record
 // (header and CRCs included), in order. At most limits::kTfIndexLines
