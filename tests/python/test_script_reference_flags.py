@@ -360,3 +360,35 @@ def test_the_shipped_recipes_parse_from_any_directory(dbs, name, tmp_path, monke
         dest = parser._option_string_actions[words[0]].dest
         own = train_recipe.ALIASES.get(dest, dest)
         assert getattr(a, own) == alone[dest], (name, words)
+
+
+class Built(Exception):
+    pass
+
+
+def test_the_augmentation_flags_reach_the_loaders(dbs, monkeypatch):
+    """The Loaders the script makes take the reference's augmentation flags
+    (the training one) and --interpolation (both); stopped once both exist."""
+    made, real = [], train_imagepack.imagepack.Loader
+
+    def loader(*args, **kw):
+        made.append(kw)
+        if len(made) == 3:  # the metadata's, the training and the validation Loader
+            raise Built()
+        return real(*args, **kw)
+    monkeypatch.setattr(train_imagepack.imagepack, "Loader", loader)
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit):  # the Loader's failure, reported as the script reports one
+            train_imagepack.main(["--data", dbs["train"], "--val", dbs["val"], "--arch", "small_cnn", "--size", "16",
+                                  "--threads", "1", "--auto-augment", "augmix", "--augmix-severity", "5",
+                                  "--ra-magnitude", "12", "--random-erase", "0.25", "--interpolation", "bicubic"])
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    train_kw, val_kw = made[1], made[2]
+    assert {k: train_kw[k] for k in ("auto_augment", "augmix_severity", "ra_magnitude", "random_erase",
+                                     "interpolation")} == dict(auto_augment="augmix", augmix_severity=5,
+                                                               ra_magnitude=12, random_erase=0.25,
+                                                               interpolation="bicubic")
+    assert val_kw["interpolation"] == "bicubic" and "auto_augment" not in val_kw and "random_erase" not in val_kw
