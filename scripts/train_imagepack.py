@@ -143,7 +143,8 @@ def make_parser():
       help="triangular: FFCV's, linear up to --lr-peak-epoch, linear down to 0")
     a("--lr-peak-epoch", type=float, default=2, help="--schedule triangular: where the lr peaks")
     a("--step-size", type=int, default=30, help="step schedule: epochs between decays")
-    a("--warmup-epochs", "--warmup", dest="warmup_epochs", type=float, default=0, help="linear warm-up epochs")
+    a("--warmup-epochs", "--warmup", dest="warmup_epochs", type=float, default=0,
+      help="the C++ trainer's linear warm-up from 0, per step (torchvision's, per epoch: --lr-warmup-epochs)")
     a("--momentum", type=float, default=0.9)
     a("--nesterov", action="store_true")
     a("--wd", type=float, default=1e-4, help="weight decay")

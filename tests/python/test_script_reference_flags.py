@@ -58,12 +58,15 @@ def dbs(tmp_path_factory):
             "val": pack(cue_tree(d / "val", 4, 2), d / "val.lmdb", "--encoding", "raw")}
 
 
-def train(dbs, *args):
-    """The script on the small data; its process group killed at a timeout."""
-    cmd = [sys.executable, SCRIPT, "--data", dbs["train"], "--val", dbs["val"], "--arch", "small_cnn", "--size", "16",
+def train(dbs, *args, ranks=1):
+    """The script on the small data (ranks > 1: under scripts/launch.sh);
+    its process group killed at a timeout."""
+    launch = [os.path.join(SCRIPTS, "launch.sh"), "--nproc", str(ranks), "--"] if ranks > 1 else []
+    cmd = launch + [sys.executable, SCRIPT, "--data", dbs["train"], "--val", dbs["val"], "--arch", "small_cnn", "--size", "16",
            "--batch-size", "16", "--lr", "0.05", "--threads", "1", "--seed", "3", "-q", *args]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    for v in ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS", "SLURM_PROCID"):
+    for v in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "SLURM_NTASKS",
+              "SLURM_PROCID"):
         env.pop(v, None)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=True)
@@ -132,6 +135,20 @@ def test_every_flag_on_repeats_bit_for_bit_and_resumes_exactly(dbs, all_on):
     for key, value in whole["recipe"]["ema"]["module"].items():  # the EMA kept in the checkpoint, resumed too
         assert torch.equal(value, resumed["recipe"]["ema"]["module"][key]), key
     assert whole["recipe"]["ema"]["n_averaged"] == resumed["recipe"]["ema"]["n_averaged"] == 2
+
+
+def test_two_ranks_resume_exactly_with_mixing_and_the_ema(dbs):
+    """Each rank mixes its own batches (the rank in the draw); the EMA is
+    rank 0's at each evaluation: stopped mid-epoch 1 and resumed, both
+    digests are the uninterrupted run's."""
+    d, flags = dbs["dir"], ALL_ON + ["--print-freq", "100"]
+    whole = ok(train(dbs, *flags, "--output", str(d / "ddp"), ranks=2))
+    stopped = ok(train(dbs, *flags, "--output", str(d / "ddp_c"), "--stop-at-step", "3", ranks=2))
+    assert "checkpoint at epoch 1, position 32, step 3" in stopped, stopped
+    resumed = ok(train(dbs, "--resume", "auto", "--output", str(d / "ddp_c"), ranks=2))
+    for line in ("final weights digest", "final EMA weights digest"):
+        want = [w.split()[-1] for w in whole.splitlines() if line in w]
+        assert want and want == [w.split()[-1] for w in resumed.splitlines() if line in w], (line, whole, resumed)
 
 
 def test_the_ema_is_evaluated_beside_the_model(dbs, all_on):
