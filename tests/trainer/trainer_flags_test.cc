@@ -380,10 +380,11 @@ std::string MakeDb(const TempDir& d) {
 }
 
 // (exit status, stdout and stderr) of `cmd`, run with a time limit so that a
-// hung trainer is killed (its process group).
+// hung trainer is killed: timeout runs it in a process group of its own
+// and kills the group (launch.sh's ranks too).
 std::pair<int, std::string> RunTrain(const std::string& cmd) {
   std::string out;
-  FILE* f = popen(("timeout -s KILL 240 setsid " + cmd + " 2>&1").c_str(), "r");
+  FILE* f = popen(("timeout -s KILL 240 " + cmd + " 2>&1").c_str(), "r");
   if (!f) return {-1, ""};
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
@@ -450,6 +451,30 @@ TEST(ReferenceFlags, EveryFlagOnGivesTheSameDigestTwiceAndResumesExactly) {
   EXPECT_NE(resumed.find("continues at position 24"), std::string::npos) << resumed;
   EXPECT_EQ(After(resumed, "final weights digest "), After(one, "final weights digest ")) << resumed;
   EXPECT_EQ(After(resumed, "final EMA weights digest "), After(one, "final EMA weights digest ")) << resumed;
+}
+
+// Two ranks, each mixing its own batches (the draws' rank) and keeping
+// an average whose BN statistics are rank 0's at each evaluation: cut
+// mid-epoch and resumed, rank 0's weights and average are the
+// uninterrupted run's.
+TEST(ReferenceFlags, TwoRanksWithMixupAndEmaResumeExactly) {
+  TempDir d;
+  const std::string db = MakeDb(d);
+  const std::string run = std::string(IMAGEPACK_LAUNCH) + " --nproc 2 -- " + Base(db) +
+                          " --mixup-alpha 0.2 --cutmix-alpha 1.0 --model-ema --model-ema-steps 2 --epochs 2";
+  auto [rc, straight] = RunTrain(run + " --output " + (d / "straight"));
+  ASSERT_EQ(rc, 0) << straight;
+  ASSERT_EQ(After(straight, "final EMA weights digest ").size(), 16u) << straight;
+  EXPECT_EQ(Rows(d / "straight", "eval_ema").size(), 2u);
+  // 4 steps per epoch (64 samples, 2 ranks of 8): cut after global step 6.
+  auto [rc2, cut] = RunTrain(run + " --stop-at-step 6 --output " + (d / "cut"));
+  ASSERT_EQ(rc2, 0) << cut;
+  auto [rc3, resumed] = RunTrain(std::string(IMAGEPACK_LAUNCH) + " --nproc 2 -- " + kTrain + " --resume auto --output " +
+                                 (d / "cut"));
+  ASSERT_EQ(rc3, 0) << resumed;
+  EXPECT_NE(resumed.find("continues at position 32"), std::string::npos) << resumed;
+  EXPECT_EQ(After(resumed, "final weights digest "), After(straight, "final weights digest ")) << resumed;
+  EXPECT_EQ(After(resumed, "final EMA weights digest "), After(straight, "final EMA weights digest ")) << resumed;
 }
 
 TEST(ReferenceFlags, BothRecipeFilesAreAcceptedAndTheCommandLineWins) {
