@@ -1,5 +1,9 @@
 #include "imagepack/pack.h"
 
+#include "imagepack/loader.h"
+#include "imagepack/storage.h"
+#include "imagepack/verify.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -409,6 +413,95 @@ TEST(Pack, ConversionKeepsTheSettingsLeftOpen) {
   ASSERT_OK(db);
   EXPECT_EQ(db.value()->meta().encoding, Encoding::kJpeg);
   EXPECT_EQ(db.value()->meta().channels, 3);
+}
+
+}  // namespace
+}  // namespace imagepack
+
+namespace imagepack {
+namespace {
+
+// The loader's batches of one epoch as bytes (images, then labels).
+std::vector<std::vector<uint8_t>> Batches(const std::string& path) {
+  LoaderOptions lo;
+  lo.paths = {path};
+  lo.batch_size = 4;
+  lo.size = 24;
+  lo.threads = 2;
+  lo.seed = 5;
+  auto loader = Loader::Open(lo);
+  EXPECT_TRUE(loader.ok()) << loader.status().ToString();
+  std::vector<std::vector<uint8_t>> out;
+  if (!loader.ok()) return out;
+  loader.value()->StartEpoch(0);
+  for (;;) {
+    auto b = loader.value()->NextView();
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    if (!b.ok() || b->count == 0) break;
+    std::vector<uint8_t> bytes(b->images, b->images + size_t(b->count) * 3 * 24 * 24);
+    bytes.insert(bytes.end(), reinterpret_cast<const uint8_t*>(b->labels),
+                 reinterpret_cast<const uint8_t*>(b->labels + b->count));
+    out.push_back(std::move(bytes));
+  }
+  return out;
+}
+
+// A storage of the caller's own (storage.h: RegisterStorage, here the
+// in-memory one) is reached by every path that takes a URL: pack writes
+// into it, the stores and verify read it, the loader trains from it, with
+// the records and batches of the same pack into a local file.
+TEST(Pack, AStorageOfTheCallersOwnServesPackStoresVerifyAndTheLoader) {
+  TempDir src, out;
+  MakeTree(src.path());
+  auto settings = StorageSettings::FromEnvironment();
+  ASSERT_OK(settings);
+  settings->staging_dir = out.path();
+  std::shared_ptr<Storage> mem = NewMemoryStorage(settings.value(), "memtest");
+  ASSERT_OK(RegisterStorage("memtest", [mem](const StorageSettings&) -> Result<std::shared_ptr<Storage>> { return mem; }));
+  const std::vector<std::string> schemes = StorageSchemes();
+  for (const char* s : {"http", "https", "memtest", "s3"})
+    EXPECT_TRUE(std::count(schemes.begin(), schemes.end(), s)) << s;
+  EXPECT_FALSE(RegisterStorage("9bad", [mem](const StorageSettings&) -> Result<std::shared_ptr<Storage>> { return mem; }).ok());
+
+  PackOptions o = Opts(src.path(), "memtest://bucket/train.blob");
+  o.format = ContainerFormat::kBlob;
+  auto packed = PackDataset(o);
+  ASSERT_OK(packed);
+  const std::string local_blob = out / "train.blob";
+  o.dst = local_blob;
+  ASSERT_OK(PackDataset(o));
+  EXPECT_EQ(packed->meta.count, 15 + 1);  // 5 a class, the CMYK one; the broken one skipped
+  auto listed = mem->List("memtest://bucket");
+  ASSERT_OK(listed);
+  EXPECT_EQ(listed.value(), std::vector<std::string>{"train.blob"});  // no temporary left behind
+  EXPECT_EQ(AllRecords("memtest://bucket/train.blob"), AllRecords(local_blob));
+
+  VerifyOptions vo;
+  vo.paths = {"memtest://bucket/train.blob"};
+  vo.against = src.path();
+  auto report = VerifyDatabases(vo);
+  ASSERT_OK(report);
+  EXPECT_EQ(report->checked, packed->meta.count);
+  // what it finds is what it finds in the local file: the two images pack skipped
+  vo.paths = {local_blob};
+  auto local_report = VerifyDatabases(vo);
+  ASSERT_OK(local_report);
+  auto found = [](const VerifyReport& r) {
+    std::set<std::string> out;
+    for (const auto& p : r.problems) out.insert(p.path + ": " + p.reason);
+    return out;
+  };
+  EXPECT_EQ(found(report.value()), found(local_report.value()));
+  EXPECT_EQ(found(report.value()).size(), 2u);
+
+  const auto local = Batches(local_blob);
+  EXPECT_EQ(local.size(), 4u);
+  EXPECT_EQ(Batches("memtest://bucket/train.blob"), local);
+  // A pack that would replace it is refused by name, unless asked.
+  o.dst = "memtest://bucket/train.blob";
+  auto again = PackDataset(o);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("memtest://bucket/train.blob"), std::string::npos);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -148,10 +149,32 @@ class Storage {
   StorageSettings settings_;
 };
 
-// The storage that holds `url`: s3:// object storage, https:// or http://
-// (read-only), anything else a local path. Errors: an unknown scheme, a
-// backend that cannot be set up (no credentials, a bad endpoint).
+// The storage that holds `url`: the backend registered for its scheme
+// (s3:// object storage, https:// and http:// read-only, and any a caller
+// registers), anything without a scheme a local path. Errors: an unknown
+// scheme, a backend that cannot be set up (no credentials, a bad
+// endpoint).
 Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url, const StorageSettings& settings);
+
+// Backends register their URL scheme: a factory from the settings. The
+// built-in ones (s3, https, http) are there from the start; a caller (a
+// test, an embedding program) registers its own, e.g. an in-memory
+// storage (NewMemoryStorage), and every path of imagepack that takes a
+// URL (pack, the stores, verify, export, the loader) then reaches it.
+// A scheme is letters, digits, '+', '-', '.', starting with a letter;
+// registering one again replaces it. Thread-safe.
+using StorageFactory = std::function<Result<std::shared_ptr<Storage>>(const StorageSettings&)>;
+Status RegisterStorage(const std::string& scheme, StorageFactory factory);
+// The schemes registered, sorted.
+std::vector<std::string> StorageSchemes();
+
+// A storage held in this process's memory, for tests and for callers
+// that keep datasets in memory: NAME://ANY/PATH keys, written through a
+// staging file under settings.staging_dir and published whole at Commit,
+// listable by prefix, locks within the process. The returned storage is
+// the one store: register a factory that returns it
+// (`RegisterStorage("mem", [s](const StorageSettings&) { return s; })`).
+std::shared_ptr<Storage> NewMemoryStorage(const StorageSettings& settings, const std::string& name = "mem");
 // The same, with StorageSettings::FromEnvironment().
 Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url);
 

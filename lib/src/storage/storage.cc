@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <string_view>
 
 #include "storage/fd_io.h"
 #include "imagepack/files.h"
@@ -73,22 +76,63 @@ Result<StorageSettings> StorageSettings::FromEnvironment() {
   return s;
 }
 
+namespace {
+
+// A scheme: letters, digits, '+', '-', '.', starting with a letter (RFC 3986).
+bool IsScheme(std::string_view s) {
+  return !s.empty() && std::isalpha(static_cast<unsigned char>(s[0])) &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '+' || c == '-' || c == '.'; });
+}
+
+// The backends by scheme: the built-in ones, then the callers'.
+struct Backends {
+  std::mutex mu;
+  std::map<std::string, StorageFactory> by_scheme{
+      {"s3", internal::NewS3Storage}, {"https", internal::NewHttpStorage}, {"http", internal::NewHttpStorage}};
+};
+Backends& Registered() {
+  static Backends* b = new Backends;  // never destroyed: used from static destructors' threads too
+  return *b;
+}
+
+}  // namespace
+
+Status RegisterStorage(const std::string& scheme, StorageFactory factory) {
+  if (!IsScheme(scheme)) return Status::InvalidArgument("'" + scheme + "' is not a URL scheme");
+  if (!factory) return Status::InvalidArgument(scheme + "://: no factory given");
+  Backends& b = Registered();
+  std::lock_guard<std::mutex> lock(b.mu);
+  b.by_scheme[scheme] = std::move(factory);
+  return Status::Ok();
+}
+
+std::vector<std::string> StorageSchemes() {
+  Backends& b = Registered();
+  std::lock_guard<std::mutex> lock(b.mu);
+  std::vector<std::string> out;
+  for (const auto& [scheme, f] : b.by_scheme) out.push_back(scheme);
+  return out;
+}
+
 Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url, const StorageSettings& settings) {
-  // A scheme: letters, digits, '+', '-', '.' before "://" (RFC 3986).
   const size_t sep = url.find("://");
-  if (sep != std::string::npos && sep > 0 && std::isalpha(static_cast<unsigned char>(url[0])) &&
-      std::all_of(url.begin(), url.begin() + static_cast<std::ptrdiff_t>(sep),
-                  [](unsigned char c) { return std::isalnum(c) || c == '+' || c == '-' || c == '.'; })) {
-    const std::string scheme = url.substr(0, sep);
-    if (scheme == "s3" || scheme == "https" || scheme == "http") {
-      auto made = scheme == "s3" ? internal::NewS3Storage(settings) : internal::NewHttpStorage(settings);
-      if (!made.ok()) return made.status().WithContext(url);
-      return made;
-    }
-    return Status::NotSupported(url + ": no storage for '" + scheme +
-                                "://' (imagepack reads local paths, s3://, https:// and http://)");
+  if (sep == std::string::npos || !IsScheme(std::string_view(url).substr(0, sep)))
+    return internal::NewLocalStorage(settings);
+  const std::string scheme = url.substr(0, sep);
+  StorageFactory factory;
+  {
+    Backends& b = Registered();
+    std::lock_guard<std::mutex> lock(b.mu);
+    if (auto it = b.by_scheme.find(scheme); it != b.by_scheme.end()) factory = it->second;
   }
-  return internal::NewLocalStorage(settings);
+  if (!factory) {
+    std::string known;
+    for (const std::string& s : StorageSchemes()) known += ", " + s + "://";
+    return Status::NotSupported(url + ": no storage for '" + scheme + "://' (imagepack reads local paths" + known + ")");
+  }
+  auto made = factory(settings);
+  if (!made.ok()) return made.status().WithContext(url);
+  return made;
 }
 
 Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url) {
