@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Imports from TFRecord and parquet side by side with pack_lmdb of the same
-# JPEGs as files, in one run: an ImageFolder tree of JPEGs (class folders)
+# JPEGs as files, and the loader reading those files in place side by side
+# with the same records in the tree's LMDB, in one run: an ImageFolder tree of JPEGs (class folders)
 # is written out as 8 TFRecord files in the TF-slim / Inception layout
 # (tests/python/tfrecord_writer.py: python3-protobuf and python3-crc32c),
 # the same gzipped, and as Hugging Face parquet by DuckDB (snappy and zstd;
@@ -10,19 +11,24 @@
 # tmpfs; each row is the median of --rounds runs, and every import is
 # checked to hold the tree's records (same paths, bytes and labels).
 #
-#   scripts/bench/bench_formats.sh [--tree DIR] [--rounds 3] [--threads 0]
+#   scripts/bench/bench_formats.sh [--tree DIR] [--rounds 3] [--threads 0] [--size 224]
+#
+# The loader rows: bench_loader, one epoch of train batches (256) at
+# --size, random order, median of --rounds; its "open" is the listing
+# (and parquet's copy of the image bytes) before the first batch.
 #
 # Without --tree: bench_pack.sh's tree of 20,000 resized photos (made by
 # bench_pack.sh when missing).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-TREE= ROUNDS=3 THREADS=0
+TREE= ROUNDS=3 THREADS=0 SIZE=224
 while [ $# -gt 0 ]; do
   case $1 in
     --tree) TREE=$2; shift 2;;
     --rounds) ROUNDS=$2; shift 2;;
     --threads) THREADS=$2; shift 2;;
-    *) echo "usage: $0 [--tree DIR] [--rounds R] [--threads N]" >&2; exit 2;;
+    --size) SIZE=$2; shift 2;;
+    *) echo "usage: $0 [--tree DIR] [--rounds R] [--threads N] [--size PX]" >&2; exit 2;;
   esac
 done
 BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
@@ -118,3 +124,38 @@ row "TFRecords (8 files, TF-slim layout)" tfrecord
 row "TFRecords, gzipped" tfrecord_gz
 row "parquet, HF layout (DuckDB, snappy)" parquet_snappy
 row "parquet, HF layout (DuckDB, zstd)" parquet_zstd
+
+# The loader: each format read in place against the tree's LMDB (the same
+# records: checked above), one epoch each, median images/s and open time;
+# the sources take turns within every round, so a load that comes and goes
+# falls on all of them alike.
+declare -A RATES OPENS R O
+SOURCES=(lmdb "$OUT/tree.lmdb" tfrecord "$OUT/tf/train-{00000..00007}-of-00008"
+         tfrecord_gz "$OUT/tfgz/train-{00000..00007}-of-00008" parquet_snappy "$OUT/pq/train-snappy.parquet"
+         parquet_zstd "$OUT/pq/train-zstd.parquet")
+for _ in $(seq "$ROUNDS"); do
+  for ((k = 0; k < ${#SOURCES[@]}; k += 2)); do
+    name=${SOURCES[k]} src=${SOURCES[k + 1]}
+    out=$("$BIN/bench_loader" "$src" --size "$SIZE" --batch 256 --threads "$THREADS" --order random -q 2>&1) ||
+      { echo "bench_formats: bench_loader $src failed: $out" >&2; exit 1; }
+    RATES[$name]+=" $(sed -n 's/.* s: \([0-9.]*\) images\/s.*/\1/p' <<<"$out" | head -1)"
+    OPENS[$name]+=" $(sed -n 's/.*; open \([0-9.]*\) s;.*/\1/p' <<<"$out" | head -1)"
+  done
+done
+for ((k = 0; k < ${#SOURCES[@]}; k += 2)); do
+  name=${SOURCES[k]}
+  # shellcheck disable=SC2086
+  R[$name]=$(median ${RATES[$name]})
+  # shellcheck disable=SC2086
+  O[$name]=$(median ${OPENS[$name]})
+done
+echo
+echo "bench_formats: the loader, one epoch of train batches at $SIZE px, random order, median of $ROUNDS rounds (sources in turn)"
+printf '%-52s %10s %8s %9s\n' "bench_loader reading" "images/s" "open s" "vs LMDB"
+lrow() { awk -v r="${R[$2]}" -v o="${O[$2]}" -v t="${R[lmdb]}" -v name="$1" \
+  'BEGIN {printf "%-52s %10.0f %8.2f %8.2fx\n", name, r, o, r / t}'; }
+lrow "the tree's LMDB (pack_lmdb)" lmdb
+lrow "TFRecords in place (8 files)" tfrecord
+lrow "TFRecords in place, gzipped" tfrecord_gz
+lrow "parquet in place (DuckDB, snappy)" parquet_snappy
+lrow "parquet in place (DuckDB, zstd)" parquet_zstd
