@@ -543,3 +543,14 @@ def test_elastic_resume_gives_every_field_of_the_rest_of_the_epoch_once(seg_db):
     # Even partition: 25 positions over 2 ranks make 13 each; the 26th
     # repeats position 0 of the epoch's order (DistributedSampler's rule).
     assert len(seen) == 26 and sorted(seen) == sorted(list(by_index) + [first])
+
+
+@pytest.mark.parametrize("kw", [{"auto_augment": "ta_wide"}, {"random_erase": 0.5}])
+def test_augmentations_that_move_the_image_alone_are_refused_with_spatial_fields(seg_db, kw):
+    """The policy and erasing change the image only: with a mask (or a
+    second image, or boxes) beside it they are refused by name, never
+    applied so that the mask no longer matches."""
+    with pytest.raises(ValueError) as e:
+        imagepack.Loader(seg_db, batch_size=4, size=32, **kw)
+    assert "follows the image's geometry" in str(e.value) and "mask" in str(e.value), str(e.value)
+    imagepack.Loader(seg_db, batch_size=4, size=32, train=False, **kw)  # evaluation takes none of them
