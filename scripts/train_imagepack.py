@@ -901,7 +901,8 @@ def main(argv=None):
             save_atomically({"model": net.state_dict(), "optimizer": optimizer.state_dict(),
                              "scaler": scaler.state_dict(), "rng": torch.get_rng_state(),
                              "loader": train.state_dict(), "epoch": state_epoch, "global_step": step, "best": best,
-                             "args": vars(args), "run": run, "recipe": recipe.state_dict()}, os.path.join(args.output, "checkpoint.pt"))
+                             "args": vars(args), "run": run, "recipe": recipe.state_dict()},
+                            os.path.join(args.output, "checkpoint.pt"))
         if world > 1:
             dist.barrier()
 

@@ -10,7 +10,6 @@ work; recipe files are flags, the command line winning."""
 import json
 import math
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -62,8 +61,8 @@ def train(dbs, *args, ranks=1):
     """The script on the small data (ranks > 1: under scripts/launch.sh);
     its process group killed at a timeout."""
     launch = [os.path.join(SCRIPTS, "launch.sh"), "--nproc", str(ranks), "--"] if ranks > 1 else []
-    cmd = launch + [sys.executable, SCRIPT, "--data", dbs["train"], "--val", dbs["val"], "--arch", "small_cnn", "--size", "16",
-           "--batch-size", "16", "--lr", "0.05", "--threads", "1", "--seed", "3", "-q", *args]
+    cmd = launch + [sys.executable, SCRIPT, "--data", dbs["train"], "--val", dbs["val"], "--arch", "small_cnn",
+                    "--size", "16", "--batch-size", "16", "--lr", "0.05", "--threads", "1", "--seed", "3", "-q", *args]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     for v in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "SLURM_NTASKS",
               "SLURM_PROCID"):
@@ -307,7 +306,8 @@ def test_the_run_s_optimizer_holds_the_norm_groups(dbs, all_on):
     norm = [q for m in model.modules() if type(m) in NORM_TYPES for q in m.parameters(recurse=False)]
     groups = ckpt(dbs["dir"] / "a")["optimizer"]["param_groups"]
     assert [g["weight_decay"] for g in groups] == [1e-4, 0.0]
-    assert len(groups[1]["params"]) == len(norm) and len(groups[0]["params"]) == len(list(model.parameters())) - len(norm)
+    assert len(groups[1]["params"]) == len(norm)
+    assert len(groups[0]["params"]) == len(list(model.parameters())) - len(norm)
 
 
 def parse(dbs, *argv):
