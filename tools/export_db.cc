@@ -1,6 +1,6 @@
-// export_db DB... DST [--to webdataset|imagefolder] [options]
-// Writes a database out as WebDataset tar shards or an ImageFolder tree;
-// see docs/USAGE.md.
+// export_db DB... DST [--to webdataset|imagefolder|tfrecord] [options]
+// Writes a database out as WebDataset tar shards, an ImageFolder tree or
+// TFRecord files; see docs/USAGE.md.
 #include <cstdio>
 #include <iostream>
 
@@ -16,12 +16,14 @@ int main(int argc, char** argv) {
   std::string layout = "webdataset";
   po::options_description opts("Options");
   opts.add_options()
-      ("to", po::value(&layout)->default_value("webdataset"), "webdataset (tar shards) or imagefolder (CLASS/FILE tree)")
+      ("to", po::value(&layout)->default_value("webdataset"),
+       "webdataset (tar shards), imagefolder (CLASS/FILE tree) or tfrecord (tf.train.Example files, TF-slim layout)")
       ("records-per-shard", po::value(&o.records_per_shard)->default_value(0),
-       "webdataset: records per shard (0: as many as make --shard-mb)")
-      ("shard-mb", po::value(&o.shard_mb)->default_value(512), "webdataset: shard size aimed at, MB")
-      ("gzip", "webdataset: gzipped shards (.tar.gz)")
-      ("prefix", po::value(&o.prefix)->default_value("shard"), "webdataset: shard names PREFIX-000000.tar")
+       "webdataset, tfrecord: records per file (0: as many as make --shard-mb)")
+      ("shard-mb", po::value(&o.shard_mb)->default_value(512), "webdataset, tfrecord: file size aimed at, MB")
+      ("gzip", "webdataset: gzipped shards (.tar.gz); tfrecord: gzipped files (TFRecordWriter's GZIP), names unchanged")
+      ("prefix", po::value(&o.prefix)->default_value("shard"),
+       "webdataset: shard names PREFIX-000000.tar; tfrecord: PREFIX-00000-of-00004 (default train)")
       ("first", po::value(&o.first)->default_value(0), "first record exported")
       ("last", po::value(&o.last)->default_value(-1), "export records before this one (-1: to the end)")
       ("threads", po::value(&o.threads)->default_value(0), "worker threads (0: all cores)");
@@ -31,7 +33,7 @@ int main(int argc, char** argv) {
   hidden.add_options()("args", po::value(&args)->multitoken());
   po::positional_options_description pos;
   pos.add("args", -1);
-  auto vm = cli::ParseOrExit(argc, argv, "DB... DST [--to webdataset|imagefolder]", opts, hidden, pos);
+  auto vm = cli::ParseOrExit(argc, argv, "DB... DST [--to webdataset|imagefolder|tfrecord]", opts, hidden, pos);
   if (args.size() < 2) return cli::UsageError("a database (or its shards) and DST are required");
   o.dst = args.back();
   o.dbs.assign(args.begin(), args.end() - 1);
@@ -41,10 +43,11 @@ int main(int argc, char** argv) {
   if (o.shard_mb < 1) return cli::UsageError("--shard-mb must be positive");
   if (o.records_per_shard < 0) return cli::UsageError("--records-per-shard must be >= 0");
   o.gzip = vm.count("gzip") > 0;
-  if (o.layout != ExportLayout::kWebDataset)
+  if (o.layout == ExportLayout::kImageFolder)
     for (const char* opt : {"gzip", "prefix", "records-per-shard", "shard-mb"})
       if (vm.count(opt) && !vm[opt].defaulted())
-        return cli::UsageError(std::string("--") + opt + " applies to --to webdataset");
+        return cli::UsageError(std::string("--") + opt + " applies to --to webdataset and tfrecord");
+  if (o.layout == ExportLayout::kTfRecord && vm["prefix"].defaulted()) o.prefix = "train";  // TF-slim's train-00000-of-00004
   if (o.prefix.empty() || o.prefix.find('/') != std::string::npos || o.prefix.front() == '.')
     return cli::UsageError("--prefix names the shards in DST: not empty, no '/', not starting with '.'");
   if (o.threads < 0) return cli::UsageError("--threads must be >= 0 (0: all cores)");

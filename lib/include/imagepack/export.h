@@ -1,5 +1,6 @@
 // Writing a database out in the layouts other tools read: WebDataset tar
-// shards (webdataset, DALI, timm) and an ImageFolder tree (torchvision).
+// shards (webdataset, DALI, timm), an ImageFolder tree (torchvision) and
+// TFRecord files of tf.train.Example (TensorFlow, TF-slim, DALI).
 // The library side of `export_db`; docs/USAGE.md.
 #pragma once
 
@@ -12,18 +13,18 @@
 
 namespace imagepack {
 
-enum class ExportLayout { kWebDataset, kImageFolder };
-Result<ExportLayout> ParseExportLayout(const std::string& name);  // "webdataset" | "imagefolder"
+enum class ExportLayout { kWebDataset, kImageFolder, kTfRecord };
+Result<ExportLayout> ParseExportLayout(const std::string& name);  // "webdataset" | "imagefolder" | "tfrecord"
 
 struct ExportOptions {
   std::vector<std::string> dbs;  // an imagepack database, or the shards of one (read as one)
   std::string dst;  // a folder (created)
   ExportLayout layout = ExportLayout::kWebDataset;
-  // WebDataset: records per shard (0: as many as make ~shard_mb MB).
+  // WebDataset, TFRecord: records per shard (0: as many as make ~shard_mb MB).
   int64_t records_per_shard = 0;
   int64_t shard_mb = 512;
-  bool gzip = false;                 // shards as .tar.gz
-  std::string prefix = "shard";      // shard names: PREFIX-000000.tar
+  bool gzip = false;                 // shards as .tar.gz; TFRecord files gzipped, names unchanged
+  std::string prefix = "shard";      // shard names: PREFIX-000000.tar, PREFIX-00000-of-00004
   // Only records [first, last) (last < 0: to the end).
   int64_t first = 0;
   int64_t last = -1;
@@ -57,6 +58,20 @@ struct ExportSummary {
 // path below its class folder (or the whole path), with .jpg / .png added
 // when the name does not say its content; records without a class are an
 // error. classes.txt as above.
+//
+// TFRecord: files PREFIX-NNNNN-of-MMMMM of consecutive records, framed as
+// tf.io.TFRecordWriter frames them (gzip: the whole file one gzip stream,
+// as its GZIP option writes), each a tf.train.Example in the TF-slim /
+// Inception layout: image/encoded (as WebDataset's image member),
+// image/format ("JPEG" or "PNG"), image/filename (the record's path),
+// image/height, image/width, image/channels, image/colorspace,
+// image/class/label (the class index + 1: 0 is TF-slim's background; none
+// for a record without a class) and image/class/text (its name); a boxes
+// field (the one named "boxes", else the first) as
+// image/object/bbox/{xmin,ymin,xmax,ymax} (divided by the image's width
+// and height) and image/object/bbox/label (+ 1). Other fields are not
+// written. labels.txt is TF-slim's ("0:background", "N:NAME"), besides
+// classes.txt.
 //
 // Every file appears under its final name complete (written aside and
 // renamed); export.json records what was exported. Re-running the same

@@ -24,6 +24,7 @@
 #include "imagepack/record.h"
 #include "imagepack/store.h"
 #include "base/threads.h"
+#include "pack/export_internal.h"
 #include "storage/fd_io.h"
 
 namespace fs = std::filesystem;
@@ -34,10 +35,13 @@ namespace imagepack {
 Result<ExportLayout> ParseExportLayout(const std::string& name) {
   if (name == "webdataset" || name == "wds") return ExportLayout::kWebDataset;
   if (name == "imagefolder") return ExportLayout::kImageFolder;
-  return Status::InvalidArgument("unknown layout '" + name + "' (webdataset or imagefolder)");
+  if (name == "tfrecord") return ExportLayout::kTfRecord;
+  return Status::InvalidArgument("unknown layout '" + name + "' (webdataset, imagefolder or tfrecord)");
 }
 
 namespace {
+using internal::ClassName;
+using internal::ImageBytes;
 
 // A tar file written member by member (ustar; a pax header for long names),
 // to a temporary name, gzipped or not; Finish renames it into place.
@@ -184,8 +188,9 @@ std::string Unique(const std::string& name, const std::string& ext, int64_t inde
   return candidate + ext;
 }
 
-// An encoded image member: the JPEG as stored, or raw pixels as PNG.
-Status ImageBytes(Encoding enc, int channels, uint32_t h, uint32_t w, const uint8_t* data, size_t size,
+}  // namespace
+
+Status internal::ImageBytes(Encoding enc, int channels, uint32_t h, uint32_t w, const uint8_t* data, size_t size,
                   std::vector<uint8_t>* out, const char** ext) {
   if (enc == Encoding::kJpeg) {
     out->assign(data, data + size);
@@ -204,9 +209,11 @@ Status ImageBytes(Encoding enc, int channels, uint32_t h, uint32_t w, const uint
   return Status::Ok();
 }
 
-std::string ClassName(const DatasetMeta& meta, int32_t label) {
+std::string internal::ClassName(const DatasetMeta& meta, int32_t label) {
   return label >= 0 && label < static_cast<int32_t>(meta.classes.size()) ? meta.classes[size_t(label)] : "";
 }
+
+namespace {
 
 // The members of one record (after its key).
 struct Member {
@@ -317,10 +324,11 @@ Status CheckOrWriteManifest(const ExportOptions& o, const DatasetMeta& meta, int
   json m = {{"databases", dbs},
             {"records", meta.count},
             {"created", meta.created},
-            {"layout", o.layout == ExportLayout::kWebDataset ? "webdataset" : "imagefolder"},
+            {"layout", o.layout == ExportLayout::kWebDataset ? "webdataset"
+                       : o.layout == ExportLayout::kTfRecord ? "tfrecord" : "imagefolder"},
             {"first", first},
             {"last", last}};
-  if (o.layout == ExportLayout::kWebDataset) {
+  if (o.layout != ExportLayout::kImageFolder) {
     m["records_per_shard"] = per_shard;
     m["gzip"] = o.gzip;
     m["prefix"] = o.prefix;
@@ -389,7 +397,7 @@ class ExportRun {
         for (int64_t s = range.begin(); s != range.end(); ++s) {
           if (Failed() || Cancelled()) return;
           const int64_t a = first_ + s * per_shard, b = std::min(last_, a + per_shard);
-          if (Status st = WriteShard(*cur, s, a, b); !st.ok()) return Fail(st);
+          if (Status st = WriteShard(*cur, s, a, b, shards); !st.ok()) return Fail(st);
         }
       });
     });
@@ -443,32 +451,44 @@ class ExportRun {
   }
 
  private:
-  Status WriteShard(RecordCursor& cur, int64_t s, int64_t a, int64_t b) {
+  // A shard: a tar, or a TFRecord file (export_tfrecord.cc).
+  Status WriteShard(RecordCursor& cur, int64_t s, int64_t a, int64_t b, int64_t shards) {
+    const bool tf = o_.layout == ExportLayout::kTfRecord;
     char name[64];
     std::snprintf(name, sizeof name, "-%06lld.tar%s", static_cast<long long>(s), o_.gzip ? ".gz" : "");
-    const std::string path = (fs::path(o_.dst) / (o_.prefix + name)).string();
+    const std::string path =
+        (fs::path(o_.dst) / (tf ? internal::TfRecordFileName(o_.prefix, s, shards) : o_.prefix + name)).string();
     if (fs::exists(path)) {  // complete: shards appear only by rename
       kept_ += b - a;
       if (o_.progress) o_.progress->done += b - a;
       return Status::Ok();
     }
-    TarOut tar(path, o_.gzip, mtime_);
-    std::set<std::string> keys;
-    std::vector<Member> members;
-    for (int64_t i = a; i < b; ++i) {
-      if (Cancelled()) return Status::Ok();  // the temporary goes with `tar`
-      auto r = cur.Read(i);
-      if (!r.ok()) return r.status().WithContext(shown_ + " record " + RecordKey(i));
-      const std::string key = Unique(KeyOf(r->path), "", i, &keys);
-      Status st = RecordMembers(r.value(), i, meta_, &members);
-      if (!st.ok()) return st.WithContext(shown_ + " record " + RecordKey(i));
-      for (const Member& m : members) tar.Add(key + m.suffix, m.bytes.data(), m.bytes.size());
-      if (o_.progress) ++o_.progress->done;
+    bool written = false;
+    uint64_t bytes = 0;
+    if (tf) {
+      IMAGEPACK_RETURN_IF_ERROR(internal::WriteTfRecordFile(
+          cur, meta_, {path, a, b, o_.gzip, shown_, o_.cancel, o_.progress}, &written, &bytes));
+      if (!written) return Status::Ok();  // cancelled
+    } else {
+      TarOut tar(path, o_.gzip, mtime_);
+      std::set<std::string> keys;
+      std::vector<Member> members;
+      for (int64_t i = a; i < b; ++i) {
+        if (Cancelled()) return Status::Ok();  // the temporary goes with `tar`
+        auto r = cur.Read(i);
+        if (!r.ok()) return r.status().WithContext(shown_ + " record " + RecordKey(i));
+        const std::string key = Unique(KeyOf(r->path), "", i, &keys);
+        Status st = RecordMembers(r.value(), i, meta_, &members);
+        if (!st.ok()) return st.WithContext(shown_ + " record " + RecordKey(i));
+        for (const Member& m : members) tar.Add(key + m.suffix, m.bytes.data(), m.bytes.size());
+        if (o_.progress) ++o_.progress->done;
+      }
+      IMAGEPACK_RETURN_IF_ERROR(tar.Finish());
+      bytes = tar.bytes();
     }
-    IMAGEPACK_RETURN_IF_ERROR(tar.Finish());
     records_ += b - a;
     ++files_;
-    bytes_ += static_cast<int64_t>(tar.bytes());
+    bytes_ += static_cast<int64_t>(bytes);
     return Status::Ok();
   }
 
@@ -545,14 +565,18 @@ Result<ExportSummary> ExportLocal(const ExportOptions& o) {
   for (const auto& c : meta.classes) classes += c + "\n";
   if (!meta.classes.empty())
     IMAGEPACK_RETURN_IF_ERROR(WriteFileAtomic((fs::path(o.dst) / "classes.txt").string(), classes.data(), classes.size()));
+  if (o.layout == ExportLayout::kTfRecord && !meta.classes.empty()) {  // TF-slim's, labels from 1
+    const std::string slim = internal::SlimLabelsText(meta.classes);
+    IMAGEPACK_RETURN_IF_ERROR(WriteFileAtomic((fs::path(o.dst) / "labels.txt").string(), slim.data(), slim.size()));
+  }
   if (o.layout == ExportLayout::kWebDataset) {  // the dataset's metadata: fields, their classes, for the way back
     const std::string mj = meta.ToJson() + "\n";
     IMAGEPACK_RETURN_IF_ERROR(WriteFileAtomic((fs::path(o.dst) / "meta.json").string(), mj.data(), mj.size()));
   }
   if (o.progress) o.progress->total = last - first;
   ExportRun run(o, src, shown, first, last);
-  if (o.layout == ExportLayout::kWebDataset) run.WriteShards(per_shard);
-  else run.WriteFolder();
+  if (o.layout == ExportLayout::kImageFolder) run.WriteFolder();
+  else run.WriteShards(per_shard);
   IMAGEPACK_RETURN_IF_ERROR(run.status());
   ExportSummary sum;
   run.Fill(&sum);
