@@ -144,6 +144,18 @@ def test_ctrl_c_checkpoints_at_the_next_step_says_how_to_resume_and_exits_130(db
         assert "continues at position %s" % m.group(2) in o, o
 
 
+def catches_sigint(pid):
+    """True once the process has a handler for SIGINT (/proc/PID/status)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    except OSError:
+        pass
+    return False
+
+
 def test_a_second_ctrl_c_stops_at_once(db, tmp_path):
     # Rank 0 of 2 with no rank 1 waits in the rendezvous: the first Ctrl-C
     # is taken (a checkpoint is due at the next step, which never comes),
@@ -155,7 +167,12 @@ def test_a_second_ctrl_c_stops_at_once(db, tmp_path):
         p = subprocess.Popen([TRAIN, *map(str, args(db, tmp_path / "run"))], stdout=subprocess.DEVNULL,
                              stderr=stderr, env=e, start_new_session=True)
     try:
-        time.sleep(1)
+        # Ctrl-C once the trainer catches it (its handler is installed:
+        # SIGINT in SigCgt), not after a fixed sleep a loaded machine outlasts.
+        end = time.time() + 120
+        while not catches_sigint(p.pid):
+            assert p.poll() is None and time.time() < end, open(err).read()
+            time.sleep(0.05)
         os.kill(p.pid, signal.SIGINT)
         end = time.time() + 60
         while "Ctrl-C again stops at once" not in open(err).read():
