@@ -553,7 +553,9 @@ Result<ExportSummary> ExportLocal(const ExportOptions& o) {
   const int64_t last = o.last < 0 ? n : std::clamp<int64_t>(o.last, first, n);
   int64_t per_shard = o.records_per_shard;
   if (per_shard <= 0) {
-    const double mean = n > 0 ? double(meta.payload_bytes) / double(n) + 1536 : 1;  // + headers, .cls, .json
+    // + an Example's other features; + tar headers, .cls, .json
+    const double extra = o.layout == ExportLayout::kTfRecord ? 256 : 1536;
+    const double mean = n > 0 ? double(meta.payload_bytes) / double(n) + extra : 1;
     per_shard = std::max<int64_t>(1, static_cast<int64_t>(double(o.shard_mb) * 1e6 / mean));
   }
   std::error_code ec;
