@@ -8,8 +8,11 @@ import gzip
 import io
 import json
 import os
+import signal
 import struct
+import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -125,6 +128,47 @@ def test_a_rerun_keeps_the_complete_files(jpeg_db, tmp_path):
     assert not [n for n in os.listdir(out) if n.startswith(".")]  # no temporaries left
     r = run(*args[:-1], "20", ok=False)  # other settings: another export
     assert r.returncode != 0 and "holds another export" in r.stderr
+
+
+def test_an_interrupted_export_leaves_only_complete_files(tree, tmp_path):
+    """Ctrl-C mid-export: every file under its final name holds all its
+    records, no temporary stays, and the re-run gives the bytes of an
+    uninterrupted export."""
+    big = tmp_path / "big"
+    for c in sorted(os.listdir(tree)):
+        os.makedirs(big / c)
+        for k in range(40):
+            for n in os.listdir(tree / c):
+                os.link(tree / c / n, big / c / ("%d_%s" % (k, n)))
+    run(tool("pack_lmdb"), big, tmp_path / "big.lmdb", "-q")
+    args = [tool("export_db"), tmp_path / "big.lmdb", None, "-q", "--to", "tfrecord", "--records-per-shard", "20",
+            "--gzip", "--threads", "1"]
+    args[2] = tmp_path / "clean"
+    run(*args)
+    args[2] = tmp_path / "cut"
+    files = lambda: [f for f in os.listdir(tmp_path / "cut") if f.startswith("train-")] \
+        if os.path.isdir(tmp_path / "cut") else []
+    p = subprocess.Popen([str(a) for a in args], start_new_session=True, stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 60
+        while not files() and p.poll() is None and time.time() < deadline:
+            time.sleep(0.002)
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    done = sorted(files())
+    assert p.returncode == 130 and "interrupted" in out and 0 < len(done) < 180, (p.returncode, out, len(done))
+    assert [len(examples_in(tmp_path / "cut", [f])) for f in done] == [20] * len(done)
+    assert not [f for f in os.listdir(tmp_path / "cut") if f.startswith(".")]  # no temporaries
+    r = run(*args)
+    assert "3600 records" in r.stdout and "%d already there" % (20 * len(done)) in r.stdout, r.stdout
+    clean = sorted(f for f in os.listdir(tmp_path / "clean") if f.startswith("train-"))
+    assert sorted(files()) == clean and len(clean) == 180
+    for f in clean:
+        assert (tmp_path / "cut" / f).read_bytes() == (tmp_path / "clean" / f).read_bytes()
 
 
 def test_raw_records_are_lossless_pngs(tree, tmp_path):
