@@ -805,7 +805,7 @@ def main(argv=None):
     else:
         train_kw, val_kw = dict(transform="train"), dict(transform="eval", **resize)
     if args.task == "classification":  # torchvision's per-sample augmentations; the eval resize's filter
-        train_kw.update(train_recipe.loader_options(args))
+        train_kw.update(train_recipe.loader_options(args, mean))
         val_kw["interpolation"] = args.interpolation
     train = None
     if not args.evaluate:

@@ -160,11 +160,13 @@ def usage_problem(args, unless):
     return ""
 
 
-def loader_options(args):
-    """The training Loader's augmentation keywords (torchvision's flags)."""
+def loader_options(args, mean):
+    """The training Loader's augmentation keywords (torchvision's flags).
+    torchvision erases after Normalize with 0, the mean: here the grey
+    levels of `mean` (the input's normalisation, 0..1 per channel)."""
     return dict(auto_augment=args.auto_augment, ra_magnitude=args.ra_magnitude,
                 augmix_severity=args.augmix_severity, random_erase=args.random_erase,
-                interpolation=args.interpolation)
+                random_erase_value=[int(round(255 * m)) for m in mean], interpolation=args.interpolation)
 
 
 def param_groups(model, wd, norm_wd=None, no_bn_wd=False):

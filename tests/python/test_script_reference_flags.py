@@ -408,4 +408,7 @@ def test_the_augmentation_flags_reach_the_loaders(dbs, monkeypatch):
                                      "interpolation")} == dict(auto_augment="augmix", augmix_severity=5,
                                                                ra_magnitude=12, random_erase=0.25,
                                                                interpolation="bicubic")
+    # torchvision erases after Normalize(mean, std) with 0: the mean colour, in grey levels
+    mean = real(dbs["train"], batch_size=1, size=8, threads=1, as_torch=False).meta["mean"]
+    assert len(mean) == 3 and train_kw["random_erase_value"] == [round(255 * m) for m in mean]
     assert val_kw["interpolation"] == "bicubic" and "auto_augment" not in val_kw and "random_erase" not in val_kw
