@@ -567,17 +567,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   const RecordSource& s = *src.value();
   if (s.size() == 0) return Status::InvalidArgument("dataset " + s.Describe() + " is empty");
   if (Status keys = CheckBatchKeys(s.meta().fields); !keys.ok()) return keys.WithContext(s.Describe());
-  // The policies and erasing move and paint the image alone: a mask, a
-  // second image or boxes would no longer match it. Refused, not done
-  // behind the user's back.
-  if ((o.transform == TransformKind::kTrain || o.transform == TransformKind::kPadCrop) &&
-      (o.augment.kind != AutoAugmentKind::kNone || o.erase.p > 0))
-    for (const FieldSpec& f : s.meta().fields)
-      if (InfoOf(f.kind).spatial())
-        return Status::InvalidArgument(s.Describe() + ": field '" + f.name + "' (" + std::string(InfoOf(f.kind).name) +
-                                       ") follows the image's geometry, which the augmentation policy and random "
-                                       "erasing change for the image alone; they are not applied to fields: train "
-                                       "without them on this dataset");
+  IMAGEPACK_RETURN_IF_ERROR(internal::CheckAugmentsFit(o, s.meta().fields, s.Describe()));
   // Blocks are of the files' (objects') bytes: what the device reads.
   const int64_t file_bytes = s.stored_bytes();
   if (auto out = internal::OutputConverter::Make(o.output_dtype, o.norm_mean, o.norm_std,

@@ -163,4 +163,16 @@ void SampleRenderer::WriteSample(const Image& img, uint8_t* dst) const {
   }
 }
 
+Status CheckAugmentsFit(const LoaderOptions& o, const std::vector<FieldSpec>& fields, const std::string& describe) {
+  if (!TransformTrains(o.transform) || (o.augment.kind == AutoAugmentKind::kNone && !(o.erase.p > 0)))
+    return Status::Ok();
+  for (const FieldSpec& f : fields)
+    if (InfoOf(f.kind).spatial())
+      return Status::InvalidArgument(describe + ": field '" + f.name + "' (" + InfoOf(f.kind).name +
+                                     ") follows the image's geometry, which the augmentation policy and random "
+                                     "erasing change for the image alone; they are not applied to fields: train "
+                                     "without them on this dataset");
+  return Status::Ok();
+}
+
 }  // namespace imagepack::internal

@@ -65,4 +65,9 @@ class SampleRenderer {
   const FieldBatcher* fields_;
 };
 
+// The policies and erasing move and paint the image alone: with a field
+// that follows the image's geometry (a mask, a second image, boxes) they
+// are refused, naming it, rather than leaving it unmatched.
+Status CheckAugmentsFit(const LoaderOptions& o, const std::vector<FieldSpec>& fields, const std::string& describe);
+
 }  // namespace imagepack::internal

@@ -21,6 +21,7 @@
 #include "sources/registry.h"
 #include "sources/sources.h"
 #include "stores/memory_source.h"
+#include "stores/store_internal.h"
 
 namespace fs = std::filesystem;
 
@@ -227,3 +228,19 @@ Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const
 }
 
 }  // namespace imagepack::internal
+
+namespace imagepack {
+
+// store.h's entry points live here, in the top room: other tools' files
+// are read in place (OpenInPlace), anything else is a container
+// (stores/, which knows nothing of pack).
+Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
+  if (internal::ReadsInPlace(path)) return internal::OpenInPlace(path, opts);
+  return internal::OpenContainer(path, opts);
+}
+
+Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::string>& paths, const OpenOptions& opts) {
+  return internal::OpenShards(paths, opts, [](const std::string& path, const OpenOptions& o) { return OpenDatabase(path, o); });
+}
+
+}  // namespace imagepack

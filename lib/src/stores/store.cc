@@ -16,7 +16,6 @@
 #include "imagepack/storage.h"
 #include "imagepack/store.h"
 #include "fields/pixel_stats.h"
-#include "pack/in_place.h"
 #include "storage/shared_copy.h"
 #include "stores/store_internal.h"
 #include "storage/fd_io.h"
@@ -241,7 +240,7 @@ Result<std::unique_ptr<RecordSource>> OpenInRam(const std::string& path, Storage
   {
     OpenOptions plain = opts;
     plain.in_ram = false;
-    auto direct = OpenDatabase(path, plain);
+    auto direct = internal::OpenContainer(path, plain);
     if (!direct.ok()) return direct.status();
     want = direct.value()->meta().ToJson();
   }
@@ -257,7 +256,7 @@ Result<std::unique_ptr<RecordSource>> OpenInRam(const std::string& path, Storage
     // release after each batch).
     OpenOptions inner;
     inner.pread_records = opts.pread_records;
-    auto src = OpenDatabase(copy.value()->path(), inner);
+    auto src = internal::OpenContainer(copy.value()->path(), inner);
     // The file opened and the copy does not, or holds other metadata:
     // not this file's copy (or the file changed while being copied).
     std::string wrong;
@@ -284,9 +283,9 @@ Result<std::unique_ptr<RecordSource>> OpenInRam(const std::string& path, Storage
 
 }  // namespace
 
-Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
-  // Parquet, TFRecord and WebDataset files are read where they lie.
-  if (internal::ReadsInPlace(path)) return internal::OpenInPlace(path, opts);
+namespace internal {
+
+Result<std::unique_ptr<RecordSource>> OpenContainer(const std::string& path, const OpenOptions& opts) {
   auto settings = SettingsFor(opts);
   if (!settings.ok()) return settings.status();
   auto storage = OpenStorage(path, settings.value());
@@ -307,12 +306,13 @@ Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, cons
   return internal::OpenLmdb(path, opts);
 }
 
-Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::string>& paths, const OpenOptions& opts) {
+Result<std::unique_ptr<RecordSource>> OpenShards(const std::vector<std::string>& paths, const OpenOptions& opts,
+                                                 DatabaseOpener open_one) {
   if (paths.empty()) return Status::InvalidArgument("no database given");
-  if (paths.size() == 1) return OpenDatabase(paths[0], opts);
+  if (paths.size() == 1) return open_one(paths[0], opts);
   std::vector<std::unique_ptr<RecordSource>> parts(paths.size());
   {
-    auto s = OpenDatabase(paths[0], opts);
+    auto s = open_one(paths[0], opts);
     if (!s.ok()) return s.status();
     parts[0] = std::move(s.value());
   }
@@ -352,7 +352,7 @@ Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::strin
   // reported.
   tbb::parallel_for(tbb::blocked_range<size_t>(1, paths.size(), 16), [&](const tbb::blocked_range<size_t>& r) {
     for (size_t i = r.begin(); i != r.end(); ++i) {
-      auto s = OpenDatabase(paths[i], opts);
+      auto s = open_one(paths[i], opts);
       if (!s.ok()) {
         got[i].status = s.status();
         continue;
@@ -390,8 +390,6 @@ Result<std::unique_ptr<RecordSource>> OpenDatabases(const std::vector<std::strin
   if (all_have_stats && pooled.images > 0) pooled.MeanStd(static_cast<int>(first.mean.size()), &meta.mean, &meta.std);
   return std::unique_ptr<RecordSource>(new MultiSource(std::move(parts), std::move(meta)));
 }
-
-namespace internal {
 
 std::unique_ptr<RecordSource> JoinSources(std::vector<std::unique_ptr<RecordSource>> parts, DatasetMeta meta,
                                           const std::string& parts_are) {

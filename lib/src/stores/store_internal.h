@@ -54,4 +54,15 @@ Result<std::unique_ptr<RecordSource>> OpenUnmappedBlob(std::shared_ptr<const Byt
 std::unique_ptr<RecordSource> JoinSources(std::vector<std::unique_ptr<RecordSource>> parts, DatasetMeta meta,
                                           const std::string& parts_are);
 
+// One container (LMDB or blob, by its first bytes) at `path`, on any
+// storage; in_ram makes or joins the machine's shared copy. The public
+// OpenDatabase (pack/in_place.cc) reads other tools' files in place first.
+Result<std::unique_ptr<RecordSource>> OpenContainer(const std::string& path, const OpenOptions& opts);
+
+// The shards of one dataset, each opened by `open_one`, joined after
+// their class lists, encodings, channels and fields are checked.
+using DatabaseOpener = Result<std::unique_ptr<RecordSource>> (*)(const std::string&, const OpenOptions&);
+Result<std::unique_ptr<RecordSource>> OpenShards(const std::vector<std::string>& paths, const OpenOptions& opts,
+                                                 DatabaseOpener open_one);
+
 }  // namespace imagepack::internal
