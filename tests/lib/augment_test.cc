@@ -79,23 +79,27 @@ TEST(Augment, KnownValues) {
   EXPECT_EQ(img.pixels, orig.pixels);
 }
 
-TEST(Augment, BaselineAndSse41LoopsGiveTheSameBytes) {
-  bool& use = internal::UseSse41();
-  const bool had = use;
-  for (auto [w, h, c] : {std::tuple{37, 29, 3}, {5, 3, 1}, {224, 17, 3}}) {
+TEST(Augment, BaselineSse41AndAvx2LoopsGiveTheSameBytes) {
+  bool& sse41 = internal::UseSse41();
+  bool& avx2 = internal::UseAvx2();
+  const bool had_sse41 = sse41, had_avx2 = avx2;
+  for (auto [w, h, c] : {std::tuple{37, 29, 3}, {5, 3, 1}, {224, 17, 3}, {61, 40, 1}, {224, 224, 3}}) {
     for (int k = 0; k < kAugOpCount; ++k)
-      for (double m : {-0.7, -0.2, 0.3, 0.9, 13.0, -25.0})
+      for (double m : {-0.7, -0.2, 0.3, 0.9, 13.0, -25.0, 135.0, -0.99})
         for (auto interp : {AugInterpolation::kNearest, AugInterpolation::kBilinear}) {
           const uint8_t fill[3] = {10, 200, 30};
-          Image a = Noise(w, h, c, 11), b = a;
-          use = false;
+          Image a = Noise(w, h, c, 11), b = a, v = a;
+          sse41 = false, avx2 = false;
           ApplyAugOp(static_cast<AugOp>(k), m, interp, k % 2 ? fill : nullptr, &a);
-          use = true;
+          sse41 = true;
           ApplyAugOp(static_cast<AugOp>(k), m, interp, k % 2 ? fill : nullptr, &b);
+          avx2 = had_avx2;  // the CPU's: AVX2 where it has it
+          ApplyAugOp(static_cast<AugOp>(k), m, interp, k % 2 ? fill : nullptr, &v);
           ASSERT_EQ(a.pixels, b.pixels) << AugOpName(static_cast<AugOp>(k)) << " " << m;
+          ASSERT_EQ(a.pixels, v.pixels) << AugOpName(static_cast<AugOp>(k)) << " " << m << " (AVX2)";
         }
   }
-  use = had;
+  sse41 = had_sse41, avx2 = had_avx2;
 }
 
 TEST(Augment, EqualizeAndAutoContrastOfAFlatImageChangeNothing) {

@@ -32,6 +32,9 @@ void BlendWith(Image* img, const uint8_t* other, double factor);
 // SSE4.1); a test turns it off to hold the baseline builds to the same
 // bytes. Not for concurrent use while turned.
 bool& UseSse41();
+// Likewise the AVX2 build of the bilinear affine loop (eight pixels at a
+// time, the same float32 operations: the same bytes).
+bool& UseAvx2();
 
 // One of AutoAugment's sub-policies: two (operation, probability,
 // magnitude bin) entries; bin -1: no magnitude.
