@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import SCRIPTS, run, tool
@@ -227,24 +228,25 @@ def test_classes_option_relabels_by_classlabel_names(duckdb, jpegs, tmp_path):
 
 def test_other_columns_are_fields_by_kind(duckdb, jpegs, tmp_path):
     """Integers are ints, doubles floats, strings text (null: empty), a
-    list column is named as not packed."""
+    list of integers ints; a list of strings is named as not packed."""
     d, items = jpegs
     src = tmp_path / "f.parquet"
     duckdb("COPY (SELECT {'bytes': content, 'path': parse_filename(filename)} AS image, "
            "CAST(regexp_extract(parse_filename(filename), 'class(\\d)', 1) AS BIGINT) AS label, "
            "octet_length(content)::INTEGER AS size, 0.5::DOUBLE AS score, "
            "CASE WHEN parse_filename(filename) LIKE 'class0%%' THEN NULL ELSE 'x' END AS note, "
-           "[1, 2] AS tags FROM read_blob('%s/*.jpg') ORDER BY filename) TO '%s' (FORMAT parquet)" % (d, src))
+           "[1, 2] AS tags, ['a', 'b'] AS words FROM read_blob('%s/*.jpg') ORDER BY filename) TO '%s' "
+           "(FORMAT parquet)" % (d, src))
     r = run(tool("pack_lmdb"), src, tmp_path / "f.lmdb")
-    assert "columns not packed: tags.list.element" in r.stderr, r.stderr
+    assert "columns not packed: words.list.element" in r.stderr, r.stderr
     db = read_db.open_db(str(tmp_path / "f.lmdb"))
     assert [(f["name"], f["kind"]) for f in db.meta["fields"]] == [("size", "ints"), ("score", "floats"),
-                                                                    ("note", "text")]
+                                                                    ("note", "text"), ("tags", "ints")]
     by_name = {n: b for n, b, _ in items}
     for i in range(db.meta["count"]):
         rec = read_db.read_record(db, i)
-        size, score, note = (f["value"] for f in rec["fields"])
-        assert list(size) == [len(by_name[rec["path"]])] and list(score) == [0.5]
+        size, score, note, tags = (f["value"] for f in rec["fields"])
+        assert list(size) == [len(by_name[rec["path"]])] and list(score) == [0.5] and list(tags) == [1, 2]
         assert note == ("" if rec["path"].startswith("class0") else "x")
 
 
@@ -317,3 +319,151 @@ def test_verify_against_the_parquet_file(duckdb, jpegs, tmp_path):
            "{huggingface: '%s'})" % (src, other, HF))
     r = run(tool("verify_db"), tmp_path / "v.lmdb", "--against", other, ok=False)
     assert r.returncode == 1 and "not in the source tree" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def unlist(v):
+    """DuckDB's node values: a list is {"items": [...]}; null stays None."""
+    if isinstance(v, dict) and "items" in v:
+        return [unlist(x) for x in v["items"]]
+    return v
+
+
+def fields_by_path(db):
+    d = read_db.open_db(str(db))
+    out = {}
+    for i in range(d.meta["count"]):
+        r = read_db.read_record(d, i)
+        out[r["path"]] = [f["value"] for f in r["fields"]]
+    return d.meta, out
+
+
+LISTS_SQL = ("COPY (SELECT {'bytes': content, 'path': parse_filename(filename)} AS image, "
+             "CAST(regexp_extract(parse_filename(filename), 'class(\\d)', 1) AS BIGINT) AS label, "
+             "CASE WHEN n %% 7 = 0 THEN NULL WHEN n %% 7 = 1 THEN []::INTEGER[] "
+             "ELSE [n, -n, n * 1000, 2147483647][1:n %% 5]::INTEGER[] END AS ids, "
+             "CASE WHEN n %% 4 = 0 THEN NULL ELSE [n + 0.25, n / 3, -n / 7][1:n %% 4]::FLOAT[] END AS emb, "
+             "[n / 3, 1e10]::DOUBLE[] AS dbl, [true, n %% 2 = 0] AS flags, "
+             "[[n, n + 1], []]::BIGINT[][] AS pairs, ['x'] AS words "
+             "FROM (SELECT *, row_number() OVER (ORDER BY filename) - 1 AS n FROM read_blob('%s/*.jpg'))) "
+             "TO '%s' (FORMAT parquet, %s, KV_METADATA {huggingface: '%s'})")
+
+
+@pytest.mark.parametrize("options", ["COMPRESSION snappy", "COMPRESSION zstd, PARQUET_VERSION V2"],
+                         ids=["v1-snappy", "v2-zstd"])
+def test_list_columns_are_ints_and_floats_fields(duckdb, jpegs, tmp_path, options):
+    """DuckDB's LIST columns: integers (null lists, empty lists, longer
+    ones) ints, floats and doubles floats, booleans ints; a list of lists
+    and a list of strings are named as not packed. Every value is the one
+    DuckDB reads back from the same file."""
+    d, items = jpegs
+    src = tmp_path / "l.parquet"
+    duckdb(LISTS_SQL % (d, src, options, HF))
+    want = {p: [unlist(x) for x in rest] for p, *rest in duckdb(
+        "SELECT image.path, ids, emb, dbl, flags FROM read_parquet('%s')" % src)}
+    assert sum(v[0] is None for v in want.values()) > 0 and sum(v[0] == [] for v in want.values()) > 0
+    r = run(tool("pack_lmdb"), src, tmp_path / "l.lmdb", "-q")
+    assert "columns not packed: pairs.list.element.list.element, words.list.element" in r.stderr, r.stderr
+    m, got = fields_by_path(tmp_path / "l.lmdb")
+    assert [(f["name"], f["kind"]) for f in m["fields"]] == [("ids", "ints"), ("emb", "floats"), ("dbl", "floats"),
+                                                              ("flags", "ints")]
+    assert sorted(got) == sorted(n for n, _, _ in items)
+    for path, (ids, emb, dbl, flags) in got.items():
+        w_ids, w_emb, w_dbl, w_flags = want[path]
+        assert list(ids) == (w_ids or []), path  # a null list is an empty field
+        assert emb.dtype == np.float32 and list(emb) == [np.float32(x) for x in (w_emb or [])], path
+        assert list(dbl) == [np.float32(x) for x in w_dbl], path
+        assert list(flags) == [int(x) for x in w_flags], path
+    # a null element skips its row, named
+    bad = tmp_path / "bad.parquet"
+    first = items[0][0]
+    duckdb("COPY (SELECT * REPLACE (CASE WHEN image.path = '%s' THEN [1, NULL] ELSE ids END AS ids) "
+           "FROM read_parquet('%s')) TO '%s' (FORMAT parquet, %s)" % (first, src, bad, options))
+    r = run(tool("pack_lmdb"), bad, tmp_path / "b.lmdb", "-q", "--errors", tmp_path / "e.txt", ok=False)
+    assert r.returncode == 3, r.stderr
+    assert "bad.parquet: row 0\tcolumn ids: a null in a list" in (tmp_path / "e.txt").read_text()
+    assert len(fields_by_path(tmp_path / "b.lmdb")[1]) == len(items) - 1
+
+
+HF_OBJECTS = json.dumps({"info": {"features": {
+    "image": {"_type": "Image"}, "label": {"names": CLASSES, "_type": "ClassLabel"},
+    "objects": {"feature": {"bbox": {"feature": {"dtype": "float32", "_type": "Value"}, "length": 4,
+                                     "_type": "Sequence"},
+                            "category": {"names": ["cat", "dog"], "_type": "ClassLabel"}},
+                "_type": "Sequence"}}}})
+# Per row n: n % 3 boxes inside the image, exact in float32, valid as
+# [x, y, w, h] and as [x0, y0, x1, y1].
+BOXES = "[[n % 10, n % 10 + 0.5, n % 10 + 2, n % 10 + 4], [0.25, 0.75, 1 + n % 7, 1]][1:n % 3]"
+CATEGORIES = "[n % 2, 1][1:n % 3]"
+BOX_LAYOUTS = {
+    # datasets' Sequence of a dict: a struct of lists
+    "struct-of-lists": ("{'bbox': %s::FLOAT[][], 'category': %s::BIGINT[]} AS objects" % (BOXES, CATEGORIES),
+                        "objects.bbox", "objects.bbox, objects.category", HF_OBJECTS, "", False),
+    # datasets' List of a dict: a list of structs
+    "list-of-structs": ("list_transform(list_zip(%s::DOUBLE[][], %s::INTEGER[]), lambda z: {'bbox': z[1], "
+                        "'category': z[2]}) AS objects" % (BOXES, CATEGORIES), "objects.bbox",
+                        "list_transform(objects, lambda x: x.bbox), list_transform(objects, lambda x: x.category)",
+                        HF_OBJECTS, "", False),
+    # top-level lists, the file saying [x0, y0, x1, y1]
+    "top-level-xyxy": ("%s::FLOAT[][] AS bbox, %s::BIGINT[] AS category" % (BOXES, CATEGORIES), "bbox",
+                       "bbox, category", HF, ", bbox_format: 'xyxy'", True),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(BOX_LAYOUTS))
+def test_bbox_lists_are_boxes(duckdb, jpegs, tmp_path, layout):
+    """A list of [4 numbers] named bbox beside an integer category list is
+    a boxes field: [x, y, w, h] (COCO's, the default) as x0 = x, y0 = y,
+    x1 = x + w, y1 = y + h; [x0, y0, x1, y1] kept where the file's
+    key-value bbox_format says xyxy. The category's ClassLabel names are
+    the boxes' classes. Expected values: DuckDB's reading of the file."""
+    column, name, select, hf, kv, xyxy = BOX_LAYOUTS[layout]
+    d, items = jpegs
+    src = tmp_path / "o.parquet"
+    duckdb("COPY (SELECT {'bytes': content, 'path': parse_filename(filename)} AS image, "
+           "CAST(regexp_extract(parse_filename(filename), 'class(\\d)', 1) AS BIGINT) AS label, %s "
+           "FROM (SELECT *, row_number() OVER (ORDER BY filename) - 1 AS n FROM read_blob('%s/*.jpg'))) "
+           "TO '%s' (FORMAT parquet, KV_METADATA {huggingface: '%s'%s})" % (column, d, src, hf, kv))
+    want = {p: (unlist(b), unlist(c)) for p, b, c in duckdb("SELECT image.path, %s FROM read_parquet('%s')"
+                                                           % (select, src))}
+    assert max(len(b) for b, _ in want.values()) == 2
+    r = run(tool("pack_lmdb"), src, tmp_path / "o.lmdb", "-q")
+    assert "not packed" not in r.stderr, r.stderr
+    m, got = fields_by_path(tmp_path / "o.lmdb")
+    assert [(f["name"], f["kind"]) for f in m["fields"]] == [(name, "boxes")]
+    if hf == HF_OBJECTS:
+        assert m["fields"][0]["classes"] == ["cat", "dog"]
+    assert sorted(got) == sorted(n for n, _, _ in items)
+    for path, ((xy, cls),) in got.items():
+        boxes, cats = want[path]
+        if not xyxy:
+            boxes = [[x, y, x + w, y + h] for x, y, w, h in boxes]
+        assert xy.tolist() == boxes and cls.tolist() == cats, path
+
+
+def test_bad_boxes_skip_their_rows(duckdb, jpegs, tmp_path):
+    """A box of 3 numbers, or more boxes than categories, skips its row
+    (named); an unknown bbox_format leaves the column out, said."""
+    d, items = jpegs
+    src = tmp_path / "b.parquet"
+    duckdb("COPY (SELECT {'bytes': content, 'path': parse_filename(filename)} AS image, "
+           "CAST(regexp_extract(parse_filename(filename), 'class(\\d)', 1) AS BIGINT) AS label, "
+           "CASE n WHEN 1 THEN [[1, 2, 3]] ELSE [[1, 2, 3, 4], [5, 6, 7, 8]] END::FLOAT[][] AS bbox, "
+           "CASE n WHEN 2 THEN [1] ELSE [0, 1] END::BIGINT[] AS category "
+           "FROM (SELECT *, row_number() OVER (ORDER BY filename) - 1 AS n FROM read_blob('%s/*.jpg'))) "
+           "TO '%s' (FORMAT parquet)" % (d, src))
+    r = run(tool("pack_lmdb"), src, tmp_path / "b.lmdb", "-q", "--errors", tmp_path / "e.txt", ok=False)
+    errors = (tmp_path / "e.txt").read_text()
+    assert r.returncode == 3, r.stderr
+    assert "b.parquet: row 1\tcolumn bbox: a box of 3 numbers (4 expected)" in errors, errors
+    assert "b.parquet: row 2\tcolumn bbox: 2 boxes for 1 categories" in errors, errors
+    m, got = fields_by_path(tmp_path / "b.lmdb")
+    assert len(got) == len(items) - 2
+    assert got[items[0][0]][0][0].tolist() == [[1, 2, 4, 6], [5, 6, 12, 14]]
+    odd = tmp_path / "odd.parquet"
+    duckdb("COPY (SELECT * FROM read_parquet('%s')) TO '%s' (FORMAT parquet, KV_METADATA {bbox_format: 'cxcywh'})"
+           % (src, odd))
+    r = run(tool("pack_lmdb"), odd, tmp_path / "c.lmdb", "-q")
+    assert "column bbox not packed as boxes: key-value bbox_format is not xywh, coco, xyxy or pascal_voc" in r.stderr
+    assert "columns not packed: bbox.list.element.list.element\n" in r.stderr, r.stderr
+    assert [(f["name"], f["kind"]) for f in read_db.open_db(str(tmp_path / "c.lmdb")).meta["fields"]] == \
+        [("category", "ints")]

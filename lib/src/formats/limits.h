@@ -34,6 +34,9 @@ inline constexpr size_t kParquetRowGroups = 1'000'000;
 inline constexpr int kThriftDepth = 64;
 inline constexpr uint64_t kParquetPageBytes = uint64_t(1) << 30;
 inline constexpr uint64_t kParquetPageValues = 8'000'000;
+// Parquet: levels (values, empty and null lists) of one row of a repeated
+// (list) column.
+inline constexpr size_t kParquetRowValues = 1'000'000;
 // Parquet: rows of one row group and of one file (a reader holds a label
 // and a path per row of a row group, an item per row of a file).
 inline constexpr int64_t kParquetGroupRows = 1'000'000;

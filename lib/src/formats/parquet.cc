@@ -15,6 +15,27 @@ std::string PqLeaf::dotted() const {
   return out;
 }
 
+std::vector<std::string> PqLeaf::logical() const {
+  std::vector<std::string> out;
+  bool element_next = false;  // the one child of a list's repeated group is its element
+  for (size_t i = 0; i < path.size() && i < nodes.size(); ++i) {
+    const bool in_list = i > 0 && nodes[i - 1].list && nodes[i].repetition == 2;
+    if (element_next && !in_list) {
+      element_next = false;
+      continue;
+    }
+    element_next = false;
+    if (!in_list) {
+      out.push_back(path[i]);
+      continue;
+    }
+    // A repeated group of one child is the element's holder unless it is
+    // named "array" or LIST_tuple, where it is the element (a struct).
+    element_next = nodes[i].children == 1 && path[i] != "array" && path[i] != path[i - 1] + "_tuple";
+  }
+  return out;
+}
+
 namespace {
 
 // Thrift compact protocol types.
@@ -184,6 +205,7 @@ struct SchemaElement {
   std::string name;
   int num_children = 0;
   bool text = false;
+  bool list = false;
 };
 
 Status ReadSchemaElement(Thrift& t, SchemaElement* e) {
@@ -204,12 +226,14 @@ Status ReadSchemaElement(Thrift& t, SchemaElement* e) {
         int converted = -1;
         IMAGEPACK_RETURN_IF_ERROR(Int(t, type, &converted));
         e->text = e->text || converted == 0;  // UTF8
+        e->list = e->list || converted == 3;  // LIST
         return Status::Ok();
       }
       case 10:  // LogicalType, a union: STRING is its field 1
         if (type != kStruct) return t.Skip(type);
         return t.Struct([&](int lid, int ltype) {
           e->text = e->text || lid == 1;
+          e->list = e->list || lid == 3;
           return t.Skip(ltype);
         });
       default: return t.Skip(type);
@@ -269,31 +293,40 @@ Status ReadKeyValue(Thrift& t, std::pair<std::string, std::string>* kv) {
 }
 
 // The schema's depth-first list as leaves: element `*at` and its children.
-Status AddLeaves(const std::vector<SchemaElement>& schema, size_t* at, std::vector<std::string>& path, int def,
-                 int rep, int depth, const std::string& shown, std::vector<PqLeaf>* out) {
+// `nodes` and `rep_defs` go along the path (PqLeaf).
+Status AddLeaves(const std::vector<SchemaElement>& schema, size_t* at, std::vector<std::string>& path,
+                 std::vector<PqNode>& nodes, std::vector<int>& rep_defs, int def, int depth, const std::string& shown,
+                 std::vector<PqLeaf>* out) {
   if (*at >= schema.size()) return Status::Corruption(shown + ": the schema's children run past its end");
   if (depth > limits::kThriftDepth) return Status::Corruption(shown + ": a schema nested too deep");
   const SchemaElement& e = schema[(*at)++];
   if (depth > 0) {
     path.push_back(e.name);
+    nodes.push_back({e.repetition, e.list, e.num_children});
     def += e.repetition != 0 ? 1 : 0;
-    rep += e.repetition == 2 ? 1 : 0;
+    if (e.repetition == 2) rep_defs.push_back(def);
   }
   if (e.num_children < 0) return Status::Corruption(shown + ": schema element '" + Shown(e.name) + "' has negative children");
   if (e.num_children == 0 && depth > 0) {
     if (e.type < 0 || e.type > 7) return Status::Corruption(shown + ": column " + Shown(e.name) + " has no physical type");
     PqLeaf leaf;
     leaf.path = path;
+    leaf.nodes = nodes;
     leaf.type = PqType(e.type);
     leaf.type_length = e.type_length;
     leaf.max_def = def;
-    leaf.max_rep = rep;
+    leaf.max_rep = int(rep_defs.size());
+    leaf.rep_defs = rep_defs;
     leaf.text = e.text;
     out->push_back(std::move(leaf));
   }
   for (int i = 0; i < e.num_children; ++i)
-    IMAGEPACK_RETURN_IF_ERROR(AddLeaves(schema, at, path, def, rep, depth + 1, shown, out));
-  if (depth > 0) path.pop_back();
+    IMAGEPACK_RETURN_IF_ERROR(AddLeaves(schema, at, path, nodes, rep_defs, def, depth + 1, shown, out));
+  if (depth > 0) {
+    path.pop_back();
+    nodes.pop_back();
+    if (e.repetition == 2) rep_defs.pop_back();
+  }
   return Status::Ok();
 }
 
@@ -349,7 +382,9 @@ Result<PqFile> ParseParquetFooter(const uint8_t* data, size_t size, const std::s
   if (schema.empty()) return Status::Corruption(shown + ": the footer has no schema");
   size_t at = 0;
   std::vector<std::string> path;
-  IMAGEPACK_RETURN_IF_ERROR(AddLeaves(schema, &at, path, 0, 0, 0, shown, &f.leaves));
+  std::vector<PqNode> nodes;
+  std::vector<int> rep_defs;
+  IMAGEPACK_RETURN_IF_ERROR(AddLeaves(schema, &at, path, nodes, rep_defs, 0, 0, shown, &f.leaves));
   if (at != schema.size()) return Status::Corruption(shown + ": the schema has elements outside its root");
   int64_t rows = 0;
   for (size_t g = 0; g < f.row_groups.size(); ++g) {

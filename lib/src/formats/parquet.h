@@ -3,11 +3,13 @@
 // Thrift compact protocol: schema, row groups, column chunks, key-value
 // metadata), page headers, data pages v1 and v2 and dictionary pages;
 // definition levels (RLE / bit-packed hybrid) of flat columns, nullable or
-// inside structs; values PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY, RLE
+// inside structs, and repetition levels of repeated columns (LIST in its
+// three-level form and the legacy two-level ones, lists of lists), their
+// values grouped per row; values PLAIN, PLAIN_DICTIONARY / RLE_DICTIONARY, RLE
 // booleans, DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY
 // and BYTE_STREAM_SPLIT; codecs uncompressed, snappy, gzip, zstd, LZ4_RAW
 // and LZ4 (Hadoop's framing or a raw block); page CRCs where present.
-// Repeated columns, encryption and other codecs are refused by name.
+// Encryption and other codecs are refused by name.
 // Turning rows into items is the parquet source's (sources.h). Internal.
 #pragma once
 
@@ -27,17 +29,35 @@ namespace imagepack::internal {
 enum class PqType { kBoolean = 0, kInt32 = 1, kInt64 = 2, kInt96 = 3, kFloat = 4, kDouble = 5, kByteArray = 6,
                     kFixed = 7 };
 
+// A schema element on a leaf's path: its repetition (0 required, 1
+// optional, 2 repeated), whether it is annotated LIST (converted type or
+// logical type) and its children.
+struct PqNode {
+  int repetition = 0;
+  bool list = false;
+  int children = 0;
+};
+
 // A leaf column of the schema: its path (struct fields from the root), its
 // physical type and its levels (max_def counts its optional ancestors and
-// itself; max_rep its repeated ones).
+// itself; max_rep its repeated ones; rep_defs[k] is the definition level
+// of the k-th repeated ancestor, outermost first: a value at that level or
+// above holds an element of the list at depth k + 1).
 struct PqLeaf {
   std::vector<std::string> path;
+  std::vector<PqNode> nodes;  // one per path element
   PqType type = PqType::kByteArray;
   int type_length = 0;
   int max_def = 0;
   int max_rep = 0;
+  std::vector<int> rep_defs;
   bool text = false;  // a UTF-8 string (converted type UTF8 or logical STRING)
   std::string dotted() const;
+  // The path without the lists' own groups (the spec's backward
+  // compatibility rules): "tags" for tags.list.element (three levels),
+  // tags.array and tags.bag.array_element (two levels) and a repeated
+  // leaf "tags"; "objects.bbox" for objects.bbox.list.element.list.element.
+  std::vector<std::string> logical() const;
 };
 
 struct PqChunk {
@@ -97,6 +117,30 @@ using PqReadFn = std::function<Status(void* buf, size_t n, uint64_t at)>;
 Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
                          int64_t rows, const std::string& where,
                          const std::function<Status(int64_t row, const PqValue& v)>& fn);
+
+// The rows of a repeated column (max_rep R >= 1) as nested lists: lists[d]
+// holds the lists at depth d + 1 in order (lists[0] the row's one list),
+// each its elements as [begin, end) of lists[d + 1], or of values at depth
+// R. A list is null (`null`: it, or a struct above it, is null) or
+// present, empty or not; values holds the elements, null ones null. The
+// definition levels tell these apart by rep_defs (an empty list one below
+// its repeated group's level, a null one lower still).
+struct PqList {
+  bool null = false;
+  uint32_t begin = 0, end = 0;
+};
+struct PqRow {
+  std::vector<std::vector<PqList>> lists;
+  std::vector<PqValue> values;  // bytes valid during the call only
+};
+
+// Every row of column chunk `chunk` of a repeated leaf, in order, passed to
+// `fn` with its row within the row group; `rows` rows, as the repetition
+// levels start them (a row may span pages). Budgets: a page's levels as
+// ReadParquetColumn's values, limits::kParquetRowValues levels a row.
+Status ReadParquetRows(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
+                       int64_t rows, const std::string& where,
+                       const std::function<Status(int64_t row, const PqRow& r)>& fn);
 
 // The pieces, for the unit test and the fuzz target: a page header (its
 // size in *used), the RLE / bit-packed hybrid (n values of `bit_width`

@@ -1,112 +1,17 @@
-// Parquet's pages (formats/parquet.h): codecs, the RLE / bit-packed
-// hybrid, DELTA_BINARY_PACKED and the byte-array encodings, and a column
-// chunk read page by page. The footer and page headers: parquet.cc.
-#include <lz4.h>
-#include <snappy-c.h>
+// Parquet's pages (formats/parquet.h): the RLE / bit-packed hybrid,
+// DELTA_BINARY_PACKED and the byte-array encodings, and a column chunk
+// read page by page, flat or as rows of lists. The footer and page
+// headers: parquet.cc; codecs: parquet_codecs.cc.
 #include <zlib.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 
 #include "base/le.h"
 #include "formats/parquet.h"
 
 namespace imagepack::internal {
-
-namespace {
-
-// One raw LZ4 block into exactly `out_size` bytes.
-bool Lz4Block(const uint8_t* in, size_t in_size, uint8_t* out, size_t out_size) {
-  if (in_size > INT32_MAX || out_size > INT32_MAX) return false;
-  return LZ4_decompress_safe(reinterpret_cast<const char*>(in), reinterpret_cast<char*>(out), int(in_size),
-                             int(out_size)) == int(out_size);
-}
-
-// The deprecated LZ4 codec as Hadoop frames it (per frame: big-endian
-// uncompressed and compressed sizes, then a raw block), else, as other
-// writers wrote it, one raw block: arrow's rule.
-bool Lz4Hadoop(const uint8_t* in, size_t in_size, uint8_t* out, size_t out_size) {
-  size_t done = 0;
-  while (in_size >= 8) {
-    const uint32_t raw = uint32_t(in[0]) << 24 | uint32_t(in[1]) << 16 | uint32_t(in[2]) << 8 | in[3];
-    const uint32_t packed = uint32_t(in[4]) << 24 | uint32_t(in[5]) << 16 | uint32_t(in[6]) << 8 | in[7];
-    in += 8;
-    in_size -= 8;
-    if (packed > in_size || raw > out_size - done || !Lz4Block(in, packed, out + done, raw)) return false;
-    in += packed;
-    in_size -= packed;
-    done += raw;
-  }
-  return in_size == 0 && done == out_size;
-}
-
-}  // namespace
-
-Status ParquetDecompress(int codec, const uint8_t* in, size_t in_size, size_t out_size, std::vector<uint8_t>* out) {
-  if (out_size > limits::kParquetPageBytes)
-    return Status::InvalidArgument("a page of " + std::to_string(out_size) + " bytes (budget " +
-                                   std::to_string(limits::kParquetPageBytes) + ")");
-  out->resize(out_size);
-  switch (codec) {
-    case 0:
-      if (in_size != out_size) return Status::Corruption("an uncompressed page whose two sizes differ");
-      break;
-    default:
-      if (out_size == 0) return Status::Ok();  // an empty page (v2: its values may take no bytes at all)
-  }
-  switch (codec) {
-    case 0:
-      if (out_size) std::memcpy(out->data(), in, out_size);
-      return Status::Ok();
-    case 1: {  // snappy
-      size_t n = 0;
-      if (snappy_uncompressed_length(reinterpret_cast<const char*>(in), in_size, &n) != SNAPPY_OK || n != out_size)
-        return Status::Corruption("snappy: the page does not inflate to its stated " + std::to_string(out_size) + " bytes");
-      if (snappy_uncompress(reinterpret_cast<const char*>(in), in_size, reinterpret_cast<char*>(out->data()), &n) !=
-              SNAPPY_OK || n != out_size)
-        return Status::Corruption("snappy: a damaged page");
-      return Status::Ok();
-    }
-    case 2: {  // gzip (zlib accepted too)
-      z_stream z{};
-      if (inflateInit2(&z, 32 + MAX_WBITS) != Z_OK) return Status::IOError("gzip: cannot start inflating");
-      z.next_in = const_cast<uint8_t*>(in);
-      z.avail_in = uInt(in_size);
-      z.next_out = out->data();
-      z.avail_out = uInt(out_size);
-      int rc = inflate(&z, Z_FINISH);
-      // Several gzip members one after another read as one stream, as gzip -d does.
-      while (rc == Z_STREAM_END && z.avail_in > 0 && z.avail_out > 0 && inflateReset(&z) == Z_OK)
-        rc = inflate(&z, Z_FINISH);
-      const size_t got = out_size - z.avail_out;
-      inflateEnd(&z);
-      if (rc != Z_STREAM_END || got != out_size)
-        return Status::Corruption("gzip: the page does not inflate to its stated " + std::to_string(out_size) + " bytes");
-      return Status::Ok();
-    }
-    case 5:  // LZ4 (Hadoop's framing, else a raw block)
-      if (!Lz4Hadoop(in, in_size, out->data(), out_size) && !Lz4Block(in, in_size, out->data(), out_size))
-        return Status::Corruption("lz4: the page does not inflate to its stated " + std::to_string(out_size) + " bytes");
-      return Status::Ok();
-    case 7:  // LZ4_RAW
-      if (!Lz4Block(in, in_size, out->data(), out_size))
-        return Status::Corruption("lz4: the page does not inflate to its stated " + std::to_string(out_size) + " bytes");
-      return Status::Ok();
-    case 6: {  // zstd
-      const size_t got = ZSTD_decompress(out->data(), out_size, in, in_size);
-      if (ZSTD_isError(got) || got != out_size)
-        return Status::Corruption(std::string("zstd: ") +
-                                  (ZSTD_isError(got) ? ZSTD_getErrorName(got) : "the page does not inflate to its size"));
-      return Status::Ok();
-    }
-    default: {
-      static const char* names[] = {"UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD", "LZ4_RAW"};
-      return Status::NotSupported(std::string("codec ") + (codec >= 0 && codec < 8 ? names[codec] : "unknown") +
-                                  " is not read (uncompressed, snappy, gzip, lz4 and zstd are)");
-    }
-  }
-}
 
 namespace {
 
@@ -351,48 +256,75 @@ int BitWidth(int max) {
   return w;
 }
 
-// A data page's definition levels and values: v1 (levels inside the
-// decompressed page) or v2 (levels before the compressed values).
+// Levels of `max` (0: none, all 0) from `len` bytes at `d`, n of them.
+Status Levels(const uint8_t* d, size_t len, int max, size_t n, const char* what, std::vector<uint32_t>* out) {
+  if (max == 0) {
+    out->assign(n, 0);
+    return Status::Ok();
+  }
+  Status st = DecodeRleHybrid(d, len, BitWidth(max), n, out);
+  if (!st.ok()) return st.WithContext(what);
+  for (uint32_t l : *out)
+    if (l > uint32_t(max))
+      return Status::Corruption(std::string(what) + ": a level of " + std::to_string(l) + " above the column's " +
+                                std::to_string(max));
+  return Status::Ok();
+}
+
+// v1 levels inside the decompressed page: a 4-byte length, then the hybrid.
+Status LevelsV1(const std::vector<uint8_t>& buf, size_t* pos, int encoding, int max, size_t n, const char* what,
+                std::vector<uint32_t>* out) {
+  if (max == 0) return Levels(nullptr, 0, 0, n, what, out);
+  if (encoding != 3) return Status::NotSupported(std::string(what) + " in encoding " + std::to_string(encoding) + " (RLE is read)");
+  if (buf.size() - *pos < 4) return Status::Corruption(std::string(what) + " cut short");
+  const uint32_t len = Get<uint32_t>(buf.data() + *pos);
+  if (len > buf.size() - *pos - 4) return Status::Corruption(std::string(what) + " past the page's end");
+  IMAGEPACK_RETURN_IF_ERROR(Levels(buf.data() + *pos + 4, len, max, n, what, out));
+  *pos += 4 + len;
+  return Status::Ok();
+}
+
+// A data page's repetition and definition levels and values: v1 (levels
+// inside the decompressed page) or v2 (levels before the compressed values).
 Status DecodeDataPage(const PqLeaf& leaf, int codec, const PqPageHeader& h, const uint8_t* body, const Values* dict,
-                      std::vector<uint32_t>* defs, Values* vals, std::vector<uint8_t>* buf) {
+                      std::vector<uint32_t>* reps, std::vector<uint32_t>* defs, Values* vals, std::vector<uint8_t>* buf) {
   const size_t n = size_t(h.num_values);
   const uint8_t* values;
   size_t values_size;
   if (h.type == 0) {
     IMAGEPACK_RETURN_IF_ERROR(ParquetDecompress(codec, body, size_t(h.compressed_size), size_t(h.uncompressed_size), buf));
     size_t pos = 0;
-    if (leaf.max_def > 0) {
-      if (h.def_encoding != 3) return Status::NotSupported("definition levels in encoding " + std::to_string(h.def_encoding) + " (RLE is read)");
-      if (buf->size() < 4) return Status::Corruption("definition levels cut short");
-      const uint32_t len = Get<uint32_t>(buf->data());
-      if (len > buf->size() - 4) return Status::Corruption("definition levels past the page's end");
-      IMAGEPACK_RETURN_IF_ERROR(DecodeRleHybrid(buf->data() + 4, len, BitWidth(leaf.max_def), n, defs));
-      pos = 4 + len;
-    }
+    IMAGEPACK_RETURN_IF_ERROR(LevelsV1(*buf, &pos, h.rep_encoding, leaf.max_rep, n, "repetition levels", reps));
+    IMAGEPACK_RETURN_IF_ERROR(LevelsV1(*buf, &pos, h.def_encoding, leaf.max_def, n, "definition levels", defs));
     values = buf->data() + pos;
     values_size = buf->size() - pos;
   } else {
     const size_t levels = size_t(h.rep_length) + size_t(h.def_length);
     if (levels > size_t(h.compressed_size) || levels > size_t(h.uncompressed_size))
       return Status::Corruption("levels longer than the page");
-    if (leaf.max_def > 0)
-      IMAGEPACK_RETURN_IF_ERROR(DecodeRleHybrid(body + h.rep_length, size_t(h.def_length), BitWidth(leaf.max_def), n, defs));
+    IMAGEPACK_RETURN_IF_ERROR(Levels(body, size_t(h.rep_length), leaf.max_rep, n, "repetition levels", reps));
+    IMAGEPACK_RETURN_IF_ERROR(
+        Levels(body + h.rep_length, size_t(h.def_length), leaf.max_def, n, "definition levels", defs));
     const size_t in = size_t(h.compressed_size) - levels, out = size_t(h.uncompressed_size) - levels;
     IMAGEPACK_RETURN_IF_ERROR(ParquetDecompress(h.v2_compressed ? codec : 0, body + levels, in, out, buf));
     values = buf->data();
     values_size = buf->size();
   }
-  if (leaf.max_def == 0) defs->assign(n, 0);
   const size_t present = size_t(std::count(defs->begin(), defs->end(), uint32_t(leaf.max_def)));
   return DecodeValues(leaf, h.encoding, values, values_size, present, dict, vals);
 }
 
-}  // namespace
+// One decoded data page: its levels and the values of its present slots.
+struct Page {
+  std::string here;
+  std::vector<uint32_t> reps, defs;
+  Values vals;
+};
 
-Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
-                         int64_t rows, const std::string& where,
-                         const std::function<Status(int64_t row, const PqValue& v)>& fn) {
-  if (leaf.max_rep > 0) return Status::NotSupported(where + ": a repeated column (a list) is not read");
+// The data pages of a column chunk in order, each passed to `fn`, until
+// the chunk ends or `fn` sets *done.
+Status ForEachPage(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
+                   const std::string& where, const std::function<Status(const Page&, bool* done)>& fn) {
   if (chunk.encrypted) return Status::NotSupported(where + ": an encrypted column; not read");
   if (!chunk.file_path.empty()) return Status::NotSupported(where + ": a column chunk in another file; not read");
   // The first page: the dictionary's when there is one (some writers
@@ -407,12 +339,11 @@ Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, const PqLeaf&
     return Status::Corruption(where + ": the column chunk lies outside the file");
   const uint64_t end = at + uint64_t(chunk.total_compressed_size);
   Values dict;
-  bool have_dict = false;
+  bool have_dict = false, done = false;
   std::vector<uint8_t> head, body, buf, dict_bytes;
-  std::vector<uint32_t> defs;
-  int64_t row = 0;
-  for (int64_t page = 0; row < rows && at < end; ++page) {
-    const std::string here = where + ", page " + std::to_string(page);
+  Page p;
+  for (int64_t page = 0; !done && at < end; ++page) {
+    p.here = where + ", page " + std::to_string(page);
     PqPageHeader h;
     size_t used = 0;
     for (uint64_t window = 1 << 16;; window <<= 4) {  // headers carry statistics: read more if cut short
@@ -423,49 +354,178 @@ Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, const PqLeaf&
         h = parsed.value();
         break;
       }
-      if (head.size() == end - at || window >= (uint64_t(16) << 20)) return parsed.status().WithContext(here);
+      if (head.size() == end - at || window >= (uint64_t(16) << 20)) return parsed.status().WithContext(p.here);
     }
     at += used;
-    if (uint64_t(h.compressed_size) > end - at) return Status::Corruption(here + ": the page runs past its column chunk");
+    if (uint64_t(h.compressed_size) > end - at) return Status::Corruption(p.here + ": the page runs past its column chunk");
     if (uint64_t(h.compressed_size) > limits::kParquetPageBytes)
-      return Status::InvalidArgument(here + ": a page of " + std::to_string(h.compressed_size) + " bytes (budget " +
+      return Status::InvalidArgument(p.here + ": a page of " + std::to_string(h.compressed_size) + " bytes (budget " +
                                      std::to_string(limits::kParquetPageBytes) + ")");
     body.resize(size_t(h.compressed_size));
     IMAGEPACK_RETURN_IF_ERROR(read(body.data(), body.size(), at));
     at += body.size();
     if (h.has_crc && uint32_t(crc32(0, body.data(), uInt(body.size()))) != h.crc)
-      return Status::Corruption(here + ": the page's CRC does not match");
+      return Status::Corruption(p.here + ": the page's CRC does not match");
     if (uint64_t(h.num_values) > limits::kParquetPageValues)
-      return Status::InvalidArgument(here + ": " + std::to_string(h.num_values) + " values in a page (budget " +
+      return Status::InvalidArgument(p.here + ": " + std::to_string(h.num_values) + " values in a page (budget " +
                                      std::to_string(limits::kParquetPageValues) + ")");
     if (h.type == 2) {
       dict = Values{};
       // The dictionary's bytes stay in dict_bytes while its values point there.
       Status st = ParquetDecompress(chunk.codec, body.data(), body.size(), size_t(h.uncompressed_size), &dict_bytes);
       if (st.ok()) st = DecodePlain(leaf, dict_bytes.data(), dict_bytes.size(), size_t(h.num_values), &dict);
-      if (!st.ok()) return st.WithContext(here + " (dictionary)");
+      if (!st.ok()) return st.WithContext(p.here + " (dictionary)");
       have_dict = true;
       continue;
     }
     if (h.type != 0 && h.type != 3) continue;  // index pages
-    Values vals;
-    Status st = DecodeDataPage(leaf, chunk.codec, h, body.data(), have_dict ? &dict : nullptr, &defs, &vals, &buf);
-    if (!st.ok()) return st.WithContext(here);
+    p.vals = Values{};
+    Status st = DecodeDataPage(leaf, chunk.codec, h, body.data(), have_dict ? &dict : nullptr, &p.reps, &p.defs, &p.vals, &buf);
+    if (!st.ok()) return st.WithContext(p.here);
+    IMAGEPACK_RETURN_IF_ERROR(fn(p, &done));
+  }
+  return Status::Ok();
+}
+
+// Rows of a repeated column built from their levels (PqRow).
+class RowBuilder {
+ public:
+  RowBuilder(const PqLeaf& leaf, int64_t rows, const std::function<Status(int64_t, const PqRow&)>& fn)
+      : leaf_(leaf),
+        rows_(rows),
+        fn_(fn),
+        bytes_(leaf.type == PqType::kByteArray || leaf.type == PqType::kFixed || leaf.type == PqType::kInt96) {}
+
+  // One level pair; `v` the slot's value when def is the leaf's max.
+  Status Add(uint32_t rep, uint32_t def, const PqValue* v) {
+    const size_t r = size_t(leaf_.max_rep);
+    if (rep == 0) {
+      IMAGEPACK_RETURN_IF_ERROR(Flush());
+      if (next_ >= rows_) return Status::Corruption("more rows than the row group's " + std::to_string(rows_));
+      row_.lists.resize(r);
+      for (auto& l : row_.lists) l.clear();
+      row_.values.clear();
+      arena_.clear();
+      levels_ = 0;
+      open_ = true;
+      row_.lists[0].push_back({});
+    } else if (!open_) {
+      return Status::Corruption("a repetition level of " + std::to_string(rep) + " before any row starts");
+    } else if (def < uint32_t(leaf_.rep_defs[rep - 1]) || last_def_ < uint32_t(leaf_.rep_defs[rep - 1])) {
+      return Status::Corruption("a repetition level of " + std::to_string(rep) + " adds to a list that is empty or " +
+                                "null (definition levels " + std::to_string(last_def_) + ", " + std::to_string(def) + ")");
+    }
+    last_def_ = def;
+    if (++levels_ > limits::kParquetRowValues)
+      return Status::InvalidArgument("row " + std::to_string(next_) + " has more than " +
+                                     std::to_string(limits::kParquetRowValues) + " values (budget)");
+    for (size_t k = rep == 0 ? 1 : rep;; ++k) {  // the list at depth k continues or was just started
+      PqList& cur = row_.lists[k - 1].back();
+      const uint32_t full = uint32_t(leaf_.rep_defs[k - 1]);
+      if (def + 1 < full) {  // it (or a group above it) is null
+        cur.null = true;
+        return Status::Ok();
+      }
+      if (def + 1 == full) return Status::Ok();  // empty
+      if (k == r) {  // an element: a value, or null
+        PqValue x;
+        x.null = def < uint32_t(leaf_.max_def);
+        if (!x.null) {
+          x = *v;
+          if (!bytes_) {
+            x.p = nullptr;
+            x.n = 0;
+          } else if (x.p) {  // bytes outlive the page: a row may span pages
+            arena_.emplace_back(reinterpret_cast<const char*>(x.p), x.n);
+            x.p = reinterpret_cast<const uint8_t*>(arena_.back().data());
+          }
+        }
+        row_.values.push_back(x);
+        cur.end = uint32_t(row_.values.size());
+        return Status::Ok();
+      }
+      const uint32_t start = ChildStart(k + 1);
+      row_.lists[k].push_back({false, start, start});
+      cur.end = uint32_t(row_.lists[k].size());
+    }
+  }
+
+  Status Flush() {
+    if (!open_) return Status::Ok();
+    open_ = false;
+    return fn_(next_++, row_);
+  }
+  int64_t rows() const { return next_; }
+
+ private:
+  // Where a new list at depth d starts: the end of the next depth's array.
+  uint32_t ChildStart(size_t d) const {
+    return uint32_t(d == size_t(leaf_.max_rep) ? row_.values.size() : row_.lists[d].size());
+  }
+
+  const PqLeaf& leaf_;
+  int64_t rows_;
+  const std::function<Status(int64_t, const PqRow&)>& fn_;
+  const bool bytes_;  // values are bytes (else numbers)
+  PqRow row_;
+  std::deque<std::string> arena_;
+  size_t levels_ = 0;
+  uint32_t last_def_ = 0;  // the level before
+  int64_t next_ = 0;
+  bool open_ = false;
+};
+
+}  // namespace
+
+Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
+                         int64_t rows, const std::string& where,
+                         const std::function<Status(int64_t row, const PqValue& v)>& fn) {
+  if (leaf.max_rep > 0) return Status::NotSupported(where + ": a repeated column (a list) is read by rows");
+  int64_t row = 0;
+  IMAGEPACK_RETURN_IF_ERROR(ForEachPage(read, file_size, leaf, chunk, where, [&](const Page& p, bool* done) -> Status {
     size_t next = 0;
-    for (size_t i = 0; i < defs.size(); ++i, ++row) {
-      if (row >= rows) return Status::Corruption(here + ": more values than the row group's " + std::to_string(rows) + " rows");
+    for (size_t i = 0; i < p.defs.size(); ++i, ++row) {
+      if (row >= rows) return Status::Corruption(p.here + ": more values than the row group's " + std::to_string(rows) + " rows");
       PqValue v;
-      if (defs[i] == uint32_t(leaf.max_def)) {
-        if (next >= vals.v.size()) return Status::Corruption(here + ": fewer values than its levels say");
-        v = vals.v[next++];
+      if (p.defs[i] == uint32_t(leaf.max_def)) {
+        if (next >= p.vals.v.size()) return Status::Corruption(p.here + ": fewer values than its levels say");
+        v = p.vals.v[next++];
       } else {
         v.null = true;
       }
       IMAGEPACK_RETURN_IF_ERROR(fn(row, v));
     }
-  }
+    *done = row >= rows;
+    return Status::Ok();
+  }));
   if (row != rows)
     return Status::Corruption(where + ": " + std::to_string(row) + " values for the row group's " + std::to_string(rows) + " rows");
+  return Status::Ok();
+}
+
+Status ReadParquetRows(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
+                       int64_t rows, const std::string& where,
+                       const std::function<Status(int64_t row, const PqRow& r)>& fn) {
+  if (leaf.max_rep == 0 || leaf.rep_defs.size() != size_t(leaf.max_rep))
+    return Status::InvalidArgument(where + ": not a repeated column");
+  RowBuilder rb(leaf, rows, fn);
+  IMAGEPACK_RETURN_IF_ERROR(ForEachPage(read, file_size, leaf, chunk, where, [&](const Page& p, bool*) -> Status {
+    size_t next = 0;
+    for (size_t i = 0; i < p.defs.size(); ++i) {
+      const PqValue* v = nullptr;
+      if (p.defs[i] == uint32_t(leaf.max_def)) {
+        if (next >= p.vals.v.size()) return Status::Corruption(p.here + ": fewer values than its levels say");
+        v = &p.vals.v[next++];
+      }
+      Status st = rb.Add(p.reps[i], p.defs[i], v);
+      if (!st.ok()) return st.WithContext(p.here);
+    }
+    return Status::Ok();
+  }));
+  Status st = rb.Flush();
+  if (!st.ok()) return st.WithContext(where);
+  if (rb.rows() != rows)
+    return Status::Corruption(where + ": " + std::to_string(rb.rows()) + " rows for the row group's " + std::to_string(rows));
   return Status::Ok();
 }
 

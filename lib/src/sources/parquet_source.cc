@@ -1,8 +1,9 @@
 // Parquet files in the Hugging Face image layout as a source (sources.h,
 // OpenParquetSource): the image a struct<bytes, path> (or binary) column,
 // the label a ClassLabel (or integer "label") column, class names from the
-// "huggingface" key-value metadata, other flat columns fields (text,
-// ints, floats). Image bytes, which sit in compressed
+// "huggingface" key-value metadata, other columns fields
+// (sources/parquet_columns.h).
+// Image bytes, which sit in compressed
 // pages, are copied once into an unnamed scratch file per parquet file and
 // read back from there while packing.
 #include <unistd.h>
@@ -11,10 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <set>
-
-#include <nlohmann/json.hpp>
 
 #include "formats/braces.h"
 #include "formats/labels.h"
@@ -24,6 +22,7 @@
 #include "imagepack/fields.h"
 #include "imagepack/files.h"
 #include "imagepack/storage.h"
+#include "sources/parquet_columns.h"
 #include "sources/sources.h"
 #include "storage/fd_io.h"
 #include "storage/spill_file.h"
@@ -93,135 +92,6 @@ bool LooksLikeParquet(const std::string& src) {
 
 namespace {
 
-// Which leaves hold the image bytes, its path and the label, and the
-// class names: from the "huggingface" metadata where it says, else by
-// shape and name.
-struct Columns {
-  int image = -1, path = -1, label = -1;
-  std::vector<std::string> names;  // ClassLabel names
-  // Other flat columns as fields, by the manifest's kind rules: strings
-  // text, integers and booleans ints, floats floats (leaf, kind; slot once
-  // declared).
-  struct Field {
-    int leaf;
-    FieldKind kind;
-    int slot = -1;
-  };
-  std::vector<Field> fields;
-  std::vector<std::string> unused;
-};
-
-// The "huggingface" key's features: name -> _type, and ClassLabel names.
-void HfFeatures(const PqFile& f, const std::string& shown, std::map<std::string, std::string>* type_of,
-                std::map<std::string, std::vector<std::string>>* names, std::vector<std::string>* problems) {
-  for (const auto& [k, v] : f.key_values) {
-    if (k != "huggingface") continue;
-    auto j = ParseJsonBounded(v, shown + ": huggingface metadata");
-    if (!j.ok() || !j->is_object()) {
-      problems->push_back(shown + ": the huggingface metadata is not a JSON object (ignored)");
-      return;
-    }
-    const nlohmann::json* feats = nullptr;
-    if (auto info = j->find("info"); info != j->end() && info->is_object() && info->contains("features"))
-      feats = &(*info)["features"];
-    if (!feats || !feats->is_object()) return;
-    for (const auto& [name, spec] : feats->items()) {
-      if (!spec.is_object()) continue;
-      if (auto t = spec.find("_type"); t != spec.end() && t->is_string()) (*type_of)[name] = t->get<std::string>();
-      if (auto n = spec.find("names"); n != spec.end() && n->is_array()) {
-        std::vector<std::string> list;
-        for (const auto& x : *n)
-          if (x.is_string()) list.push_back(x.get<std::string>());
-        if (list.size() == n->size()) (*names)[name] = std::move(list);
-      }
-    }
-  }
-}
-
-Result<Columns> ChooseColumns(const PqFile& f, const std::string& shown, const SourceOptions& opts,
-                              std::vector<std::string>* problems) {
-  std::map<std::string, std::string> type_of;
-  std::map<std::string, std::vector<std::string>> names;
-  HfFeatures(f, shown, &type_of, &names, problems);
-  Columns c;
-  std::vector<int> images, labels;
-  bool named_image = false, named_label = false;
-  for (size_t i = 0; i < f.leaves.size(); ++i) {
-    const PqLeaf& l = f.leaves[i];
-    const std::string& top = l.path.front();
-    // Columns the options name are taken whatever the metadata says.
-    if (!opts.image_column.empty() && top == opts.image_column && l.type == PqType::kByteArray &&
-        ((l.path.size() == 2 && l.path[1] == "bytes") || l.path.size() == 1)) {
-      if (!named_image) images.clear();
-      named_image = true;
-      images.push_back(int(i));
-    }
-    if (!opts.label_column.empty() && top == opts.label_column && l.path.size() == 1 &&
-        (l.type == PqType::kInt32 || l.type == PqType::kInt64)) {
-      if (!named_label) labels.clear();
-      named_label = true;
-      labels.push_back(int(i));
-    }
-    const bool declared_image = type_of.count(top) && type_of[top] == "Image";
-    const bool bytes_leaf = l.type == PqType::kByteArray &&
-                            ((l.path.size() == 2 && l.path[1] == "bytes") || (l.path.size() == 1 && !l.text));
-    if (!named_image && opts.image_column.empty() && bytes_leaf && (declared_image || type_of.empty()))
-      images.push_back(int(i));
-    const bool integer = l.path.size() == 1 && (l.type == PqType::kInt32 || l.type == PqType::kInt64);
-    const bool declared_label = type_of.count(top) && type_of[top] == "ClassLabel";
-    if (!named_label && opts.label_column.empty() && integer && (declared_label || (!std::count_if(type_of.begin(), type_of.end(), [](const auto& t) {
-                                         return t.second == "ClassLabel";
-                                       }) && (top == "label" || top == "labels"))))
-      labels.push_back(int(i));
-  }
-  auto list = [&](const std::vector<int>& idx) {
-    std::string s;
-    for (int i : idx) s += (s.empty() ? "" : ", ") + f.leaves[size_t(i)].dotted();
-    return s;
-  };
-  std::string all;
-  for (const auto& l : f.leaves) all += (all.empty() ? "" : ", ") + l.dotted();
-  if (!opts.image_column.empty() && !named_image)
-    return Status::InvalidArgument(shown + ": --image-column " + opts.image_column +
-                                   " is not a struct<bytes, path> or binary column; the columns: " + all);
-  if (!opts.label_column.empty() && !named_label)
-    return Status::InvalidArgument(shown + ": --label-column " + opts.label_column +
-                                   " is not an integer column; the columns: " + all);
-  if (images.empty())
-    return Status::InvalidArgument(shown + ": no image column (a struct<bytes, path> or binary column) among " + all);
-  if (images.size() > 1)
-    return Status::InvalidArgument(shown + ": several image columns: " + list(images) + " (--image-column NAME chooses)");
-  if (labels.size() > 1)
-    return Status::InvalidArgument(shown + ": several label columns: " + list(labels) + " (--label-column NAME chooses)");
-  c.image = images[0];
-  const PqLeaf& img = f.leaves[size_t(c.image)];
-  for (size_t i = 0; i < f.leaves.size(); ++i)
-    if (img.path.size() == 2 && f.leaves[i].path.size() == 2 && f.leaves[i].path[0] == img.path[0] &&
-        f.leaves[i].path[1] == "path" && f.leaves[i].type == PqType::kByteArray)
-      c.path = int(i);
-  if (!labels.empty()) {
-    c.label = labels[0];
-    if (auto it = names.find(f.leaves[size_t(c.label)].path.front()); it != names.end()) c.names = it->second;
-  } else if (!std::count_if(type_of.begin(), type_of.end(), [](const auto& t) { return t.second == "ClassLabel"; })) {
-    // No label column named or declared: say which integer columns there are.
-    std::string ints;
-    for (const auto& l : f.leaves)
-      if (l.path.size() == 1 && (l.type == PqType::kInt32 || l.type == PqType::kInt64)) ints += (ints.empty() ? "" : ", ") + l.dotted();
-    if (!ints.empty()) problems->push_back(shown + ": no label column (--label-column NAME takes one of " + ints + ")");
-  }
-  for (size_t i = 0; i < f.leaves.size(); ++i) {
-    if (int(i) == c.image || int(i) == c.path || int(i) == c.label) continue;
-    const PqLeaf& l = f.leaves[i];
-    const bool flat = l.path.size() == 1 && l.max_rep == 0;
-    if (flat && l.type == PqType::kByteArray && l.text) c.fields.push_back({int(i), FieldKind::kText});
-    else if (flat && (l.type == PqType::kInt32 || l.type == PqType::kInt64 || l.type == PqType::kBoolean))
-      c.fields.push_back({int(i), FieldKind::kInts});
-    else if (flat && (l.type == PqType::kFloat || l.type == PqType::kDouble)) c.fields.push_back({int(i), FieldKind::kFloats});
-    else c.unused.push_back(l.dotted());
-  }
-  return c;
-}
-
 // What one row gave, in item order.
 struct Row {
   RawLabel raw;
@@ -231,7 +101,7 @@ struct Row {
 
 struct PqListing {
   std::vector<Row> rows;
-  Columns columns;
+  ParquetColumns columns;
   bool chosen = false;
   std::vector<std::string> leaf_names;  // the first file's columns, which the others must have
 };
@@ -250,7 +120,7 @@ std::string ExtOf(const uint8_t* p, size_t n) {
 Status AddRowGroup(const PqReadFn& read, uint64_t size, const PqFile& f, size_t g, const std::string& file, int fd,
                    uint64_t* written, int archive, DatasetSource& s, PqListing& l) {
   const PqRowGroup& rg = f.row_groups[g];
-  const Columns& c = l.columns;
+  const ParquetColumns& c = l.columns;
   const std::string where = file + ": row group " + std::to_string(g);
   const size_t n = size_t(rg.num_rows);
   std::vector<RawLabel> labels(n);
@@ -276,30 +146,7 @@ Status AddRowGroup(const PqReadFn& read, uint64_t size, const PqFile& f, size_t 
   // skips its row (bad[row]).
   std::vector<std::vector<SourceField>> fields(c.fields.empty() ? 0 : n);
   std::vector<std::string> bad(n);
-  for (const Columns::Field& fc : c.fields) {
-    const PqLeaf& leaf = f.leaves[size_t(fc.leaf)];
-    IMAGEPACK_RETURN_IF_ERROR(ReadParquetColumn(
-        read, size, leaf, rg.columns[size_t(fc.leaf)], rg.num_rows, where + ", column " + leaf.dotted(),
-        [&](int64_t r, const PqValue& v) {
-          SourceField sf;
-          sf.slot = fc.slot;
-          if (!v.null && fc.kind == FieldKind::kText) {
-            sf.text.assign(reinterpret_cast<const char*>(v.p), v.n);
-            if (v.n > limits::kValueMember || !IsUtf8(sf.text)) {
-              bad[size_t(r)] = "column " + leaf.dotted() + " is not UTF-8 text within " +
-                               std::to_string(limits::kValueMember) + " bytes";
-              sf.text.clear();
-            }
-          } else if (!v.null && fc.kind == FieldKind::kInts) {
-            if (v.i < INT32_MIN || v.i > INT32_MAX) bad[size_t(r)] = "column " + leaf.dotted() + ": " + std::to_string(v.i) + " does not fit int32";
-            else sf.ints.push_back(int32_t(v.i));
-          } else if (!v.null) {
-            sf.floats.push_back(float(v.f));
-          }
-          fields[size_t(r)].push_back(std::move(sf));
-          return Status::Ok();
-        }));
-  }
+  IMAGEPACK_RETURN_IF_ERROR(ReadParquetFields(read, size, f, g, c, where, &fields, &bad));
   return ReadParquetColumn(
       read, size, f.leaves[size_t(c.image)], rg.columns[size_t(c.image)], rg.num_rows,
       where + ", column " + f.leaves[size_t(c.image)].dotted(), [&](int64_t r, const PqValue& v) -> Status {
@@ -350,21 +197,23 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
   auto f = ParseParquetFooter(footer.data(), footer.size(), file);
   if (!f.ok()) return f.status();
   std::vector<std::string> notes;  // said once, for the first file
-  auto chosen = ChooseColumns(*f, file, opts, &notes);
+  auto chosen = ChooseParquetColumns(*f, file, opts, &notes);
   if (!chosen.ok()) return chosen.status();
   if (!l.chosen) {
     s.problems.insert(s.problems.end(), notes.begin(), notes.end());
     l.columns = chosen.value();
     l.chosen = true;
-    std::vector<Columns::Field> declared;
-    for (Columns::Field fc : l.columns.fields) {
-      const std::string name = f->leaves[size_t(fc.leaf)].dotted();
-      auto slot = Declare(s, name, fc.kind, opts);
+    std::vector<ParquetColumns::Field> declared;
+    for (ParquetColumns::Field fc : l.columns.fields) {
+      auto slot = Declare(s, fc.name, fc.kind, opts);
       if (!slot.ok()) {
-        s.problems.push_back(file + ": column " + name + " not packed: " + slot.status().message());
+        s.problems.push_back(file + ": column " + fc.name + " not packed: " + slot.status().message());
         continue;
       }
       fc.slot = *slot;
+      // Boxes: the category's ClassLabel names unless --box-classes gives them.
+      if (fc.kind == FieldKind::kBoxes && s.fields[size_t(fc.slot)].classes.empty())
+        s.fields[size_t(fc.slot)].classes = fc.classes;
       declared.push_back(fc);
     }
     l.columns.fields = std::move(declared);
