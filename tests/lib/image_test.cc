@@ -449,3 +449,38 @@ TEST(Prepare, OversizeJpegIsResized) {
 
 }  // namespace
 }  // namespace imagepack
+
+namespace imagepack {
+namespace {
+
+// The SSSE3 paths of the channel conversions against the per-pixel rule,
+// on every length around their 4- and 16-pixel steps.
+TEST(Pixels, ChannelConversionsAndPlanesEqualThePerPixelRule) {
+  for (int n = 0; n < 70; ++n) {
+    std::vector<uint8_t> rgbx(size_t(n) * 4);
+    for (size_t i = 0; i < rgbx.size(); ++i) rgbx[i] = uint8_t(i * 37 + 11);
+    Image img{n, 1, 4, rgbx};
+    Image rgb = ConvertChannels(img, 3);
+    Image gray = ConvertChannels(img, 1);
+    ASSERT_EQ(rgb.channels, 3);
+    ASSERT_EQ(rgb.pixels.size(), size_t(n) * 3);
+    ASSERT_EQ(gray.pixels.size(), size_t(n));
+    for (int i = 0; i < n; ++i) {
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(rgb.pixels[size_t(i) * 3 + c], rgbx[size_t(i) * 4 + c]) << n << " " << i;
+      ASSERT_EQ(gray.pixels[size_t(i)], Luma(rgbx[size_t(i) * 4], rgbx[size_t(i) * 4 + 1], rgbx[size_t(i) * 4 + 2]));
+    }
+    std::vector<uint8_t> r(static_cast<size_t>(n)), g(r), b(r);
+    RgbToPlanes(rgb.pixels.data(), size_t(n), r.data(), g.data(), b.data());
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(r[size_t(i)], rgb.pixels[size_t(i) * 3]);
+      ASSERT_EQ(g[size_t(i)], rgb.pixels[size_t(i) * 3 + 1]);
+      ASSERT_EQ(b[size_t(i)], rgb.pixels[size_t(i) * 3 + 2]);
+    }
+    Image back = ConvertChannels(gray, 3);
+    for (int i = 0; i < n; ++i)
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(back.pixels[size_t(i) * 3 + c], gray.pixels[size_t(i)]);
+  }
+}
+
+}  // namespace
+}  // namespace imagepack

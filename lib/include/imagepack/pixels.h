@@ -28,6 +28,9 @@ inline uint8_t Luma(int r, int g, int b) {
 // 4-channel RGBX input (internal decode buffers) converts to either.
 Image ConvertChannels(Image img, int channels);
 
+// n interleaved RGB pixels into three planes (HWC to CHW).
+void RgbToPlanes(const uint8_t* rgb, size_t n, uint8_t* r, uint8_t* g, uint8_t* b);
+
 // Applies an EXIF orientation (1..8) so the result is upright.
 Image ApplyOrientation(Image img, int orientation);
 

@@ -132,9 +132,7 @@ Status SampleRenderer::RenderAugmented(const RecordView& rec, const CropBox& box
   if (o_.layout == Layout::kNHWC || C == 1) {
     std::memcpy(dst, scratch->pixels.data(), n * C);
   } else {
-    const uint8_t* px = scratch->pixels.data();
-    uint8_t *r = dst, *g = dst + n, *b = dst + 2 * n;
-    for (size_t i = 0; i < n; ++i, px += 3) r[i] = px[0], g[i] = px[1], b[i] = px[2];
+    RgbToPlanes(scratch->pixels.data(), n, dst, dst + n, dst + 2 * n);
   }
   return Status::Ok();
 }
