@@ -3,6 +3,8 @@
 #include "trainer.h"
 
 #include <boost/algorithm/string.hpp>
+#include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -288,6 +290,10 @@ void Trainer::SetUpLoaders() {
   lo_.augment.ra_magnitude = o_.ra_magnitude;
   lo_.augment.augmix_severity = o_.augmix_severity;
   lo_.erase.p = o_.random_erase;
+  // torchvision erases after Normalize with 0, the mean: here, before the
+  // normalisation, with the mean's grey levels.
+  for (size_t c = 0; c < 3 && !run_.mean.empty(); ++c)
+    lo_.erase.value[c] = static_cast<uint8_t>(std::lround(std::clamp(255.0 * run_.mean[std::min(c, run_.mean.size() - 1)], 0.0, 255.0)));
   lo_.filter = o_.interpolation == "bicubic" ? ResampleFilter::kCatmullRom : ResampleFilter::kTriangle;
   vo.filter = lo_.filter;  // the reference's eval Resize takes --interpolation too
   vo.paths = SplitCommas(o_.val);

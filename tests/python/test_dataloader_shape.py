@@ -295,3 +295,25 @@ def test_second_images_follow_the_output_form(tree, tmp_path):
     sample = imagepack.open(db, image="pil")[2]
     assert isinstance(sample["image"], Image.Image) and isinstance(sample["target"], Image.Image)
     assert np.array_equal(np.asarray(sample["target"]), imagepack.open(db)[2]["target"])
+
+
+def test_normalised_batches_are_erased_with_the_mean_as_torchvision_erases_after_normalize(jpeg_db):
+    """torchvision's reference applies RandomErasing after Normalize with
+    value 0: the mean. Normalised batches are erased so (the mean's grey
+    levels, within half a grey level of 0 once normalised); uint8 batches
+    with 0 unless random_erase_value says otherwise."""
+    kw = dict(batch_size=8, size=32, seed=4, dtype="float32", mean="imagenet", std="imagenet")
+    plain = batches(imagepack.Loader(jpeg_db, **kw))
+    erased = batches(imagepack.Loader(jpeg_db, random_erase=1.0, **kw))
+    bound = 0.5 / 255 / min(imagepack.IMAGENET_STD) + 1e-6 if hasattr(imagepack, "IMAGENET_STD") else 0.0095
+    changed = 0
+    for (a, _), (b, _) in zip(plain, erased):
+        diff = np.any(np.asarray(a) != np.asarray(b), axis=1)  # N x H x W: erased pixels
+        changed += int(diff.sum())
+        inside = np.asarray(b).transpose(0, 2, 3, 1)[diff]
+        assert inside.size and np.abs(inside).max() <= bound, np.abs(inside).max()
+    assert changed > 0
+    raw = batches(imagepack.Loader(jpeg_db, batch_size=8, size=32, seed=4, random_erase=1.0))
+    base = batches(imagepack.Loader(jpeg_db, batch_size=8, size=32, seed=4))
+    a, b = np.asarray(base[0][0]), np.asarray(raw[0][0])
+    assert (b[np.any(a != b, axis=1)[:, None, :, :].repeat(3, axis=1)] == 0).all()

@@ -505,6 +505,7 @@ class Loader:
         # Every other option is a field of the C++ LoaderOptions, which holds
         # the defaults (Loader.options_defaults() lists them).
         o = _imagepack.LoaderOptions()
+        self._erase_value_default = "random_erase_value" not in options
         for name, value in options.items():
             if name in _DATALOADER_ONLY:
                 raise TypeError("Loader() got an unexpected keyword argument %r (a DataLoader's): %s"
@@ -570,6 +571,11 @@ class Loader:
         self._norm = (_statistic(mean, "mean", self._paths, self._mix), _statistic(std, "std", self._paths, self._mix),
                       mean if isinstance(mean, str) else "given")
         o.norm_mean, o.norm_std = self._norm[0], self._norm[1]
+        # torchvision erases after Normalize with 0, the mean: normalised
+        # outputs are erased with the mean's grey levels unless told otherwise.
+        if self._erase_value_default and o.random_erase > 0 and self._norm[0]:
+            m = list(self._norm[0]) * (3 if len(self._norm[0]) == 1 else 1)
+            o.random_erase_value = ",".join(str(min(255, max(0, int(round(255 * v))))) for v in m[:3])
         self._channels_last = _memory_format(memory_format)
         if self._channels_last:
             if o.layout != "NCHW":
