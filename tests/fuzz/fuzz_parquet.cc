@@ -1,9 +1,10 @@
 // libFuzzer target: parquet files (lib/src/formats/parquet.cc,
 // parquet_pages.cc). The first byte chooses what the rest is: a whole
-// file (footer, then every flat column of every row group read page by
-// page), a page header, or level / DELTA_BINARY_PACKED bytes. Nothing read
-// lies outside the file, every column gives its row group's rows or an
-// error with a message, and budgets hold.
+// file (footer, then every column of every row group read page by page,
+// flat ones by value, repeated ones by rows of lists), a page header, or
+// level / DELTA_BINARY_PACKED bytes. Nothing read lies outside the file,
+// every column gives its row group's rows or an error with a message, a
+// row's lists nest in order, and budgets hold.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -15,6 +16,23 @@
 using namespace imagepack;
 
 namespace {
+
+// A row of lists: one list at the top, each list's elements a range of
+// the next depth (or of the values) in order, the levels within budget.
+void CheckRow(const internal::PqLeaf& leaf, const internal::PqRow& r) {
+  FUZZ_CHECK(r.lists.size() == size_t(leaf.max_rep) && r.lists[0].size() == 1);
+  FUZZ_CHECK(r.values.size() <= internal::limits::kParquetRowValues);
+  for (size_t d = 0; d < r.lists.size(); ++d) {
+    const size_t next = d + 1 < r.lists.size() ? r.lists[d + 1].size() : r.values.size();
+    uint32_t at = 0;
+    for (const auto& l : r.lists[d]) {
+      FUZZ_CHECK(l.begin == at);
+      FUZZ_CHECK(l.begin <= l.end && l.end <= next && (!l.null || l.begin == l.end));
+      at = l.end;
+    }
+    FUZZ_CHECK(at == next);
+  }
+}
 
 void ReadFile(const uint8_t* data, size_t size) {
   if (size < 12) return;
@@ -34,13 +52,26 @@ void ReadFile(const uint8_t* data, size_t size) {
   };
   for (const auto& rg : f->row_groups)
     for (size_t c = 0; c < f->leaves.size(); ++c) {
+      const internal::PqLeaf& leaf = f->leaves[c];
+      FUZZ_CHECK(leaf.rep_defs.size() == size_t(leaf.max_rep));
       int64_t seen = 0;
-      Status st = internal::ReadParquetColumn(read, size, f->leaves[c], rg.columns[c], rg.num_rows, "fuzz",
-                                              [&](int64_t row, const internal::PqValue& v) {
-                                                FUZZ_CHECK(row == seen++);
-                                                FUZZ_CHECK(v.null || v.p == nullptr || v.n <= size_t(1) << 30);
-                                                return Status::Ok();
-                                              });
+      Status st;
+      if (leaf.max_rep > 0) {
+        leaf.logical();  // never past the path
+        st = internal::ReadParquetRows(read, size, leaf, rg.columns[c], rg.num_rows, "fuzz",
+                                       [&](int64_t row, const internal::PqRow& r) {
+                                         FUZZ_CHECK(row == seen++);
+                                         CheckRow(leaf, r);
+                                         return Status::Ok();
+                                       });
+      } else {
+        st = internal::ReadParquetColumn(read, size, leaf, rg.columns[c], rg.num_rows, "fuzz",
+                                         [&](int64_t row, const internal::PqValue& v) {
+                                           FUZZ_CHECK(row == seen++);
+                                           FUZZ_CHECK(v.null || v.p == nullptr || v.n <= size_t(1) << 30);
+                                           return Status::Ok();
+                                         });
+      }
       FUZZ_CHECK(st.ok() ? seen == rg.num_rows : !st.message().empty());
     }
 }

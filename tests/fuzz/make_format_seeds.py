@@ -85,14 +85,18 @@ PARQUET_SEEDS = ("alltypes_plain.parquet", "alltypes_plain.snappy.parquet", "all
                  "rle-dict-snappy-checksum.parquet", "binary.parquet", "byte_stream_split.zstd.parquet",
                  "rle_boolean_encoding.parquet", "concatenated_gzip_members.parquet",
                  "datapage_v2_empty_datapage.snappy.parquet", "column_chunk_key_value_metadata.parquet",
-                 "hadoop_lz4_compressed.parquet", "non_hadoop_lz4_compressed.parquet", "lz4_raw_compressed.parquet")
+                 "hadoop_lz4_compressed.parquet", "non_hadoop_lz4_compressed.parquet", "lz4_raw_compressed.parquet",
+                 "list_columns.parquet", "nested_lists.snappy.parquet", "old_list_structure.parquet",
+                 "repeated_no_annotation.parquet", "repeated_primitive_no_list.parquet", "nonnullable.impala.parquet",
+                 "null_list.parquet")
 
 
 def parquet_seeds():
     """fuzz_parquet: mode byte 0 a whole file (apache/parquet-testing's:
     parquet-mr, Impala, pyarrow writers; v1 and v2 pages, dictionaries,
-    delta encodings, checksums, snappy), 1 a page header cut from one, 2
-    level bytes."""
+    delta encodings, checksums, snappy; list columns with repetition
+    levels, three-level, two-level and unannotated), 1 a page header cut
+    from one, 2 level bytes."""
     for name in PARQUET_SEEDS:
         path = os.path.join(PARQUET_TESTING, name)
         if not os.path.exists(path):
