@@ -6,7 +6,8 @@ read_blob from the JPEG files, the label a BIGINT, and the "huggingface"
 key-value metadata a ClassLabel's names, as the Hub's converter writes
 them; parquet-wasm (the Rust arrow-rs writer compiled to WebAssembly, fed
 an apache-arrow table) writes the same layout as a second, independent
-writer. The database is read back with scripts/read_db.py (python3-lmdb).
+writer. LIST columns (number lists, bbox lists) are compared with
+DuckDB's own reading of the same file. The database is read back with scripts/read_db.py (python3-lmdb).
 
 The packages are found in IMAGEPACK_DUCKDB_NODE_MODULES (a node_modules
 folder holding them), else build/npm/node_modules, else installed there
@@ -467,3 +468,80 @@ def test_bad_boxes_skip_their_rows(duckdb, jpegs, tmp_path):
     assert "columns not packed: bbox.list.element.list.element\n" in r.stderr, r.stderr
     assert [(f["name"], f["kind"]) for f in read_db.open_db(str(tmp_path / "c.lmdb")).meta["fields"]] == \
         [("category", "ints")]
+
+
+def test_long_lists_over_pages_and_row_groups(duckdb, jpegs, tmp_path):
+    """2,250 rows (the 90 JPEGs 25 times: row groups of 2,048 and 202) of
+    integer lists 0 to 1,999 long, over 2M values, most in the first row
+    group. Each row's length, sum and ends are DuckDB's."""
+    d, _ = jpegs
+    src = tmp_path / "long.parquet"
+    duckdb("COPY (SELECT {'bytes': content, 'path': k || '/' || parse_filename(filename)} AS image, "
+           "CAST(regexp_extract(parse_filename(filename), 'class(\\d)', 1) AS BIGINT) AS label, "
+           "list_transform(range((k * 90 + row_number() OVER (PARTITION BY k ORDER BY filename)) %% 2000), "
+           "lambda i: (i * 7 + k)::INTEGER) AS ids "
+           "FROM read_blob('%s/*.jpg'), range(25) r(k) ORDER BY k, filename) TO '%s' "
+           "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 100)" % (d, src))
+    pages = duckdb("SELECT count(*), count(DISTINCT row_group_id) FROM parquet_metadata('%s') "
+                   "WHERE path_in_schema = 'ids, list, element'" % src)
+    assert pages == [[2, 2]], pages  # one chunk a row group, as parquet_metadata lists them
+    want = {p: (n, s, a, b) for p, n, s, a, b in duckdb(
+        "SELECT image.path, len(ids), list_sum(ids), ids[1], ids[-1] FROM read_parquet('%s')" % src)}
+    assert sum(n for n, _, _, _ in want.values()) > 2000000
+    run(tool("pack_lmdb"), src, tmp_path / "long.lmdb", "-q")
+    _, got = fields_by_path(tmp_path / "long.lmdb")
+    assert len(got) == 2250
+    for path, (ids,) in got.items():
+        n, s, a, b = want[path]
+        assert (len(ids), int(ids.astype(np.int64).sum()) if n else None) == (n, s), path
+        if n:
+            assert (ids[0], ids[-1]) == (a, b), path
+
+
+PARQUET_WASM_LISTS = """
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { tableToIPC, vectorFromArray, Table, Struct, Field, Binary, Utf8, Int64, Float32, List } from 'apache-arrow';
+import * as pw from 'parquet-wasm/node';
+const [dir, out, version, hf] = process.argv.slice(2);
+const names = readdirSync(dir).filter(n => n.endsWith('.jpg')).sort();
+const image = vectorFromArray(names.map(n => ({bytes: new Uint8Array(readFileSync(dir + '/' + n)), path: n})),
+  new Struct([new Field('bytes', new Binary(), true), new Field('path', new Utf8(), true)]));
+const label = vectorFromArray(names.map(n => BigInt(/class(\\d)/.exec(n)[1])), new Int64());
+const f32 = new List(new Field('item', new Float32(), true));
+const emb = vectorFromArray(names.map((n, i) => i % 5 == 0 ? null : Array.from({length: i % 4}, (_, k) => i + k / 4)), f32);
+const objects = vectorFromArray(names.map((n, i) => ({
+    bbox: Array.from({length: i % 3}, (_, k) => [k, k + 0.5, 2 + i % 9, 3]),
+    category: Array.from({length: i % 3}, (_, k) => BigInt((i + k) % 2))})),
+  new Struct([new Field('bbox', new List(new Field('item', f32, true)), true),
+              new Field('category', new List(new Field('item', new Int64(), true)), true)]));
+const props = new pw.WriterPropertiesBuilder().setWriterVersion(pw.WriterVersion[version]).setMaxRowGroupSize(40)
+  .setKeyValueMetadata(new Map([['huggingface', hf]])).build();
+const t = new Table({image, label, emb, objects});
+writeFileSync(out, pw.writeParquet(pw.Table.fromIPCStream(tableToIPC(t, 'stream')), props));
+"""
+
+
+@pytest.mark.parametrize("version", ["V1", "V2"])
+def test_parquet_wasm_lists_and_boxes(duckdb, jpegs, tmp_path, version):
+    """arrow-rs (parquet-wasm) writes the lists (three row groups of 40
+    rows): a list<float> floats field and objects' bbox / category boxes,
+    every value DuckDB's reading of the same file."""
+    d, items = jpegs
+    script = tmp_path / "pw.mjs"
+    script.write_text(PARQUET_WASM_LISTS)
+    os.symlink(node_modules(), tmp_path / "node_modules")
+    src = tmp_path / "w.parquet"
+    r = subprocess.run(["node", str(script), str(d), str(src), version, HF_OBJECTS], capture_output=True, text=True,
+                       timeout=300, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    want = {p: (unlist(e), unlist(b), unlist(c)) for p, e, b, c in duckdb(
+        "SELECT image.path, emb, objects.bbox, objects.category FROM read_parquet('%s')" % src)}
+    assert any(e is None for e, _, _ in want.values()) and max(len(b) for _, b, _ in want.values()) == 2
+    run(tool("pack_lmdb"), src, tmp_path / "w.lmdb", "-q")
+    m, got = fields_by_path(tmp_path / "w.lmdb")
+    assert [(f["name"], f["kind"]) for f in m["fields"]] == [("emb", "floats"), ("objects.bbox", "boxes")]
+    assert sorted(got) == sorted(n for n, _, _ in items)
+    for path, (emb, (xy, cls)) in got.items():
+        e, boxes, cats = want[path]
+        assert list(emb) == [np.float32(x) for x in (e or [])], path
+        assert xy.tolist() == [[x, y, x + w, y + h] for x, y, w, h in boxes] and cls.tolist() == cats, path
