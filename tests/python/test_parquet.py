@@ -416,7 +416,8 @@ def test_bbox_lists_are_boxes(duckdb, jpegs, tmp_path, layout):
     a boxes field: [x, y, w, h] (COCO's, the default) as x0 = x, y0 = y,
     x1 = x + w, y1 = y + h; [x0, y0, x1, y1] kept where the file's
     key-value bbox_format says xyxy. The category's ClassLabel names are
-    the boxes' classes. Expected values: DuckDB's reading of the file."""
+    the boxes' classes. Expected values: DuckDB's reading of the file;
+    verify_db --against the file passes."""
     column, name, select, hf, kv, xyxy = BOX_LAYOUTS[layout]
     d, items = jpegs
     src = tmp_path / "o.parquet"
@@ -439,6 +440,8 @@ def test_bbox_lists_are_boxes(duckdb, jpegs, tmp_path, layout):
         if not xyxy:
             boxes = [[x, y, x + w, y + h] for x, y, w, h in boxes]
         assert xy.tolist() == boxes and cls.tolist() == cats, path
+    r = run(tool("verify_db"), tmp_path / "o.lmdb", "--against", src)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_bad_boxes_skip_their_rows(duckdb, jpegs, tmp_path):
