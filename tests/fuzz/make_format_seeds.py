@@ -109,6 +109,14 @@ def parquet_seeds():
         path = os.path.join(PARQUET_TESTING, name)
         if os.path.exists(path):
             put("fuzz_sources", "parquet-" + name.replace(".parquet", ""), b"\x08" + open(path, "rb").read())
+    # tests/data/hf_lists.parquet: DuckDB 1.5.6's COPY of three rows of
+    # the Hugging Face layout (image struct from gray.jpg, ClassLabel
+    # label, ids INTEGER[] null / empty / [1, 2, 3], emb FLOAT[], objects:
+    # struct<bbox: FLOAT[][], category: BIGINT[]> with its Sequence
+    # metadata), uncompressed: the source's list and boxes fields.
+    hf_lists = open(os.path.join(HERE, "..", "data", "hf_lists.parquet"), "rb").read()
+    put("fuzz_sources", "parquet-hf_lists", b"\x08" + hf_lists)
+    put("fuzz_parquet", "file-hf_lists", b"\x00" + hf_lists)
     put("fuzz_parquet", "levels", b"\x02\x02\x0a\x03\x03\xe4\x1b")
     put("fuzz_parquet", "delta", b"\x02\x80\x01\x04\x05\x02\x01\x02\x00\x00\x00\x00")
 
