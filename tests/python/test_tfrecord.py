@@ -243,3 +243,19 @@ def test_verify_against_the_tfrecords(tree, tmp_path):
     write(d / "a.tfrecord", [slim_record(b, (c + 1) % 3, n) for b, c, n in items])
     r = run(tool("verify_db"), tmp_path / "a.lmdb", "--against", d, ok=False)
     assert r.returncode == 1 and "gives class 'n01443537' (label 1)" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_verify_against_a_brace_pattern_of_shards(tree, tmp_path):
+    """--against takes the brace pattern pack took; a shard it names that
+    is missing is a problem naming that file."""
+    items = jpegs(tree)
+    d = tmp_path / "tf"
+    d.mkdir()
+    for s in range(2):
+        write(d / ("train-%05d-of-00002" % s), [slim_record(b, c, n) for b, c, n in items[s::2]])
+    pattern = str(d / "train-{00000..00001}-of-00002")
+    pack(pattern, tmp_path / "p.lmdb")
+    r = run(tool("verify_db"), tmp_path / "p.lmdb", "--against", pattern)
+    assert r.returncode == 0 and "0 problems" in r.stdout, r.stdout + r.stderr
+    r = run(tool("verify_db"), tmp_path / "p.lmdb", "--against", str(d / "train-{00000..00002}-of-00002"), ok=False)
+    assert r.returncode == 1 and str(d / "train-00002-of-00002") in r.stdout + r.stderr, r.stdout + r.stderr
