@@ -243,6 +243,12 @@ Status DeclareMap(const SourceOptions& opts, FieldSpec* f) {
                                      std::to_string(f->bits) + "-bit mask (-1.." + std::to_string(top) + ")");
     return Status::Ok();
   }
+  // A class-less map of another kind (an instance-id map, ...) takes its
+  // kind's fill value from the table; depth's options are depth's alone.
+  if (f->kind != FieldKind::kDepth) {
+    f->ignore = info.default_fill;
+    return Status::Ok();
+  }
   f->ignore = opts.depth_no_reading;
   f->scale = opts.depth_scale;
   if (f->ignore < 0 || f->ignore > top)
