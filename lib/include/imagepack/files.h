@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,17 @@ struct TreeListing {
 // never entering the same directory twice (loops are reported in problems).
 // Temporary files this project writes (".*.ipk-tmp.*") are not listed.
 Result<TreeListing> ListTree(const std::string& root);
+
+// The one walk of a tree that ListTree and the bounded tree listing share:
+// every regular file below `root` handed to `file` (its '/'-separated
+// relative path, and whether its name is an image's) in sorted path order
+// (a folder sorts as its name with '/': "a.b/x" before "a/x"), one
+// folder's names in memory at a time. Symlinks are followed, no directory
+// is entered twice, temporaries (".*.ipk-tmp.*") are skipped; unreadable
+// folders, broken links and loops go to `problems`. The first error
+// `file` returns stops the walk and is returned.
+Status WalkTree(const std::string& root, const std::function<Status(std::string rel, bool image)>& file,
+                std::vector<std::string>* problems);
 
 // Reads a whole file (a regular file only: see OpenRegularFile), at most
 // `max_bytes` of it (an error past that, naming the file). With `headroom`, the bytes start at that offset of the

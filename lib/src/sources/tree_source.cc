@@ -21,61 +21,6 @@ namespace fs = std::filesystem;
 namespace imagepack::internal {
 namespace {
 
-bool IsTemp(const std::string& name) {
-  return !name.empty() && name[0] == '.' && name.find(".ipk-tmp.") != std::string::npos;
-}
-
-struct Walker {
-  std::set<std::pair<dev_t, ino_t>> seen;
-  std::vector<std::string> problems, others;
-  std::function<Status(std::string)> image;
-
-  // Depth first, each folder's entries in the order that makes the whole
-  // listing sorted by path: a folder sorts as its name followed by '/'
-  // ("a.b/x" before "a/x", as the full paths do).
-  Status Walk(const fs::path& dir, const std::string& rel) {
-    std::error_code ec;
-    struct Entry {
-      std::string key, name;
-      bool dir;
-      struct stat st;
-    };
-    std::vector<Entry> entries;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      Entry e;
-      e.name = it->path().filename().string();
-      const std::string child_rel = rel.empty() ? e.name : rel + "/" + e.name;
-      if (::stat((dir / e.name).c_str(), &e.st) != 0) {
-        problems.push_back(child_rel + ": " + std::strerror(errno) + " (broken symlink?)");
-        continue;
-      }
-      e.dir = S_ISDIR(e.st.st_mode);
-      if (!e.dir && !S_ISREG(e.st.st_mode)) continue;
-      e.key = e.dir ? e.name + "/" : e.name;
-      entries.push_back(std::move(e));
-    }
-    if (ec) {
-      problems.push_back((rel.empty() ? "." : rel) + ": cannot list directory: " + ec.message());
-      return Status::Ok();
-    }
-    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
-    for (Entry& e : entries) {
-      std::string child_rel = rel.empty() ? e.name : rel + "/" + e.name;
-      if (e.dir) {
-        if (!seen.insert({e.st.st_dev, e.st.st_ino}).second) {
-          problems.push_back(child_rel + ": directory already visited (symlink loop or alias), not entered");
-          continue;
-        }
-        IMAGEPACK_RETURN_IF_ERROR(Walk(dir / e.name, child_rel));
-      } else if (!IsTemp(e.name)) {
-        if (HasImageExtension(e.name)) IMAGEPACK_RETURN_IF_ERROR(image(std::move(child_rel)));
-        else others.push_back(std::move(child_rel));
-      }
-    }
-    return Status::Ok();
-  }
-};
-
 // The items so far: in memory until they would take `budget` bytes, then
 // all in a spill. The budget counts what the heap holds: the vector's
 // capacity (not its size), while it grows the old array beside the new
@@ -144,9 +89,8 @@ Result<DatasetSource> OpenTreeSourceBounded(const std::string& root, const Sourc
   std::vector<int64_t> per_class(s.classes.size(), 0);  // a fixed list: images found per class
   std::error_code ec;
   Items items(opts.scratch_dir.empty() ? fs::temp_directory_path(ec).string() : opts.scratch_dir, opts.item_memory);
-  Walker w;
-  w.seen.insert({st.st_dev, st.st_ino});
-  w.image = [&](std::string rel) -> Status {
+  std::vector<std::string> others;
+  auto image = [&](std::string rel) -> Status {
     // Names are bytes until proven UTF-8: refused here, by name.
     if (Status ok = CheckName(rel, "file name"); !ok.ok()) {
       s.errors.push_back({Shown(rel), ok.message()});
@@ -173,10 +117,15 @@ Result<DatasetSource> OpenTreeSourceBounded(const std::string& root, const Sourc
     }
     return items.Add({std::move(rel), label, -1, {}});
   };
-  IMAGEPACK_RETURN_IF_ERROR(w.Walk(fs::path(root), ""));
-  s.problems = std::move(w.problems);
-  std::sort(w.others.begin(), w.others.end());
-  s.ignored = std::move(w.others);
+  IMAGEPACK_RETURN_IF_ERROR(WalkTree(
+      root,
+      [&](std::string rel, bool is_image) {
+        if (is_image) return image(std::move(rel));
+        others.push_back(std::move(rel));
+        return Status::Ok();
+      },
+      &s.problems));
+  s.ignored = std::move(others);  // in path order, as the walk hands them out
   if (!known) {
     s.classes.assign(found.begin(), found.end());
     if (s.classes.empty()) return NoClassFolders(root, s.ignored.size());

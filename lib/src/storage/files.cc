@@ -123,51 +123,72 @@ bool HasImageExtension(const std::string& path) {
 
 namespace {
 
-// Depth-first in sorted name order, so every machine lists a tree the same
-// way whatever order readdir returns.
-void Walk(const fs::path& dir, const std::string& rel, std::set<std::pair<dev_t, ino_t>>& seen,
-          TreeListing& out) {
+// Depth first, each folder's entries in the order that makes the whole
+// listing sorted by path, so every machine lists a tree the same way
+// whatever order readdir returns.
+Status Walk(const fs::path& dir, const std::string& rel, std::set<std::pair<dev_t, ino_t>>& seen,
+            const std::function<Status(std::string, bool)>& file, std::vector<std::string>* problems) {
   std::error_code ec;
-  std::vector<std::string> names;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    names.push_back(it->path().filename().string());
-  if (ec) {
-    out.problems.push_back((rel.empty() ? "." : rel) + ": cannot list directory: " + ec.message());
-    return;
-  }
-  std::sort(names.begin(), names.end());
-  for (const auto& name : names) {
-    const std::string child_rel = rel.empty() ? name : rel + "/" + name;
-    const fs::path child = dir / name;
+  struct Entry {
+    std::string key, name;
+    bool dir;
     struct stat st;
-    if (::stat(child.c_str(), &st) != 0) {
-      out.problems.push_back(child_rel + ": " + std::strerror(errno) + " (broken symlink?)");
+  };
+  std::vector<Entry> entries;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    Entry e;
+    e.name = it->path().filename().string();
+    if (::stat((dir / e.name).c_str(), &e.st) != 0) {
+      problems->push_back((rel.empty() ? e.name : rel + "/" + e.name) + ": " + std::strerror(errno) +
+                          " (broken symlink?)");
       continue;
     }
-    if (S_ISDIR(st.st_mode)) {
-      if (!seen.insert({st.st_dev, st.st_ino}).second) {
-        out.problems.push_back(child_rel +
-                               ": directory already visited (symlink loop or alias), not entered");
+    e.dir = S_ISDIR(e.st.st_mode);
+    if (!e.dir && !S_ISREG(e.st.st_mode)) continue;
+    e.key = e.dir ? e.name + "/" : e.name;
+    entries.push_back(std::move(e));
+  }
+  if (ec) {
+    problems->push_back((rel.empty() ? "." : rel) + ": cannot list directory: " + ec.message());
+    return Status::Ok();
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
+  for (Entry& e : entries) {
+    std::string child_rel = rel.empty() ? e.name : rel + "/" + e.name;
+    if (e.dir) {
+      if (!seen.insert({e.st.st_dev, e.st.st_ino}).second) {
+        problems->push_back(child_rel + ": directory already visited (symlink loop or alias), not entered");
         continue;
       }
-      Walk(child, child_rel, seen, out);
-    } else if (S_ISREG(st.st_mode)) {
-      if (!IsTempName(name)) (HasImageExtension(name) ? out.images : out.ignored).push_back(child_rel);
+      IMAGEPACK_RETURN_IF_ERROR(Walk(dir / e.name, child_rel, seen, file, problems));
+    } else if (!IsTempName(e.name)) {
+      const bool image = HasImageExtension(e.name);
+      IMAGEPACK_RETURN_IF_ERROR(file(std::move(child_rel), image));
     }
   }
+  return Status::Ok();
 }
 
 }  // namespace
 
-Result<TreeListing> ListTree(const std::string& root) {
+Status WalkTree(const std::string& root, const std::function<Status(std::string rel, bool image)>& file,
+                std::vector<std::string>* problems) {
   struct stat st;
   if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return Status::NotFound("source directory " + root + " does not exist or is not a directory");
-  TreeListing out;
   std::set<std::pair<dev_t, ino_t>> seen{{st.st_dev, st.st_ino}};
-  Walk(fs::path(root), "", seen, out);
-  std::sort(out.images.begin(), out.images.end());
-  std::sort(out.ignored.begin(), out.ignored.end());
+  return Walk(fs::path(root), "", seen, file, problems);
+}
+
+Result<TreeListing> ListTree(const std::string& root) {
+  TreeListing out;
+  IMAGEPACK_RETURN_IF_ERROR(WalkTree(
+      root,
+      [&](std::string rel, bool image) {
+        (image ? out.images : out.ignored).push_back(std::move(rel));
+        return Status::Ok();
+      },
+      &out.problems));
   return out;
 }
 
