@@ -1,5 +1,7 @@
 #include "cli.h"
 
+#include "imagepack/storage.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -112,9 +114,14 @@ int FatalError(const std::string& message) {
   return kExitFatal;
 }
 
+bool IsLocalPath(const std::string& path) {
+  auto storage = OpenStorage(path);  // the storage says; an unknown scheme is the library's to name
+  return storage.ok() && storage.value()->local();
+}
+
 namespace {
 
-bool IsUrl(const std::string& path) { return path.find("://") != std::string::npos; }
+bool IsUrl(const std::string& path) { return !IsLocalPath(path); }
 
 // Whether a new file can be made in the folder `dir`: one is made there and
 // removed. Its name is short, random and in the temporaries' scheme (one a

@@ -42,6 +42,10 @@ po::variables_map ParseOrExit(int argc, char** argv, const std::string& synopsis
 // tool reads (imagepack/formats.h).
 void SetHelpEpilog(const std::string& text);
 
+// A path of this machine's file system (not an object of s3://, https://,
+// ...): the storage it names says so.
+bool IsLocalPath(const std::string& path);
+
 // Prints "tool: message" and the usage hint to stderr, returns kExitUsage.
 int UsageError(const std::string& message);
 // Prints "tool: message" to stderr, returns kExitFatal: the environment

@@ -195,7 +195,7 @@ std::string Resolve(Args& a, const po::variables_map& vm) {
 std::string CheckFiles(const Args& a) {
   const PackOptions& o = a.o;
   std::error_code ec;
-  if (!o.overwrite && o.dst.find("://") == std::string::npos && std::filesystem::exists(o.dst, ec))
+  if (!o.overwrite && cli::IsLocalPath(o.dst) && std::filesystem::exists(o.dst, ec))
     return o.dst + " already exists (use --overwrite to replace it)";
   if (std::string bad = cli::CheckOutputFile("DST", o.dst); !bad.empty()) return bad;
   if (std::string bad = cli::CheckOutputFile("--errors", a.errors_path); !bad.empty()) return bad;

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "imagepack/formats.h"
+#include "imagepack/storage.h"
 #include "imagepack/verify.h"
 
 using namespace imagepack;
@@ -46,8 +47,9 @@ int main(int argc, char** argv) {
     return cli::UsageError("--labels and --classes say how --against SRC was packed: give --against SRC");
   // What the options name is there before any record is read.
   std::error_code ec;
-  // (A brace pattern or a URL names files the source opens, each by name.)
-  const bool named_files = o.against.find("://") != std::string::npos || o.against.find("::") != std::string::npos ||
+  // (A brace pattern or a remote object names files the source opens, each by name.)
+  const bool named_files = !cli::IsLocalPath(o.against) ||
+                           o.against.find("::") != std::string::npos ||
                            (o.against.find('{') != std::string::npos && o.against.find('}') != std::string::npos);
   if (!o.against.empty() && !named_files && !std::filesystem::exists(o.against, ec))
     return cli::FatalError("--against " + o.against + ": no such file or folder");

@@ -14,6 +14,7 @@
 #include "run_checks.h"
 #include "run_info.h"
 #include "trainer.h"
+#include "imagepack/storage.h"
 
 namespace po = boost::program_options;
 using namespace imagepack;
@@ -210,7 +211,8 @@ std::string MissingDatabase(const TrainOptions& a) {
     for (const auto& p : SplitCommas(a.val)) paths.emplace_back("--val", p);
   std::error_code ec;
   for (const auto& [option, path] : paths) {
-    if (path.find("://") != std::string::npos || path.find_first_of("{*?[") != std::string::npos) continue;
+    auto storage = OpenStorage(path);  // a remote object, or a pattern: opened (and named) by the loader
+    if (!storage.ok() || !storage.value()->local() || path.find_first_of("{*?[") != std::string::npos) continue;
     if (!fs::exists(path, ec)) return option + " " + path + ": no such database";
   }
   return "";
