@@ -204,45 +204,67 @@ void Solarize(Image* img, double threshold) {
   ApplyLut(img, lut);
 }
 
-void AutoContrast(Image* img) {
+namespace {
+
+// Per channel, one table applied to every sample of that channel: the
+// value's own float32 arithmetic, computed once per grey level.
+void ApplyChannelLuts(Image* img, const uint8_t (*lut)[256]) {
   const int C = img->channels;
   const size_t n = size_t(img->width) * img->height;
   uint8_t* px = img->pixels.data();
-  for (int c = 0; c < C; ++c) {
-    uint8_t lo = 255, hi = 0;
-    for (size_t i = 0; i < n; ++i) lo = std::min(lo, px[i * C + c]), hi = std::max(hi, px[i * C + c]);
-    float minimum = float(lo), scale = 1.f;
-    if (hi != lo) scale = 255.f / (float(hi) - float(lo));
-    else minimum = 0.f;
-    for (size_t i = 0; i < n; ++i) {
-      const float v = (float(px[i * C + c]) - minimum) * scale;
-      px[i * C + c] = static_cast<uint8_t>(std::clamp(v, 0.f, 255.f));
-    }
+  if (C == 3) {
+    for (size_t i = 0; i < n; ++i, px += 3) px[0] = lut[0][px[0]], px[1] = lut[1][px[1]], px[2] = lut[2][px[2]];
+  } else {
+    for (size_t i = 0; i < n * size_t(C); ++i) px[i] = lut[i % size_t(C)][px[i]];
   }
+}
+
+}  // namespace
+
+void AutoContrast(Image* img) {
+  const int C = img->channels;
+  if (C < 1 || C > 4) return;
+  const size_t n = size_t(img->width) * img->height;
+  const uint8_t* px = img->pixels.data();
+  uint8_t lo[4] = {255, 255, 255, 255}, hi[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < n; ++i)
+    for (int c = 0; c < C; ++c) lo[c] = std::min(lo[c], px[i * C + c]), hi[c] = std::max(hi[c], px[i * C + c]);
+  uint8_t lut[4][256];
+  for (int c = 0; c < C; ++c) {
+    float minimum = float(lo[c]), scale = 1.f;
+    if (hi[c] != lo[c]) scale = 255.f / (float(hi[c]) - float(lo[c]));
+    else minimum = 0.f;
+    for (int v = 0; v < 256; ++v)
+      lut[c][v] = static_cast<uint8_t>(std::clamp((float(v) - minimum) * scale, 0.f, 255.f));
+  }
+  ApplyChannelLuts(img, lut);
 }
 
 void Equalize(Image* img) {
   const int C = img->channels;
+  if (C < 1 || C > 4) return;
   const size_t n = size_t(img->width) * img->height;
-  uint8_t* px = img->pixels.data();
+  const uint8_t* px = img->pixels.data();
+  int64_t hist[4][256] = {};
+  for (size_t i = 0; i < n; ++i)
+    for (int c = 0; c < C; ++c) ++hist[c][px[i * C + c]];
+  uint8_t lut[4][256];
   for (int c = 0; c < C; ++c) {
-    int64_t hist[256] = {};
-    for (size_t i = 0; i < n; ++i) ++hist[px[i * C + c]];
+    for (int v = 0; v < 256; ++v) lut[c][v] = static_cast<uint8_t>(v);  // a flat channel is left as it is
     // step: the count of every value but the last one present, over 255.
     int last = 255;
-    while (last > 0 && hist[last] == 0) --last;
+    while (last > 0 && hist[c][last] == 0) --last;
     int64_t total = 0;
-    for (int v = 0; v < last; ++v) total += hist[v];
+    for (int v = 0; v < last; ++v) total += hist[c][v];
     const int64_t step = total / 255;
     if (step == 0) continue;
-    uint8_t lut[256];
     int64_t cum = 0;
     for (int v = 0; v < 256; ++v) {
-      lut[v] = static_cast<uint8_t>(std::min<int64_t>(255, (cum + step / 2) / step));
-      cum += hist[v];
+      lut[c][v] = static_cast<uint8_t>(std::min<int64_t>(255, (cum + step / 2) / step));
+      cum += hist[c][v];
     }
-    for (size_t i = 0; i < n; ++i) px[i * C + c] = lut[px[i * C + c]];
   }
+  ApplyChannelLuts(img, lut);
 }
 
 void Invert(Image* img) {
