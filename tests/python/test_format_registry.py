@@ -70,3 +70,19 @@ def test_a_format_touches_its_source_file_its_declaration_and_its_row():
         # its own source file and nothing else outside the registry
         assert len(own) == 1 and own[0].startswith("lib/src/sources/") and own[0].endswith("_source.cc"), \
             (name, naming)
+
+
+def test_a_storage_backend_touches_its_file_its_constructor_and_the_scheme_table():
+    """docs/ARCHITECTURE.md: a backend is its Storage in storage/, its
+    constructor in backends.h and its row in storage.cc's scheme table;
+    nothing else names it (callers ask OpenStorage)."""
+    files = {f: open(os.path.join(ROOT, f), errors="replace").read() for f in code_files()}
+    arch = open(os.path.join(ROOT, "docs", "ARCHITECTURE.md")).read()
+    assert "| a storage backend (a URL scheme) | 4 + tests |" in arch
+    table = files["lib/src/storage/storage.cc"]
+    constructors = sorted(set(re.findall(r"\binternal::(New\w+Storage)\b", table)))
+    assert constructors == ["NewHttpStorage", "NewLocalStorage", "NewS3Storage"], constructors
+    for ctor in constructors:
+        naming = sorted(f for f, text in files.items() if re.search(r"\b%s\b" % ctor, text))
+        own = [f for f in naming if f not in ("lib/src/storage/backends.h", "lib/src/storage/storage.cc")]
+        assert len(own) == 1 and re.match(r"lib/src/storage/\w+_storage\.cc$", own[0]), (ctor, naming)
