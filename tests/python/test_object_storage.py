@@ -156,6 +156,27 @@ def test_loader_batches_from_the_bucket_are_the_local_files(packed, order):
 
 
 @needs_package
+def test_tfrecords_in_a_bucket_load_in_place_as_the_local_files(tree, s3, tmp_path):
+    """TFRecord shards (python3-protobuf's Examples) uploaded by boto3 and
+    read in place from the bucket by a brace pattern: the batches of the
+    same files on the local disk, in block order through the block cache."""
+    from tfrecord_writer import example, write
+    items = []
+    for c, name in enumerate(sorted(os.listdir(tree))):
+        for f in sorted(os.listdir(tree / name)):
+            items.append(example({"image/encoded": (tree / name / f).read_bytes(), "image/class/label": c + 1}))
+    for k in range(2):
+        path = tmp_path / ("train-%05d-of-00002.tfrecord" % k)
+        write(path, items[k::2])
+        s3.upload_file(str(path), "data", "tfr/" + path.name)
+    opts = dict(batch_size=8, size=24, seed=7, order="blocks", block_mb=0.05, window_blocks=2, threads=2)
+    _, want = epochs(str(tmp_path / "train-{00000..00001}-of-00002.tfrecord"), **opts)
+    loader, got = epochs("s3://data/tfr/train-{00000..00001}-of-00002.tfrecord", **opts)
+    assert len(want) == 2 * 12 and same(want, got)
+    assert loader.stats()["remote_requests"] > 1
+
+
+@needs_package
 def test_a_mix_of_a_bucket_and_a_local_pack_is_the_mix_of_the_local_files(packed):
     """A mix's datasets may live in a bucket: the batches are those of the
     same records read from local files."""
