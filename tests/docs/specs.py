@@ -198,8 +198,12 @@ assert x.dtype == torch.bfloat16
 PORT_PRELUDE = """
 import argparse
 args = argparse.Namespace(data_path=".", batch_size=4, train_crop_size=32, val_crop_size=32, val_resize_size=36,
-                          auto_augment=None, ra_magnitude=9, augmix_severity=3, random_erase=0.0,
-                          interpolation="bilinear")  # the reference parser's defaults for the rest
+                          auto_augment="ta_wide", ra_magnitude=9, augmix_severity=3, random_erase=0.25,
+                          interpolation="bilinear")  # the reference's recipe flags; its defaults for the rest
+import torch as _torch
+def mixupcutmix(batch, target):  # RandomMixup(3, p=1.0) with lambda 0.5: the reference's formula
+    target = _torch.nn.functional.one_hot(target, 3).to(batch.dtype)
+    return batch.roll(1, 0) * 0.5 + batch * 0.5, target.roll(1, 0) * 0.5 + target * 0.5
 """
 # What the rest of train.py does with them: two epochs without DDP (no
 # set_epoch: the orders must differ), set_epoch as under DDP, and
@@ -212,6 +216,7 @@ for _epoch in range(2):
     _seen = []
     for _image, _target in data_loader:
         assert _image.dtype == torch.float32 and tuple(_image.shape[1:]) == (3, 32, 32)
+        assert _target.shape == (_image.shape[0], 3), "the batch did not go through mixupcutmix"
         torch.nn.functional.cross_entropy(_model(_image.to("cpu")), _target).backward()
         _seen += _target.tolist()
     _orders.append(_seen)
@@ -317,7 +322,7 @@ SPECS = [
     Spec("docs/PYTHON.md", "print(imagepack.__file__)", _python_path),
     Spec("docs/PYTHON.md", "for epoch in range(90):", post=LOADER_POST),
     Spec("docs/PYTHON.md", "memory_format=torch.channels_last, pin_memory=True", post=OUTPUT_POST),
-    Spec("docs/PYTHON.md", "def load_data(args):", prelude=PORT_PRELUDE, post=PORT_POST),
+    Spec("docs/PYTHON.md", "def load_data(args, mixupcutmix=None):", prelude=PORT_PRELUDE, post=PORT_POST),
     Spec("docs/PYTHON.md", "state = loader.state_dict()", prelude=RESUME_PRELUDE, post=RESUME_POST,
          subst=[('range(state["epoch"], 90)', 'range(state["epoch"], 4)')]),
     Spec("docs/PYTHON.md", 'Loader("seg.lmdb"', prelude=SEG_PRELUDE, post=SEG_POST),

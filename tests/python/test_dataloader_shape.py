@@ -132,7 +132,7 @@ def test_the_reference_evaluate_reads_dataset_and_its_length(jpeg_db):
 
 
 def test_dataloader_keywords_and_attributes_say_what_to_use(jpeg_db):
-    for name, hint in (("num_workers", r"threads=N"), ("collate_fn", r"in the loop"), ("sampler", r"shuffle=, seed="),
+    for name, hint in (("num_workers", r"threads=N"), ("collate_fn", r"batch_transform=f"), ("sampler", r"shuffle=, seed="),
                        ("prefetch_factor", r"prefetch=N"), ("persistent_workers", "across epochs")):
         with pytest.raises(TypeError, match=r"unexpected keyword argument %r \(a DataLoader's\): .*%s" % (name, hint)):
             imagepack.Loader(jpeg_db, 8, 24, **{name: 1})
@@ -317,3 +317,22 @@ def test_normalised_batches_are_erased_with_the_mean_as_torchvision_erases_after
     base = batches(imagepack.Loader(jpeg_db, batch_size=8, size=32, seed=4))
     a, b = np.asarray(base[0][0]), np.asarray(raw[0][0])
     assert (b[np.any(a != b, axis=1)[:, None, :, :].repeat(3, axis=1)] == 0).all()
+
+
+def test_batch_transform_takes_each_training_batch_as_the_reference_collate_fn_does(jpeg_db):
+    """The reference's mixup/cutmix sits in the DataLoader's collate_fn
+    (mixupcutmix(*default_collate(batch))); batch_transform takes each
+    batch the same way, here the formula of RandomMixup with lambda 0.3 and
+    the batch rolled by one, checked against the plain batches."""
+    def mixup(x, y):
+        t = torch.nn.functional.one_hot(y, 3).float()
+        return x.roll(1, 0) * 0.7 + x * 0.3, t.roll(1, 0) * 0.7 + t * 0.3
+    kw = dict(batch_size=8, size=32, seed=2, dtype="float32", mean="imagenet")
+    plain = batches(imagepack.Loader(jpeg_db, **kw))
+    mixed = [(x.clone(), y.clone()) for x, y in imagepack.Loader(jpeg_db, batch_transform=mixup, **kw)]
+    assert len(mixed) == len(plain)
+    for (x, y), (mx, my) in zip(plain, mixed):
+        want_x, want_y = mixup(x, y)
+        assert torch.equal(mx, want_x) and torch.equal(my, want_y) and my.shape == (len(y), 3)
+    with pytest.raises(TypeError, match="batch_transform must be callable"):
+        imagepack.Loader(jpeg_db, batch_size=8, size=32, batch_transform=3)

@@ -297,8 +297,8 @@ def _memory_format(memory_format):
 _DATALOADER_ONLY = {
     "num_workers": "a Loader decodes on threads of this process, not worker processes: threads=N (0: this "
                    "process's cores)",
-    "collate_fn": "a Loader's batches are made in C++ (images, labels) or a dict with fields: transform each batch "
-                  "in the loop instead",
+    "collate_fn": "a Loader's batches are made in C++ (images, labels) or a dict with fields: batch_transform=f "
+                  "takes each batch as made (f(images, labels); the reference's mixup/cutmix: its RandomChoice)",
     "sampler": "a Loader's order is its own: shuffle=, seed=, rank=/world_size= (loader.sampler.set_epoch works)",
     "batch_sampler": "a Loader's order is its own: batch_size=, drop_last=, shuffle=, seed=",
     "worker_init_fn": "a Loader has no worker processes to initialise",
@@ -482,11 +482,15 @@ class Loader:
     def __init__(self, paths, batch_size, size, train=True, *, transform=None, scale=None, ratio=None,
                  shuffle=None, rank=None, world_size=None, cache_dir=None, as_torch=True, classes=None,
                  weights=None, repeat=None, choose=None, epoch_size=None, size_schedule=None, dtype=None, mean=None,
-                 std=None, memory_format=None, pin_memory=False, **options):
+                 std=None, memory_format=None, pin_memory=False, batch_transform=None, **options):
         if transform is None:
             transform = "train" if train else "eval"
         if transform not in _TRANSFORMS:
             raise ValueError("transform must be one of %s, not %r" % (", ".join(_TRANSFORMS), transform))
+        if batch_transform is not None and not callable(batch_transform):
+            raise TypeError("batch_transform must be callable: f(images, labels) -> what each iteration gives "
+                            "(a dict batch: f(batch))")
+        self._batch_transform = batch_transform
         self._schedule = _schedule(size_schedule) if size_schedule is not None else None
         if size is None and self._schedule is not None:
             size = self._schedule[1]  # the largest: batch buffers are checked for it
@@ -690,9 +694,11 @@ class Loader:
             self._remaining -= 1
             images, labels, indices, fields = batch
             if not self._has_fields:
-                yield self._images(images), self._torch.from_numpy(labels) if self._torch is not None else labels
+                out = self._images(images), self._torch.from_numpy(labels) if self._torch is not None else labels
+                yield self._batch_transform(*out) if self._batch_transform is not None else out
                 continue
-            yield self._dict_batch(images, labels, indices, fields)
+            out = self._dict_batch(images, labels, indices, fields)
+            yield self._batch_transform(out) if self._batch_transform is not None else out
 
     def _images(self, images):
         """A batch's images as handed out: a tensor (bfloat16 from its bits), channels_last a permuted view."""
