@@ -107,6 +107,9 @@ std::string NameProblem(const TrainOptions& o, bool cuda_available) {
 std::string ReferenceFlagProblem(const TrainOptions& o) {
   if ((o.mixup_alpha > 0 || o.cutmix_alpha > 0) && o.task != "classification")
     return "--mixup-alpha/--cutmix-alpha: for --task classification (soft class targets), not " + o.task;
+  if ((o.auto_augment != "none" || o.random_erase > 0) && o.task != "classification")
+    return "--auto-augment/--random-erase change the image alone, which --task " + o.task +
+           "'s per-pixel targets must follow: for --task classification";
   if (o.lr_warmup_epochs > 0 && o.schedule != "step" && o.schedule != "cosine")
     return "--lr-warmup-epochs: torchvision's warm-up precedes --schedule step or cosine, not " + o.schedule;
   if (o.lr_warmup_epochs > 0 && o.warmup > 0)

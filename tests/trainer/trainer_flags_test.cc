@@ -542,6 +542,8 @@ TEST(ReferenceFlags, BadValuesAreUsageErrorsNamingTheFlag) {
       {"--norm-weight-decay -0.1", "--norm-weight-decay"},
       {"--train-crop-size 16", "--train-crop-size 16 and --size 8"},
       {"--val-size 8 --val-crop-size 16", "--val-crop-size 16 and --val-size 8"},
+      {"--task segmentation --auto-augment ta_wide", "--auto-augment/--random-erase change the image alone"},
+      {"--task restoration --random-erase 0.5", "--auto-augment/--random-erase change the image alone"},
       {"--recipe no_such_recipe", "no_such_recipe.flags: cannot read it"},
       {"--recipe " + (d / "bad.flags"), "bad.flags line 3"},
   };
