@@ -17,6 +17,7 @@
 
 #include "loader/auto_order.h"
 #include "loader/batch_fields.h"
+#include "loader/batch_maker.h"
 #include "loader/output.h"
 #include "loader/sample_render.h"
 #include "imagepack/classes.h"
@@ -29,17 +30,7 @@ namespace imagepack {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Batch {
-  int64_t number = -1;
-  int count = 0;
-  std::vector<uint8_t> images;
-  internal::OutputBuffer output;  // the images as output_dtype, or pinned (OutputConverter::active)
-  std::vector<int64_t> labels;
-  std::vector<int64_t> indices;  // dataset index of each sample
-  Status status;
-  internal::FieldArrays fields;  // datasets with fields (batch_fields.h)
-};
+using internal::Batch;
 
 // Spare batch buffers, shared with the OwnedBatch handles given out, which
 // may outlive the loader.
@@ -104,17 +95,10 @@ class LoaderImpl : public Loader {
         class_map_(std::move(class_map)), mix_(std::move(mix)),
         meta_(mix_ ? mix_->meta : WithClasses(src_->meta(), o_.classes, class_map_)),
         channels_(o_.channels > 0 ? o_.channels : src_->meta().channels),
-        arena_(internal::ResolveThreads(o_.threads)),
-        fields_(src_->meta().fields, FieldShape()),
-        renderer_(internal::SampleOptions::Of(o_), channels_, RendererClasses(), &fields_),
-        out_(internal::OutputConverter::Make(o_.output_dtype, o_.norm_mean, o_.norm_std, channels_,
-                                             o_.pinned_alloc && o_.pinned_free).value()),
+        maker_(o_, *src_, class_map_, mix_.get(), channels_),
         spec_(spec), epoch_spec_(spec),
         next_size_(o_.size) {
-    sample_bytes_ = size_t(o_.size) * o_.size * channels_;
     pool_->keep = static_cast<size_t>(std::max(0, o_.prefetch)) + 2;
-    for (int t = 0; t < arena_.max_concurrency(); ++t) cursors_.push_back(src_->NewCursor());
-    scratch_.resize(cursors_.size());
     // Object storage: always (a unit's GETs are in flight together).
     const bool remote = src_->remote();
     // Object storage: 2 units at a time (each unit's GETs are in flight
@@ -228,6 +212,7 @@ class LoaderImpl : public Loader {
       order = EpochPermutation(src_->size(), epoch_spec_, epoch_);
     }
     mine_ = RankOrder(std::move(order), o_.rank, o_.world_size, o_.even_partition, start_);
+    maker_.SetEpoch(epoch_, start_, &mine_);
     if (read_ahead_) read_ahead_->Start(&mine_, epoch_spec_, start_ / o_.world_size);
     next_consume_ = 0;
     for (auto& b : queue_) Recycle(std::move(b));
@@ -245,7 +230,7 @@ class LoaderImpl : public Loader {
     auto v = NextView();
     if (!v.ok()) return v.status();
     if (v->count == 0) return 0;
-    std::memcpy(images, v->images, size_t(v->count) * sample_bytes_ * out_.element_bytes());
+    std::memcpy(images, v->images, size_t(v->count) * maker_.sample_bytes() * maker_.element_bytes());
     std::memcpy(labels, v->labels, size_t(v->count) * sizeof(int64_t));
     if (indices) std::memcpy(indices, v->indices, size_t(v->count) * sizeof(int64_t));
     return v->count;
@@ -278,12 +263,8 @@ class LoaderImpl : public Loader {
 
   LoaderStats stats() const override {
     LoaderStats s;
-    s.images = images_.load();
-    s.bytes_read = bytes_.load();
-    s.read_seconds = read_ns_.load() / 1e9;
-    s.decode_seconds = decode_ns_.load() / 1e9;
+    maker_.AddStats(&s);
     s.wait_seconds = wait_seconds_;
-    s.skipped = skipped_.load();
     if (read_ahead_) {
       s.read_ahead_bytes = read_ahead_->reads().bytes_read();
       s.read_ahead_wait_seconds = read_ahead_->reads().wait_seconds();
@@ -346,28 +327,8 @@ class LoaderImpl : public Loader {
   void ApplySize(int size) {
     o_.size = size;
     if (!eval_resize_given_) o_.eval_resize = static_cast<int>(std::lround(size / 0.875));
-    sample_bytes_ = size_t(size) * size * channels_;
-    fields_ = internal::FieldBatcher(src_->meta().fields, FieldShape());
-    renderer_ = internal::SampleRenderer(internal::SampleOptions::Of(o_), channels_, RendererClasses(), &fields_);
+    maker_.SetOptions(o_);
   }
-  internal::FieldBatcher::Shape FieldShape() const {
-    return {o_.batch_size, o_.size, channels_, o_.layout == Layout::kNCHW, o_.min_box_visible, o_.wide_maps_int32};
-  }
-  // A mix's labels are checked against their own source's classes (MixLabel).
-  int64_t RendererClasses() const { return mix_ ? 0 : static_cast<int64_t>(src_->meta().classes.size()); }
-
-  // A mix record's label in the mix's classes, checked against its own
-  // source's.
-  Result<int64_t> MixLabel(int64_t index, const RecordView& rec) const {
-    const int s = mix_->SourceOf(index);
-    const int64_t label = rec.fields.label, classes = mix_->source_classes[size_t(s)];
-    if (classes > 0 && label >= classes)
-      return Status::Corruption("label " + std::to_string(label) + " outside the " + std::to_string(classes) +
-                                " classes of " + mix_->names[size_t(s)])
-          .WithContext("record " + RecordKey(index) + " (" + std::string(rec.path) + ")");
-    return mix_->class_maps[size_t(s)].Map(label);
-  }
-
   // A mapped database's pages stay mapped after a read, so a pass over the
   // file would grow the resident set to its size (5 GB for 20k raw 256-px
   // images). After each batch this thread unmaps them (the page cache keeps
@@ -387,7 +348,7 @@ class LoaderImpl : public Loader {
   }
 
   void Recycle(std::unique_ptr<Batch> b) { pool_->Put(std::move(b)); }
-  uint8_t* Images(Batch& b) const { return out_.active() ? b.output.data() : b.images.data(); }
+  uint8_t* Images(Batch& b) const { return maker_.Images(b); }
 
   void Produce() {
     const int64_t nbatches = batches_per_epoch();
@@ -400,7 +361,7 @@ class LoaderImpl : public Loader {
       std::unique_ptr<Batch> b = pool_->Take();
       b->number = bn;
       if (read_ahead_) read_ahead_->Before(bn);
-      Fill(*b, bn);  // one batch is being filled while `prefetch` wait ready
+      maker_.Fill(*b, bn);  // one batch is being filled while `prefetch` wait ready
       {
         std::lock_guard<std::mutex> g(rel_mu_);
         rel_pending_ = true;
@@ -414,64 +375,6 @@ class LoaderImpl : public Loader {
     }
   }
 
-  // Reads record `index` and renders it as sample `pos` of the epoch
-  // (rank r's k-th sample is position start + k*world + r of the global
-  // order; past the end, the padding's own positions) into dst.
-  Status RenderOne(RecordCursor& cur, int64_t index, int64_t pos, uint8_t* dst, int64_t* label, Batch& b, int64_t i) {
-    const auto t0 = Clock::now();
-    auto rec = cur.Read(index);
-    const auto t1 = Clock::now();
-    read_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
-    if (!rec.ok()) return rec.status();
-    Result<int64_t> mixed = mix_ ? MixLabel(index, rec.value()) : Result<int64_t>(class_map_.Map(rec->fields.label));
-    if (!mixed.ok()) return mixed.status();
-    bytes_ += static_cast<int64_t>(rec->payload_size);
-    const uint64_t global = static_cast<uint64_t>(start_ + pos * o_.world_size + o_.rank);
-    Image& img = scratch_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
-    IMAGEPACK_RETURN_IF_ERROR(
-        renderer_.Render(rec.value(), index, static_cast<uint64_t>(epoch_), global, dst, &img, &b.fields, i));
-    *label = mixed.value();
-    decode_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t1).count();
-    ++images_;
-    return Status::Ok();
-  }
-
-  void Fill(Batch& b, int64_t bn) {
-    const int64_t begin = bn * o_.batch_size;
-    const int64_t end = std::min<int64_t>(begin + o_.batch_size, mine_.size());
-    b.count = static_cast<int>(end - begin);
-    b.images.resize(size_t(o_.batch_size) * sample_bytes_);
-    if (out_.active()) b.output.Reserve(b.images.size() * out_.element_bytes(), o_.pinned_alloc, o_.pinned_free);
-    b.labels.assign(static_cast<size_t>(o_.batch_size), -1);
-    b.indices.assign(static_cast<size_t>(o_.batch_size), -1);
-    b.status = Status::Ok();
-    if (!fields_.empty()) fields_.Prepare(&b.fields);
-    std::mutex err_mu;
-    arena_.execute([&] {
-      tbb::parallel_for(int64_t{0}, static_cast<int64_t>(b.count), [&](int64_t i) {
-        RecordCursor& cur = *cursors_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
-        const int64_t pos = begin + i;
-        uint8_t* dst = b.images.data() + size_t(i) * sample_bytes_;
-        b.indices[i] = mine_[pos];
-        Status st = RenderOne(cur, b.indices[i], pos, dst, &b.labels[i], b, i);
-        // kSkip: try the following records of the epoch order instead.
-        for (int64_t k = 1; !st.ok() && o_.on_corrupt == CorruptPolicy::kSkip && k <= 16; ++k) {
-          ++skipped_;
-          b.indices[i] = mine_[(pos + k) % mine_.size()];
-          st = RenderOne(cur, b.indices[i], pos, dst, &b.labels[i], b, i);
-        }
-        if (st.ok() && out_.active())  // on this thread, while the sample is in its cache
-          out_.Convert(dst, sample_bytes_ / size_t(channels_), o_.layout == Layout::kNCHW,
-                       b.output.data() + size_t(i) * sample_bytes_ * out_.element_bytes());
-        if (!st.ok()) {
-          std::lock_guard<std::mutex> g(err_mu);
-          if (b.status.ok()) b.status = st;
-        }
-      });
-    });
-    if (!fields_.empty() && b.status.ok()) fields_.Finish(&b.fields, b.count);
-  }
-
   const bool eval_resize_given_;
   LoaderOptions o_;  // size: the current epoch's
   std::unique_ptr<RecordSource> src_;
@@ -479,13 +382,7 @@ class LoaderImpl : public Loader {
   std::unique_ptr<OpenedMix> mix_;  // a mix's sources (src_ holds their records); null: one dataset
   DatasetMeta meta_;  // the source's, with LoaderOptions::classes; a mix's own
   int channels_;
-  size_t sample_bytes_ = 0;
-  tbb::task_arena arena_;
-  std::vector<std::unique_ptr<RecordCursor>> cursors_;
-  std::vector<Image> scratch_;  // per arena thread: the resampled sample
-  internal::FieldBatcher fields_;  // the dataset's fields (meta().fields)
-  internal::SampleRenderer renderer_;
-  internal::OutputConverter out_;  // the images' output type (output_dtype, norm_mean, norm_std)
+  internal::BatchMaker maker_;  // each batch of the epoch, on the loader's threads
   const OrderSpec spec_;  // the order epochs start with
   OrderSpec epoch_spec_;  // the current epoch's (Restore may continue another)
   int next_size_;         // the output size epochs start with (SetOutputSize)
@@ -509,7 +406,6 @@ class LoaderImpl : public Loader {
   std::mutex rel_mu_;
   std::condition_variable rel_cv_;
   bool rel_pending_ = false, rel_stop_ = false;
-  std::atomic<int64_t> images_{0}, bytes_{0}, read_ns_{0}, decode_ns_{0}, skipped_{0};
   double wait_seconds_ = 0;
 };
 
