@@ -20,8 +20,8 @@
 # Everything else (lr, batch, schedule, warm-up, mixup, cutmix,
 # TrivialAugment, random erasing, EMA, label smoothing, weight decays,
 # BlurPool, test-time flips) is the recipe's. Prints one row per run:
-# top-1 after each epoch (and the EMA's), training images/s (samples over
-# the epochs' own time), wall seconds. A run that fails (exit != 0) is
+# top-1 after each epoch (and the EMA's), each epoch's training images/s
+# (its samples over its own time), wall seconds. A run that fails (exit != 0) is
 # reported with its command and the end of its log; the rest go on.
 #
 #   scripts/bench/bench_recipe_presets.sh [--samples 12000] [--recipes a,b]
@@ -86,7 +86,7 @@ command_for() {  # RECIPE TRAINER -> the command line
     "$(overrides "$recipe") --device cpu --output $OUT/$recipe-$trainer --overwrite --print-freq 50"
 }
 
-# metrics.jsonl -> "top1_e0 top1_e1 ema_e0 ema_e1 samples_per_epoch images_per_s"
+# metrics.jsonl -> "top1_e0 top1_e1 ema_e0 ema_e1 samples_per_epoch rate_e0 / rate_e1"
 summarise() {
   $PY - "$1" <<'PY'
 import json, sys
@@ -98,9 +98,9 @@ epochs = [x for x in rows if x.get("type") == "epoch"]
 samples = [sum(x.get("sources", {}).values()) for x in epochs]
 # The epoch's own time: C++ rows hold wait + compute, the script's rows seconds.
 secs = [x["seconds"] if "seconds" in x else x["wait_seconds"] + x["compute_seconds"] for x in epochs]
-rate = "%.0f" % (sum(samples) / sum(secs)) if secs else "-"
+rate = " / ".join("%.0f" % (n / t) for n, t in zip(samples, secs)) or "-"
 print(acc("eval", 0), acc("eval", 1), acc("eval_ema", 0), acc("eval_ema", 1),
-      "/".join(str(s) for s in samples) or "-", rate)
+      ",".join(sorted(set(str(n) for n in samples))) or "-", rate)
 PY
 }
 
@@ -117,7 +117,7 @@ echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2
 echo "== $(nproc) cores: $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)," \
   "family $(sed -n 's/^cpu family[^:]*: //p' /proc/cpuinfo | head -1) model $(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 echo "== before: $(uptime)"
-TABLE="| recipe | trainer | samples per epoch | top-1 epoch 1 | top-1 epoch 2 | EMA top-1 epoch 1 / 2 | train images/s | wall s |
+TABLE="| recipe | trainer | samples per epoch | top-1 epoch 1 | top-1 epoch 2 | EMA top-1 epoch 1 / 2 | train images/s epoch 1 / 2 | wall s |
 |---|---|---:|---:|---:|---:|---:|---:|"
 FAILED=0
 for r in "${RLIST[@]}"; do
