@@ -159,7 +159,8 @@ def make_parser():
     a("--blurpool", action="store_true", help="torchvision ResNets: a blur before each strided convolution")
     a("--amp", nargs="?", const="auto", default="", choices=["auto", "bf16", "fp16"],
       help="autocast (bf16 on a CPU with native bf16, fp32 with a notice on others; --amp=bf16 forces it)")
-    a("--threads", type=int, default=0, help="loader threads per process (0: cores / local processes)")
+    a("--threads", type=int, default=0,
+      help="loader threads per process (0: a quarter of its cores, at least 1; torch takes the rest)")
     a("--in-ram", action="store_true", help="hold the databases in RAM, one shared copy per machine")
     a("--order", default="auto", help="training order: random, blocks or auto")
     a("--seed", type=int, default=0)
@@ -649,6 +650,7 @@ class Restoration:
 
 
 TASKS = {"classification": Classification, "segmentation": Segmentation, "restoration": Restoration}
+LOADER_THREADS = 0  # the loader's share of this process's cores (setup_process)
 
 
 def setup_process(args):
@@ -663,7 +665,15 @@ def setup_process(args):
         if "MASTER_ADDR" not in os.environ:
             sys.exit("train_imagepack: MASTER_ADDR must be set for %d processes" % world)
         dist.init_process_group("nccl" if cuda else "gloo", init_method="env://", rank=rank, world_size=world)
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
+    # This process's share of the cores, split between torch's threads and
+    # the loader's as the C++ trainer splits them (both at the share
+    # oversubscribed a 2-core machine several times over): --threads is
+    # the loader's, torch takes the rest; else a quarter for the loader
+    # (CPU training: the model is the work), one torch thread on a GPU.
+    global LOADER_THREADS
+    share = max(1, (os.cpu_count() or 1) // local_world)
+    LOADER_THREADS = args.threads if args.threads > 0 else max(1, share - 1) if cuda else max(1, share // 4)
+    torch.set_num_threads(1 if cuda else max(1, share - LOADER_THREADS))
     torch.manual_seed(args.seed)
     return rank, world, local_world, device
 
@@ -788,7 +798,7 @@ def main(argv=None):
     small = arch == "small_cnn" or (args.task == "classification" and 0 < args.size <= 64)
     size = args.size or (28 if arch == "small_cnn" else 96 if args.task != "classification" else 224)
     val_size = args.val_size or size
-    common = dict(batch_size=args.batch_size, in_ram=args.in_ram, seed=args.seed, threads=args.threads,
+    common = dict(batch_size=args.batch_size, in_ram=args.in_ram, seed=args.seed, threads=LOADER_THREADS,
                   channels=channels)
     # --res-schedule: the loader sets each epoch's size; pad-crop (small
     # images) keeps its crop at --size and resizes it.
