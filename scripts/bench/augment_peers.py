@@ -6,9 +6,10 @@
 
 POLICY: none, ta_wide, ra, imagenet (AutoAugment), augmix. Both make what
 torchvision's ClassificationPresetTrain makes for --auto-augment P
---random-erase E: RandomResizedCrop(size) (bilinear), horizontal flip, the
-policy, float32 normalised with ImageNet's mean and std, then
-RandomErasing(E). imagepack.Loader does it on its decode threads from a
+--random-erase E: RandomResizedCrop(size), horizontal flip, the policy
+(both bilinear: the reference's --interpolation default, which its
+presets.py passes to each), float32 normalised with ImageNet's mean and
+std, then RandomErasing(E). imagepack.Loader does it on its decode threads from a
 pack of TREE; the reference does it with torchvision's own transforms on
 PIL images in a DataLoader over ImageFolder(TREE). Prints "<what>: N
 images in S s: R images/s" over N images after one warm-up batch.
@@ -38,9 +39,15 @@ def imagepack_batches(db, a):
 def dataloader_batches(tree, a):
     import torchvision.datasets
     import torchvision.transforms as T
-    policy = {"none": [], "ta_wide": [T.TrivialAugmentWide()], "ra": [T.RandAugment(magnitude=9)],
-              "imagenet": [T.AutoAugment(T.AutoAugmentPolicy.IMAGENET)], "augmix": [T.AugMix(severity=3)]}[a.policy]
-    tf = T.Compose([T.RandomResizedCrop(a.size), T.RandomHorizontalFlip(), *policy, T.PILToTensor(),
+    # As the reference's presets.py builds them: its --interpolation (bilinear)
+    # goes to the crop and to every policy (whose own default is nearest).
+    bilinear = T.InterpolationMode.BILINEAR
+    policy = {"none": [], "ta_wide": [T.TrivialAugmentWide(interpolation=bilinear)],
+              "ra": [T.RandAugment(magnitude=9, interpolation=bilinear)],
+              "imagenet": [T.AutoAugment(T.AutoAugmentPolicy.IMAGENET, interpolation=bilinear)],
+              "augmix": [T.AugMix(severity=3, interpolation=bilinear)]}[a.policy]
+    tf = T.Compose([T.RandomResizedCrop(a.size, interpolation=bilinear), T.RandomHorizontalFlip(), *policy,
+                    T.PILToTensor(),
                     T.ConvertImageDtype(torch.float), T.Normalize(MEAN, STD)] +
                    ([T.RandomErasing(p=a.erase)] if a.erase > 0 else []))
     ds = torchvision.datasets.ImageFolder(tree, transform=tf)

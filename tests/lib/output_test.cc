@@ -87,6 +87,29 @@ TEST(OutputTypes, TablesAreTheFormulaPerChannelInBothLayouts) {
   for (int v = 0; v < 256; ++v) ASSERT_EQ(b[size_t(v)], FloatToBFloat16((float(v) / 255.0f - 0.5f) / 0.25f));
 }
 
+// The vector path (AVX2 where the CPU has it) in whole steps, the tail after
+// them, streamed stores to a 32-byte aligned destination and plain ones to
+// a misaligned one: every value is still the formula's, bit for bit.
+TEST(OutputTypes, Float32IsTheFormulaAtAnyLengthAndAlignment) {
+  const std::vector<float> mean{0.485f, 0.456f, 0.406f}, std{0.229f, 0.224f, 0.225f};
+  auto f = OutputConverter::Make(DType::kFloat32, mean, std, 3);
+  ASSERT_OK(f);
+  const size_t pixels = 1001;
+  std::vector<uint8_t> src(3 * pixels);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = uint8_t((i * 7919u + 13u) % 256u);
+  alignas(32) static float buf[3 * 1001 + 16];
+  for (size_t shift : {size_t(0), size_t(1), size_t(3)}) {
+    for (bool nchw : {true, false}) {
+      float* out = buf + shift;
+      f->Convert(src.data(), pixels, nchw, reinterpret_cast<uint8_t*>(out));
+      for (size_t i = 0; i < src.size(); ++i) {
+        const size_t c = nchw ? i / pixels : i % 3;
+        ASSERT_EQ(out[i], (float(src[i]) / 255.0f - mean[c]) / std[c]) << "shift " << shift << " value " << i;
+      }
+    }
+  }
+}
+
 TEST(OutputTypes, RefusesWhatItCannotMake) {
   EXPECT_FALSE(OutputConverter::Make(DType::kInt32, {}, {}, 3).ok());
   EXPECT_FALSE(OutputConverter::Make(DType::kUint8, {0.5f}, {}, 3).ok());

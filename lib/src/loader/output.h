@@ -40,6 +40,7 @@ class OutputConverter {
   DType dtype_ = DType::kUint8;
   int channels_ = 0;
   bool copy_ = false;
+  std::vector<float> mean_, std_;  // per channel
   std::vector<float> f32_;     // channels x 256: the float32 values
   std::vector<uint16_t> u16_;  // channels x 256: their float16 / bfloat16 bits
 };
