@@ -108,6 +108,27 @@ TEST(OutputTypes, Float32IsTheFormulaAtAnyLengthAndAlignment) {
       }
     }
   }
+  // The 16-bit types: each value the formula's float rounded by the scalar
+  // conversions; std 0.001 takes half past its largest finite value.
+  for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+    for (const std::vector<float>& sd : {std, std::vector<float>{0.001f, 0.0001f, 1e-7f}}) {
+      auto g = OutputConverter::Make(t, mean, sd, 3);
+      ASSERT_OK(g);
+      alignas(32) static uint16_t b16[3 * 1001 + 16];
+      for (size_t shift : {size_t(0), size_t(1), size_t(8)}) {
+        for (bool nchw : {true, false}) {
+          uint16_t* out = b16 + shift;
+          g->Convert(src.data(), pixels, nchw, reinterpret_cast<uint8_t*>(out));
+          for (size_t i = 0; i < src.size(); ++i) {
+            const size_t c = nchw ? i / pixels : i % 3;
+            const float y = (float(src[i]) / 255.0f - mean[c]) / sd[c];
+            ASSERT_EQ(out[i], t == DType::kFloat16 ? FloatToHalf(y) : FloatToBFloat16(y))
+                << "shift " << shift << " value " << i << " y " << y;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(OutputTypes, RefusesWhatItCannotMake) {

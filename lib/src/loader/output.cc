@@ -92,16 +92,31 @@ void Lookup(const uint8_t* src, size_t pixels, bool nchw, int channels, const T*
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// float32 with AVX2: the table's own operations, x / 255, - mean, / std,
-// each correctly rounded in float32 (IEEE division and subtraction, no
-// fused or reciprocal step), so every value is the table's bit for bit
-// (tests/cpp/output_test.cc compares them). Eight values a step; a sample
-// of 224 x 224 x 3 is 600 KB of float32, past the caches at batch size, so
-// the stores are non-temporal where `dst` is 32-byte aligned: no read of
-// the lines first, and the next sample's pixels stay cached. NHWC steps
-// 24 values (8 pixels of 3 channels): three mean/std vectors in turn.
-__attribute__((target("avx2"))) void NormaliseAvx2(const uint8_t* src, size_t n, int period, const float* mean,
-                                                   const float* stdv, float* dst) {
+// Eight floats y to their 16-bit bits, rounded to nearest even as
+// FloatToHalf and FloatToBFloat16 round: F16C's conversion for half (IEEE,
+// overflow to infinity, subnormals kept); for bfloat16 the same integer
+// rounding as FloatToBFloat16 (y is never NaN: finite over positive std).
+__attribute__((target("avx2,f16c"), always_inline)) inline __m128i To16(__m256 y, DType t) {
+  if (t == DType::kFloat16) return _mm256_cvtps_ph(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256i x = _mm256_castps_si256(y);
+  x = _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
+                                           _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1))));
+  x = _mm256_srli_epi32(x, 16);
+  return _mm_packus_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
+}
+
+// The output types with AVX2 (and F16C): the table's own operations,
+// x / 255, - mean, / std, each correctly rounded in float32 (IEEE division
+// and subtraction, no fused or reciprocal step), so every float is the
+// table's bit for bit and every 16-bit value its rounding
+// (tests/lib/output_test.cc compares them). Eight values a step; a 224 px
+// sample is 600 KB of float32 (300 KB of 16-bit), past the caches at batch
+// size, so the stores are non-temporal where `out` is 32-byte aligned: no
+// read of the lines first, and the next sample's pixels stay cached. NHWC
+// steps 24 values (8 pixels of 3 channels): three mean/std vectors in turn.
+template <DType T>
+__attribute__((target("avx2,f16c"))) void NormaliseAvx2(const uint8_t* src, size_t n, int period, const float* mean,
+                                                        const float* stdv, const uint16_t* table16, void* out) {
   const __m256 k255 = _mm256_set1_ps(255.0f);
   __m256 m[3], s[3];
   for (int k = 0; k < period; ++k) {  // vector k holds values 8k..8k+7 of the repeating pattern
@@ -114,45 +129,70 @@ __attribute__((target("avx2"))) void NormaliseAvx2(const uint8_t* src, size_t n,
     s[k] = _mm256_load_ps(sv);
   }
   const size_t step = size_t(8) * size_t(period);
-  const bool stream = (reinterpret_cast<uintptr_t>(dst) & 31) == 0;
+  const bool stream = (reinterpret_cast<uintptr_t>(out) & 31) == 0;
+  float* dst = static_cast<float*>(out);
+  uint16_t* dst16 = static_cast<uint16_t*>(out);
   size_t i = 0;
   for (; i + step <= n; i += step)
     for (int k = 0; k < period; ++k) {
-      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i + size_t(8 * k)));
+      const size_t at = i + size_t(8 * k);
+      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + at));
       const __m256 x = _mm256_div_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b)), k255);
       const __m256 y = _mm256_div_ps(_mm256_sub_ps(x, m[k]), s[k]);
-      if (stream) _mm256_stream_ps(dst + i + size_t(8 * k), y);
-      else _mm256_storeu_ps(dst + i + size_t(8 * k), y);
+      if constexpr (T == DType::kFloat32) {
+        if (stream) _mm256_stream_ps(dst + at, y);
+        else _mm256_storeu_ps(dst + at, y);
+      } else {
+        __m128i* d = reinterpret_cast<__m128i*>(dst16 + at);
+        if (stream) _mm_stream_si128(d, To16(y, T));
+        else _mm_storeu_si128(d, To16(y, T));
+      }
     }
   for (; i < n; ++i) {
     const int c = static_cast<int>(i % size_t(period));
-    const float x = static_cast<float>(src[i]) / 255.0f;
-    dst[i] = (x - mean[c]) / stdv[c];
+    if constexpr (T == DType::kFloat32) dst[i] = (static_cast<float>(src[i]) / 255.0f - mean[c]) / stdv[c];
+    else dst16[i] = table16[size_t(c) * 256 + src[i]];
   }
   if (stream) _mm_sfence();  // the streamed stores are seen before the batch is handed over
 }
 
 bool HaveAvx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   return yes;
 }
 #else
 bool HaveAvx2() { return false; }
-void NormaliseAvx2(const uint8_t*, size_t, int, const float*, const float*, float*) {}
+template <DType T>
+void NormaliseAvx2(const uint8_t*, size_t, int, const float*, const float*, const uint16_t*, void*) {}
 #endif
+
+// One sample with the vector path: planes one by one, or the interleaved
+// pixels with the channels' pattern.
+template <DType T>
+void NormaliseSample(const uint8_t* src, size_t pixels, bool nchw, int channels, const float* mean, const float* stdv,
+                     const uint16_t* table16, uint8_t* dst) {
+  if (nchw || channels == 1) {
+    const size_t bytes = pixels * (T == DType::kFloat32 ? 4 : 2);
+    for (int ch = 0; ch < channels; ++ch)
+      NormaliseAvx2<T>(src + size_t(ch) * pixels, pixels, 1, mean + ch, stdv + ch, table16 + size_t(ch) * 256,
+                       dst + size_t(ch) * bytes);
+  } else {
+    NormaliseAvx2<T>(src, pixels * size_t(channels), channels, mean, stdv, table16, dst);
+  }
+}
 
 }  // namespace
 
 void OutputConverter::Convert(const uint8_t* src, size_t pixels, bool nchw, uint8_t* dst) const {
-  if (dtype_ == DType::kFloat32 && HaveAvx2() && channels_ <= 3) {
-    float* out = reinterpret_cast<float*>(dst);
-    if (nchw || channels_ == 1) {
-      for (int ch = 0; ch < channels_; ++ch)
-        NormaliseAvx2(src + size_t(ch) * pixels, pixels, 1, &mean_[size_t(ch)], &std_[size_t(ch)],
-                      out + size_t(ch) * pixels);
-    } else {
-      NormaliseAvx2(src, pixels * size_t(channels_), channels_, mean_.data(), std_.data(), out);
-    }
+  if (dtype_ != DType::kUint8 && HaveAvx2() && channels_ <= 3) {
+    const float* m = mean_.data();
+    const float* s = std_.data();
+    if (dtype_ == DType::kFloat32)
+      NormaliseSample<DType::kFloat32>(src, pixels, nchw, channels_, m, s, nullptr, dst);
+    else if (dtype_ == DType::kFloat16)
+      NormaliseSample<DType::kFloat16>(src, pixels, nchw, channels_, m, s, u16_.data(), dst);
+    else
+      NormaliseSample<DType::kBFloat16>(src, pixels, nchw, channels_, m, s, u16_.data(), dst);
   } else if (dtype_ == DType::kFloat32) {
     Lookup(src, pixels, nchw, channels_, f32_.data(), reinterpret_cast<float*>(dst));
   } else if (dtype_ == DType::kFloat16 || dtype_ == DType::kBFloat16) {
