@@ -165,9 +165,12 @@ void AffineBaseline(const Image& src, const AffineGrid& g, bool nearest, const u
 
 // Bilinear with AVX2, eight pixels at a time: the scalar path's float32
 // operations in its order (separate multiplies and adds: no contraction),
-// so the same bytes; each corner's channels come with one 32-bit gather
-// (src holds 4 bytes past its pixels for the last one). Eight pixels
-// whose corners are not all inside (edges, the fill) take the scalar path.
+// so the same bytes. Each corner's channels come with one 32-bit gather
+// (src holds 4 bytes past its pixels for the last one), masked to the
+// corners inside the image: a corner outside gives 0, as the scalar path's
+// skipped corner adds nothing (x + 0 * w is x), and its weight leaves the
+// mask. Eight pixels with no corner inside are the fill (or 0), written
+// at once: a rotated or translated image is mostly that at its edges.
 template <int C>
 __attribute__((target("avx2"))) void BilinearAvx2(const Image& src, const AffineGrid& g, const uint8_t* fill,
                                                   Image* img) {
@@ -178,41 +181,55 @@ __attribute__((target("avx2"))) void BilinearAvx2(const Image& src, const Affine
   const __m256 one = _mm256_set1_ps(1.f), half = _mm256_set1_ps(0.5f), zero = _mm256_setzero_ps();
   const __m256 top = _mm256_set1_ps(255.f), hw = _mm256_set1_ps(g.hw), hh = _mm256_set1_ps(g.hh);
   const __m256 r20 = _mm256_set1_ps(g.r20), r21 = _mm256_set1_ps(g.r21);
-  const __m256 xmax = _mm256_set1_ps(float(W - 1)), ymax = _mm256_set1_ps(float(H - 1));
+  const __m256 minus1 = _mm256_set1_ps(-1.f), xlast = _mm256_set1_ps(float(W - 1)), ylast = _mm256_set1_ps(float(H - 1));
+  const __m256 xlast2 = _mm256_set1_ps(float(W - 2)), ylast2 = _mm256_set1_ps(float(H - 2));
   const __m256i byte = _mm256_set1_epi32(0xff), vw = _mm256_set1_epi32(W), vc = _mm256_set1_epi32(C);
+  const __m256i zeroi = _mm256_setzero_si256();
   __m256 fills[3] = {zero, zero, zero};
+  uint8_t fill_px[3] = {0, 0, 0};
   if (fill)
-    for (int c = 0; c < C; ++c) fills[c] = _mm256_set1_ps(float(fill[c]));
+    for (int c = 0; c < C; ++c) fills[c] = _mm256_set1_ps(float(fill[c])), fill_px[c] = fill[c];
   alignas(32) int32_t got[3][8];
   for (int y = 0; y < H; ++y) {
     const __m256 row0 = _mm256_set1_ps(g.row0[size_t(y)]), row1 = _mm256_set1_ps(g.row1[size_t(y)]);
     int x = 0;
     for (; x + 8 <= W; x += 8) {
+      uint8_t* o = out + (size_t(y) * W + x) * C;
       const __m256 gx = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(&g.col0[size_t(x)]), row0), r20);
       const __m256 gy = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(&g.col1[size_t(x)]), row1), r21);
       const __m256 ix = _mm256_sub_ps(_mm256_mul_ps(_mm256_add_ps(gx, one), hw), half);
       const __m256 iy = _mm256_sub_ps(_mm256_mul_ps(_mm256_add_ps(gy, one), hh), half);
       const __m256 x0f = _mm256_floor_ps(ix), y0f = _mm256_floor_ps(iy);
-      // All four corners inside: 0 <= x0 and x0 + 1 < W, likewise y (NaN: no).
-      const __m256 inside = _mm256_and_ps(
-          _mm256_and_ps(_mm256_cmp_ps(x0f, zero, _CMP_GE_OQ), _mm256_cmp_ps(x0f, xmax, _CMP_LT_OQ)),
-          _mm256_and_ps(_mm256_cmp_ps(y0f, zero, _CMP_GE_OQ), _mm256_cmp_ps(y0f, ymax, _CMP_LT_OQ)));
-      if (_mm256_movemask_ps(inside) != 0xff) {
-        for (int k = 0; k < 8; ++k)
-          AffinePixel<false, C>(src, g, fill, x + k, y, out + (size_t(y) * W + x + k) * C);
+      // Which corners are inside: x0 in [0, W - 1], x0 + 1 likewise (as
+      // x0 in [-1, W - 2]); y the same. NaN and infinities: none.
+      const __m256 x0in = _mm256_and_ps(_mm256_cmp_ps(x0f, zero, _CMP_GE_OQ), _mm256_cmp_ps(x0f, xlast, _CMP_LE_OQ));
+      const __m256 x1in = _mm256_and_ps(_mm256_cmp_ps(x0f, minus1, _CMP_GE_OQ), _mm256_cmp_ps(x0f, xlast2, _CMP_LE_OQ));
+      const __m256 y0in = _mm256_and_ps(_mm256_cmp_ps(y0f, zero, _CMP_GE_OQ), _mm256_cmp_ps(y0f, ylast, _CMP_LE_OQ));
+      const __m256 y1in = _mm256_and_ps(_mm256_cmp_ps(y0f, minus1, _CMP_GE_OQ), _mm256_cmp_ps(y0f, ylast2, _CMP_LE_OQ));
+      const __m256 in00 = _mm256_and_ps(x0in, y0in), in01 = _mm256_and_ps(x1in, y0in);
+      const __m256 in10 = _mm256_and_ps(x0in, y1in), in11 = _mm256_and_ps(x1in, y1in);
+      if (_mm256_movemask_ps(_mm256_or_ps(_mm256_or_ps(in00, in01), _mm256_or_ps(in10, in11))) == 0) {
+        for (int k = 0; k < 8; ++k) std::memcpy(o + k * C, fill_px, C);
         continue;
       }
       const __m256 wx = _mm256_sub_ps(ix, x0f), wy = _mm256_sub_ps(iy, y0f);
       const __m256 ux = _mm256_sub_ps(one, wx), uy = _mm256_sub_ps(one, wy);
       const __m256 w0 = _mm256_mul_ps(ux, uy), w1 = _mm256_mul_ps(wx, uy), w2 = _mm256_mul_ps(ux, wy),
                    w3 = _mm256_mul_ps(wx, wy);
-      const __m256 mask = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(w0, w1), w2), w3);
+      // The mask channel: 1 at each corner inside, 0 outside, weighted.
+      const __m256 mask = _mm256_add_ps(
+          _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(w0, _mm256_and_ps(in00, one)), _mm256_mul_ps(w1, _mm256_and_ps(in01, one))),
+                        _mm256_mul_ps(w2, _mm256_and_ps(in10, one))),
+          _mm256_mul_ps(w3, _mm256_and_ps(in11, one)));
+      // Lanes whose corners are all outside may hold any index: never loaded.
       const __m256i at = _mm256_mullo_epi32(
           _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(y0f), vw), _mm256_cvttps_epi32(x0f)), vc);
-      const __m256i p00 = _mm256_i32gather_epi32(reinterpret_cast<const int*>(base), at, 1);
-      const __m256i p01 = _mm256_i32gather_epi32(base, _mm256_add_epi32(at, vc), 1);
-      const __m256i p10 = _mm256_i32gather_epi32(base, _mm256_add_epi32(at, _mm256_set1_epi32(stride)), 1);
-      const __m256i p11 = _mm256_i32gather_epi32(base, _mm256_add_epi32(at, _mm256_set1_epi32(stride + C)), 1);
+      const __m256i p00 = _mm256_mask_i32gather_epi32(zeroi, base, at, _mm256_castps_si256(in00), 1);
+      const __m256i p01 = _mm256_mask_i32gather_epi32(zeroi, base, _mm256_add_epi32(at, vc), _mm256_castps_si256(in01), 1);
+      const __m256i p10 = _mm256_mask_i32gather_epi32(zeroi, base, _mm256_add_epi32(at, _mm256_set1_epi32(stride)),
+                                                      _mm256_castps_si256(in10), 1);
+      const __m256i p11 = _mm256_mask_i32gather_epi32(zeroi, base, _mm256_add_epi32(at, _mm256_set1_epi32(stride + C)),
+                                                      _mm256_castps_si256(in11), 1);
       for (int c = 0; c < C; ++c) {
 #define IMAGEPACK_CHANNEL(p) _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(p, 8 * c), byte))
         __m256 v = _mm256_add_ps(
@@ -224,7 +241,6 @@ __attribute__((target("avx2"))) void BilinearAvx2(const Image& src, const Affine
         v = _mm256_round_ps(_mm256_max_ps(_mm256_min_ps(v, top), zero), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         _mm256_store_si256(reinterpret_cast<__m256i*>(got[c]), _mm256_cvtps_epi32(v));
       }
-      uint8_t* o = out + (size_t(y) * W + x) * C;
       for (int k = 0; k < 8; ++k)
         for (int c = 0; c < C; ++c) o[k * C + c] = static_cast<uint8_t>(got[c][k]);
     }
