@@ -44,32 +44,10 @@ using internal::ClassName;
 using internal::ImageBytes;
 
 // A tar file written member by member (ustar; a pax header for long names),
-// to a temporary name, gzipped or not; Finish renames it into place.
+// through an AsideFile: Finish renames it into place.
 class TarOut {
  public:
-  TarOut(std::string path, bool gzip, uint64_t mtime) : path_(std::move(path)), mtime_(mtime) {
-    auto created = CreateTempFor(path_);
-    if (!created.ok()) {
-      status_ = created.status();
-      done_ = true;  // nothing of ours to remove
-      return;
-    }
-    tmp_ = created->path;
-    fd_ = created->fd;
-    if (gzip) {
-      gz_ = gzdopen(fd_, "wb1");  // JPEG bytes hardly shrink: level 1 is 5x faster than 6 for the same size
-      if (!gz_) status_ = Status::IOError("cannot create " + tmp_);
-      else {
-        fd_ = -1;  // gzclose closes it
-        gzbuffer(gz_, 1 << 20);
-      }
-    }
-  }
-  ~TarOut() {
-    if (gz_) gzclose(gz_);
-    if (fd_ >= 0) ::close(fd_);
-    if (!done_) ::unlink(tmp_.c_str());
-  }
+  TarOut(std::string path, bool gzip, uint64_t mtime) : file_(std::move(path), gzip), mtime_(mtime) {}
 
   void Add(const std::string& name, const uint8_t* data, size_t size) {
     if (name.size() > 100) {  // pax extended header: "LEN path=NAME\n"
@@ -78,32 +56,20 @@ class TarOut {
       while (std::to_string(len).size() + 1 + body.size() != len) ++len;
       const std::string rec = std::to_string(len) + " " + body;
       Header("PaxHeader", rec.size(), 'x');
-      Write(rec.data(), rec.size());
+      file_.Write(rec.data(), rec.size());
       Pad(rec.size());
     }
     Header(name.substr(0, 100), size, '0');
-    Write(data, size);
+    file_.Write(data, size);
     Pad(size);
   }
 
-  Status Finish() {
+  // *bytes: the file's size as stored (gzip: compressed).
+  Status Finish(uint64_t* bytes) {
     static const char zeros[1024] = {};
-    Write(zeros, sizeof zeros);
-    if (gz_) {
-      if (gzclose(gz_) != Z_OK && status_.ok()) status_ = Status::IOError("write " + tmp_ + " (gzip) failed");
-      gz_ = nullptr;
-    } else if (fd_ >= 0) {
-      if (::close(fd_) != 0 && status_.ok()) status_ = Status::FromErrno("close " + tmp_, errno);
-      fd_ = -1;
-    }
-    if (status_.ok() && ::rename(tmp_.c_str(), path_.c_str()) != 0)
-      status_ = Status::FromErrno("rename " + tmp_ + " to " + path_, errno);
-    done_ = status_.ok();
-    struct stat st {};
-    if (done_ && ::stat(path_.c_str(), &st) == 0) bytes_ = static_cast<uint64_t>(st.st_size);  // gzip: as stored
-    return status_;
+    file_.Write(zeros, sizeof zeros);
+    return file_.Finish(bytes);
   }
-  uint64_t bytes() const { return bytes_; }
 
  private:
   void Header(const std::string& name, uint64_t size, char type) {
@@ -121,29 +87,15 @@ class TarOut {
     for (unsigned char c : h) sum += c;
     std::snprintf(h + 148, 8, "%06o", sum);
     h[155] = ' ';
-    Write(h, 512);
+    file_.Write(h, 512);
   }
   void Pad(uint64_t size) {
     static const char zeros[512] = {};
-    if (size % 512) Write(zeros, 512 - size % 512);
-  }
-  void Write(const void* p, size_t n) {
-    if (!status_.ok() || n == 0) return;
-    if (gz_) {
-      if (gzwrite(gz_, p, static_cast<unsigned>(n)) != static_cast<int>(n)) status_ = Status::IOError("write " + tmp_ + " failed");
-    } else {
-      status_ = WriteAll(fd_, p, n, tmp_);
-    }
-    bytes_ += n;
+    if (size % 512) file_.Write(zeros, 512 - size % 512);
   }
 
-  std::string path_, tmp_;
+  internal::AsideFile file_;
   uint64_t mtime_;
-  int fd_ = -1;
-  gzFile gz_ = nullptr;
-  Status status_;
-  uint64_t bytes_ = 0;
-  bool done_ = false;
 };
 
 // The record's path without its extension, dots in the last component made
@@ -211,6 +163,56 @@ Status internal::ImageBytes(Encoding enc, int channels, uint32_t h, uint32_t w, 
 
 std::string internal::ClassName(const DatasetMeta& meta, int32_t label) {
   return label >= 0 && label < static_cast<int32_t>(meta.classes.size()) ? meta.classes[size_t(label)] : "";
+}
+
+internal::AsideFile::AsideFile(std::string path, bool gzip) : path_(std::move(path)) {
+  auto created = CreateTempFor(path_);
+  if (!created.ok()) {
+    status_ = created.status();
+    return;
+  }
+  tmp_ = created->path;
+  fd_ = created->fd;
+  if (!gzip) return;
+  gz_ = gzdopen(fd_, "wb1");
+  if (!gz_) {
+    status_ = Status::IOError("cannot create " + tmp_);
+    return;
+  }
+  fd_ = -1;  // gzclose closes it
+  gzbuffer(gz_, 1 << 20);
+}
+
+internal::AsideFile::~AsideFile() {
+  if (gz_) gzclose(gz_);
+  if (fd_ >= 0) ::close(fd_);
+  if (!done_ && !tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void internal::AsideFile::Write(const void* data, size_t size) {
+  if (!status_.ok() || size == 0) return;
+  if (gz_) {
+    if (gzwrite(gz_, data, static_cast<unsigned>(size)) != static_cast<int>(size))
+      status_ = Status::IOError("write " + tmp_ + " failed");
+  } else {
+    status_ = WriteAll(fd_, data, size, tmp_);
+  }
+}
+
+Status internal::AsideFile::Finish(uint64_t* bytes) {
+  if (gz_) {
+    if (gzclose(gz_) != Z_OK && status_.ok()) status_ = Status::IOError("write " + tmp_ + " (gzip) failed");
+    gz_ = nullptr;
+  } else if (fd_ >= 0) {
+    if (::close(fd_) != 0 && status_.ok()) status_ = Status::FromErrno("close " + tmp_, errno);
+    fd_ = -1;
+  }
+  if (status_.ok() && ::rename(tmp_.c_str(), path_.c_str()) != 0)
+    status_ = Status::FromErrno("rename " + tmp_ + " to " + path_, errno);
+  done_ = status_.ok();
+  struct stat st {};
+  if (done_ && ::stat(path_.c_str(), &st) == 0) *bytes = static_cast<uint64_t>(st.st_size);
+  return status_;
 }
 
 namespace {
@@ -483,8 +485,7 @@ class ExportRun {
         for (const Member& m : members) tar.Add(key + m.suffix, m.bytes.data(), m.bytes.size());
         if (o_.progress) ++o_.progress->done;
       }
-      IMAGEPACK_RETURN_IF_ERROR(tar.Finish());
-      bytes = tar.bytes();
+      IMAGEPACK_RETURN_IF_ERROR(tar.Finish(&bytes));
     }
     records_ += b - a;
     ++files_;

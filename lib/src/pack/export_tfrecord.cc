@@ -1,10 +1,6 @@
 // ExportDatabase's TFRecord layout (export.h): files of tf.train.Example
 // records in the TF-slim / Inception layout, written as
 // tf.io.TFRecordWriter writes them, plain or as one gzip stream.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zlib.h>
 
 #include <cstdio>
 #include <string_view>
@@ -13,7 +9,6 @@
 #include "imagepack/fields.h"
 #include "imagepack/record.h"
 #include "pack/export_internal.h"
-#include "storage/fd_io.h"
 
 namespace imagepack::internal {
 
@@ -30,67 +25,6 @@ std::string SlimLabelsText(const std::vector<std::string>& classes) {
 }
 
 namespace {
-
-// A file written aside (gzipped or not) and renamed into place by Finish;
-// removed when dropped unfinished.
-class AsideFile {
- public:
-  AsideFile(std::string path, bool gzip) : path_(std::move(path)) {
-    auto created = CreateTempFor(path_);
-    if (!created.ok()) {
-      status_ = created.status();
-      return;
-    }
-    tmp_ = created->path;
-    fd_ = created->fd;
-    if (gzip) {
-      gz_ = gzdopen(fd_, "wb1");  // JPEG bytes hardly shrink: level 1, as the .tar.gz shards
-      if (!gz_) status_ = Status::IOError("cannot create " + tmp_);
-      else {
-        fd_ = -1;  // gzclose closes it
-        gzbuffer(gz_, 1 << 20);
-      }
-    }
-  }
-  ~AsideFile() {
-    if (gz_) gzclose(gz_);
-    if (fd_ >= 0) ::close(fd_);
-    if (!done_ && !tmp_.empty()) ::unlink(tmp_.c_str());
-  }
-
-  void Write(const std::vector<uint8_t>& b) {
-    if (!status_.ok() || b.empty()) return;
-    if (gz_) {
-      if (gzwrite(gz_, b.data(), static_cast<unsigned>(b.size())) != static_cast<int>(b.size()))
-        status_ = Status::IOError("write " + tmp_ + " failed");
-    } else {
-      status_ = WriteAll(fd_, b.data(), b.size(), tmp_);
-    }
-  }
-
-  Status Finish(uint64_t* bytes) {
-    if (gz_) {
-      if (gzclose(gz_) != Z_OK && status_.ok()) status_ = Status::IOError("write " + tmp_ + " (gzip) failed");
-      gz_ = nullptr;
-    } else if (fd_ >= 0) {
-      if (::close(fd_) != 0 && status_.ok()) status_ = Status::FromErrno("close " + tmp_, errno);
-      fd_ = -1;
-    }
-    if (status_.ok() && ::rename(tmp_.c_str(), path_.c_str()) != 0)
-      status_ = Status::FromErrno("rename " + tmp_ + " to " + path_, errno);
-    done_ = status_.ok();
-    struct stat st {};
-    if (done_ && ::stat(path_.c_str(), &st) == 0) *bytes = static_cast<uint64_t>(st.st_size);
-    return status_;
-  }
-
- private:
-  std::string path_, tmp_;
-  int fd_ = -1;
-  gzFile gz_ = nullptr;
-  Status status_;
-  bool done_ = false;
-};
 
 // The boxes field written as image/object/bbox/*: the one named "boxes",
 // else the first of kind boxes; -1 for none.
