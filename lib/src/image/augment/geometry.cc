@@ -189,7 +189,10 @@ __attribute__((target("avx2"))) void BilinearAvx2(const Image& src, const Affine
   uint8_t fill_px[3] = {0, 0, 0};
   if (fill)
     for (int c = 0; c < C; ++c) fills[c] = _mm256_set1_ps(float(fill[c])), fill_px[c] = fill[c];
-  alignas(32) int32_t got[3][8];
+  __m256i got[3];
+  const __m256i pack3 = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,  //
+                                         0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  const __m256i pack_lanes = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 3, 7);
   for (int y = 0; y < H; ++y) {
     const __m256 row0 = _mm256_set1_ps(g.row0[size_t(y)]), row1 = _mm256_set1_ps(g.row1[size_t(y)]);
     int x = 0;
@@ -239,10 +242,21 @@ __attribute__((target("avx2"))) void BilinearAvx2(const Image& src, const Affine
 #undef IMAGEPACK_CHANNEL
         if (fill) v = _mm256_add_ps(_mm256_mul_ps(v, mask), _mm256_mul_ps(_mm256_sub_ps(one, mask), fills[c]));
         v = _mm256_round_ps(_mm256_max_ps(_mm256_min_ps(v, top), zero), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(got[c]), _mm256_cvtps_epi32(v));
+        got[c] = _mm256_cvtps_epi32(v);
       }
-      for (int k = 0; k < 8; ++k)
-        for (int c = 0; c < C; ++c) o[k * C + c] = static_cast<uint8_t>(got[c][k]);
+      if constexpr (C == 3) {
+        // Pixel k's channels as one word (R | G << 8 | B << 16), 3 bytes of
+        // each word kept, the two lanes' 12 bytes side by side: 24 bytes.
+        const __m256i rgb =
+            _mm256_or_si256(got[0], _mm256_or_si256(_mm256_slli_epi32(got[1], 8), _mm256_slli_epi32(got[2], 16)));
+        const __m256i packed = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(rgb, pack3), pack_lanes);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm256_castsi256_si128(packed));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(o + 16), _mm256_extracti128_si256(packed, 1));
+      } else {
+        alignas(32) int32_t one_channel[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(one_channel), got[0]);
+        for (int k = 0; k < 8; ++k) o[k] = static_cast<uint8_t>(one_channel[k]);
+      }
     }
     for (; x < W; ++x) AffinePixel<false, C>(src, g, fill, x, y, out + (size_t(y) * W + x) * C);
   }
