@@ -3,6 +3,8 @@
 // float32 arithmetic, a blend clamped to [0, 255] and truncated, the
 // grayscale of 0.2989 R + 0.587 G + 0.114 B truncated, a blurred image
 // rounded half to even.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -24,13 +26,37 @@ uint8_t GrayOf(const uint8_t* p) {
   return static_cast<uint8_t>(g);
 }
 
+namespace {
+
+// Eight values a step with AVX2: BlendPixel's float32 operations (two
+// products, their sum, the clamp, truncation), so the same bytes.
+__attribute__((target("avx2"))) size_t BlendAvx2(uint8_t* px, const uint8_t* other, size_t n, float ratio,
+                                                 float rest) {
+  const __m256 r = _mm256_set1_ps(ratio), q = _mm256_set1_ps(rest), lo = _mm256_setzero_ps(),
+               hi = _mm256_set1_ps(255.f);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 a = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(px + i))));
+    const __m256 b =
+        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(other + i))));
+    const __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(_mm256_mul_ps(r, a), _mm256_mul_ps(q, b)), lo), hi);
+    const __m256i k = _mm256_cvttps_epi32(v);
+    const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(k), _mm256_extracti128_si256(k, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(px + i), _mm_packus_epi16(w, w));
+  }
+  return i;
+}
+
+}  // namespace
+
 void BlendWith(Image* img, const uint8_t* other, double factor) {
   // The two products per value from tables: the same float32 operations
   // (product, product, sum) as computing them in place.
   const BlendTables t(factor);
   uint8_t* px = img->pixels.data();
   const size_t n = size_t(img->width) * img->height * img->channels;
-  for (size_t i = 0; i < n; ++i) px[i] = t.Blend(px[i], other[i]);
+  size_t i = UseAvx2() ? BlendAvx2(px, other, n, static_cast<float>(factor), static_cast<float>(1.0 - factor)) : 0;
+  for (; i < n; ++i) px[i] = t.Blend(px[i], other[i]);
 }
 
 BlendTables::BlendTables(double factor) {
@@ -143,9 +169,18 @@ __attribute__((always_inline)) inline void BlurRow(const uint8_t* up, const uint
   }
 }
 
-// With SSE4.1 the rounding is in line and the loop vectorises; the same
-// float32 operations either way.
+// With SSE4.1 the rounding is in line and the loop vectorises, with AVX2
+// eight values wide (no FMA: the target does not enable it); the same
+// float32 operations every way.
 __attribute__((target("sse4.1"))) void BlurRowsSse41(const Image& img, uint8_t* out) {
+  const size_t stride = img.stride();
+  const uint8_t* px = img.pixels.data();
+  for (int y = 1; y < img.height - 1; ++y)
+    BlurRow(px + (y - 1) * stride, px + y * stride, px + (y + 1) * stride, out + y * stride, img.channels,
+            ptrdiff_t(stride) - img.channels);
+}
+
+__attribute__((target("avx2"))) void BlurRowsAvx2(const Image& img, uint8_t* out) {
   const size_t stride = img.stride();
   const uint8_t* px = img.pixels.data();
   for (int y = 1; y < img.height - 1; ++y)
@@ -169,7 +204,8 @@ void AdjustSharpness(Image* img, double factor) {
   // _blurred_degenerate_image: the 3x3 kernel (1 1 1 / 1 5 1 / 1 1 1) / 13
   // inside, rounded half to even; the border rows and columns as they were.
   std::vector<uint8_t> blurred(img->pixels);
-  if (internal::UseSse41()) BlurRowsSse41(*img, blurred.data());
+  if (internal::UseAvx2()) BlurRowsAvx2(*img, blurred.data());
+  else if (internal::UseSse41()) BlurRowsSse41(*img, blurred.data());
   else BlurRowsBaseline(*img, blurred.data());
   internal::BlendWith(img, blurred.data(), factor);
 }
