@@ -2,6 +2,7 @@
 """One timing of torchvision's reference training transforms (bench_augment.sh runs it):
 
     augment_peers.py imagepack DB --policy P [--erase 0.25] [--batches N] [--size 224] [--threads 0]
+                     [--dtype float32|float16|bfloat16|uint8] [--channels-last] [--torch-normalise]
     augment_peers.py dataloader TREE --policy P [--erase 0.25] [--workers 2] ...
 
 POLICY: none, ta_wide, ra, imagenet (AutoAugment), augmix. Both make what
@@ -24,15 +25,24 @@ MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 def imagepack_batches(db, a):
     import imagepack
-    kw = dict(batch_size=a.batch, size=a.size, threads=a.threads, seed=1, dtype="float32", mean="imagenet",
-              std="imagenet")
+    if a.dtype == "uint8" or a.torch_normalise:
+        kw = dict(batch_size=a.batch, size=a.size, threads=a.threads, seed=1)
+    else:
+        kw = dict(batch_size=a.batch, size=a.size, threads=a.threads, seed=1, dtype=a.dtype, mean="imagenet",
+                  std="imagenet")
+    if a.channels_last:
+        kw["memory_format"] = "channels_last"
     if a.policy != "none":
         kw["auto_augment"] = a.policy
     if a.erase > 0:
         kw["random_erase"] = a.erase
     loader = imagepack.Loader(db, **kw)
+    mean = torch.tensor(MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(STD).view(1, 3, 1, 1)
     while True:
         for images, labels in loader:  # each pass a new epoch (no set_epoch needed)
+            if a.torch_normalise:  # what a uint8 loader's user does on the training thread
+                images = images.float().div_(255).sub_(mean).div_(std)
             yield images, labels
 
 
@@ -69,11 +79,17 @@ def main():
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "uint8"],
+                   help="imagepack's output (ImageNet-normalised unless uint8)")
+    p.add_argument("--channels-last", action="store_true", help="imagepack: memory_format=channels_last")
+    p.add_argument("--torch-normalise", action="store_true",
+                   help="imagepack: uint8 batches normalised by torch on this thread (float32)")
     a = p.parse_args()
     torch.set_num_threads(1)
     it = imagepack_batches(a.path, a) if a.pipeline == "imagepack" else dataloader_batches(a.path, a)
     images, _ = next(it)  # warm-up: threads or workers running
-    assert images.dtype == torch.float32 and tuple(images.shape[1:]) == (3, a.size, a.size), images.shape
+    want = torch.float32 if a.pipeline == "dataloader" or a.torch_normalise else getattr(torch, a.dtype)
+    assert images.dtype == want and tuple(images.shape[1:]) == (3, a.size, a.size), (images.dtype, images.shape)
     t0, n = time.time(), 0
     for _ in range(a.batches):
         images, _ = next(it)

@@ -24,6 +24,7 @@ BatchMaker::BatchMaker(const LoaderOptions& o, const RecordSource& src, const Cl
   sample_bytes_ = size_t(o_.size) * o_.size * channels_;
   for (int t = 0; t < arena_.max_concurrency(); ++t) cursors_.push_back(src_.NewCursor());
   scratch_.resize(cursors_.size());
+  staged_.resize(cursors_.size());
 }
 
 void BatchMaker::SetOptions(const LoaderOptions& o) {
@@ -89,8 +90,14 @@ void BatchMaker::Fill(Batch& b, int64_t bn) {
   const int64_t begin = bn * o_.batch_size;
   const int64_t end = std::min<int64_t>(begin + o_.batch_size, mine_->size());
   b.count = static_cast<int>(end - begin);
-  b.images.resize(size_t(o_.batch_size) * sample_bytes_);
-  if (out_.active()) b.output.Reserve(b.images.size() * out_.element_bytes(), o_.pinned_alloc, o_.pinned_free);
+  const size_t batch_bytes = size_t(o_.batch_size) * sample_bytes_;
+  if (out_.active()) {
+    b.images = {};
+    b.output.Reserve(batch_bytes * out_.element_bytes(), o_.pinned_alloc, o_.pinned_free);
+    for (auto& s : staged_) s.resize(sample_bytes_);
+  } else {
+    b.images.resize(batch_bytes);
+  }
   b.labels.assign(static_cast<size_t>(o_.batch_size), -1);
   b.indices.assign(static_cast<size_t>(o_.batch_size), -1);
   b.status = Status::Ok();
@@ -98,9 +105,10 @@ void BatchMaker::Fill(Batch& b, int64_t bn) {
   std::mutex err_mu;
   arena_.execute([&] {
     tbb::parallel_for(int64_t{0}, static_cast<int64_t>(b.count), [&](int64_t i) {
-      RecordCursor& cur = *cursors_[static_cast<size_t>(tbb::this_task_arena::current_thread_index())];
+      const size_t thread = static_cast<size_t>(tbb::this_task_arena::current_thread_index());
+      RecordCursor& cur = *cursors_[thread];
       const int64_t pos = begin + i;
-      uint8_t* dst = b.images.data() + size_t(i) * sample_bytes_;
+      uint8_t* dst = out_.active() ? staged_[thread].data() : b.images.data() + size_t(i) * sample_bytes_;
       b.indices[i] = (*mine_)[pos];
       Status st = RenderOne(cur, b.indices[i], pos, dst, &b.labels[i], b, i);
       // kSkip: try the following records of the epoch order instead.

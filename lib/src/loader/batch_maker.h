@@ -26,7 +26,7 @@ namespace imagepack::internal {
 struct Batch {
   int64_t number = -1;
   int count = 0;
-  std::vector<uint8_t> images;
+  std::vector<uint8_t> images;  // uint8 images as rendered (empty when `output` holds them)
   OutputBuffer output;  // the images as output_dtype, or pinned (OutputConverter::active)
   std::vector<int64_t> labels;
   std::vector<int64_t> indices;  // dataset index of each sample
@@ -71,6 +71,9 @@ class BatchMaker {
   tbb::task_arena arena_;
   std::vector<std::unique_ptr<RecordCursor>> cursors_;
   std::vector<Image> scratch_;  // per arena thread: the resampled sample
+  // Per arena thread: the uint8 sample before its conversion, when the
+  // output buffer holds the images (it stays in the thread's cache).
+  std::vector<std::vector<uint8_t>> staged_;
   FieldBatcher fields_;         // the dataset's fields (meta().fields)
   SampleRenderer renderer_;
   OutputConverter out_;  // the images' output type (output_dtype, norm_mean, norm_std)
