@@ -50,24 +50,6 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-Result<std::vector<std::string>> ParquetFiles(Storage& storage, const std::string& src) {
-  if (HasShardPattern(src)) return ExpandShardPattern(src);
-  if (storage.listable()) {
-    auto info = storage.Stat(src);
-    if (info.ok() && info->directory) {
-      auto names = storage.List(src);
-      if (!names.ok()) return names.status();
-      std::vector<std::string> out;
-      for (const std::string& n : names.value())
-        if (n.back() != '/' && IsParquetName(n)) out.push_back(Storage::Join(src, n));
-      std::sort(out.begin(), out.end());
-      if (out.empty()) return Status::NotFound(src + " holds no .parquet files");
-      return out;
-    }
-  }
-  return std::vector<std::string>{src};
-}
-
 }  // namespace
 
 bool LooksLikeParquet(const std::string& src) {
@@ -267,12 +249,12 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
 Result<DatasetSource> OpenParquetSource(const std::string& src, const SourceOptions& opts) {
   auto storage = OpenStorage(src);
   if (!storage.ok()) return storage.status();
-  auto files = ParquetFiles(*storage.value(), src);
+  auto files = ContainerFiles(*storage.value(), src, IsParquetName, ".parquet files");
   if (!files.ok()) return files.status();
   DatasetSource s;
   s.root = src;
   s.scratch = std::make_shared<ScratchFiles>();
-  const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
+  const std::string scratch_dir = ScratchDirOf(opts);
   PqListing l;
   for (const std::string& file : *files) IMAGEPACK_RETURN_IF_ERROR(AddFile(*storage.value(), file, scratch_dir, opts, s, l));
   // The image struct's paths name the records when every row has one and

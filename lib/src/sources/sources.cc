@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/braces.h"
 #include "formats/labels.h"
 #include "formats/limits.h"
 #include "formats/text.h"
@@ -551,6 +552,29 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
     return OpenDatabaseSource(path, opts.database_records, opts);
   }
   return OpenTreeSource(path, opts);
+}
+
+Result<std::vector<std::string>> ContainerFiles(Storage& storage, const std::string& src,
+                                                bool (*keep)(const std::string& name), const char* what) {
+  if (HasShardPattern(src)) return ExpandShardPattern(src);
+  if (storage.listable()) {
+    auto info = storage.Stat(src);
+    if (info.ok() && info->directory) {
+      auto names = storage.List(src);
+      if (!names.ok()) return names.status();
+      std::vector<std::string> out;
+      for (const std::string& n : names.value())
+        if (n.back() != '/' && keep(n)) out.push_back(Storage::Join(src, n));
+      std::sort(out.begin(), out.end());
+      if (out.empty()) return Status::NotFound(src + " holds no " + what);
+      return out;
+    }
+  }
+  return std::vector<std::string>{src};
+}
+
+std::string ScratchDirOf(const SourceOptions& opts) {
+  return opts.scratch_dir.empty() ? std::filesystem::temp_directory_path().string() : opts.scratch_dir;
 }
 
 }  // namespace imagepack::internal

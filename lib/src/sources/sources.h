@@ -25,6 +25,10 @@
 #include "imagepack/status.h"
 #include "imagepack/store.h"
 
+namespace imagepack {
+class Storage;
+}
+
 namespace imagepack::internal {
 
 // One field of an item before packing (its slot in DatasetSource::fields):
@@ -293,6 +297,17 @@ Status FillField(const FieldSpec& spec, const nlohmann::json& v, const std::file
 // Paths in a manifest or COCO file stay inside its folder (no absolute
 // path, no ".." above it) unless opts.allow_outside.
 Status CheckInsideFolder(const std::string& path, const SourceOptions& opts);
+
+// The files a source of container files (Parquet, TFRecord) reads from
+// `src`: a shard pattern's expansion, the files of a listable folder that
+// `keep` takes (by name, sorted; NotFound "SRC holds no WHAT" when none),
+// or `src` itself.
+Result<std::vector<std::string>> ContainerFiles(Storage& storage, const std::string& src,
+                                                bool (*keep)(const std::string& name), const char* what);
+
+// Where a source's scratch copies go: --scratch-dir, else the system's
+// temporary folder.
+std::string ScratchDirOf(const SourceOptions& opts);
 
 // The class list fixed by the options: a given list, or a classes file;
 // empty when neither (the source finds its own).

@@ -106,26 +106,6 @@ bool LooksRemote(Storage& storage, const std::string& path) {
   return HeaderMatches(head.data(), head.size());
 }
 
-// The record files `src` names: a pattern's expansion, a folder's files
-// (side files left out), or the file itself.
-Result<std::vector<std::string>> TfRecordFiles(Storage& storage, const std::string& src) {
-  if (HasShardPattern(src)) return ExpandShardPattern(src);
-  if (storage.listable()) {
-    auto info = storage.Stat(src);
-    if (info.ok() && info->directory) {
-      auto names = storage.List(src);
-      if (!names.ok()) return names.status();
-      std::vector<std::string> out;
-      for (const std::string& n : names.value())
-        if (n.back() != '/' && !IsSideFile(n)) out.push_back(Storage::Join(src, n));
-      std::sort(out.begin(), out.end());
-      if (out.empty()) return Status::NotFound(src + " holds no TFRecord files");
-      return out;
-    }
-  }
-  return std::vector<std::string>{src};
-}
-
 }  // namespace
 
 bool LooksLikeTfRecord(const std::string& src) {
@@ -521,7 +501,9 @@ Status BesideClasses(Storage& storage, const std::string& dir, std::vector<std::
 Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOptions& opts) {
   auto storage = OpenStorage(src);
   if (!storage.ok()) return storage.status();
-  auto files = TfRecordFiles(*storage.value(), src);
+  // A folder's files, side files (labels, metadata) left out.
+  auto files = ContainerFiles(
+      *storage.value(), src, [](const std::string& n) { return !IsSideFile(n); }, "TFRecord files");
   if (!files.ok()) return files.status();
   DatasetSource s;
   s.root = src;
@@ -530,7 +512,7 @@ Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOpt
   std::vector<std::string> beside;
   if (!opts.no_class)
     IMAGEPACK_RETURN_IF_ERROR(BesideClasses(*storage.value(), Storage::Parent(files->front()), &beside, &l.label_base));
-  const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
+  const std::string scratch_dir = ScratchDirOf(opts);
   for (const std::string& file : *files)
     IMAGEPACK_RETURN_IF_ERROR(AddFile(*storage.value(), file, scratch_dir, opts, s, l));
   if (std::any_of(l.infos.begin(), l.infos.end(), [](const TfRecordInfo& r) { return r.has_boxes; })) {

@@ -398,7 +398,7 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   std::vector<std::string> named;
   IMAGEPACK_RETURN_IF_ERROR(
       ShardClasses(*storage.value(), shard_dir, opts, &fixed, &beside, &have_meta, &no_class, &named));
-  const std::string scratch_dir = opts.scratch_dir.empty() ? fs::temp_directory_path().string() : opts.scratch_dir;
+  const std::string scratch_dir = ScratchDirOf(opts);
   Listing l;
   for (const std::string& shard : *shards)
     IMAGEPACK_RETURN_IF_ERROR(AddShard(*storage.value(), shard, scratch_dir, opts, s, l));
