@@ -1,9 +1,9 @@
 // The images as the model takes them (LoaderOptions::output_dtype,
 // norm_mean, norm_std): the uint8 pixels a sample was rendered to, turned
-// into float32, float16 or bfloat16 by a per-channel table of
-// (x / 255 - mean) / std, computed in float32 as torchvision's ToTensor +
-// Normalize compute it, then rounded to nearest even for the 16-bit types
-// (torch's casts). The loader's decode threads run it, sample by sample,
+// into float32, float16 or bfloat16: (x / 255 - mean) / std, computed in
+// float32 as torchvision's ToTensor + Normalize compute it (eight values
+// at a time with AVX2, else by a per-channel table of the same values),
+// then rounded to nearest even for the 16-bit types (torch's casts). The loader's decode threads run it, sample by sample,
 // right after rendering (docs/PYTHON.md, "Output as the model takes it").
 #pragma once
 
