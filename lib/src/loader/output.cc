@@ -1,5 +1,6 @@
 #include "loader/output.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cmath>
@@ -156,8 +157,13 @@ __attribute__((target("avx2,f16c"))) void NormaliseAvx2(const uint8_t* src, size
   if (stream) _mm_sfence();  // the streamed stores are seen before the batch is handed over
 }
 
+// AVX2 and F16C (CPUID leaf 1, ECX bit 29: clang's __builtin_cpu_supports
+// does not know "f16c").
 bool HaveAvx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+  }();
   return yes;
 }
 #else
