@@ -180,7 +180,8 @@ void NormaliseSample(const uint8_t* src, size_t pixels, bool nchw, int channels,
   if (nchw || channels == 1) {
     const size_t bytes = pixels * (T == DType::kFloat32 ? 4 : 2);
     for (int ch = 0; ch < channels; ++ch)
-      NormaliseAvx2<T>(src + size_t(ch) * pixels, pixels, 1, mean + ch, stdv + ch, table16 + size_t(ch) * 256,
+      NormaliseAvx2<T>(src + size_t(ch) * pixels, pixels, 1, mean + ch, stdv + ch,
+                       table16 ? table16 + size_t(ch) * 256 : nullptr,  // float32: none
                        dst + size_t(ch) * bytes);
   } else {
     NormaliseAvx2<T>(src, pixels * size_t(channels), channels, mean, stdv, table16, dst);
