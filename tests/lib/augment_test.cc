@@ -102,6 +102,19 @@ TEST(Augment, BaselineSse41AndAvx2LoopsGiveTheSameBytes) {
   sse41 = had_sse41, avx2 = had_avx2;
 }
 
+// Contrast's gray sum runs in blocks of 2^20 eight-pixel steps: an image
+// past one block gives the baseline's bytes too.
+TEST(Augment, ContrastOfAnImagePastOneSumBlockIsTheBaselines) {
+  bool& avx2 = internal::UseAvx2();
+  const bool had_avx2 = avx2;
+  Image a = Noise(4096, 2100, 3, 5), v = a;  // 8,601,600 pixels > 8 x 2^20
+  avx2 = false;
+  ApplyAugOp(AugOp::kContrast, 0.4, AugInterpolation::kBilinear, nullptr, &a);
+  avx2 = had_avx2;
+  ApplyAugOp(AugOp::kContrast, 0.4, AugInterpolation::kBilinear, nullptr, &v);
+  EXPECT_EQ(a.pixels, v.pixels);
+}
+
 TEST(Augment, EqualizeAndAutoContrastOfAFlatImageChangeNothing) {
   Image img = Noise(5, 5, 1, 3);
   std::fill(img.pixels.begin(), img.pixels.end(), 77);

@@ -182,24 +182,20 @@ __attribute__((target("avx2"))) size_t SaturateAvx2(uint8_t* px, size_t pixels, 
 
 // The sum of GrayOf over eight pixels at a time (exact: integers).
 __attribute__((target("avx2"))) size_t GraySumAvx2(const uint8_t* px, size_t pixels, uint64_t* sum) {
-  __m256i acc = _mm256_setzero_si256();  // int32 lanes: at most 255 * 2^20 steps before a flush
+  const size_t whole = pixels & ~size_t(7);
   uint64_t total = 0;
-  size_t i = 0, since = 0;
-  for (; i + 8 <= pixels; i += 8) {
-    acc = _mm256_add_epi32(acc, Gray8(LoadRgb8(px + i * 3)));
-    if (++since == (size_t(1) << 20)) {
-      alignas(32) uint32_t lanes[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
-      for (uint32_t l : lanes) total += l;
-      acc = _mm256_setzero_si256();
-      since = 0;
-    }
+  size_t i = 0;
+  while (i < whole) {
+    // int32 lanes: blocks of at most 2^20 steps of 255 each, then added up.
+    const size_t end = std::min(whole, i + (size_t(8) << 20));
+    __m256i acc = _mm256_setzero_si256();
+    for (; i < end; i += 8) acc = _mm256_add_epi32(acc, Gray8(LoadRgb8(px + i * 3)));
+    alignas(32) uint32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
+    for (uint32_t l : lanes) total += l;
   }
-  alignas(32) uint32_t lanes[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
-  for (uint32_t l : lanes) total += l;
   *sum = total;
-  return i;
+  return whole;
 }
 
 }  // namespace
