@@ -4,9 +4,13 @@ environment's, Debian's) and packs it with the package's Python files
 into a wheel. No network and no build dependencies beyond what the
 project's own build needs (cmake, a compiler, pybind11, the libraries
 scripts/setup.sh installs). When scripts/build.sh's build folder was made
-for this same interpreter (a venv of Debian's python3, say), its extension
-is brought up to date and packed; otherwise the library and extension are
-built in build/wheel-<tag> in the source tree, kept between installs."""
+for this same interpreter (a venv of Debian's python3, say) and for these
+sources, its extension is brought up to date and packed; otherwise the
+library and extension are built in build/wheel-<tag> in the source tree,
+kept between installs. A build folder configured for other sources (a
+checkout copied with its build/, whose CMake cache names the original's
+sources) is never packed or reused: its build would install the
+original's files."""
 import base64
 import hashlib
 import os
@@ -58,16 +62,43 @@ _SAME_PYTHON = ("import sys, sysconfig; "
                 "print(sys.base_prefix, sys.version_info[:3], sysconfig.get_config_var('EXT_SUFFIX'))")
 
 
-def _cached_python(build):
-    """The Python a CMake build folder was configured for, or None."""
+def _cache_entry(build, *names):
+    """The value of the first of `names` in a CMake build folder's
+    CMakeCache.txt, or None."""
+    found = {}
     try:
         with open(os.path.join(build, "CMakeCache.txt")) as f:
             for line in f:
-                if line.startswith(("Python_EXECUTABLE:", "_Python_EXECUTABLE:")):
-                    return line.split("=", 1)[1].strip()
+                name = line.split(":", 1)[0]
+                if name in names and "=" in line and name not in found:
+                    found[name] = line.split("=", 1)[1].strip()
     except OSError:
         pass
-    return None
+    return next((found[n] for n in names if n in found), None)
+
+
+def _cached_python(build):
+    """The Python a CMake build folder was configured for, or None."""
+    return _cache_entry(build, "Python_EXECUTABLE", "_Python_EXECUTABLE")
+
+
+def _same_path(a, b):
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _other_sources(build):
+    """The source folder a CMake build folder was configured for when it is
+    not this checkout (ROOT), else None (this checkout's, or no cache). A
+    copied or moved checkout keeps its build folders, whose caches (and
+    build rules) still name the original's sources: building there builds
+    those."""
+    source = _cache_entry(build, "CMAKE_HOME_DIRECTORY", "imagepack_SOURCE_DIR")
+    return source if source and not _same_path(source, ROOT) else None
 
 
 def _reusable_build():
@@ -80,12 +111,24 @@ def _reusable_build():
     exe = _cached_python(build)
     if not exe or not os.path.isdir(os.path.join(build, "python", NAME)):
         return None
+    other = _other_sources(build)
+    if other:
+        print("imagepack: %s was configured for the sources in %s, not these (%s; a copied or moved checkout?): "
+              "not packed (its build would install those); building afresh in %s. To use this checkout's own "
+              "build folder, remove %s and run scripts/build.sh." % (build, other, ROOT, _wheel_build(), build),
+              file=sys.stderr)
+        return None
     try:
         theirs = subprocess.run([exe, "-c", _SAME_PYTHON], capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     mine = subprocess.run([sys.executable, "-c", _SAME_PYTHON], capture_output=True, text=True, timeout=60).stdout
     return build if theirs and theirs == mine else None
+
+
+def _wheel_build():
+    """This backend's own build folder for this Python."""
+    return os.path.join(ROOT, "build", "wheel-" + _tag())
 
 
 def _build():
@@ -99,7 +142,12 @@ def _build():
         subprocess.check_call(["cmake", "--build", reuse, "--target", "imagepack_python", "-j",
                                str(os.cpu_count() or 1)], stdout=sys.stderr)
         return os.path.join(reuse, "python", NAME)
-    build = os.path.join(ROOT, "build", "wheel-" + _tag())
+    build = _wheel_build()
+    other = _other_sources(build)
+    if other:  # this backend's own folder, copied with a checkout: of no use here
+        print("imagepack: %s was configured for the sources in %s, not these (%s): removed, building afresh"
+              % (build, other, ROOT), file=sys.stderr)
+        shutil.rmtree(build)
     gen = ["-G", "Ninja"] if shutil.which("ninja") and not os.path.exists(os.path.join(build, "Makefile")) else []
     subprocess.check_call(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
                            "-DPython_EXECUTABLE=" + sys.executable, "-DIMAGEPACK_BUILD_TESTS=OFF",

@@ -66,3 +66,62 @@ def test_a_build_for_another_python_is_not_packed(tmp_path):
     # No package folder (configured without pybind11): not packed.
     os.rmdir(build / "python" / "imagepack")
     assert backend_answer(sys.executable, str(build)) is None
+
+
+# A stand-in for the project's CMakeLists.txt, cheap to configure and build:
+# the target the backend builds assembles build/python/imagepack from the
+# checkout's lib/python/imagepack, with a stand-in for the extension.
+STAND_IN_CMAKE = """cmake_minimum_required(VERSION 3.16)
+project(imagepack VERSION 0.1.0 LANGUAGES NONE)
+set(Python_EXECUTABLE "" CACHE FILEPATH "the Python the package is built for")
+set(pkg ${PROJECT_BINARY_DIR}/python/imagepack)
+add_custom_target(imagepack_python ALL
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${pkg}
+  COMMAND ${CMAKE_COMMAND} -E copy ${PROJECT_SOURCE_DIR}/lib/python/imagepack/__init__.py ${pkg}/
+  COMMAND ${CMAKE_COMMAND} -E touch ${pkg}/_imagepack.stand-in.so)
+"""
+
+
+def test_an_install_from_a_copied_built_checkout_installs_the_copy(tmp_path):
+    """A checkout copied with its build folders (build/, made for this very
+    Python, and the backend's own build/wheel-TAG), whose CMake caches name
+    the original's sources: pip install from the copy installs the copy's
+    files, saying why it does not pack build/. (The project's CMakeLists.txt
+    is replaced by a stand-in that builds in a second: what is tested is the
+    backend's choice of build folder, with the backend and pyproject.toml of
+    this checkout.)"""
+    import shutil
+    orig = tmp_path / "orig"
+    (orig / "lib" / "python" / "imagepack").mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, "pyproject.toml"), orig)
+    shutil.copy(os.path.join(ROOT, "lib", "python", "imagepack_build.py"), orig / "lib" / "python")
+    (orig / "CMakeLists.txt").write_text(STAND_IN_CMAKE)
+    (orig / "lib" / "python" / "imagepack" / "__init__.py").write_text("WHERE = 'the original'\n")
+    tag = subprocess.run([sys.executable, "-c", "import imagepack_build; print(imagepack_build._tag())"],
+                         cwd=str(orig / "lib" / "python"), check=True, capture_output=True, text=True).stdout.strip()
+    for build, python in (("build", sys.executable), ("build/wheel-" + tag, sys.executable)):
+        subprocess.run(["cmake", "-S", str(orig), "-B", str(orig / build), "-DPython_EXECUTABLE=" + python],
+                       check=True, capture_output=True)
+        subprocess.run(["cmake", "--build", str(orig / build)], check=True, capture_output=True)
+    copy = tmp_path / "copy"
+    shutil.copytree(orig, copy, symlinks=True)
+    (copy / "lib" / "python" / "imagepack" / "__init__.py").write_text("WHERE = 'the copy'\n")
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "IMAGEPACK_BUILD_DIR")}
+    out = subprocess.run([py, "-m", "pip", "install", "-v", "--no-build-isolation", "--no-index", "--no-deps",
+                          str(copy)], env=env, capture_output=True, text=True, timeout=300)
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log
+    installed = glob.glob(str(venv / "lib" / "python*" / "site-packages" / "imagepack" / "__init__.py"))
+    assert len(installed) == 1, log
+    assert open(installed[0]).read() == "WHERE = 'the copy'\n", log
+    # Said, naming the original's sources; build/ itself left as it was.
+    assert "%s was configured for the sources in %s" % (copy / "build", orig) in log, log
+    assert "build/wheel-%s was configured for the sources in %s" % (tag, orig) in log, log
+    assert open(copy / "build" / "python" / "imagepack" / "__init__.py").read() == "WHERE = 'the original'\n"
+    # The copy's own build folder now names the copy.
+    cache = open(copy / "build" / ("wheel-" + tag) / "CMakeCache.txt").read()
+    assert "CMAKE_HOME_DIRECTORY:INTERNAL=%s\n" % copy in cache
