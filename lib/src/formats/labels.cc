@@ -57,7 +57,7 @@ Status ResolveLabels(const std::vector<RawLabel>& raw, const std::vector<std::st
         return Status::InvalidArgument(
             (first < where.size() ? where[first] + ": " : std::string()) + "label " + std::to_string(max_index) +
             " is far beyond the " + std::to_string(seen_indices.size()) +
-            " distinct labels seen (it would make " + std::to_string(max_index + 1) +
+            " distinct labels seen (it would make " + std::to_string(uint64_t(max_index) + 1) +
             " classes); name the classes with --classes FILE");
       }
       for (int64_t i = 0; i <= max_index; ++i) classes->push_back(std::to_string(i));

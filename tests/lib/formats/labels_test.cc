@@ -71,5 +71,19 @@ TEST(Labels, OneHugeIndexIsAnErrorNamingWhereNotAnAllocation) {
   EXPECT_TRUE(Resolve(many).status.ok());
 }
 
+// INT64_MAX: "it would make max + 1 classes" overflowed int64, and the
+// compiler, free to assume it does not, crashed pack_lmdb (SIGSEGV) on a
+// .cls, a TFRecord or a parquet label of 9223372036854775807.
+TEST(Labels, TheLargestIndexIsAnErrorNotAnOverflow) {
+  auto r = Resolve({LabelFromIndex(0), LabelFromIndex(INT64_MAX)});
+  ASSERT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("f.jsonl:2: label 9223372036854775807 is far beyond"), std::string::npos)
+      << r.status.message();
+  EXPECT_NE(r.status.message().find("9223372036854775808 classes"), std::string::npos) << r.status.message();
+  auto fixed = Resolve({LabelFromIndex(INT64_MAX), LabelFromIndex(1)}, {"a", "b"});
+  ASSERT_TRUE(fixed.status.ok());
+  EXPECT_EQ(fixed.labels, (std::vector<int32_t>{-1, 1}));
+}
+
 }  // namespace
 }  // namespace imagepack::internal
