@@ -21,10 +21,15 @@
 # itself, and a SIGINT sent to launch.sh alone (kill -INT, no terminal) is
 # passed on. launch.sh waits for the ranks and exits with their code; a
 # third Ctrl-C kills them.
+# Each rank also gets IMAGEPACK_LAUNCH_CMD: launch.sh's own words as run, up
+# to and with "--", shell-quoted ("scripts/launch.sh --nproc 2 --"), which
+# the trainers put before the command they print to continue an
+# interrupted run, so that it resumes on as many processes.
 set -uo pipefail
 USAGE="usage: launch.sh --nproc N [--nnodes M --node-rank R --master-addr A] [--port P] -- CMD ARGS..."
 usage_error() { echo "launch.sh: $1" >&2; echo "$USAGE" >&2; exit 2; }
 NPROC=1 NNODES=1 NODE_RANK=0 ADDR="" PORT=""
+words=("$0")  # this command line up to "--", for IMAGEPACK_LAUNCH_CMD
 while [ $# -gt 0 ]; do
   case $1 in
     -h|--help)
@@ -36,6 +41,7 @@ while [ $# -gt 0 ]; do
         --nproc) NPROC=$2;; --nnodes) NNODES=$2;; --node-rank) NODE_RANK=$2;;
         --master-addr) ADDR=$2;; --port) PORT=$2;;
       esac
+      words+=("$1" "$2")
       shift 2;;
     --) shift; break;;
     -*) usage_error "unknown option $1";;
@@ -61,6 +67,8 @@ elif [ -z "$PORT" ]; then  # a free port, chosen by the kernel
   PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 fi
 WORLD=$((NPROC * NNODES))
+printf -v LAUNCH_CMD '%q ' "${words[@]}"
+LAUNCH_CMD+="--"
 pids=()
 interrupts=0
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; }
@@ -90,10 +98,10 @@ for ((i = 0; i < NPROC; i++)); do
   # background command of a script otherwise starts with SIGINT ignored).
   if [ "$rank" -eq 0 ]; then
     (trap - INT; MASTER_ADDR=$ADDR MASTER_PORT=$PORT RANK=$rank WORLD_SIZE=$WORLD LOCAL_RANK=$i \
-      LOCAL_WORLD_SIZE=$NPROC exec "$@") &
+      LOCAL_WORLD_SIZE=$NPROC IMAGEPACK_LAUNCH_CMD=$LAUNCH_CMD exec "$@") &
   else  # $! is the rank itself (signals reach it), its output goes through sed
     (trap - INT; MASTER_ADDR=$ADDR MASTER_PORT=$PORT RANK=$rank WORLD_SIZE=$WORLD LOCAL_RANK=$i \
-      LOCAL_WORLD_SIZE=$NPROC exec "$@") > >(sed -u "s/^/[rank $rank] /" >&2) 2>&1 &
+      LOCAL_WORLD_SIZE=$NPROC IMAGEPACK_LAUNCH_CMD=$LAUNCH_CMD exec "$@") > >(sed -u "s/^/[rank $rank] /" >&2) 2>&1 &
   fi
   pids+=($!)
 done

@@ -267,6 +267,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   TrainOptions a;
+  const std::string program = argc > 0 && argv[0] && *argv[0] ? argv[0] : "train";
   po::options_description opts = Options(&a);
   po::options_description hidden;
   po::positional_options_description pos;
@@ -313,6 +314,7 @@ int main(int argc, char** argv) {
   for (const auto& g : given)
     if (!OptionIsPerInvocation(g.first)) a.given.push_back(g);
   a.notes = notes;
+  a.program = program;
   a.data = Joined(a.data_list, " + ");
   a.blurpool = vm.count("blurpool");
   a.no_val = vm.count("no-val");

@@ -45,6 +45,7 @@ struct TrainOptions {
   bool blurpool = false;
   std::string data, val, arch, output, resume, device = "cpu", schedule = "step";
   std::string resume_path;  // --resume resolved: the checkpoint to load, or "" (a fresh start)
+  std::string program = "train";  // argv[0] as run: the command that continues the run names it
   std::string amp_mode;     // --amp: "" off, "auto", "bf16" (forced on CPU), "fp16"
   std::string task = "classification";  // classification | segmentation | restoration (task.h)
   std::string order = "auto";           // the training data's order (LoaderOptions::order)
@@ -111,6 +112,7 @@ class Trainer {
   void SetUpModel();
   void SetUpOptimizer();
   void Resume();
+  void WarnOfAnotherGlobalBatch();  // a resume on another world size or batch per rank (Resume)
   EpochEnd TrainEpoch(int64_t epoch);
   bool CheckpointOrStop(Loader& loader, int64_t epoch, EpochEnd* end);
   // One optimizer step on the batch in host memory; the loss, the model's

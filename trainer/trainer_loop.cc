@@ -13,6 +13,7 @@
 #include "imagepack/classes.h"
 #include "imagepack/files.h"
 #include "imagepack/store.h"
+#include "continue_command.h"
 #include "models.h"
 #include "nccl_backend.h"
 #include "preemption.h"
@@ -174,10 +175,19 @@ bool Trainer::CheckpointOrStop(Loader& tl, int64_t epoch, EpochEnd* end) {
                             std::to_string(position) + ", step " + std::to_string(global_step_) + " in " + o_.output +
                             "/checkpoint.pt";
   if (interrupted) {
-    if (main_rank_)
-      std::cerr << "train: interrupted (Ctrl-C): " << where
-                << ". Continue with: train --resume auto --output " << o_.output
-                << " (options not given are the checkpoint's run's)" << std::endl;
+    // The command that continues the same run: its launcher and process
+    // count too (on another number of processes the global batch, and so
+    // the weights, would differ).
+    if (main_rank_) {
+      const ContinueCommand c = ContinueRunCommand(ReadLaunchInfo(env_.source, env_.world_size, env_.local_world_size),
+                                                   ShellWord(o_.program), o_.output);
+      const std::string message =  // one write: other ranks' lines may share the terminal
+          "train: interrupted (Ctrl-C): " + where + ". Continue the run (" + std::to_string(env_.world_size) +
+          " process(es), global batch " + std::to_string(int64_t(o_.batch) * env_.world_size) +
+          "; options not given are the checkpoint's run's) with:\n  " + c.command + "\n" +
+          (c.note.empty() ? "" : "  (" + c.note + ")\n");
+      std::cerr << message << std::flush;
+    }
     *end = EpochEnd::kInterrupted;
     return true;
   }

@@ -14,6 +14,7 @@
 #include "imagepack/classes.h"
 #include "imagepack/files.h"
 #include "imagepack/store.h"
+#include "continue_command.h"
 #include "models.h"
 #include "nccl_backend.h"
 #include "preemption.h"
@@ -92,6 +93,38 @@ void Trainer::SetUpOptimizer() {
   scaler_ = std::make_unique<GradScaler>(gso);
 }
 
+// A resume on another number of processes (elastic, docs/TRAINING.md) or
+// with another batch per rank is allowed, but it is not the run continued
+// as it ran: the global batch, the steps and the weights differ. Said in
+// one line naming both, with what continues it as it ran.
+void Trainer::WarnOfAnotherGlobalBatch() {
+  const int64_t world = dist_->world_size(), batch = o_.batch;
+  const int64_t was_world = state_.world_size, was_batch = state_.batch_size > 0 ? state_.batch_size : batch;
+  if (was_world == world && was_batch == batch) return;
+  auto n = [](int64_t v) { return std::to_string(v); };
+  const int64_t was = was_world * was_batch, now = world * batch;
+  std::string line = "=> warning: " + o_.resume_path + " was saved by " + n(was_world) + " process(es) x batch " +
+                     n(was_batch) + " = global batch " + n(was) + "; this run has " + n(world) + " x " + n(batch) +
+                     " = " + n(now) + ". ";
+  if (was != now)
+    line += "Each step now takes " + n(now) + " samples instead of " + n(was) +
+            ": the steps per epoch and the learning rate per sample change" +
+            (o_.lr_scale ? " (--lr-scale-batch scales the learning rate to the new global batch)" : "") +
+            ", and the run ends with other weights than if continued as it ran";
+  else
+    line += "The same samples per step, summed over " + n(world) + " process(es) instead of " + n(was_world) +
+            ": the weights differ from those of the run continued as it ran by rounding";
+  if (state_.position > 0)
+    line += "; the rest of epoch " + n(state_.epoch) + " goes to the " + n(world) + " process(es), every sample once";
+  const std::string again = ShellWord(o_.program) + (was_batch != batch ? " --batch-size " + n(was_batch) : "") +
+                            " --resume " + (o_.resume == "auto" ? "auto" : ShellWord(o_.resume_path)) +
+                            " --output " + ShellWord(o_.output);
+  line += ". To continue it as it ran: " +
+          (was_world > 1 ? n(was_world) + " processes, e.g. scripts/launch.sh --nproc " + n(was_world) + " -- " + again
+                         : "one process, " + again);
+  Log(line);
+}
+
 void Trainer::Resume() {
   state_.seed = o_.seed;
   const std::string& resume = o_.resume_path;
@@ -138,6 +171,7 @@ void Trainer::Resume() {
         (state_.position > 0 ? ", position " + std::to_string(state_.position) + " (saved by " +
                                    std::to_string(state_.world_size) + " process(es))"
                              : ""));
+    if (!o_.evaluate) WarnOfAnotherGlobalBatch();
   }
   if (main_rank_ && !o_.output.empty()) {  // temporaries of checkpoints a killed run was writing
     RemoveStaleTempsFor(o_.output + "/checkpoint.pt");

@@ -20,11 +20,13 @@ import termios
 import threading
 import time
 
+import shutil
+
 import pytest
 from PIL import Image
 
 from conftest import SCRIPTS, TOOLS, pack
-from test_train_script import cue_tree
+from test_train_script import cue_tree, digest
 
 SCRIPT = os.path.join(SCRIPTS, "train_imagepack.py")
 LAUNCH = os.path.join(SCRIPTS, "launch.sh")
@@ -240,19 +242,29 @@ def in_a_terminal(cmd):
     return p, master, chunks
 
 
+CONTINUE = re.compile(r"interrupted \(Ctrl-C\): .*? with:\r?\n  (.+?)\r?\n(?:  \((.+?)\)\r?\n)?")
+
+
 def test_ctrl_c_in_a_terminal_stops_both_ranks_together_at_a_checkpoint(dbs):
     """launch.sh --nproc 2 in a terminal: Ctrl-C reaches both ranks (once
     each), which agree to checkpoint at the next step and exit 130;
-    launch.sh waits for them and exits 130; the run resumes."""
-    out = dbs["dir"] / "ctrl_c_ddp"
-    p, master, chunks = in_a_terminal([LAUNCH, "--nproc", "2", "--", sys.executable, SCRIPT, *SMALL,
-                                       "--data", dbs["train"], "--val", dbs["val"], "--epochs", "500",
-                                       "--print-freq", "1", "--output", out])
+    launch.sh waits for them and exits 130. The command printed to continue
+    names the launcher and its process count: run as printed (by a shell)
+    it ends with the uninterrupted two-process run's weights. Resumed on
+    one process instead, the run says the checkpoint's world size and
+    global batch are not this run's (and it ends with other weights)."""
+    out, aside = dbs["dir"] / "ctrl_c_ddp", dbs["dir"] / "ctrl_c_ddp_aside"
+    run = [LAUNCH, "--nproc", "2", "--", sys.executable, SCRIPT, *SMALL, "--data", dbs["train"], "--val",
+           dbs["val"], "--epochs", "6", "--print-freq", "1"]  # 2 steps an epoch
+    rc, o, e = proc(run + ["--output", dbs["dir"] / "ddp_straight"], timeout=180)
+    assert rc == 0, o + e
+    want = digest(o)
+    p, master, chunks = in_a_terminal(run + ["--output", out])
     try:
         wait_for(lambda: "Epoch: [0][1/" in "".join(chunks), 90, "training to start")
         os.write(master, b"\x03")  # Ctrl-C, as typed
         rc = p.wait(timeout=60)
-        time.sleep(0.2)
+        wait_for(lambda: CONTINUE.search("".join(chunks)), 10, "the terminal's last lines")
     finally:
         kill_group(p)
         os.close(master)
@@ -261,9 +273,20 @@ def test_ctrl_c_in_a_terminal_stops_both_ranks_together_at_a_checkpoint(dbs):
     assert "Traceback" not in text and "stopped at once" not in text, text
     assert text.count("interrupted (Ctrl-C): checkpoint at epoch") == 1, text
     assert os.path.exists(out / "checkpoint.pt") and not glob.glob(str(out / "*tmp*"))
-    rc, o, e = proc([LAUNCH, "--nproc", "2", "--", sys.executable, SCRIPT, "--resume", "auto", "--output", out,
-                     "--epochs", "1", "-q"], timeout=120)
-    assert rc == 0 and "resumed from" in o, o + e
+    assert "Continue the run (2 process(es), global batch 32;" in text, text
+    command, note = CONTINUE.search(text).groups()
+    assert command == "%s --nproc 2 -- %s %s --resume auto --output %s" % (LAUNCH, sys.executable, SCRIPT, out), text
+    assert note is None, text
+    shutil.copytree(out, aside)
+    rc, o, e = proc(["sh", "-c", command], timeout=180)
+    assert rc == 0 and "resumed from" in o and "was saved by" not in o, o + e
+    assert digest(o) == want, o + e
+    # On one process: allowed (elastic), and said, naming both.
+    rc, o, e = proc([sys.executable, SCRIPT, "--resume", "auto", "--output", aside], timeout=180)
+    assert rc == 0, o + e
+    assert "was saved by 2 process(es) x batch 16 = global batch 32; this run has 1 x 16 = 16. " in o, o
+    assert "e.g. scripts/launch.sh --nproc 2 -- %s %s --resume auto --output %s" % (sys.executable, SCRIPT, aside) in o
+    assert digest(o) != want
 
 
 def test_a_sigint_sent_to_launch_sh_alone_is_passed_on_once(dbs):

@@ -7,6 +7,7 @@ small patches of large images; the threads a rank starts fit its CPUs."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -59,6 +60,20 @@ def train(*argv, timeout=120, launcher=()):
     """Runs the trainer to its end; its whole process group is killed at the timeout."""
     p = subprocess.Popen([*launcher, TRAIN, *map(str, argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env(), start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise
+    return p.returncode, out, err
+
+
+def shell(command, timeout=120):
+    """Runs a command line as a user's shell would, from this folder; its
+    whole process group is killed at the timeout."""
+    p = subprocess.Popen(["sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
+                         start_new_session=True)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -142,6 +157,67 @@ def test_ctrl_c_checkpoints_at_the_next_step_says_how_to_resume_and_exits_130(db
     assert rc == 0, o + e
     if int(m.group(2)) > 0:
         assert "continues at position %s" % m.group(2) in o, o
+
+
+def digest(out):
+    found = re.findall(r"final weights digest ([0-9a-f]{16})", out)
+    return found[-1] if found else None
+
+
+CONTINUE = re.compile(r"interrupted \(Ctrl-C\): .*? with:\r?\n  (.+?)\r?\n(?:  \((.+?)\)\r?\n)?")
+
+
+def continue_command(text):
+    """The command an interrupted run printed to continue it (the line
+    after "... with:"), and the note after it if any."""
+    m = CONTINUE.search(text)
+    assert m, text
+    return m.group(1), m.group(2)
+
+
+def test_ctrl_c_of_two_processes_prints_the_command_that_continues_the_same_run(db, tmp_path):
+    """Ctrl-C in the terminal of `launch.sh --nproc 2 -- train`: the command
+    printed, run as printed (by a shell, from the same folder), ends with
+    the weights of the uninterrupted two-process run. Resumed on one
+    process instead, the run says that the checkpoint's world size and
+    global batch are not this run's (and it ends with other weights)."""
+    from test_scripts_nothing_lost import in_a_terminal
+    launcher = (LAUNCH, "--nproc", "2", "--")
+    rc, o, e = train(*args(db, tmp_path / "straight", epochs=6), launcher=launcher)  # 6 steps an epoch
+    assert rc == 0, o + e
+    want = digest(o)
+    out, log = tmp_path / "run", tmp_path / "samples"
+    p, master, chunks = in_a_terminal([*launcher, TRAIN, *args(db, out, "--log-samples", log, epochs=6)])
+    try:
+        wait_for(str(log) + ".rank0", 3)
+        os.write(master, b"\x03")  # Ctrl-C, as typed
+        rc = p.wait(timeout=60)
+        end = time.time() + 10  # the rest of the terminal's output
+        while not CONTINUE.search("".join(chunks)) and time.time() < end:
+            time.sleep(0.05)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        os.close(master)
+    text = "".join(chunks)
+    assert rc == 130, text
+    assert re.search(r"Continue the run \(2 process\(es\), global batch 16;", text), text
+    command, note = continue_command(text)
+    assert command.startswith("%s --nproc 2 -- %s --resume auto --output %s" % (LAUNCH, TRAIN, out)), text
+    assert note is None, text
+    aside = tmp_path / "aside"  # the checkpoint's run, for a resume on one process
+    shutil.copytree(out, aside)
+    rc, o, e = shell(command)
+    assert rc == 0, o + e
+    assert "resumed from" in o and "was saved by" not in o, o
+    assert digest(o) == want, o + e
+    # On one process: allowed (elastic), and said, naming both.
+    rc, o, e = train("--resume", "auto", "--output", aside)
+    assert rc == 0, o + e
+    assert "was saved by 2 process(es) x batch 8 = global batch 16; this run has 1 x 8 = 8. " in o, o
+    assert "scripts/launch.sh --nproc 2 -- %s --resume auto --output %s" % (TRAIN, aside) in o, o
+    assert digest(o) != want
 
 
 def catches_sigint(pid):

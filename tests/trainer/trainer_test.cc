@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "amp.h"
+#include "continue_command.h"
 #include "distributed.h"
 #include "imagepack/loader.h"
 #include "imagepack/store.h"
@@ -149,6 +150,48 @@ TEST(Rendezvous, ReadsTorchrunThenSlurmVariables) {
   EXPECT_EQ(e.master_port, 29777);
   EXPECT_EQ(e.local_world_size, 2);
   for (const char* v : vars) unsetenv(v);
+}
+
+// The command printed after a Ctrl-C continues the run as it was started:
+// the launcher and its process count included (run for real through
+// scripts/launch.sh in tests/python/test_trainer_nothing_lost.py).
+TEST(Rendezvous, TheCommandThatContinuesARunNamesItsLauncherAndProcesses) {
+  EXPECT_EQ(ShellWord("runs/r50"), "runs/r50");
+  EXPECT_EQ(ShellWord("my runs/it's"), "'my runs/it'\\''s'");
+  EXPECT_EQ(ShellWord(""), "''");
+  auto cmd = [](const std::string& source, int world, int local, const std::string& launch, bool torchrun) {
+    LaunchInfo l;
+    l.source = source;
+    l.world_size = world;
+    l.local_world_size = local;
+    l.launch_cmd = launch;
+    l.torchrun = torchrun;
+    return ContinueRunCommand(l, "build/trainer/train", "runs/a b");
+  };
+  ContinueCommand c = cmd("none", 1, 1, "", false);
+  EXPECT_EQ(c.command, "build/trainer/train --resume auto --output 'runs/a b'");
+  EXPECT_EQ(c.note, "");
+  c = cmd("torchrun", 2, 2, "scripts/launch.sh --nproc 2 --", false);
+  EXPECT_EQ(c.command, "scripts/launch.sh --nproc 2 -- build/trainer/train --resume auto --output 'runs/a b'");
+  EXPECT_EQ(c.note, "");
+  c = cmd("torchrun", 8, 4, "scripts/launch.sh --nproc 4 --nnodes 2 --node-rank 0 --master-addr n0 --", false);
+  EXPECT_NE(c.command.find("--nnodes 2 --node-rank 0 --master-addr n0 -- build/trainer/train --resume auto"),
+            std::string::npos);
+  EXPECT_NE(c.note.find("each of the 2 nodes, with its own --node-rank"), std::string::npos);
+  c = cmd("torchrun", 8, 4, "", true);
+  EXPECT_EQ(c.command, "torchrun --nnodes=2 --nproc_per_node=4 --no_python build/trainer/train --resume auto "
+                       "--output 'runs/a b'");
+  EXPECT_NE(c.note.find("--node_rank"), std::string::npos);
+  c = cmd("torchrun", 2, 2, "", true);
+  EXPECT_EQ(c.command, "torchrun --nproc_per_node=2 --no_python build/trainer/train --resume auto --output 'runs/a b'");
+  c = cmd("slurm", 8, 4, "", false);
+  EXPECT_EQ(c.command, "srun --nodes=2 --ntasks=8 build/trainer/train --resume auto --output 'runs/a b'");
+  EXPECT_NE(c.note.find("allocation of 8 task(s)"), std::string::npos);
+  c = cmd("openmpi", 4, 4, "", false);
+  EXPECT_EQ(c.command, "mpirun -np 4 build/trainer/train --resume auto --output 'runs/a b'");
+  c = cmd("torchrun", 2, 2, "", false);  // RANK, WORLD_SIZE... set by hand: the same program in each process
+  EXPECT_EQ(c.command, "build/trainer/train --resume auto --output 'runs/a b'");
+  EXPECT_NE(c.note.find("each of the 2 processes"), std::string::npos);
 }
 
 // Gloo binds the address this host reaches the master from (two network
@@ -439,6 +482,12 @@ TEST(Interruption, ResumingOnAnotherWorldSizeCoversTheEpochOnce) {
     const auto [rc2, out2] = Capture(launch(c.after) + " --epochs 1 --resume auto --output " + (d / name) +
                                      " --log-samples " + log + "." + std::to_string(c.after) + "p");
     ASSERT_EQ(rc2, 0) << out2;
+    // Allowed, and said: the checkpoint's world size and global batch, and this run's.
+    const std::string b = std::to_string(c.before), a = std::to_string(c.after);
+    EXPECT_NE(out2.find("=> warning: " + (d / name) + "/checkpoint.pt was saved by " + b + " process(es) x batch 8 = "
+                        "global batch " + std::to_string(8 * c.before) + "; this run has " + a + " x 8 = " +
+                        std::to_string(8 * c.after) + ". Each step now takes"),
+              std::string::npos) << out2;
     std::map<int64_t, int> seen;
     for (int r = 0; r < c.before; ++r) CountEpoch(log + "." + std::to_string(c.before) + "p.rank" + std::to_string(r), 0, &seen);
     for (int r = 0; r < c.after; ++r) CountEpoch(log + "." + std::to_string(c.after) + "p.rank" + std::to_string(r), 0, &seen);
