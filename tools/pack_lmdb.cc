@@ -281,15 +281,15 @@ int Report(const Args& a, const Result<PackSummary>& result, const Progress& pro
     return cli::kExitInterrupted;
   }
   std::printf(
-      "%s: %lld records in %lld classes -> %s (%s, %s, shard %s%s): %s, %zu skipped%s; "
+      "%s: %lld records in %lld classes -> %s (%s, %s, shard %s%s): %s, %lld skipped%s; "
       "%s in, payload %s, file %s (%.1f%% over payload); %.1f s, %.1f images/s%s\n",
       prog.c_str(), static_cast<long long>(s.written), static_cast<long long>(s.classes), o.dst.c_str(),
       a.format.c_str(), EncodingName(s.meta.encoding), o.shard.ToString().c_str(), s.direct_io ? ", O_DIRECT" : "",
-      HowStored(s).c_str(), s.errors.size(), Count(int64_t(s.left_out.size()), " annotation", " left out").c_str(),
+      HowStored(s).c_str(), static_cast<long long>(SkippedCount(s.errors)), Count(int64_t(s.left_out.size()), " annotation", " left out").c_str(),
       cli::HumanBytes(double(s.bytes_in)).c_str(),
       cli::HumanBytes(double(s.payload_bytes)).c_str(), cli::HumanBytes(double(s.file_bytes)).c_str(),
       s.payload_bytes > 0 ? 100.0 * (double(s.file_bytes) / double(s.payload_bytes) - 1) : 0.0, s.seconds,
-      s.seconds > 0 ? (s.written + double(s.errors.size())) / s.seconds : 0.0, Lossy(s).c_str());
+      s.seconds > 0 ? (s.written + double(SkippedCount(s.errors))) / s.seconds : 0.0, Lossy(s).c_str());
   return s.errors.empty() && s.left_out.empty() ? cli::kExitOk : cli::kExitSomeSkipped;
 }
 

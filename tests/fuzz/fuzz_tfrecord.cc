@@ -1,10 +1,11 @@
 // libFuzzer target: TFRecord files (lib/src/formats/tfrecord.cc). The
 // first byte chooses what the rest is: a TFRecord file, whose records are
-// walked as the TFRecord source walks them (a damaged header ends the
-// walk; each record's Example is parsed whatever its data CRC says, so
-// that mutations reach the protobuf reader); a bare tf.train.Example; or a
-// DALI .idx file. Every frame lies inside the file, every bytes value
-// inside its record, and the values stay within their budget.
+// walked as the TFRecord source walks them (past a damaged header, on at
+// the next header whose CRC matches; each record's Example is parsed
+// whatever its data CRC says, so that mutations reach the protobuf
+// reader); a bare tf.train.Example; or a DALI .idx file (after 2 bytes
+// that size its data file). Every frame lies inside the file, every bytes
+// value inside its record, and the values stay within their budget.
 #include <cstring>
 #include <string>
 
@@ -46,8 +47,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
     return 0;
   }
   if (mode == 2) {
-    auto idx = internal::ParseTfRecordIndex(std::string(reinterpret_cast<const char*>(data), size), "fuzz.idx");
-    if (idx.ok()) FUZZ_CHECK(idx->size() <= size / 4 + 1);
+    // The index of a data file whose size the first 2 bytes give (x 16):
+    // its records in order, inside the file, never more than it holds.
+    if (size < 2) return 0;
+    const uint64_t data_size = (uint64_t(data[0]) | uint64_t(data[1]) << 8) * 16;
+    const std::string text(reinterpret_cast<const char*>(data + 2), size - 2);
+    auto idx = internal::ParseTfRecordIndex(text, "fuzz.idx", data_size);
+    if (!idx.ok()) {
+      FUZZ_CHECK(idx.status().message().find("fuzz.idx") == 0);
+      return 0;
+    }
+    FUZZ_CHECK(idx->size() <= data_size / 16 && idx->size() <= text.size() / 4 + 1);
+    uint64_t next = 0;
+    for (const auto& [offset, n] : *idx) {
+      FUZZ_CHECK(offset >= next && n >= 16 && offset <= data_size && n <= data_size - offset);
+      next = offset + n;
+    }
     return 0;
   }
   auto read = [&](void* buf, size_t n, uint64_t at) -> Status {
@@ -59,7 +74,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
   for (int64_t record = 0;; ++record) {
     bool end = false;
     auto frame = internal::ReadTfRecordHeader(read, size, at, record, "fuzz.tfrecord", &end);
-    if (end || !frame.ok()) break;
+    if (end) break;
+    if (!frame.ok()) {
+      // As the source does: on at the next header whose CRC matches; what
+      // is found there is a record that fits the file.
+      auto next = internal::FindTfRecordHeader(read, size, at + 1);
+      FUZZ_CHECK(next.ok() && *next > at && *next <= size);
+      if (*next == size) break;
+      bool found_end = false;
+      FUZZ_CHECK(internal::ReadTfRecordHeader(read, size, *next, record, "fuzz.tfrecord", &found_end).ok());
+      at = *next;
+      continue;
+    }
     FUZZ_CHECK(frame->offset == at + 12 && frame->next > at && frame->next <= size);
     FUZZ_CHECK(frame->size <= size - frame->offset);
     Status crc = internal::CheckTfRecordData(read, *frame, data + frame->offset, record, "fuzz.tfrecord");

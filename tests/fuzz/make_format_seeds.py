@@ -73,7 +73,7 @@ def tfrecord_seeds(jpg):
             ex = example(values, cls)
             put("fuzz_tfrecord", "file-%s-%s" % (name, how), b"\x00" + frame(ex) + frame(example(tfds, cls)))
             put("fuzz_tfrecord", "example-%s-%s" % (name, how), b"\x01" + ex)
-    put("fuzz_tfrecord", "idx", b"\x02" + b"0 120\n120 77\n197 5\n")
+    put("fuzz_tfrecord", "idx", b"\x02\x00\x01" + b"0 120\n120 77\n197 16\n")  # a data file of 4096 bytes
     put("fuzz_sources", "tfrecord-slim", b"\x07" + frame(example(slim)) + frame(example(tfds)))
 
 

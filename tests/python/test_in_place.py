@@ -150,3 +150,48 @@ def test_webdataset_shards_written_by_tarfile_in_place_give_the_imports_batches(
     src = str(tmp_path / "shard-{0..1}.tar")
     run(tool("pack_lmdb"), src, tmp_path / "w.lmdb", "-q")
     same(batches(str(tmp_path / "w.lmdb"), order="blocks"), batches(src, order="blocks"))
+
+
+# ---- hostile TFRecords read in place (issue 57): refused naming what is
+# wrong, or read; never a crash, a hang or an index read whole ----
+
+def test_hostile_tfrecords_in_place_are_refused_by_name_or_read(tfrecords, tmp_path):
+    import shutil
+    good = [(tfrecords / ("train-%05d-of-00002" % s)).read_bytes() for s in range(2)]
+    # a label past int32 (TFDS layout): refused naming the record and why
+    img = b"\xff\xd8 any bytes: the open refuses before decoding"
+    big = tmp_path / "big.tfrecord"
+    write(big, [example({"image": img, "label": 0}), example({"image": img, "label": 2**63 - 1})])
+    for opener in (lambda p: imagepack.Loader(p, 8, 32), imagepack.open):
+        with pytest.raises(Exception) as e:
+            opener(str(big))
+        assert str(big) + ":record 1" in str(e.value) and "past any class" in str(e.value), str(e.value)
+    # no label anywhere: one reason, naming --no-class
+    nolabel = tmp_path / "nolabel.tfrecord"
+    write(nolabel, [example({"image": img})] * 3)
+    with pytest.raises(Exception) as e:
+        imagepack.open(str(nolabel))
+    assert "no label in any of its 3 records" in str(e.value) and "--no-class" in str(e.value), str(e.value)
+    # shards: one damaged at its first record (refused, naming it), one
+    # empty (nothing): still TFRecords, not "not a .tar shard"
+    d = tmp_path / "shards"
+    d.mkdir()
+    (d / "train-00000-of-00003").write_bytes(good[0])
+    (d / "train-00001-of-00003").write_bytes(b"")
+    (d / "train-00002-of-00003").write_bytes(good[1])
+    pattern = str(d / "train-{00000..00002}-of-00003")
+    n = len(imagepack.open(str(tfrecords / "train-{00000..00001}-of-00002")))
+    assert len(imagepack.open(pattern)) == n
+    assert len(imagepack.open(str(d))) == n
+    damaged = bytearray(good[0])
+    damaged[0] ^= 0x40
+    (d / "train-00000-of-00003").write_bytes(bytes(damaged))
+    for src in (pattern, str(d)):
+        with pytest.raises(Exception) as e:
+            imagepack.Loader(src, 8, 32)
+        assert str(d / "train-00000-of-00003") + ":record 0" in str(e.value), str(e.value)
+        assert "not a .tar" not in str(e.value) and "class folders" not in str(e.value)
+    # an index of millions of lines beside a good file: not used, not read whole
+    shutil.copy(tfrecords / "train-00001-of-00002", tmp_path / "x.tfrecord")
+    (tmp_path / "x.tfrecord.idx").write_bytes(b"0 16\n" * 3_000_000)
+    assert len(imagepack.open(str(tmp_path / "x.tfrecord"))) == len(imagepack.open(str(tfrecords / "train-00001-of-00002")))

@@ -16,7 +16,18 @@ namespace imagepack {
 struct FileError {
   std::string path;  // relative to the source root
   std::string reason;
+  // The inputs this entry stands for: 1, or more where one entry names
+  // many skipped alike (a TFRecord file none of whose records has a label;
+  // the records of a file past its budget of error entries).
+  int64_t count = 1;
 };
+
+// The inputs `errors` stand for: the sum of their counts (summaries).
+inline int64_t SkippedCount(const std::vector<FileError>& errors) {
+  int64_t n = 0;
+  for (const FileError& e : errors) n += e.count;
+  return n;
+}
 
 // True for the extensions imagepack treats as images (case-insensitive):
 // jpg jpeg jpe png gif bmp tif tiff webp ppm pgm pbm pnm. Content decides how

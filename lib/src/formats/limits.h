@@ -19,11 +19,16 @@ inline constexpr uint64_t kValueMember = 16 << 20;
 
 // TFRecord: one record's data (read whole to parse its Example); the
 // features of one tf.train.Example and its list values in all; lines of a
-// DALI .idx file.
+// DALI .idx file (also at most its data file's bytes / 16, the smallest
+// record) and the bytes of one line; records of one file; error entries
+// of one file (past them, one more entry counts the rest).
 inline constexpr uint64_t kTfRecordBytes = uint64_t(1) << 30;
 inline constexpr size_t kTfFeatures = 100'000;
 inline constexpr size_t kTfValues = 64'000'000;
 inline constexpr size_t kTfIndexLines = 100'000'000;
+inline constexpr size_t kTfIndexLineBytes = 128;
+inline constexpr int64_t kTfFileRecords = 10'000'000;
+inline constexpr size_t kTfFileErrors = 1000;
 
 // Parquet: the footer; schema elements; row groups of one file; nesting
 // of Thrift structures and lists; one page, compressed and uncompressed,

@@ -1,5 +1,6 @@
 #include "formats/tfrecord.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -103,6 +104,25 @@ Result<TfRecordFrame> ReadTfRecordHeader(const TfReadFn& read, uint64_t file_siz
                               " bytes)");
   f.next = f.offset + length + 4;
   return f;
+}
+
+Result<uint64_t> FindTfRecordHeader(const TfReadFn& read, uint64_t file_size, uint64_t from) {
+  constexpr size_t kChunk = 1 << 20;
+  std::vector<uint8_t> buf;
+  for (uint64_t base = from; base < file_size && file_size - base >= 16;) {
+    // This chunk's candidate starts, and the 11 bytes after them.
+    const uint64_t starts = std::min<uint64_t>(kChunk, file_size - base - 15);
+    buf.resize(size_t(starts + 11));
+    IMAGEPACK_RETURN_IF_ERROR(read(buf.data(), buf.size(), base));
+    for (size_t i = 0; i < starts; ++i) {
+      const uint8_t* h = buf.data() + i;
+      if (MaskCrc(Crc32c(h, 8)) != Get<uint32_t>(h + 8)) continue;
+      const uint64_t at = base + i, length = Get<uint64_t>(h);
+      if (length <= file_size - at - 16) return at;
+    }
+    base += starts;
+  }
+  return file_size;
 }
 
 Status CheckTfRecordData(const TfReadFn& read, const TfRecordFrame& frame, const uint8_t* data, int64_t record,
@@ -408,38 +428,86 @@ void AppendTfRecord(const uint8_t* data, size_t size, std::vector<uint8_t>* out)
   for (int k = 0; k < 4; ++k) out->push_back(uint8_t(dc >> (8 * k)));
 }
 
-Result<std::vector<std::pair<uint64_t, uint64_t>>> ParseTfRecordIndex(const std::string& text,
-                                                                      const std::string& shown) {
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  size_t line = 0;
-  for (size_t at = 0; at < text.size();) {
-    size_t eol = text.find('\n', at);
-    if (eol == std::string::npos) eol = text.size();
-    const std::string l = TrimSpace(text.substr(at, eol - at));
-    at = eol + 1;
-    ++line;
-    if (l.empty()) continue;
-    if (out.size() >= limits::kTfIndexLines)
-      return Status::InvalidArgument(shown + ":" + std::to_string(line) + ": more than " +
-                                     std::to_string(limits::kTfIndexLines) + " records");
+Status ReadTfRecordIndex(const TfReadFn& read, uint64_t size, uint64_t data_size, const std::string& shown,
+                         const std::function<void(uint64_t offset, uint64_t size)>& line) {
+  constexpr uint64_t kMinRecord = 16;  // an empty record: header and data CRC
+  const uint64_t max_lines = std::min<uint64_t>(limits::kTfIndexLines, data_size / kMinRecord);
+  const uint64_t max_bytes = max_lines >= UINT64_MAX / limits::kTfIndexLineBytes - 1
+                                 ? UINT64_MAX
+                                 : limits::kTfIndexLineBytes * (max_lines + 1);
+  if (size > max_bytes)
+    return Status::InvalidArgument(shown + ": an index of " + std::to_string(size) + " bytes for a data file of " +
+                                   std::to_string(data_size) + " bytes (which holds at most " +
+                                   std::to_string(max_lines) + " records, an index of at most " +
+                                   std::to_string(max_bytes) + " bytes)");
+  constexpr size_t kChunk = 64 << 10;
+  std::vector<char> chunk(std::min<uint64_t>(size, kChunk));
+  std::string l;  // the line so far, at most kTfIndexLineBytes
+  uint64_t lines = 0, records = 0, next_free = 0;
+  auto where = [&] { return shown + ":" + std::to_string(lines); };
+  auto finish = [&]() -> Status {
+    ++lines;
+    const std::string t = TrimSpace(l);
+    l.clear();
+    if (t.empty()) return Status::Ok();
     uint64_t v[2];
     size_t p = 0;
     for (int k = 0; k < 2; ++k) {
-      while (p < l.size() && (l[p] == ' ' || l[p] == '\t')) ++p;
+      while (p < t.size() && (t[p] == ' ' || t[p] == '\t')) ++p;
       const size_t start = p;
       uint64_t x = 0;
-      for (; p < l.size() && l[p] >= '0' && l[p] <= '9'; ++p) {
-        if (x > (UINT64_MAX - 9) / 10) return Status::InvalidArgument(shown + ":" + std::to_string(line) + ": a number too large");
-        x = x * 10 + uint64_t(l[p] - '0');
+      for (; p < t.size() && t[p] >= '0' && t[p] <= '9'; ++p) {
+        if (x > (UINT64_MAX - 9) / 10) return Status::InvalidArgument(where() + ": a number too large");
+        x = x * 10 + uint64_t(t[p] - '0');
       }
-      if (p == start || (p < l.size() && l[p] != ' ' && l[p] != '\t'))
-        return Status::InvalidArgument(shown + ":" + std::to_string(line) + ": expected OFFSET SIZE, got " + Shown(l));
+      if (p == start || (p < t.size() && t[p] != ' ' && t[p] != '\t'))
+        return Status::InvalidArgument(where() + ": expected OFFSET SIZE, got " + Shown(t));
       v[k] = x;
     }
-    if (p != l.size())
-      return Status::InvalidArgument(shown + ":" + std::to_string(line) + ": expected OFFSET SIZE, got " + Shown(l));
-    out.emplace_back(v[0], v[1]);
+    if (p != t.size()) return Status::InvalidArgument(where() + ": expected OFFSET SIZE, got " + Shown(t));
+    if (++records > max_lines)
+      return Status::InvalidArgument(where() + ": more than " + std::to_string(max_lines) +
+                                     " records, more than a data file of " + std::to_string(data_size) +
+                                     " bytes holds");
+    if (v[1] < kMinRecord || v[0] > data_size || v[1] > data_size - v[0])
+      return Status::InvalidArgument(where() + ": a record of " + std::to_string(v[1]) + " bytes at byte " +
+                                     std::to_string(v[0]) + " is not inside the data file (" +
+                                     std::to_string(data_size) + " bytes)");
+    if (v[0] < next_free)
+      return Status::InvalidArgument(where() + ": the record at byte " + std::to_string(v[0]) +
+                                     " overlaps the one before it (records are listed in order)");
+    next_free = v[0] + v[1];
+    line(v[0], v[1]);
+    return Status::Ok();
+  };
+  for (uint64_t at = 0; at < size;) {
+    const size_t n = size_t(std::min<uint64_t>(size - at, chunk.size()));
+    IMAGEPACK_RETURN_IF_ERROR(read(chunk.data(), n, at));
+    at += n;
+    for (size_t i = 0; i < n; ++i) {
+      if (chunk[i] == '\n') {
+        IMAGEPACK_RETURN_IF_ERROR(finish());
+        continue;
+      }
+      if (l.size() >= limits::kTfIndexLineBytes)
+        return Status::InvalidArgument(shown + ":" + std::to_string(lines + 1) + ": a line of more than " +
+                                       std::to_string(limits::kTfIndexLineBytes) + " bytes");
+      l.push_back(chunk[i]);
+    }
   }
+  if (!l.empty()) IMAGEPACK_RETURN_IF_ERROR(finish());
+  return Status::Ok();
+}
+
+Result<std::vector<std::pair<uint64_t, uint64_t>>> ParseTfRecordIndex(const std::string& text,
+                                                                      const std::string& shown, uint64_t data_size) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  auto read = [&](void* buf, size_t n, uint64_t at) -> Status {
+    std::memcpy(buf, text.data() + at, n);
+    return Status::Ok();
+  };
+  IMAGEPACK_RETURN_IF_ERROR(ReadTfRecordIndex(read, text.size(), data_size, shown,
+                                              [&](uint64_t o, uint64_t n) { out.emplace_back(o, n); }));
   return out;
 }
 

@@ -55,6 +55,14 @@ Result<TfRecordFrame> ReadTfRecordHeader(const TfReadFn& read, uint64_t file_siz
 Status CheckTfRecordData(const TfReadFn& read, const TfRecordFrame& frame, const uint8_t* data, int64_t record,
                          const std::string& shown);
 
+// Where the walk goes on after a header whose length's CRC does not match:
+// the first byte at or after `from` where 12 bytes form a header whose
+// length's CRC matches and whose record (length and data CRC) fits in the
+// file of `file_size` bytes; file_size when there is none. Read 1 MiB at a
+// time; each byte costs one CRC of 8 bytes (a header found by chance, one
+// in 2^32, is a record whose data CRC then fails). IO errors are returned.
+Result<uint64_t> FindTfRecordHeader(const TfReadFn& read, uint64_t file_size, uint64_t from);
+
 // The name of record `record` of `shown` in messages: "FILE:record N".
 std::string TfRecordWhere(const std::string& shown, int64_t record);
 
@@ -101,9 +109,20 @@ class TfExampleBuilder {
 void AppendTfRecord(const uint8_t* data, size_t size, std::vector<uint8_t>* out);
 
 // A DALI tfrecord2idx index: per line "OFFSET SIZE" of one whole record
-// (header and CRCs included), in order. At most limits::kTfIndexLines
-// lines; an error names the line.
+// (header and CRCs included), in order. Read through `read` (the index is
+// `size` bytes) 64 KiB at a time, never whole; `line` gets each record.
+// Bounded by the data file it indexes (`data_size` bytes): records in
+// order, none overlapping the one before and each inside the data file and
+// at least 16 bytes (an empty record's frame), so there are at most
+// data_size / 16 lines (and limits::kTfIndexLines); a line is at most
+// limits::kTfIndexLineBytes, so an index of more than
+// kTfIndexLineBytes x (data_size / 16 + 1) bytes is refused before any
+// byte is read. An error names the line.
+Status ReadTfRecordIndex(const TfReadFn& read, uint64_t size, uint64_t data_size, const std::string& shown,
+                         const std::function<void(uint64_t offset, uint64_t size)>& line);
+// The same of an index held in `text` (tests, the fuzz target).
 Result<std::vector<std::pair<uint64_t, uint64_t>>> ParseTfRecordIndex(const std::string& text,
-                                                                      const std::string& shown);
+                                                                      const std::string& shown,
+                                                                      uint64_t data_size = UINT64_MAX);
 
 }  // namespace imagepack::internal

@@ -264,22 +264,24 @@ void CheckLabelsFileSkips(const VerifyOptions& o, const internal::DatasetSource&
                           std::unordered_map<std::string, Seen>& in_db, Collector& problems,
                           std::vector<std::string>* notes) {
   int64_t twice = 0, neither = 0;
-  for (const auto& [rel, why] : tree.labels_twice) {
+  for (const FileError& e : tree.labels_twice) {
+    const std::string& rel = e.path;
     auto it = in_db.find(rel);
     if (it == in_db.end()) {
       ++twice;
       continue;
     }
-    problems.Add(it->second.where, rel, "in the database, but " + why);
+    problems.Add(it->second.where, rel, "in the database, but " + e.reason);
     in_db.erase(it);
   }
-  for (const auto& [rel, why] : tree.labels_unknown) {
+  for (const FileError& e : tree.labels_unknown) {
+    const std::string& rel = e.path;
     auto it = in_db.find(rel);
     if (it == in_db.end()) {
       problems.Add(o.against, rel, "source image is not in the database");
       continue;
     }
-    problems.Add(it->second.where, rel, why);
+    problems.Add(it->second.where, rel, e.reason);
     in_db.erase(it);
   }
   for (const auto& missing : tree.labels_missing) neither += !in_db.count(missing.path);

@@ -110,8 +110,9 @@ Status Unreadable(const std::string& path, const std::vector<FileError>& errors)
   std::string text;
   for (size_t i = 0; i < errors.size() && i < 3; ++i)
     text += (i ? "; " : "") + errors[i].path + ": " + errors[i].reason;
-  return Status::Corruption(path + ": " + std::to_string(errors.size()) + " record" +
-                            (errors.size() == 1 ? "" : "s") + " cannot be read in place (" + text +
+  const int64_t n = SkippedCount(errors);
+  return Status::Corruption(path + ": " + std::to_string(n) + " record" + (n == 1 ? "" : "s") +
+                            " cannot be read in place (" + text +
                             (errors.size() > 3 ? "; ..." : "") +
                             "); pack_lmdb imports the rest and lists every one");
 }

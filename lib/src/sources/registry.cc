@@ -13,8 +13,10 @@ const std::vector<RegisteredFormat>& RegisteredFormats() {
       {{"parquet", "Hugging Face parquet shards: .parquet files (a file, a brace pattern, a folder)", true, true,
         false},
        LooksLikeParquet, OpenParquetSource},
-      {{"tfrecord", "TFRecords of tf.train.Example, TF-slim / Inception or TFDS, plain or gzipped", true, true,
-        false},
+      {{"tfrecord",
+        "TFRecords of tf.train.Example, TF-slim / Inception or TFDS, plain or gzipped: .tfrecord, .tfrec or "
+        "NAME-NNNNN-of-NNNNN files, else a record's CRC (a file, a brace pattern, a folder)",
+        true, true, false},
        LooksLikeTfRecord, OpenTfRecordSource},
       {{"webdataset", "WebDataset shards: .tar, .tar.gz, .tgz (a file, a brace pattern, a folder)", true, true,
         false},

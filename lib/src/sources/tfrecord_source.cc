@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <cmath>
@@ -46,68 +47,111 @@ bool IsSideFile(const std::string& name) {
   return EndsWith(l, ".idx") || EndsWith(l, ".txt") || EndsWith(l, ".json") || EndsWith(l, ".md");
 }
 
-// The first 12 bytes of `bytes` (inflated first when they are gzip) form
-// a TFRecord header whose length CRC matches.
-bool HeaderMatches(const uint8_t* bytes, size_t n) {
-  uint8_t head[12];
-  if (n >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) {
-    z_stream z{};
-    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return false;
-    z.next_in = const_cast<uint8_t*>(bytes);
-    z.avail_in = static_cast<uInt>(n);
-    z.next_out = head;
-    z.avail_out = sizeof head;
-    const int rc = inflate(&z, Z_SYNC_FLUSH);
-    const bool full = z.avail_out == 0;
-    inflateEnd(&z);
-    if ((rc != Z_OK && rc != Z_STREAM_END) || !full) return false;
-  } else {
-    if (n < 12) return false;
-    std::copy(bytes, bytes + 12, head);
-  }
-  bool end = false;
-  auto read = [&](void* buf, size_t k, uint64_t at) -> Status {
-    std::copy(head + at, head + at + k, static_cast<uint8_t*>(buf));
-    return Status::Ok();
+// A name that says TFRecord: .tfrecord or .tfrec anywhere in it (TFDS's
+// "mnist-train.tfrecord-00000-of-00001", "x.tfrecords", "x.tfrec.gz"), or
+// TF-slim / Inception's "train-00000-of-01024": digits, "-of-", digits at
+// its end and no extension.
+bool NameSaysTfRecord(const std::string& path) {
+  const std::string l = LowerAscii(BaseName(path));
+  if (l.find(".tfrec") != std::string::npos) return true;
+  if (l.find('.') != std::string::npos) return false;
+  const auto of = l.rfind("-of-");
+  if (of == std::string::npos || of == 0 || of + 4 == l.size() || !std::isdigit(static_cast<unsigned char>(l[of - 1])))
+    return false;
+  for (size_t i = of + 4; i < l.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(l[i]))) return false;
+  return true;
+}
+
+// A name that says another format: a database, a shard, parquet, an image,
+// text.
+bool NameSaysOther(const std::string& path) {
+  const std::string l = LowerAscii(BaseName(path));
+  if (l.empty() || IsShardName(l) || HasImageExtension(l)) return true;
+  for (const char* other : {".blob", ".lmdb", ".mdb", ".parquet", ".json", ".jsonl", ".csv", ".txt"})
+    if (EndsWith(l, other)) return true;
+  return false;
+}
+
+// Up to 64 KiB of a file's first bytes, inflated first when they are gzip.
+std::vector<uint8_t> Head(const ByteSource& bytes, bool* gzipped) {
+  constexpr uint64_t kHead = 64 << 10;
+  std::vector<uint8_t> raw(std::min<uint64_t>(bytes.size(), kHead));
+  if (!bytes.ReadAt(0, raw.size(), raw.data()).ok()) return {};
+  *gzipped = raw.size() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b;
+  if (!*gzipped) return raw;
+  std::vector<uint8_t> out(kHead);
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return {};
+  z.next_in = raw.data();
+  z.avail_in = static_cast<uInt>(raw.size());
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = inflate(&z, Z_SYNC_FLUSH);
+  out.resize(out.size() - z.avail_out);
+  inflateEnd(&z);
+  if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) out.clear();
+  return out;
+}
+
+// `head` (a file's first bytes; `size` the file's, UINT64_MAX when gzipped)
+// holds a TFRecord header whose length's CRC matches: at byte 0 (a length
+// over the budget is the record's error, named when the file is read), or,
+// when the first record is damaged, at a later byte, with a length that
+// fits the file and, where the record ends inside `head`, a data CRC that
+// matches too.
+bool HeadHasRecord(const std::vector<uint8_t>& head, uint64_t size) {
+  auto header_at = [&](size_t at, uint64_t* length) {
+    if (head.size() - at < 12) return false;
+    std::memcpy(length, head.data() + at, 8);
+    uint32_t crc;
+    std::memcpy(&crc, head.data() + at + 8, 4);
+    return MaskCrc(Crc32c(head.data() + at, 8)) == crc;
   };
-  // Only the header is here: its CRC decides (a length over the budget is
-  // the record's error, named when the file is read).
-  auto frame = ReadTfRecordHeader(read, UINT64_MAX, 0, 0, "", &end, UINT64_MAX);
-  return frame.ok();
+  uint64_t length = 0;
+  if (head.size() >= 12 && header_at(0, &length)) return true;
+  for (size_t at = 1; at + 12 <= head.size(); ++at) {
+    if (!header_at(at, &length) || size - at < 16 || length > size - at - 16) continue;
+    if (head.size() - at - 12 < length + 4) return true;
+    uint32_t crc;
+    std::memcpy(&crc, head.data() + at + 12 + length, 4);
+    if (MaskCrc(Crc32c(head.data() + at + 12, size_t(length))) == crc) return true;
+  }
+  return false;
 }
 
-// A local file whose first record header is a TFRecord's.
-bool SniffFile(const std::string& path) {
+bool SniffBytes(const ByteSource& bytes) {
+  if (bytes.size() == 0) return false;
+  bool gzipped = false;
+  const std::vector<uint8_t> head = Head(bytes, &gzipped);
+  return HeadHasRecord(head, gzipped ? UINT64_MAX : bytes.size());
+}
+
+// A local file whose name says TFRecord, or whose first bytes hold a
+// record (a first record damaged does not hide the file: a later record's
+// header in the first 64 KiB is found).
+bool LocalFileLooks(const std::string& path) {
+  if (NameSaysTfRecord(path)) return true;
   auto bytes = OpenFileSource(path);
-  if (!bytes.ok()) return false;
-  const uint64_t n = std::min<uint64_t>(bytes.value()->size(), 64 << 10);
-  std::vector<uint8_t> head(n);
-  if (!bytes.value()->ReadAt(0, n, head.data()).ok()) return false;
-  return HeaderMatches(head.data(), head.size());
+  return bytes.ok() && SniffBytes(*bytes.value());
 }
 
-// A remote object: by its name (.tfrecord, .tfrecords, .tfrec anywhere in
-// it, as TFDS's "mnist-train.tfrecord-00000-of-00001"), else, unless the
-// name says it is something else (a database, a shard, parquet), by its
-// first bytes: one ranged read, kept in the block cache for the import
-// (Inception's "train-00000-of-01024" has no extension).
-bool LooksRemote(Storage& storage, const std::string& path) {
-  const std::string l = LowerAscii(path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1));
-  if (l.find(".tfrecord") != std::string::npos || l.find(".tfrec") != std::string::npos) return true;
-  for (const char* other : {".blob", ".lmdb", ".mdb", ".parquet", ".json", ".txt"})
-    if (l.size() >= std::strlen(other) && l.compare(l.size() - std::strlen(other), std::strlen(other), other) == 0)
-      return false;
-  if (l.empty() || IsShardName(l)) return false;
+// A remote object: by its name, else, unless the name says it is
+// something else, by its first bytes: one ranged read, kept in the block
+// cache for the import.
+bool RemoteLooks(Storage& storage, const std::string& path) {
+  if (NameSaysTfRecord(path)) return true;
+  if (NameSaysOther(path)) return false;
   auto bytes = storage.Open(path);
-  if (!bytes.ok()) return false;
-  const uint64_t n = std::min<uint64_t>(bytes.value()->size(), 64 << 10);
-  std::vector<uint8_t> head(n);
-  if (!bytes.value()->ReadAt(0, n, head.data()).ok()) return false;
-  return HeaderMatches(head.data(), head.size());
+  return bytes.ok() && SniffBytes(*bytes.value());
 }
 
 }  // namespace
 
+// Names first, bytes where names say nothing: a file, shard or folder
+// whose first record is damaged, or that is empty, is still TFRecords when
+// its name says so or another file beside it does (its damage is then the
+// import's named error, its emptiness nothing).
 bool LooksLikeTfRecord(const std::string& src) {
   auto storage = OpenStorage(src);
   if (!storage.ok()) return false;
@@ -115,40 +159,102 @@ bool LooksLikeTfRecord(const std::string& src) {
   std::error_code ec;
   if (HasShardPattern(src)) {
     auto names = ExpandShardPattern(src);
-    if (!names.ok() || names->empty() || IsShardName(names->front())) return false;
-    return local ? SniffFile(names->front()) : LooksRemote(*storage.value(), names->front());
+    if (!names.ok() || names->empty()) return false;
+    for (const std::string& n : *names)
+      if (NameSaysOther(n)) return false;
+    for (const std::string& n : *names)
+      if (NameSaysTfRecord(n)) return true;
+    // Unnamed shards: the first few that hold a record.
+    size_t tried = 0;
+    for (const std::string& n : *names) {
+      if (++tried > (local ? 64u : 4u)) break;
+      if (local ? LocalFileLooks(n) : RemoteLooks(*storage.value(), n)) return true;
+    }
+    return false;
   }
-  if (!local) return LooksRemote(*storage.value(), src);
-  if (fs::is_regular_file(src, ec)) return SniffFile(src);
+  if (!local) return RemoteLooks(*storage.value(), src);
+  if (fs::is_regular_file(src, ec)) return !NameSaysOther(src) && LocalFileLooks(src);
   if (!fs::is_directory(src, ec)) return false;
-  bool any = false;
+  std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(src, ec)) {
     const std::string n = e.path().filename().string();
-    if (e.is_directory(ec) || HasImageExtension(n) || IsShardName(n)) return false;
     if (IsSideFile(n)) continue;
-    if (!SniffFile(e.path().string())) return false;
-    any = true;
+    if (e.is_directory(ec) || NameSaysOther(n)) return false;
+    files.push_back(e.path().string());
   }
-  return any;
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files)
+    if (NameSaysTfRecord(f)) return true;
+  size_t tried = 0;
+  for (const std::string& f : files) {
+    if (++tried > 64) break;
+    if (LocalFileLooks(f)) return true;
+  }
+  return false;
 }
 
 namespace {
 
-// What one record gave, in item order.
+// What one record gave, in item order: small, as a file may hold
+// millions (its place is the file's index and the record's number, its
+// message built only when it has one).
 struct TfRecordInfo {
-  RawLabel raw;         // 0-based
-  std::string name;     // its class's name as the record states it (synset, else text), if any
-  std::string where;
+  int64_t label = -1;          // 0-based, when `labelled`; within int32
+  bool labelled = false;
   bool has_boxes = false;
+  int32_t file = 0;            // in TfListing::files
+  int64_t record = 0;
   std::vector<Box> boxes;      // in pixels; labels 0-based as written
 };
 
-struct TfListing {
-  std::vector<TfRecordInfo> infos;
-  std::set<std::string> seen;                  // record paths
-  std::map<std::string, int64_t> unused;       // feature keys not packed -> records
-  int label_base = 1;                          // image/class/label's first class
+// A file's error entries: the first limits::kTfFileErrors listed, the rest
+// counted into one entry (FileError::count) naming the first of them.
+struct TfFileErrors {
+  size_t listed = 0;
+  int64_t folded = 0;
+  std::string first;
 };
+
+struct TfListing {
+  std::vector<std::string> files;
+  std::vector<TfFileErrors> file_errors;       // per file
+  std::vector<TfRecordInfo> infos;
+  std::map<std::string, int64_t> unused;       // feature keys not packed -> records (the first 64 keys)
+  int64_t unused_other = 0;                    // records with keys past those
+  int label_base = 1;                          // image/class/label's first class
+  // The names the records give their classes (synset, else text), by
+  // label; `names_clash` says why they are not used, when they are not.
+  std::map<int64_t, std::string> names;
+  std::string names_clash;
+
+  std::string Where(const TfRecordInfo& r) const { return TfRecordWhere(files[size_t(r.file)], r.record); }
+};
+
+// A skipped record of file `file` into s.errors, within the file's budget
+// of entries.
+void AddError(TfListing& l, DatasetSource& s, int32_t file, int64_t record, std::string reason) {
+  TfFileErrors& e = l.file_errors[size_t(file)];
+  if (e.listed < limits::kTfFileErrors) {
+    ++e.listed;
+    s.errors.push_back({TfRecordWhere(l.files[size_t(file)], record), std::move(reason)});
+    return;
+  }
+  if (e.folded++ == 0)
+    e.first = TfRecordWhere(l.files[size_t(file)], record) + ": " + (reason.size() > 200 ? reason.substr(0, 200) + "..." : reason);
+}
+
+// The counted rest of each file's errors, one entry a file.
+void FoldErrors(TfListing& l, DatasetSource& s) {
+  for (size_t f = 0; f < l.files.size(); ++f) {
+    const TfFileErrors& e = l.file_errors[f];
+    if (e.folded == 0) continue;
+    FileError fe{l.files[f],
+                 std::to_string(e.folded) + " more records skipped (" + std::to_string(limits::kTfFileErrors) +
+                     " error entries a file are listed; the first not listed: " + e.first + ")"};
+    fe.count = e.folded;
+    s.errors.push_back(std::move(fe));
+  }
+}
 
 const TfFeature* Find(const TfExample& ex, const char* key, TfFeature::Kind kind) {
   auto it = ex.find(key);
@@ -173,8 +279,22 @@ std::string ImageExtOf(const std::string& format, const uint8_t* p, size_t n) {
 const char* const kBoxKeys[4] = {"image/object/bbox/xmin", "image/object/bbox/ymin", "image/object/bbox/xmax",
                                  "image/object/bbox/ymax"};
 
+// A class index as written (`value`, counted from `base`) made 0-based:
+// "" or why it is no class (below the base, or past int32, where no class
+// list reaches).
+std::string ClassIndex(int64_t value, int base, const char* what, int64_t* out) {
+  if (value < base) return std::string(what) + " " + std::to_string(value) + " is negative" +
+                           (base ? " (counted from " + std::to_string(base) + ")" : "");
+  if (value - base > INT32_MAX)
+    return std::string(what) + " " + std::to_string(value) + " is past any class (labels are at most " +
+           std::to_string(int64_t(INT32_MAX) + base) + ")";
+  *out = value - base;
+  return "";
+}
+
 // The record's boxes (normalised in TF-slim's layout) in pixels of
-// image/width x image/height; "" or why not.
+// image/width x image/height; "" or why not. A box without a label of its
+// own takes the record's (`label`, 0-based; none: -1).
 std::string ReadBoxes(const TfExample& ex, int label_base, int64_t label, TfRecordInfo* info) {
   const TfFeature* c[4];
   for (int k = 0; k < 4; ++k) c[k] = Find(ex, kBoxKeys[k], TfFeature::Kind::kFloat);
@@ -195,31 +315,39 @@ std::string ReadBoxes(const TfExample& ex, int label_base, int64_t label, TfReco
     for (float x : v)
       if (!std::isfinite(x) || x < 0.f || x > 1.f) return "box " + std::to_string(i) + " is not inside [0, 1]";
     if (v[0] > v[2] || v[1] > v[3]) return "box " + std::to_string(i) + " has its minimum past its maximum";
-    const int64_t bl_i = bl ? bl->ints[i] - label_base : label;
-    if (bl_i < 0 || bl_i > INT32_MAX) return "box " + std::to_string(i) + " has no class";
+    int64_t bl_i = label;
+    if (bl) {
+      const std::string what = "box " + std::to_string(i) + ": image/object/bbox/label";
+      if (std::string bad = ClassIndex(bl->ints[i], label_base, what.c_str(), &bl_i); !bad.empty()) return bad;
+    } else if (label < 0) {
+      return "box " + std::to_string(i) + " has no class (no image/object/bbox/label, and the record no label)";
+    }
     const float W = float(w->ints[0]), H = float(h->ints[0]);
     info->boxes.push_back({v[0] * W, v[1] * H, v[2] * W, v[3] * H, int32_t(bl_i)});
   }
   return "";
 }
 
-// The record's label (0-based), its class's name, its record path; "" or
-// why it is skipped.
-std::string ReadLabel(const TfExample& ex, const uint8_t* data, TfListing& l, TfRecordInfo* info) {
+// The record's label (0-based) and its class's name; "" or why it is
+// skipped.
+std::string ReadLabel(const TfExample& ex, const uint8_t* data, const TfListing& l, TfRecordInfo* info,
+                      std::string* name) {
   const TfFeature* slim = Find(ex, "image/class/label", TfFeature::Kind::kInt64);
   const TfFeature* tfds = Find(ex, "label", TfFeature::Kind::kInt64);
   const TfFeature* f = slim ? slim : tfds;
   if (f) {
-    if (f->ints.size() != 1) return std::to_string(f->ints.size()) + " labels (one is read)";
+    const char* key = slim ? "image/class/label" : "label";
+    if (f->ints.size() != 1)
+      return std::string(key) + " holds " + std::to_string(f->ints.size()) + " values (one label is read)";
     const int base = slim ? l.label_base : 0;
     if (slim && base == 1 && f->ints[0] == 0)
       return "label 0, the background class (image/class/label counts classes from 1)";
-    if (f->ints[0] < base) return "label " + std::to_string(f->ints[0]) + " is negative";
-    info->raw = LabelFromIndex(f->ints[0] - base);
+    if (std::string bad = ClassIndex(f->ints[0], base, "label", &info->label); !bad.empty()) return bad;
+    info->labelled = true;
   }
-  std::string name = BytesOf(data, Find(ex, "image/class/synset", TfFeature::Kind::kBytes));
-  if (name.empty()) name = BytesOf(data, Find(ex, "image/class/text", TfFeature::Kind::kBytes));
-  if (!name.empty() && CheckName(name, "class name").ok()) info->name = name;
+  *name = BytesOf(data, Find(ex, "image/class/synset", TfFeature::Kind::kBytes));
+  if (name->empty()) *name = BytesOf(data, Find(ex, "image/class/text", TfFeature::Kind::kBytes));
+  if (!name->empty() && !CheckName(*name, "class name").ok()) name->clear();
   return "";
 }
 
@@ -232,20 +360,35 @@ const std::set<std::string>& KnownKeys() {
 }
 
 // One record's Example into an item of `s`; "" or why it is skipped.
-std::string AddRecord(const uint8_t* data, const TfRecordFrame& frame, const std::string& file, int64_t record,
-                      int archive, DatasetSource& s, TfListing& l) {
+std::string AddRecord(const uint8_t* data, const TfRecordFrame& frame, int32_t file, int64_t record, int archive,
+                      DatasetSource& s, TfListing& l) {
   auto ex = ParseTfExample(data, size_t(frame.size));
   if (!ex.ok()) return ex.status().message();
-  const TfFeature* image = Find(*ex, "image/encoded", TfFeature::Kind::kBytes);
-  if (!image) image = Find(*ex, "image", TfFeature::Kind::kBytes);
-  if (!image || image->bytes.size() != 1 || image->bytes[0].second == 0)
-    return image ? "the image feature holds " + std::to_string(image->bytes.size()) + " values (one is read)"
-                 : "no image (an image/encoded or image bytes feature)";
+  const char* image_key = "image/encoded";
+  const TfFeature* image = Find(*ex, image_key, TfFeature::Kind::kBytes);
+  if (!image) image = Find(*ex, image_key = "image", TfFeature::Kind::kBytes);
+  if (!image) {
+    auto it = ex->find("image/encoded");
+    if (it == ex->end()) it = ex->find("image");
+    if (it != ex->end() && it->second.kind != TfFeature::Kind::kBytes)
+      return "no image: " + it->first + " is a " +
+             (it->second.kind == TfFeature::Kind::kInt64 ? "list of integers"
+              : it->second.kind == TfFeature::Kind::kFloat ? "list of floats"
+                                                          : "feature of no kind") + ", not image bytes";
+    return "no image (an image/encoded or image bytes feature)";
+  }
+  if (image->bytes.empty()) return std::string("no image: ") + image_key + " is an empty list";
+  if (image->bytes.size() != 1)
+    return std::string(image_key) + " holds " + std::to_string(image->bytes.size()) +
+           " images (one is read a record)";
+  if (image->bytes[0].second == 0) return std::string("empty image bytes: ") + image_key + " holds 0 bytes";
   TfRecordInfo info;
-  info.where = TfRecordWhere(file, record);
-  if (std::string bad = ReadLabel(*ex, data, l, &info); !bad.empty()) return bad;
-  const int64_t label = info.raw.present ? info.raw.index : -1;
-  if (std::string bad = ReadBoxes(*ex, l.label_base, label, &info); !bad.empty()) return bad;
+  info.file = file;
+  info.record = record;
+  std::string name;
+  if (std::string bad = ReadLabel(*ex, data, l, &info, &name); !bad.empty()) return bad;
+  if (std::string bad = ReadBoxes(*ex, l.label_base, info.labelled ? info.label : -1, &info); !bad.empty())
+    return bad;
   const auto [at, n] = image->bytes[0];
   SourceItem item;
   item.archive = archive;
@@ -255,13 +398,24 @@ std::string AddRecord(const uint8_t* data, const TfRecordFrame& frame, const std
   if (item.rel.empty()) {
     char num[24];
     std::snprintf(num, sizeof num, "%08lld", static_cast<long long>(record));
-    item.rel = BaseName(file) + "/" + num + "." +
+    item.rel = BaseName(l.files[size_t(file)]) + "/" + num + "." +
                ImageExtOf(BytesOf(data, Find(*ex, "image/format", TfFeature::Kind::kBytes)), data + at, n);
   }
   if (Status ok = CheckName(item.rel, "record path"); !ok.ok()) return ok.message();
-  if (!l.seen.insert(item.rel).second) return item.rel + " is in the records twice";
-  for (const auto& [key, _] : *ex)
-    if (!KnownKeys().count(key)) ++l.unused[key];
+  if (item.rel.size() > 65535) return "a record path of " + std::to_string(item.rel.size()) + " bytes (at most 65535)";
+  for (const auto& [key, _] : *ex) {
+    if (KnownKeys().count(key)) continue;
+    auto it = l.unused.find(key);
+    if (it != l.unused.end()) ++it->second;
+    else if (l.unused.size() < 64) l.unused.emplace(key, 1);
+    else ++l.unused_other;
+  }
+  if (!name.empty() && info.labelled && l.names_clash.empty()) {
+    auto [it, fresh] = l.names.emplace(info.label, name);
+    if (!fresh && it->second != name)
+      l.names_clash = l.Where(info) + ": class " + std::to_string(info.label) + " is named both '" + it->second +
+                      "' and '" + name + "': classes are numbered, not named";
+  }
   s.items.push_back(std::move(item));
   l.infos.push_back(std::move(info));
   return "";
@@ -274,29 +428,68 @@ std::string Reason(const Status& st, const std::string& where) {
 }
 
 // The record offsets of FILE.idx (DALI's tfrecord2idx) when there is one:
-// where to go on when a record's header is damaged. Empty otherwise.
-std::vector<uint64_t> IndexOffsets(Storage& storage, const std::string& file, DatasetSource& s) {
+// where to go on when a record's header is damaged. Read 64 KiB at a time
+// and bounded by the data file's size (ReadTfRecordIndex): at most
+// data_size / 16 offsets, 8 bytes each. Empty otherwise.
+std::vector<uint64_t> IndexOffsets(Storage& storage, const std::string& file, uint64_t data_size, DatasetSource& s) {
   const std::string idx = file + ".idx";
   auto info = storage.Stat(idx);
   if (!info.ok() || !info->exists || info->directory) return {};
-  auto bytes = ReadWhole(storage, idx, limits::kWholeFile);
-  auto parsed = bytes.ok() ? ParseTfRecordIndex(std::string(bytes->begin(), bytes->end()), idx)
-                           : Result<std::vector<std::pair<uint64_t, uint64_t>>>(bytes.status());
-  if (!parsed.ok()) {
-    s.problems.push_back(parsed.status().message() + " (index not used)");
+  auto opened = storage.Open(idx);
+  std::vector<uint64_t> out;
+  Status st = opened.status();
+  if (opened.ok()) {
+    const ByteSource& b = *opened.value();
+    auto read = [&](void* buf, size_t n, uint64_t at) { return b.ReadAt(at, n, static_cast<uint8_t*>(buf)); };
+    st = ReadTfRecordIndex(read, b.size(), data_size, idx, [&](uint64_t offset, uint64_t) { out.push_back(offset); });
+  }
+  if (!st.ok()) {
+    s.problems.push_back(st.message() + " (index not used)");
     return {};
   }
-  std::vector<uint64_t> out;
-  for (const auto& [offset, size] : *parsed) out.push_back(offset);
-  std::sort(out.begin(), out.end());
-  return out;
+  return out;  // increasing: ReadTfRecordIndex refuses records out of order
 }
+
+// One file's bytes read through a window of up to 1 MiB read ahead: a
+// record's header, data and CRC cost no read of their own each (a file of
+// millions of empty records is read a MiB at a time, not 3 reads a record).
+class Window {
+ public:
+  explicit Window(const ByteSource& bytes) : bytes_(bytes) {}
+  Status Read(void* out, size_t n, uint64_t at) {
+    if (at >= start_ && at - start_ <= buf_.size() && n <= buf_.size() - (at - start_)) {
+      if (n) std::memcpy(out, buf_.data() + (at - start_), n);
+      return Status::Ok();
+    }
+    constexpr uint64_t kWindow = 1 << 20;
+    if (n >= kWindow || at > bytes_.size() || bytes_.size() - at < n)
+      return bytes_.ReadAt(at, n, static_cast<uint8_t*>(out));
+    buf_.resize(size_t(std::min<uint64_t>(kWindow, bytes_.size() - at)));
+    start_ = at;
+    Status st = bytes_.ReadAt(at, buf_.size(), buf_.data());
+    if (!st.ok()) {
+      buf_.clear();
+      return st;
+    }
+    if (n) std::memcpy(out, buf_.data(), n);
+    return Status::Ok();
+  }
+
+ private:
+  const ByteSource& bytes_;
+  std::vector<uint8_t> buf_;
+  uint64_t start_ = 0;
+};
 
 // Opens a file (a gzipped one inflated into `scratch_dir` first), keeps it
 // in s.scratch and adds its records; a damaged record is skipped and listed
-// as FILE:record N.
+// as FILE:record N (within the file's budget of entries, AddError). At
+// most limits::kTfFileRecords records a file.
 Status AddFile(Storage& storage, const std::string& file, const std::string& scratch_dir,
                const SourceOptions& opts, DatasetSource& s, TfListing& l) {
+  const int32_t fi = int32_t(l.files.size());
+  l.files.push_back(file);
+  l.file_errors.emplace_back();
   auto opened = storage.Open(file);
   if (!opened.ok()) return opened.status();
   uint8_t magic[2] = {0, 0};
@@ -304,7 +497,12 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
   const bool gzipped = magic[0] == 0x1f && magic[1] == 0x8b;
   if (gzipped) {
     auto inflated = InflateToScratch(*opened.value(), scratch_dir, opts.cancel);
-    if (!inflated.ok()) return inflated.status();
+    if (!inflated.ok()) {
+      const Status::Code c = inflated.status().code();
+      if (c == Status::Code::kCancelled || c == Status::Code::kIOError) return inflated.status();
+      s.errors.push_back({file, inflated.status().message() + "; the file is skipped"});
+      return Status::Ok();
+    }
     opened = AdoptFileSource(*inflated, file);
     if (!opened.ok()) return opened.status();
   }
@@ -313,45 +511,104 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
   const int archive = static_cast<int>(s.archives.size());
   s.archives.push_back(file);
   // A DALI index counts the plain file's bytes.
-  const std::vector<uint64_t> offsets = gzipped ? std::vector<uint64_t>() : IndexOffsets(storage, file, s);
-  auto read = [&](void* buf, size_t n, uint64_t at) { return bytes.ReadAt(at, n, static_cast<uint8_t*>(buf)); };
+  const std::vector<uint64_t> offsets =
+      gzipped ? std::vector<uint64_t>() : IndexOffsets(storage, file, bytes.size(), s);
+  Window window(bytes);
+  auto read = [&](void* buf, size_t n, uint64_t at) { return window.Read(buf, n, at); };
   std::vector<uint8_t> data;
   uint64_t at = 0;
+  int64_t visited = 0;
   for (int64_t record = 0;; ++record) {
     if (opts.cancel && opts.cancel->load()) return Status::Cancelled("cancelled while reading " + file);
     bool end = false;
     auto frame = ReadTfRecordHeader(read, bytes.size(), at, record, file, &end);
     if (end) break;
-    const std::string where = TfRecordWhere(file, record);
+    if (++visited > limits::kTfFileRecords) {
+      AddError(l, s, fi, record,
+               "more than " + std::to_string(limits::kTfFileRecords) +
+                   " records in one file (budget); the rest of the file is not read");
+      break;
+    }
     if (!frame.ok()) {
+      const std::string where = TfRecordWhere(file, record);
       if (frame.status().code() == Status::Code::kIOError) return frame.status();
       // Over the budget, its length checked: the next record is past it.
       uint64_t length = 0;
       if (frame.status().code() == Status::Code::kInvalidArgument && read(&length, 8, at).ok() &&
           length <= bytes.size() - at - 12 && bytes.size() - at - 12 - length >= 4) {
-        s.errors.push_back({where, Reason(frame.status(), where)});
+        AddError(l, s, fi, record, Reason(frame.status(), where));
         at += 12 + length + 4;
         continue;
       }
       auto next = std::upper_bound(offsets.begin(), offsets.end(), at);
-      const bool resume = next != offsets.end();
-      s.errors.push_back({where, Reason(frame.status(), where) +
-                                     (resume ? "; going on at the next record of " + file + ".idx"
-                                             : "; the rest of the file is not read")});
-      if (!resume) break;
-      at = *next;
-      record = int64_t(next - offsets.begin()) - 1;  // numbered as the index lists them
+      if (next != offsets.end()) {
+        AddError(l, s, fi, record,
+                 Reason(frame.status(), where) + "; going on at the next record of " + file + ".idx");
+        at = *next;
+        record = int64_t(next - offsets.begin()) - 1;  // numbered as the index lists them
+        continue;
+      }
+      // A damaged length (its CRC does not match): on at the next byte
+      // where a header's CRC does, numbering on from this record. A length
+      // whose CRC matches runs past the end: the file is cut short.
+      uint8_t h[12];
+      const bool damaged = bytes.size() - at >= 12 && read(h, 12, at).ok() &&
+                           MaskCrc(Crc32c(h, 8)) != (uint32_t(h[8]) | uint32_t(h[9]) << 8 |
+                                                     uint32_t(h[10]) << 16 | uint32_t(h[11]) << 24);
+      auto found = damaged ? FindTfRecordHeader(read, bytes.size(), at + 1) : Result<uint64_t>(bytes.size());
+      if (!found.ok()) return found.status();
+      if (*found >= bytes.size()) {
+        AddError(l, s, fi, record, Reason(frame.status(), where) + "; the rest of the file is not read" +
+                                       (damaged ? " (no record header after it)" : ""));
+        break;
+      }
+      AddError(l, s, fi, record,
+               Reason(frame.status(), where) + "; going on at byte " + std::to_string(*found) +
+                   ", the next record header (" + std::to_string(*found - at) + " bytes skipped)");
+      at = *found;
       continue;
     }
     data.resize(size_t(frame->size));
-    IMAGEPACK_RETURN_IF_ERROR(bytes.ReadAt(frame->offset, frame->size, data.data()));
+    IMAGEPACK_RETURN_IF_ERROR(read(data.data(), size_t(frame->size), frame->offset));
     Status crc = CheckTfRecordData(read, *frame, data.data(), record, file);
     if (crc.code() == Status::Code::kIOError) return crc;
-    std::string bad = crc.ok() ? AddRecord(data.data(), *frame, file, record, archive, s, l) : Reason(crc, where);
-    if (!bad.empty()) s.errors.push_back({where, bad});
+    std::string bad = crc.ok() ? AddRecord(data.data(), *frame, fi, record, archive, s, l)
+                               : Reason(crc, TfRecordWhere(file, record));
+    if (!bad.empty()) AddError(l, s, fi, record, std::move(bad));
     at = frame->next;
   }
   return Status::Ok();
+}
+
+// Records named alike (image/filename given twice, or a name as one file's
+// records are named by number): the first keeps it, the later ones are
+// skipped. One sort of the items' indices, no set of names beside them.
+void DropTwice(TfListing& l, DatasetSource& s) {
+  std::vector<size_t> order(s.items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const int c = s.items[a].rel.compare(s.items[b].rel);
+    return c != 0 ? c < 0 : a < b;
+  });
+  std::vector<bool> drop(s.items.size(), false);
+  bool any = false;
+  for (size_t k = 1; k < order.size(); ++k)
+    if (s.items[order[k]].rel == s.items[order[k - 1]].rel) drop[order[k]] = any = true;
+  if (!any) return;
+  size_t w = 0;
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    if (drop[i]) {
+      AddError(l, s, l.infos[i].file, l.infos[i].record, s.items[i].rel.substr(0, 200) + " is in the records twice");
+      continue;
+    }
+    if (w != i) {
+      s.items[w] = std::move(s.items[i]);
+      l.infos[w] = std::move(l.infos[i]);
+    }
+    ++w;
+  }
+  s.items.resize(w);
+  l.infos.resize(w);
 }
 
 // TF-slim's labels.txt ("N:name" per line, dataset_utils.write_label_file)
@@ -397,33 +654,26 @@ Status SlimLabels(Storage& storage, const std::string& dir, std::vector<std::str
 // when every label 0..max has one and no label two; else empty (a problem
 // line says why when some records name theirs).
 std::vector<std::string> NamesFromRecords(const TfListing& l, DatasetSource& s) {
-  std::map<int64_t, std::string> by_index;
-  bool named = false;
-  for (const TfRecordInfo& r : l.infos) {
-    if (r.name.empty() || !r.raw.present) continue;
-    named = true;
-    auto [it, fresh] = by_index.emplace(r.raw.index, r.name);
-    if (!fresh && it->second != r.name) {
-      s.problems.push_back(r.where + ": class " + std::to_string(r.raw.index) + " is named both '" + it->second +
-                           "' and '" + r.name + "': classes are numbered, not named");
-      return {};
-    }
+  if (!l.names_clash.empty()) {
+    s.problems.push_back(l.names_clash);
+    return {};
   }
   std::vector<std::string> out;
   std::set<std::string> distinct;
-  for (const auto& [i, name] : by_index) {
+  for (const auto& [i, name] : l.names) {
     if (i != int64_t(out.size()) || !distinct.insert(name).second) {
       s.problems.push_back("the records name only some of their classes, or two alike: classes are numbered");
       return {};
     }
     out.push_back(name);
   }
-  (void)named;
   return out;
 }
 
 // The class list and each item's label (sources.h, OpenTfRecordSource);
-// items whose label cannot be placed go to errors.
+// items whose label cannot be placed go to errors. A file none of whose
+// records has a label is one entry (counting its records) naming
+// --no-class, not one a record.
 Status ResolveTfLabels(const std::vector<std::string>& beside, TfListing& l, const SourceOptions& opts,
                        DatasetSource& s) {
   std::vector<std::string> named = beside.empty() ? NamesFromRecords(l, s) : beside;
@@ -432,29 +682,56 @@ Status ResolveTfLabels(const std::vector<std::string>& beside, TfListing& l, con
   if (given) IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
   else fixed = named;
   std::vector<RawLabel> raw;
-  std::vector<std::string> where;
-  for (const TfRecordInfo& r : l.infos) {
-    RawLabel x = r.raw;
+  raw.reserve(l.infos.size());
+  // Only the first record of the largest label is named by where (the
+  // error of a label far beyond the others).
+  std::vector<std::string> where(l.infos.size());
+  size_t first_max = SIZE_MAX;
+  for (size_t i = 0; i < l.infos.size(); ++i) {
+    const TfRecordInfo& r = l.infos[i];
+    RawLabel x = r.labelled ? LabelFromIndex(r.label) : RawLabel{};
     // With --classes, a class is found by the name the files give it.
     if (given && x.present && x.index < int64_t(named.size())) x = {true, true, -1, named[size_t(x.index)]};
-    raw.push_back(x);
-    where.push_back(r.where);
+    if (r.labelled && (first_max == SIZE_MAX || r.label > l.infos[first_max].label)) first_max = i;
+    raw.push_back(std::move(x));
   }
+  if (first_max != SIZE_MAX) where[first_max] = l.Where(l.infos[first_max]);
   std::vector<int32_t> labels;
   std::vector<std::string> why;
   IMAGEPACK_RETURN_IF_ERROR(ResolveLabelsUnless(opts.no_class, raw, where, fixed, &s.classes, &labels, &why));
+  raw.clear();
+  raw.shrink_to_fit();
+  where.clear();
+  where.shrink_to_fit();
+  // Files whose every record lacks a label: one entry each.
+  std::vector<int64_t> records(l.files.size(), 0), unlabelled(l.files.size(), 0);
+  if (!opts.no_class)
+    for (const TfRecordInfo& r : l.infos) {
+      ++records[size_t(r.file)];
+      if (!r.labelled) ++unlabelled[size_t(r.file)];
+    }
+  for (size_t f = 0; f < l.files.size(); ++f)
+    if (records[f] > 0 && unlabelled[f] == records[f]) {
+      FileError e{l.files[f], "no label in any of its " + std::to_string(records[f]) +
+                                  " records (no image/class/label or label feature): its records are skipped; "
+                                  "pack_lmdb --no-class packs them without classes"};
+      e.count = records[f];
+      s.errors.push_back(std::move(e));
+    }
   // Box classes follow their record's: an index as written -> ours.
   std::map<int64_t, int32_t> ours;
   for (size_t i = 0; i < l.infos.size(); ++i)
-    if (why[i].empty() && l.infos[i].raw.present) ours[l.infos[i].raw.index] = labels[i];
+    if (why[i].empty() && l.infos[i].labelled) ours[l.infos[i].label] = labels[i];
   const auto box_slot = std::find_if(s.fields.begin(), s.fields.end(), [](const FieldSpec& f) { return f.name == "boxes"; });
-  std::vector<SourceItem> kept;
+  size_t w = 0;
   for (size_t i = 0; i < s.items.size(); ++i) {
+    const TfRecordInfo& r = l.infos[i];
+    if (!r.labelled && !opts.no_class && unlabelled[size_t(r.file)] == records[size_t(r.file)]) continue;  // the file's entry
     std::string bad = why[i].empty() ? "" : why[i] + (why[i] == "no label" ? " (image/class/label or label)" : "");
     if (box_slot != s.fields.end() && bad.empty()) {
       SourceField f;
       f.slot = int(box_slot - s.fields.begin());
-      for (Box b : l.infos[i].boxes) {
+      for (Box b : r.boxes) {
         auto it = ours.find(b.label);
         if (it == ours.end() || it->second < 0) {
           bad = "a box of class " + std::to_string(b.label) + ", which no record's label names";
@@ -466,13 +743,14 @@ Status ResolveTfLabels(const std::vector<std::string>& beside, TfListing& l, con
       s.items[i].fields.push_back(std::move(f));
     }
     if (!bad.empty()) {
-      s.errors.push_back({l.infos[i].where, bad});
+      AddError(l, s, r.file, r.record, std::move(bad));
       continue;
     }
     s.items[i].label = labels[i];
-    kept.push_back(std::move(s.items[i]));
+    if (w != i) s.items[w] = std::move(s.items[i]);
+    ++w;
   }
-  s.items = std::move(kept);
+  s.items.resize(w);
   if (box_slot != s.fields.end()) box_slot->classes = s.classes;
   return Status::Ok();
 }
@@ -519,13 +797,15 @@ Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOpt
     auto slot = Declare(s, "boxes", FieldKind::kBoxes, opts);
     if (!slot.ok()) return slot.status();
   }
+  DropTwice(l, s);
   IMAGEPACK_RETURN_IF_ERROR(ResolveTfLabels(beside, l, opts, s));
+  FoldErrors(l, s);
   if (!l.unused.empty()) {
     std::string keys;
     size_t shown = 0;
     for (const auto& [key, n] : l.unused)
-      if (shown++ < 8) keys += (keys.empty() ? "" : ", ") + key + " (" + std::to_string(n) + ")";
-    if (l.unused.size() > 8) keys += ", ...";
+      if (shown++ < 8) keys += (keys.empty() ? "" : ", ") + Shown(key.substr(0, 100)) + " (" + std::to_string(n) + ")";
+    if (l.unused.size() > 8 || l.unused_other > 0) keys += ", ...";
     s.problems.push_back("features not packed: " + keys);
   }
   return s;

@@ -325,7 +325,7 @@ TEST(TfRecord, BuiltExamplesAreTheWireFormatAndParseBack) {
 }
 
 TEST(TfRecord, DaliIndexLines) {
-  auto idx = ParseTfRecordIndex("0 120\n120 77\n\n197 5\n", "f.idx");
+  auto idx = ParseTfRecordIndex("0 120\n120 77\n\n197 16\n", "f.idx", 213);
   ASSERT_TRUE(idx.ok()) << idx.status().message();
   ASSERT_EQ(idx->size(), 3u);
   EXPECT_EQ((*idx)[1], std::make_pair(uint64_t(120), uint64_t(77)));
@@ -334,6 +334,29 @@ TEST(TfRecord, DaliIndexLines) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("f.idx:1"), std::string::npos) << r.status().message();
   }
+}
+
+// An index is bounded by the data file it indexes: no more lines than
+// records of 16 bytes fit, each inside the file and after the one before,
+// and no more bytes than such lines take; refused before being read whole.
+TEST(TfRecord, DaliIndexIsBoundedByItsDataFile) {
+  auto check = [](const std::string& text, uint64_t data_size, const std::string& says) {
+    auto r = ParseTfRecordIndex(text, "f.idx", data_size);
+    ASSERT_FALSE(r.ok()) << text.substr(0, 40);
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
+  };
+  check("0 16\n16 16\n32 16\n", 40, "f.idx:3: more than 2 records");
+  check("0 16\n8 16\n", 100, "f.idx:2: the record at byte 8 overlaps");
+  check("0 200\n", 100, "f.idx:1: a record of 200 bytes at byte 0 is not inside");
+  check("0 5\n", 100, "f.idx:1: a record of 5 bytes");
+  check("18446744073709551600 16\n", 100, "is not inside");
+  check(std::string(200, ' ') + "\n", 1 << 20, "f.idx:1: a line of more than 128 bytes");
+  // millions of lines for a small file: refused by its size, nothing parsed
+  check(std::string(4 << 20, '\n'), 1600, "an index of 4194304 bytes for a data file of 1600 bytes");
+  // blank lines are no records
+  auto blank = ParseTfRecordIndex("\n\n0 16\n\n", "f.idx", 16);
+  ASSERT_TRUE(blank.ok()) << blank.status().message();
+  EXPECT_EQ(blank->size(), 1u);
 }
 
 }  // namespace
