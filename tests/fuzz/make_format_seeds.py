@@ -26,10 +26,10 @@ TARGETS = ("fuzz_tar", "fuzz_pickle", "fuzz_json", "fuzz_labels", "fuzz_sources"
            "fuzz_manifest", "fuzz_coco", "fuzz_webdataset", "fuzz_folder2lmdb", "fuzz_tfrecord", "fuzz_parquet")
 
 
-def put(target, name, data):
+def put(target, name, data, kind="seed"):
     d = os.path.join(OUT, target)
     os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "seed-" + name), "wb") as f:
+    with open(os.path.join(d, kind + "-" + name), "wb") as f:
         f.write(data)
 
 
@@ -89,6 +89,49 @@ PARQUET_SEEDS = ("alltypes_plain.parquet", "alltypes_plain.snappy.parquet", "all
                  "list_columns.parquet", "nested_lists.snappy.parquet", "old_list_structure.parquet",
                  "repeated_no_annotation.parquet", "repeated_primitive_no_list.parquet", "nonnullable.impala.parquet",
                  "null_list.parquet")
+
+
+def tfrecord_regress(jpg):
+    """The crafted TFRecords of issue 57, kept as regress-* (rewritten, not
+    removed, by this script): a label of INT64_MAX (pack_lmdb died with
+    SIGSEGV), labels and box labels past int32 either way, a first record
+    whose length is damaged (its shard was no longer recognised), empty
+    image bytes, a file without labels, more error entries than a file's
+    budget, and a DALI .idx of more lines than its data file can hold."""
+    import struct
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    from tfrecord_writer import example, frame
+    big, small = 2**63 - 1, -2**63
+
+    def file(*records):
+        return b"".join(frame(r) for r in records)
+
+    box = {"image/object/bbox/xmin": [0.1], "image/object/bbox/ymin": [0.1], "image/object/bbox/xmax": [0.5],
+           "image/object/bbox/ymax": [0.5], "image/width": 8, "image/height": 8}
+    cases = {
+        "label-int64-max": file(example({"image": jpg, "label": 0}), example({"image": jpg, "label": big}),
+                                example({"image": jpg, "label": 1})),
+        "slim-label-int64-min": file(example({"image/encoded": jpg, "image/class/label": small}),
+                                     example({"image/encoded": jpg, "image/class/label": big})),
+        "box-label-int64-min": file(example(dict(box, **{"image/encoded": jpg, "image/class/label": 1,
+                                                         "image/object/bbox/label": [small]})),
+                                    example(dict(box, **{"image": jpg, "label": big}))),
+        "empty-image": file(example({"image/encoded": [b""], "image/class/label": 1}),
+                            example({"image": [b"", b""], "label": 0})),
+        "no-label": file(*[example({"image/encoded": jpg})] * 3),
+        "errors-past-budget": (frame(b"")[:-4] + b"\0\0\0\0") * 1100 +
+        frame(example({"image": jpg, "label": 0})),
+    }
+    damaged = bytearray(file(*[example({"image": jpg, "label": k}) for k in range(3)]))
+    damaged[0] ^= 0x40
+    cases["damaged-first-length"] = bytes(damaged)
+    for name, data in cases.items():
+        put("fuzz_sources", "tfrecord-" + name, b"\x07" + data, "regress")
+    put("fuzz_tfrecord", "file-damaged-first-length", b"\x00" + bytes(damaged), "regress")
+    put("fuzz_tfrecord", "example-label-int64-max", b"\x01" + example({"image": jpg, "label": big}), "regress")
+    # a data file of 16 bytes (one record at most) and an index of 5000
+    put("fuzz_tfrecord", "idx-lines-past-data-file", b"\x02" + struct.pack("<H", 1) + b"0 16\n" * 5000, "regress")
 
 
 def parquet_seeds():
@@ -199,6 +242,7 @@ def main():
     put("fuzz_mask", "gray16", png(Image.new("I;16", (4, 4), 300)))
     put("fuzz_mask", "bits1", png(Image.new("1", (9, 2), 1)))
     tfrecord_seeds(jpg)
+    tfrecord_regress(jpg)
     parquet_seeds()
 
 

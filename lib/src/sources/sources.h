@@ -226,10 +226,12 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
 // else the records' image/class/synset (or text); boxes from
 // image/object/bbox/* (normalised, scaled by image/width, height). A
 // record whose CRC does not match, whose Example does not parse or that
-// lacks an image goes to `errors` as FILE:record N; a damaged header ends
-// the file there unless FILE.idx (DALI) says where the next record starts.
-// Files are recognised by their first record's header (remote ones by a
-// .tfrecord or .tfrec in their name, else by their first bytes too).
+// lacks an image goes to `errors` as FILE:record N (1000 entries a file,
+// then one that counts the rest; a file without labels is one entry); past
+// a damaged header the walk goes on where FILE.idx (DALI) says the next
+// record starts, else at the next header whose CRC matches. Files are
+// recognised by their names (.tfrecord, .tfrec, NAME-NNNNN-of-NNNNN), else
+// by a record header in their first 64 KiB.
 bool LooksLikeTfRecord(const std::string& src);
 Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOptions& opts);
 
