@@ -39,7 +39,7 @@ void ReadFile(const uint8_t* data, size_t size) {
   auto n = internal::ParquetFooterLength(data, data + size - 8, size, "fuzz.parquet");
   if (!n.ok()) return;
   FUZZ_CHECK(*n <= size - 12);
-  auto f = internal::ParseParquetFooter(data + size - 8 - *n, *n, "fuzz.parquet");
+  auto f = internal::ParseParquetFooter(data + size - 8 - *n, *n, size, "fuzz.parquet");
   if (!f.ok()) {
     FUZZ_CHECK(!f.status().message().empty());
     return;
@@ -50,6 +50,7 @@ void ReadFile(const uint8_t* data, size_t size) {
     if (k > 0) std::memcpy(buf, data + at, k);
     return Status::Ok();
   };
+  internal::PqBudget budget(size);
   for (const auto& rg : f->row_groups)
     for (size_t c = 0; c < f->leaves.size(); ++c) {
       const internal::PqLeaf& leaf = f->leaves[c];
@@ -58,14 +59,14 @@ void ReadFile(const uint8_t* data, size_t size) {
       Status st;
       if (leaf.max_rep > 0) {
         leaf.logical();  // never past the path
-        st = internal::ReadParquetRows(read, size, leaf, rg.columns[c], rg.num_rows, "fuzz",
+        st = internal::ReadParquetRows(read, size, budget, leaf, rg.columns[c], rg.num_rows, "fuzz",
                                        [&](int64_t row, const internal::PqRow& r) {
                                          FUZZ_CHECK(row == seen++);
                                          CheckRow(leaf, r);
                                          return Status::Ok();
                                        });
       } else {
-        st = internal::ReadParquetColumn(read, size, leaf, rg.columns[c], rg.num_rows, "fuzz",
+        st = internal::ReadParquetColumn(read, size, budget, leaf, rg.columns[c], rg.num_rows, "fuzz",
                                          [&](int64_t row, const internal::PqValue& v) {
                                            FUZZ_CHECK(row == seen++);
                                            FUZZ_CHECK(v.null || v.p == nullptr || v.n <= size_t(1) << 30);

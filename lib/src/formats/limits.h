@@ -39,6 +39,22 @@ inline constexpr size_t kParquetRowGroups = 1'000'000;
 inline constexpr int kThriftDepth = 64;
 inline constexpr uint64_t kParquetPageBytes = uint64_t(1) << 30;
 inline constexpr uint64_t kParquetPageValues = 8'000'000;
+// Parquet: memory the footer's parsed structures may take (row groups,
+// column chunks, schema elements, each leaf's copy of its path), charged
+// before each is made: a multiple of the footer's bytes plus a floor.
+inline constexpr uint64_t kParquetFooterMemoryFactor = 16;
+inline constexpr uint64_t kParquetFooterMemoryFloor = 64 << 20;
+// Parquet: pages of one column chunk (each header read from a window
+// that slides, so a header costs its own bytes).
+inline constexpr size_t kParquetChunkPages = 1'000'000;
+// Parquet: what one file's pages may expand to while it is read, all
+// columns and row groups together: inflated page bytes, kParquetValueCost
+// bytes for each value slot, and the bytes of every value made from a
+// dictionary or rebuilt by DELTA_BYTE_ARRAY. A multiple of the file's
+// size plus a floor; charged before each buffer grows.
+inline constexpr uint64_t kParquetExpandFactor = 64;
+inline constexpr uint64_t kParquetExpandFloor = uint64_t(256) << 20;
+inline constexpr uint64_t kParquetValueCost = 48;
 // Parquet: levels (values, empty and null lists) of one row of a repeated
 // (list) column.
 inline constexpr size_t kParquetRowValues = 1'000'000;

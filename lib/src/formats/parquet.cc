@@ -50,9 +50,29 @@ struct Thrift {
   const std::string& shown;
   int depth = 0;
   bool bool_value = false;  // a bool field's value, carried by its type
+  // Memory the parsed structures may take (ParseParquetFooter's budget),
+  // charged before each element is made.
+  uint64_t memory_left = UINT64_MAX;
 
   Status Bad(const std::string& what) const {
     return Status::Corruption(shown + ": " + what + " at byte " + std::to_string(pos));
+  }
+  // Every container (structure, list, set, map) counts toward one depth:
+  // a crafted footer of nested lists is refused, never recursed into.
+  Status Enter(const char* kind) {
+    if (++depth > limits::kThriftDepth)
+      return Bad(std::string("Thrift: ") + kind + " nested deeper than " + std::to_string(limits::kThriftDepth));
+    return Status::Ok();
+  }
+  Status Charge(uint64_t bytes, const char* what) {
+    if (bytes > memory_left)
+      return Status::InvalidArgument(shown + ": the footer's " + what + " at byte " + std::to_string(pos) +
+                                     " take more memory than its budget (" +
+                                     std::to_string(limits::kParquetFooterMemoryFactor) + " x the footer's " +
+                                     std::to_string(end) + " bytes + " +
+                                     std::to_string(limits::kParquetFooterMemoryFloor) + ")");
+    memory_left -= bytes;
+    return Status::Ok();
   }
   Result<uint64_t> Varint() {
     uint64_t v = 0;
@@ -119,20 +139,27 @@ struct Thrift {
       case kSet: {
         int et;
         size_t n;
+        IMAGEPACK_RETURN_IF_ERROR(Enter(type == kList ? "lists" : "sets"));
         IMAGEPACK_RETURN_IF_ERROR(ListHeader(&et, &n));
         for (size_t i = 0; i < n; ++i) IMAGEPACK_RETURN_IF_ERROR(SkipElement(et));
+        --depth;
         return Status::Ok();
       }
       case kMap: {
+        IMAGEPACK_RETURN_IF_ERROR(Enter("maps"));
         auto n = Varint();
         if (!n.ok()) return n.status();
-        if (*n == 0) return Status::Ok();
+        if (*n == 0) {
+          --depth;
+          return Status::Ok();
+        }
         if (pos >= end || *n > end - pos) return Bad("Thrift: a map past the end");
         const uint8_t kv = d[pos++];
         for (uint64_t i = 0; i < *n; ++i) {
           IMAGEPACK_RETURN_IF_ERROR(SkipElement(kv >> 4));
           IMAGEPACK_RETURN_IF_ERROR(SkipElement(kv & 0x0f));
         }
+        --depth;
         return Status::Ok();
       }
       case kStruct: return Struct([&](int, int t) { return Skip(t); });
@@ -148,8 +175,7 @@ struct Thrift {
   // which reads its value (or skips it).
   template <typename Fn>
   Status Struct(Fn&& field) {
-    if (++depth > limits::kThriftDepth) return Bad("Thrift: structures nested deeper than " +
-                                                   std::to_string(limits::kThriftDepth));
+    IMAGEPACK_RETURN_IF_ERROR(Enter("structures"));
     int last = 0;
     for (;;) {
       if (pos >= end) return Bad("Thrift: a structure cut short");
@@ -177,6 +203,7 @@ struct Thrift {
     size_t n;
     IMAGEPACK_RETURN_IF_ERROR(ListHeader(&et, &n));
     if (n > budget) return Bad(std::string("more than ") + std::to_string(budget) + " " + what);
+    IMAGEPACK_RETURN_IF_ERROR(Enter("lists"));
     for (size_t i = 0; i < n; ++i) {
       if (et != kStruct) {
         IMAGEPACK_RETURN_IF_ERROR(SkipElement(et));
@@ -184,6 +211,7 @@ struct Thrift {
       }
       IMAGEPACK_RETURN_IF_ERROR(element());
     }
+    --depth;
     return Status::Ok();
   }
 };
@@ -272,6 +300,7 @@ Status ReadRowGroup(Thrift& t, PqRowGroup* g) {
   return t.Struct([&](int id, int type) -> Status {
     if (id == 1)
       return t.StructList(type, limits::kParquetSchema, "column chunks", [&] {
+        IMAGEPACK_RETURN_IF_ERROR(t.Charge(sizeof(PqChunk), "column chunks"));
         g->columns.emplace_back();
         return ReadColumnChunk(t, &g->columns.back());
       });
@@ -296,7 +325,7 @@ Status ReadKeyValue(Thrift& t, std::pair<std::string, std::string>* kv) {
 // `nodes` and `rep_defs` go along the path (PqLeaf).
 Status AddLeaves(const std::vector<SchemaElement>& schema, size_t* at, std::vector<std::string>& path,
                  std::vector<PqNode>& nodes, std::vector<int>& rep_defs, int def, int depth, const std::string& shown,
-                 std::vector<PqLeaf>* out) {
+                 Thrift& t, std::vector<PqLeaf>* out) {
   if (*at >= schema.size()) return Status::Corruption(shown + ": the schema's children run past its end");
   if (depth > limits::kThriftDepth) return Status::Corruption(shown + ": a schema nested too deep");
   const SchemaElement& e = schema[(*at)++];
@@ -309,6 +338,10 @@ Status AddLeaves(const std::vector<SchemaElement>& schema, size_t* at, std::vect
   if (e.num_children < 0) return Status::Corruption(shown + ": schema element '" + Shown(e.name) + "' has negative children");
   if (e.num_children == 0 && depth > 0) {
     if (e.type < 0 || e.type > 7) return Status::Corruption(shown + ": column " + Shown(e.name) + " has no physical type");
+    // Each leaf copies its path: a deep schema of many leaves is charged.
+    uint64_t bytes = sizeof(PqLeaf) + path.size() * (sizeof(std::string) + sizeof(PqNode) + sizeof(int));
+    for (const auto& p : path) bytes += p.size();
+    IMAGEPACK_RETURN_IF_ERROR(t.Charge(bytes, "leaf columns"));
     PqLeaf leaf;
     leaf.path = path;
     leaf.nodes = nodes;
@@ -321,7 +354,7 @@ Status AddLeaves(const std::vector<SchemaElement>& schema, size_t* at, std::vect
     out->push_back(std::move(leaf));
   }
   for (int i = 0; i < e.num_children; ++i)
-    IMAGEPACK_RETURN_IF_ERROR(AddLeaves(schema, at, path, nodes, rep_defs, def, depth + 1, shown, out));
+    IMAGEPACK_RETURN_IF_ERROR(AddLeaves(schema, at, path, nodes, rep_defs, def, depth + 1, shown, t, out));
   if (depth > 0) {
     path.pop_back();
     nodes.pop_back();
@@ -346,25 +379,29 @@ Result<uint32_t> ParquetFooterLength(const uint8_t head[4], const uint8_t tail[8
   return n;
 }
 
-Result<PqFile> ParseParquetFooter(const uint8_t* data, size_t size, const std::string& shown) {
+Result<PqFile> ParseParquetFooter(const uint8_t* data, size_t size, uint64_t file_size, const std::string& shown) {
   Thrift t{data, 0, size, shown};
+  t.memory_left = limits::kParquetFooterMemoryFloor + limits::kParquetFooterMemoryFactor * uint64_t(size);
   PqFile f;
   std::vector<SchemaElement> schema;
   IMAGEPACK_RETURN_IF_ERROR(t.Struct([&](int id, int type) -> Status {
     switch (id) {
       case 2:
         return t.StructList(type, limits::kParquetSchema, "schema elements", [&] {
+          IMAGEPACK_RETURN_IF_ERROR(t.Charge(sizeof(SchemaElement), "schema elements"));
           schema.emplace_back();
           return ReadSchemaElement(t, &schema.back());
         });
       case 3: return Int(t, type, &f.num_rows);
       case 4:
         return t.StructList(type, limits::kParquetRowGroups, "row groups", [&] {
+          IMAGEPACK_RETURN_IF_ERROR(t.Charge(sizeof(PqRowGroup), "row groups"));
           f.row_groups.emplace_back();
           return ReadRowGroup(t, &f.row_groups.back());
         });
       case 5:
         return t.StructList(type, limits::kParquetSchema, "key-value pairs", [&] {
+          IMAGEPACK_RETURN_IF_ERROR(t.Charge(sizeof(f.key_values[0]), "key-value pairs"));
           f.key_values.emplace_back();
           return ReadKeyValue(t, &f.key_values.back());
         });
@@ -384,7 +421,7 @@ Result<PqFile> ParseParquetFooter(const uint8_t* data, size_t size, const std::s
   std::vector<std::string> path;
   std::vector<PqNode> nodes;
   std::vector<int> rep_defs;
-  IMAGEPACK_RETURN_IF_ERROR(AddLeaves(schema, &at, path, nodes, rep_defs, 0, 0, shown, &f.leaves));
+  IMAGEPACK_RETURN_IF_ERROR(AddLeaves(schema, &at, path, nodes, rep_defs, 0, 0, shown, t, &f.leaves));
   if (at != schema.size()) return Status::Corruption(shown + ": the schema has elements outside its root");
   int64_t rows = 0;
   for (size_t g = 0; g < f.row_groups.size(); ++g) {
@@ -401,6 +438,20 @@ Result<PqFile> ParseParquetFooter(const uint8_t* data, size_t size, const std::s
       return Status::InvalidArgument(shown + ": more than " + std::to_string(limits::kParquetFileRows) +
                                      " rows in its row groups (budget)");
   }
+  // Column chunks hold bytes of their own: together they fit in the file.
+  // Row groups that share one chunk (a million times over) would read it
+  // again for each; work per byte of the file stays bounded.
+  uint64_t chunk_bytes = 0;
+  for (size_t g = 0; g < f.row_groups.size(); ++g)
+    for (const PqChunk& c : f.row_groups[g].columns) {
+      if (c.total_compressed_size < 0)
+        return Status::Corruption(shown + ": row group " + std::to_string(g) + " has a column chunk of negative size");
+      chunk_bytes += uint64_t(c.total_compressed_size);
+      if (chunk_bytes > file_size)
+        return Status::Corruption(shown + ": its column chunks add up to more bytes than the file's " +
+                                  std::to_string(file_size) + " (by row group " + std::to_string(g) +
+                                  "; chunks that share bytes are not read)");
+    }
   return f;
 }
 

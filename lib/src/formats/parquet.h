@@ -87,12 +87,16 @@ struct PqFile {
 // its first 4 ("PAR1"); an encrypted footer ("PARE") is refused by name.
 Result<uint32_t> ParquetFooterLength(const uint8_t head[4], const uint8_t tail[8], uint64_t file_size,
                                      const std::string& shown);
-// FileMetaData (the footer's bytes). Budgets: limits::kParquetSchema
-// schema elements, kParquetRowGroups row groups, kParquetGroupRows rows a
-// row group and kParquetFileRows a file, nesting of the Thrift structures
-// limits::kThriftDepth; every count and length within the bytes
-// it is read from. Errors name `shown` and the byte.
-Result<PqFile> ParseParquetFooter(const uint8_t* data, size_t size, const std::string& shown);
+// FileMetaData (the footer's bytes) of a file of `file_size` bytes.
+// Budgets: limits::kParquetSchema schema elements, kParquetRowGroups row
+// groups, kParquetGroupRows rows a row group and kParquetFileRows a file;
+// every container (structure, list, set, map) nested at most
+// limits::kThriftDepth deep; every count and length within the bytes it is
+// read from; the structures made at most kParquetFooterMemoryFactor x the
+// footer + kParquetFooterMemoryFloor bytes, charged before each is made;
+// the column chunks' sizes add up to at most the file's. Errors name
+// `shown` and the byte.
+Result<PqFile> ParseParquetFooter(const uint8_t* data, size_t size, uint64_t file_size, const std::string& shown);
 
 // One value of a flat column: null (a definition level below the leaf's
 // max), an integer (INT32, INT64, BOOLEAN), a float (FLOAT, DOUBLE) or
@@ -108,14 +112,34 @@ struct PqValue {
 // Reads `n` bytes at `at` of the file into `buf`.
 using PqReadFn = std::function<Status(void* buf, size_t n, uint64_t at)>;
 
+// What one file's pages may still expand to while it is read (every
+// column and row group of it): limits::kParquetExpandFloor +
+// kParquetExpandFactor x the file's size. Inflated page bytes, value slots
+// (limits::kParquetValueCost each) and the bytes of values made from a
+// dictionary or rebuilt by DELTA_BYTE_ARRAY are charged before they are
+// made, so a file of a few KB cannot make gigabytes.
+class PqBudget {
+ public:
+  explicit PqBudget(uint64_t file_size);
+  // InvalidArgument naming `what` and the budget once `bytes` exceed what
+  // is left.
+  Status Charge(uint64_t bytes, const char* what);
+  uint64_t total() const { return total_; }
+
+ private:
+  uint64_t total_;
+  uint64_t left_;
+};
+
 // Every value of column chunk `chunk` of leaf `leaf` (a flat column: no
 // repeated ancestor), in row order, passed to `fn` with its row within the
 // row group; `rows` is the row group's row count, which the values must
 // make. Pages are read one at a time, each within limits::kParquetPageBytes
-// compressed and uncompressed. `where` (FILE: row group N, column C) starts
+// compressed and uncompressed, at most limits::kParquetChunkPages of them,
+// their expansion charged to `budget`. `where` (FILE: row group N, column C) starts
 // every error.
-Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
-                         int64_t rows, const std::string& where,
+Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, PqBudget& budget, const PqLeaf& leaf,
+                         const PqChunk& chunk, int64_t rows, const std::string& where,
                          const std::function<Status(int64_t row, const PqValue& v)>& fn);
 
 // The rows of a repeated column (max_rep R >= 1) as nested lists: lists[d]
@@ -138,8 +162,8 @@ struct PqRow {
 // `fn` with its row within the row group; `rows` rows, as the repetition
 // levels start them (a row may span pages). Budgets: a page's levels as
 // ReadParquetColumn's values, limits::kParquetRowValues levels a row.
-Status ReadParquetRows(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
-                       int64_t rows, const std::string& where,
+Status ReadParquetRows(const PqReadFn& read, uint64_t file_size, PqBudget& budget, const PqLeaf& leaf,
+                       const PqChunk& chunk, int64_t rows, const std::string& where,
                        const std::function<Status(int64_t row, const PqRow& r)>& fn);
 
 // The pieces, for the unit test and the fuzz target: a page header (its
@@ -166,6 +190,10 @@ Result<PqPageHeader> ParseParquetPageHeader(const uint8_t* data, size_t size, si
 Status DecodeRleHybrid(const uint8_t* data, size_t size, int bit_width, size_t n, std::vector<uint32_t>* out);
 Status DecodeDeltaBinaryPacked(const uint8_t* data, size_t size, size_t n, std::vector<int64_t>* out, size_t* used);
 // Decompresses `in` by parquet codec number into exactly `out_size` bytes.
-Status ParquetDecompress(int codec, const uint8_t* in, size_t in_size, size_t out_size, std::vector<uint8_t>* out);
+// `out` grows with the bytes produced (a header that states a gigabyte
+// over a few bytes makes no gigabyte buffer), each step charged to
+// `budget` where one is given.
+Status ParquetDecompress(int codec, const uint8_t* in, size_t in_size, size_t out_size, std::vector<uint8_t>* out,
+                         PqBudget* budget = nullptr);
 
 }  // namespace imagepack::internal

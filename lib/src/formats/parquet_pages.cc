@@ -113,6 +113,8 @@ namespace {
 struct Values {
   std::vector<PqValue> v;
   std::vector<std::string> arena;  // DELTA_BYTE_ARRAY's rebuilt strings
+  PqBudget* budget = nullptr;      // charged for bytes made beyond the page's own
+  Status Charge(uint64_t bytes, const char* what) { return budget ? budget->Charge(bytes, what) : Status::Ok(); }
 };
 
 Status DecodePlain(const PqLeaf& leaf, const uint8_t* d, size_t size, size_t count, Values* out) {
@@ -182,6 +184,7 @@ Status DecodeDeltaByteArray(const uint8_t* d, size_t size, size_t count, Values*
     if (prefix[i] < 0 || size_t(prefix[i]) > last.size()) return Status::Corruption("DELTA_BYTE_ARRAY: a prefix longer than the value before");
     total += uint64_t(prefix[i]) + suffix.v[i].n;
     if (total > limits::kParquetPageBytes) return Status::InvalidArgument("DELTA_BYTE_ARRAY: values past the page budget");
+    IMAGEPACK_RETURN_IF_ERROR(out->Charge(uint64_t(prefix[i]) + suffix.v[i].n, "DELTA_BYTE_ARRAY's rebuilt values"));
     last = last.substr(0, size_t(prefix[i])) + std::string(reinterpret_cast<const char*>(suffix.v[i].p), suffix.v[i].n);
     out->arena.push_back(last);
   }
@@ -197,6 +200,7 @@ Status DecodeByteStreamSplit(const PqLeaf& leaf, const uint8_t* d, size_t size, 
                        : leaf.type == PqType::kFixed ? size_t(std::max(0, leaf.type_length)) : 0;
   if (width == 0) return Status::NotSupported("BYTE_STREAM_SPLIT on a column of variable width");
   if (count > size / width) return Status::Corruption("BYTE_STREAM_SPLIT values past the end");
+  IMAGEPACK_RETURN_IF_ERROR(out->Charge(count * width, "BYTE_STREAM_SPLIT's values"));
   out->arena.emplace_back(count * width, '\0');
   std::string& plain = out->arena.back();
   for (size_t i = 0; i < count; ++i)
@@ -216,11 +220,19 @@ Status DecodeValues(const PqLeaf& leaf, int encoding, const uint8_t* d, size_t s
       if (size < 1) return Status::Corruption("dictionary indices cut short");
       std::vector<uint32_t> idx;
       IMAGEPACK_RETURN_IF_ERROR(DecodeRleHybrid(d + 1, size - 1, d[0], count, &idx));
+      // Each index repeats its entry's bytes for whoever takes the value:
+      // one run of a 16 MiB entry must not pass for a few bytes.
+      uint64_t bytes = 0;
       for (uint32_t i : idx) {
         if (i >= dict->v.size()) return Status::Corruption("dictionary index " + std::to_string(i) + " of " +
                                                            std::to_string(dict->v.size()));
-        out->v.push_back(dict->v[i]);
+        bytes += dict->v[i].n;
       }
+      if (bytes > limits::kParquetPageBytes)
+        return Status::InvalidArgument("dictionary values of " + std::to_string(bytes) + " bytes in one page (budget " +
+                                       std::to_string(limits::kParquetPageBytes) + ")");
+      IMAGEPACK_RETURN_IF_ERROR(out->Charge(bytes, "dictionary values"));
+      for (uint32_t i : idx) out->v.push_back(dict->v[i]);
       return Status::Ok();
     }
     case 5: {
@@ -288,11 +300,13 @@ Status LevelsV1(const std::vector<uint8_t>& buf, size_t* pos, int encoding, int 
 // inside the decompressed page) or v2 (levels before the compressed values).
 Status DecodeDataPage(const PqLeaf& leaf, int codec, const PqPageHeader& h, const uint8_t* body, const Values* dict,
                       std::vector<uint32_t>* reps, std::vector<uint32_t>* defs, Values* vals, std::vector<uint8_t>* buf) {
+  PqBudget* budget = vals->budget;
   const size_t n = size_t(h.num_values);
   const uint8_t* values;
   size_t values_size;
   if (h.type == 0) {
-    IMAGEPACK_RETURN_IF_ERROR(ParquetDecompress(codec, body, size_t(h.compressed_size), size_t(h.uncompressed_size), buf));
+    IMAGEPACK_RETURN_IF_ERROR(
+        ParquetDecompress(codec, body, size_t(h.compressed_size), size_t(h.uncompressed_size), buf, budget));
     size_t pos = 0;
     IMAGEPACK_RETURN_IF_ERROR(LevelsV1(*buf, &pos, h.rep_encoding, leaf.max_rep, n, "repetition levels", reps));
     IMAGEPACK_RETURN_IF_ERROR(LevelsV1(*buf, &pos, h.def_encoding, leaf.max_def, n, "definition levels", defs));
@@ -306,7 +320,7 @@ Status DecodeDataPage(const PqLeaf& leaf, int codec, const PqPageHeader& h, cons
     IMAGEPACK_RETURN_IF_ERROR(
         Levels(body + h.rep_length, size_t(h.def_length), leaf.max_def, n, "definition levels", defs));
     const size_t in = size_t(h.compressed_size) - levels, out = size_t(h.uncompressed_size) - levels;
-    IMAGEPACK_RETURN_IF_ERROR(ParquetDecompress(h.v2_compressed ? codec : 0, body + levels, in, out, buf));
+    IMAGEPACK_RETURN_IF_ERROR(ParquetDecompress(h.v2_compressed ? codec : 0, body + levels, in, out, buf, budget));
     values = buf->data();
     values_size = buf->size();
   }
@@ -323,7 +337,7 @@ struct Page {
 
 // The data pages of a column chunk in order, each passed to `fn`, until
 // the chunk ends or `fn` sets *done.
-Status ForEachPage(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
+Status ForEachPage(const PqReadFn& read, uint64_t file_size, PqBudget& budget, const PqLeaf& leaf, const PqChunk& chunk,
                    const std::string& where, const std::function<Status(const Page&, bool* done)>& fn) {
   if (chunk.encrypted) return Status::NotSupported(where + ": an encrypted column; not read");
   if (!chunk.file_path.empty()) return Status::NotSupported(where + ": a column chunk in another file; not read");
@@ -339,23 +353,36 @@ Status ForEachPage(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf,
     return Status::Corruption(where + ": the column chunk lies outside the file");
   const uint64_t end = at + uint64_t(chunk.total_compressed_size);
   Values dict;
+  dict.budget = &budget;
   bool have_dict = false, done = false;
   std::vector<uint8_t> head, body, buf, dict_bytes;
+  uint64_t head_at = 0;  // the file offset of head[0]: headers are parsed out of a window that slides
   Page p;
   for (int64_t page = 0; !done && at < end; ++page) {
     p.here = where + ", page " + std::to_string(page);
+    if (uint64_t(page) >= limits::kParquetChunkPages)
+      return Status::InvalidArgument(p.here + ": more than " + std::to_string(limits::kParquetChunkPages) +
+                                     " pages in a column chunk (budget)");
     PqPageHeader h;
     size_t used = 0;
     for (uint64_t window = 1 << 16;; window <<= 4) {  // headers carry statistics: read more if cut short
-      head.resize(size_t(std::min<uint64_t>(end - at, window)));
-      IMAGEPACK_RETURN_IF_ERROR(read(head.data(), head.size(), at));
-      auto parsed = ParseParquetPageHeader(head.data(), head.size(), &used);
+      const bool inside = at >= head_at && at - head_at < head.size();
+      if (!inside || window > (1 << 16)) {
+        head.resize(size_t(std::min<uint64_t>(end - at, window)));
+        IMAGEPACK_RETURN_IF_ERROR(read(head.data(), head.size(), at));
+        head_at = at;
+      }
+      const size_t off = size_t(at - head_at);
+      auto parsed = ParseParquetPageHeader(head.data() + off, head.size() - off, &used);
       if (parsed.ok()) {
         h = parsed.value();
         break;
       }
-      if (head.size() == end - at || window >= (uint64_t(16) << 20)) return parsed.status().WithContext(p.here);
+      if (head_at + head.size() == end || window >= (uint64_t(16) << 20)) return parsed.status().WithContext(p.here);
     }
+    if (h.type < 0 || h.type > 3)
+      return Status::Corruption(p.here + ": page header: " +
+                                (h.type < 0 ? std::string("no page type") : "page type " + std::to_string(h.type)));
     at += used;
     if (uint64_t(h.compressed_size) > end - at) return Status::Corruption(p.here + ": the page runs past its column chunk");
     if (uint64_t(h.compressed_size) > limits::kParquetPageBytes)
@@ -369,17 +396,22 @@ Status ForEachPage(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf,
     if (uint64_t(h.num_values) > limits::kParquetPageValues)
       return Status::InvalidArgument(p.here + ": " + std::to_string(h.num_values) + " values in a page (budget " +
                                      std::to_string(limits::kParquetPageValues) + ")");
+    if (h.type == 1) continue;  // an index page
+    if (Status st = budget.Charge(uint64_t(h.num_values) * limits::kParquetValueCost, "value slots"); !st.ok())
+      return st.WithContext(p.here);
     if (h.type == 2) {
       dict = Values{};
+      dict.budget = &budget;
       // The dictionary's bytes stay in dict_bytes while its values point there.
-      Status st = ParquetDecompress(chunk.codec, body.data(), body.size(), size_t(h.uncompressed_size), &dict_bytes);
+      Status st = ParquetDecompress(chunk.codec, body.data(), body.size(), size_t(h.uncompressed_size), &dict_bytes,
+                                    &budget);
       if (st.ok()) st = DecodePlain(leaf, dict_bytes.data(), dict_bytes.size(), size_t(h.num_values), &dict);
       if (!st.ok()) return st.WithContext(p.here + " (dictionary)");
       have_dict = true;
       continue;
     }
-    if (h.type != 0 && h.type != 3) continue;  // index pages
     p.vals = Values{};
+    p.vals.budget = &budget;
     Status st = DecodeDataPage(leaf, chunk.codec, h, body.data(), have_dict ? &dict : nullptr, &p.reps, &p.defs, &p.vals, &buf);
     if (!st.ok()) return st.WithContext(p.here);
     IMAGEPACK_RETURN_IF_ERROR(fn(p, &done));
@@ -477,12 +509,12 @@ class RowBuilder {
 
 }  // namespace
 
-Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
-                         int64_t rows, const std::string& where,
+Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, PqBudget& budget, const PqLeaf& leaf,
+                         const PqChunk& chunk, int64_t rows, const std::string& where,
                          const std::function<Status(int64_t row, const PqValue& v)>& fn) {
   if (leaf.max_rep > 0) return Status::NotSupported(where + ": a repeated column (a list) is read by rows");
   int64_t row = 0;
-  IMAGEPACK_RETURN_IF_ERROR(ForEachPage(read, file_size, leaf, chunk, where, [&](const Page& p, bool* done) -> Status {
+  IMAGEPACK_RETURN_IF_ERROR(ForEachPage(read, file_size, budget, leaf, chunk, where, [&](const Page& p, bool* done) -> Status {
     size_t next = 0;
     for (size_t i = 0; i < p.defs.size(); ++i, ++row) {
       if (row >= rows) return Status::Corruption(p.here + ": more values than the row group's " + std::to_string(rows) + " rows");
@@ -503,13 +535,13 @@ Status ReadParquetColumn(const PqReadFn& read, uint64_t file_size, const PqLeaf&
   return Status::Ok();
 }
 
-Status ReadParquetRows(const PqReadFn& read, uint64_t file_size, const PqLeaf& leaf, const PqChunk& chunk,
-                       int64_t rows, const std::string& where,
+Status ReadParquetRows(const PqReadFn& read, uint64_t file_size, PqBudget& budget, const PqLeaf& leaf,
+                       const PqChunk& chunk, int64_t rows, const std::string& where,
                        const std::function<Status(int64_t row, const PqRow& r)>& fn) {
   if (leaf.max_rep == 0 || leaf.rep_defs.size() != size_t(leaf.max_rep))
     return Status::InvalidArgument(where + ": not a repeated column");
   RowBuilder rb(leaf, rows, fn);
-  IMAGEPACK_RETURN_IF_ERROR(ForEachPage(read, file_size, leaf, chunk, where, [&](const Page& p, bool*) -> Status {
+  IMAGEPACK_RETURN_IF_ERROR(ForEachPage(read, file_size, budget, leaf, chunk, where, [&](const Page& p, bool*) -> Status {
     size_t next = 0;
     for (size_t i = 0; i < p.defs.size(); ++i) {
       const PqValue* v = nullptr;

@@ -241,11 +241,11 @@ std::string ColumnWhere(const PqFile& f, int leaf, const std::string& where) {
 }
 
 // A flat column: one value a row (null: an empty field).
-Status ReadFlat(const PqReadFn& read, uint64_t size, const PqFile& f, const PqRowGroup& rg,
+Status ReadFlat(const PqReadFn& read, uint64_t size, PqBudget& budget, const PqFile& f, const PqRowGroup& rg,
                 const ParquetColumns::Field& fc, const std::string& where, Fields* fields, std::vector<std::string>* bad) {
   const PqLeaf& leaf = f.leaves[size_t(fc.leaf)];
   return ReadParquetColumn(
-      read, size, leaf, rg.columns[size_t(fc.leaf)], rg.num_rows, ColumnWhere(f, fc.leaf, where),
+      read, size, budget, leaf, rg.columns[size_t(fc.leaf)], rg.num_rows, ColumnWhere(f, fc.leaf, where),
       [&](int64_t r, const PqValue& v) {
         SourceField sf;
         sf.slot = fc.slot;
@@ -289,11 +289,11 @@ bool Numbers(const PqLeaf& leaf, const PqRow& row, const PqList& l, bool ints, s
 }
 
 // A top-level list of numbers: the list a row (null: an empty field).
-Status ReadList(const PqReadFn& read, uint64_t size, const PqFile& f, const PqRowGroup& rg,
+Status ReadList(const PqReadFn& read, uint64_t size, PqBudget& budget, const PqFile& f, const PqRowGroup& rg,
                 const ParquetColumns::Field& fc, const std::string& where, Fields* fields, std::vector<std::string>* bad) {
   const PqLeaf& leaf = f.leaves[size_t(fc.leaf)];
   std::vector<double> nums;
-  return ReadParquetRows(read, size, leaf, rg.columns[size_t(fc.leaf)], rg.num_rows, ColumnWhere(f, fc.leaf, where),
+  return ReadParquetRows(read, size, budget, leaf, rg.columns[size_t(fc.leaf)], rg.num_rows, ColumnWhere(f, fc.leaf, where),
                          [&](int64_t r, const PqRow& row) {
                            SourceField sf;
                            sf.slot = fc.slot;
@@ -308,7 +308,7 @@ Status ReadList(const PqReadFn& read, uint64_t size, const PqFile& f, const PqRo
 
 // Boxes: the bbox list of lists (4 numbers each) and its category list,
 // as long as it, in each row (null lists: no boxes).
-Status ReadBoxes(const PqReadFn& read, uint64_t size, const PqFile& f, const PqRowGroup& rg,
+Status ReadBoxes(const PqReadFn& read, uint64_t size, PqBudget& budget, const PqFile& f, const PqRowGroup& rg,
                  const ParquetColumns::Field& fc, const std::string& where, Fields* fields, std::vector<std::string>* bad) {
   const PqLeaf& bl = f.leaves[size_t(fc.leaf)];
   const PqLeaf& cl = f.leaves[size_t(fc.category)];
@@ -317,7 +317,7 @@ Status ReadBoxes(const PqReadFn& read, uint64_t size, const PqFile& f, const PqR
   std::vector<std::vector<double>> cats(n);
   std::vector<double> nums;
   IMAGEPACK_RETURN_IF_ERROR(ReadParquetRows(
-      read, size, bl, rg.columns[size_t(fc.leaf)], rg.num_rows, ColumnWhere(f, fc.leaf, where),
+      read, size, budget, bl, rg.columns[size_t(fc.leaf)], rg.num_rows, ColumnWhere(f, fc.leaf, where),
       [&](int64_t r, const PqRow& row) {
         const PqList& outer = row.lists[0][0];
         for (uint32_t k = outer.null ? 0 : outer.begin; k < (outer.null ? 0 : outer.end) && (*bad)[size_t(r)].empty(); ++k) {
@@ -331,7 +331,7 @@ Status ReadBoxes(const PqReadFn& read, uint64_t size, const PqFile& f, const PqR
         }
         return Status::Ok();
       }));
-  IMAGEPACK_RETURN_IF_ERROR(ReadParquetRows(read, size, cl, rg.columns[size_t(fc.category)], rg.num_rows,
+  IMAGEPACK_RETURN_IF_ERROR(ReadParquetRows(read, size, budget, cl, rg.columns[size_t(fc.category)], rg.num_rows,
                                             ColumnWhere(f, fc.category, where), [&](int64_t r, const PqRow& row) {
                                               const PqList& l = row.lists[0][0];
                                               if (!l.null && (*bad)[size_t(r)].empty())
@@ -356,15 +356,15 @@ Status ReadBoxes(const PqReadFn& read, uint64_t size, const PqFile& f, const PqR
 
 }  // namespace
 
-Status ReadParquetFields(const PqReadFn& read, uint64_t size, const PqFile& f, size_t g, const ParquetColumns& c,
+Status ReadParquetFields(const PqReadFn& read, uint64_t size, PqBudget& budget, const PqFile& f, size_t g, const ParquetColumns& c,
                          const std::string& where, std::vector<std::vector<SourceField>>* fields,
                          std::vector<std::string>* bad) {
   const PqRowGroup& rg = f.row_groups[g];
   for (const ParquetColumns::Field& fc : c.fields) {
     const PqLeaf& leaf = f.leaves[size_t(fc.leaf)];
-    if (fc.kind == FieldKind::kBoxes) IMAGEPACK_RETURN_IF_ERROR(ReadBoxes(read, size, f, rg, fc, where, fields, bad));
-    else if (leaf.max_rep > 0) IMAGEPACK_RETURN_IF_ERROR(ReadList(read, size, f, rg, fc, where, fields, bad));
-    else IMAGEPACK_RETURN_IF_ERROR(ReadFlat(read, size, f, rg, fc, where, fields, bad));
+    if (fc.kind == FieldKind::kBoxes) IMAGEPACK_RETURN_IF_ERROR(ReadBoxes(read, size, budget, f, rg, fc, where, fields, bad));
+    else if (leaf.max_rep > 0) IMAGEPACK_RETURN_IF_ERROR(ReadList(read, size, budget, f, rg, fc, where, fields, bad));
+    else IMAGEPACK_RETURN_IF_ERROR(ReadFlat(read, size, budget, f, rg, fc, where, fields, bad));
   }
   return Status::Ok();
 }

@@ -42,7 +42,8 @@ Result<ParquetColumns> ChooseParquetColumns(const PqFile& f, const std::string& 
 // Every declared field of row group `g`, per row in slot order (`fields`
 // has a row per row of the group); a value that does not fit its kind sets
 // bad[row] to why. `where` starts every error.
-Status ReadParquetFields(const PqReadFn& read, uint64_t size, const PqFile& f, size_t g, const ParquetColumns& c,
+Status ReadParquetFields(const PqReadFn& read, uint64_t size, PqBudget& budget, const PqFile& f, size_t g,
+                         const ParquetColumns& c,
                          const std::string& where, std::vector<std::vector<SourceField>>* fields,
                          std::vector<std::string>* bad);
 

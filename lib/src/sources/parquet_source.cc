@@ -99,8 +99,8 @@ std::string ExtOf(const uint8_t* p, size_t n) {
 
 // Row group `g` of a file: its label and path columns, then its images
 // appended to the scratch file `fd` (at *written) as items of `archive`.
-Status AddRowGroup(const PqReadFn& read, uint64_t size, const PqFile& f, size_t g, const std::string& file, int fd,
-                   uint64_t* written, int archive, DatasetSource& s, PqListing& l) {
+Status AddRowGroup(const PqReadFn& read, uint64_t size, PqBudget& budget, const PqFile& f, size_t g, int64_t first_row,
+                   const std::string& file, int fd, uint64_t* written, int archive, DatasetSource& s, PqListing& l) {
   const PqRowGroup& rg = f.row_groups[g];
   const ParquetColumns& c = l.columns;
   const std::string where = file + ": row group " + std::to_string(g);
@@ -108,29 +108,27 @@ Status AddRowGroup(const PqReadFn& read, uint64_t size, const PqFile& f, size_t 
   std::vector<RawLabel> labels(n);
   std::vector<std::string> paths(n);
   if (c.label >= 0)
-    IMAGEPACK_RETURN_IF_ERROR(ReadParquetColumn(read, size, f.leaves[size_t(c.label)], rg.columns[size_t(c.label)],
+    IMAGEPACK_RETURN_IF_ERROR(ReadParquetColumn(read, size, budget, f.leaves[size_t(c.label)], rg.columns[size_t(c.label)],
                                                 rg.num_rows, where + ", column " + f.leaves[size_t(c.label)].dotted(),
                                                 [&](int64_t r, const PqValue& v) {
                                                   if (!v.null) labels[size_t(r)] = LabelFromIndex(v.i);
                                                   return Status::Ok();
                                                 }));
   if (c.path >= 0)
-    IMAGEPACK_RETURN_IF_ERROR(ReadParquetColumn(read, size, f.leaves[size_t(c.path)], rg.columns[size_t(c.path)],
+    IMAGEPACK_RETURN_IF_ERROR(ReadParquetColumn(read, size, budget, f.leaves[size_t(c.path)], rg.columns[size_t(c.path)],
                                                 rg.num_rows, where + ", column " + f.leaves[size_t(c.path)].dotted(),
                                                 [&](int64_t r, const PqValue& v) {
                                                   if (!v.null && v.n <= limits::kNameBytes)
                                                     paths[size_t(r)].assign(reinterpret_cast<const char*>(v.p), v.n);
                                                   return Status::Ok();
                                                 }));
-  int64_t first_row = 0;
-  for (size_t k = 0; k < g; ++k) first_row += f.row_groups[k].num_rows;
   // The fields, per row in slot order; a value that does not fit its kind
   // skips its row (bad[row]).
   std::vector<std::vector<SourceField>> fields(c.fields.empty() ? 0 : n);
   std::vector<std::string> bad(n);
-  IMAGEPACK_RETURN_IF_ERROR(ReadParquetFields(read, size, f, g, c, where, &fields, &bad));
+  IMAGEPACK_RETURN_IF_ERROR(ReadParquetFields(read, size, budget, f, g, c, where, &fields, &bad));
   return ReadParquetColumn(
-      read, size, f.leaves[size_t(c.image)], rg.columns[size_t(c.image)], rg.num_rows,
+      read, size, budget, f.leaves[size_t(c.image)], rg.columns[size_t(c.image)], rg.num_rows,
       where + ", column " + f.leaves[size_t(c.image)].dotted(), [&](int64_t r, const PqValue& v) -> Status {
         const std::string row_where = file + ": row " + std::to_string(first_row + r);
         if (v.null || v.n == 0) {
@@ -176,7 +174,7 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
   if (!footer_size.ok()) return footer_size.status();
   std::vector<uint8_t> footer(*footer_size);
   IMAGEPACK_RETURN_IF_ERROR(read(footer.data(), footer.size(), size - 8 - footer.size()));
-  auto f = ParseParquetFooter(footer.data(), footer.size(), file);
+  auto f = ParseParquetFooter(footer.data(), footer.size(), size, file);
   if (!f.ok()) return f.status();
   std::vector<std::string> notes;  // said once, for the first file
   auto chosen = ChooseParquetColumns(*f, file, opts, &notes);
@@ -219,13 +217,19 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
   const int archive = static_cast<int>(s.archives.size());
   s.archives.push_back(file);
   uint64_t written = 0;
-  for (size_t g = 0; g < f->row_groups.size(); ++g) {
+  PqBudget budget(size);
+  int64_t first_row = 0;
+  for (size_t g = 0; g < f->row_groups.size(); first_row += f->row_groups[g].num_rows, ++g) {
     if (opts.cancel && opts.cancel->load()) return Status::Cancelled("cancelled while reading " + file);
     const size_t items = s.items.size(), rows = l.rows.size();
-    Status st = AddRowGroup(read, size, *f, g, file, *fd, &written, archive, s, l);
+    Status st = AddRowGroup(read, size, budget, *f, g, first_row, file, *fd, &written, archive, s, l);
     if (st.code() == Status::Code::kNotSupported || st.code() == Status::Code::kIOError ||
         st.code() == Status::Code::kCancelled)
       return st;
+    // The file's expansion budget spent: the rest of it is not read (each
+    // further row group would say the same).
+    if (!st.ok() && st.message().find("expand the file past its budget") != std::string::npos)
+      return Status::InvalidArgument(st.message());
     if (!st.ok()) {  // the row group is skipped whole
       s.items.resize(items);
       l.rows.resize(rows);

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -22,11 +23,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// apache/parquet-testing's clone: IMAGEPACK_PARQUET_TESTING (ctest sets it
+// to ../shared/fixtures/parquet-testing beside the repository), else that
+// folder found from the repository's tests/data. No machine path.
 fs::path Fixtures() {
-  for (fs::path p = fs::path(IMAGEPACK_TEST_DATA_DIR); !p.empty() && p != p.parent_path(); p = p.parent_path())
-    if (fs::is_directory(p / "shared/fixtures/parquet-testing")) return p / "shared/fixtures/parquet-testing";
-  const char* env = std::getenv("IMAGEPACK_PARQUET_TESTING");
-  return env ? fs::path(env) : fs::path("/work/shared/fixtures/parquet-testing");
+  if (const char* env = std::getenv("IMAGEPACK_PARQUET_TESTING"); env && *env) return fs::path(env);
+  return fs::path(IMAGEPACK_TEST_DATA_DIR) / "../../../shared/fixtures/parquet-testing";
 }
 
 std::vector<uint8_t> Slurp(const fs::path& p) {
@@ -70,7 +72,7 @@ Result<Read> ReadAll(const std::vector<uint8_t>& bytes, const std::string& shown
   if (bytes.size() < 12) return Status::Corruption(shown + ": too short");
   auto n = ParquetFooterLength(bytes.data(), bytes.data() + bytes.size() - 8, bytes.size(), shown);
   if (!n.ok()) return n.status();
-  auto f = ParseParquetFooter(bytes.data() + bytes.size() - 8 - *n, *n, shown);
+  auto f = ParseParquetFooter(bytes.data() + bytes.size() - 8 - *n, *n, bytes.size(), shown);
   if (!f.ok()) return f.status();
   Read r;
   r.file = std::move(f.value());
@@ -81,19 +83,20 @@ Result<Read> ReadAll(const std::vector<uint8_t>& bytes, const std::string& shown
     if (k) std::memcpy(buf, bytes.data() + at, k);  // an empty read may name no buffer
     return Status::Ok();
   };
+  PqBudget budget(bytes.size());
   for (size_t c = 0; c < r.file.leaves.size(); ++c) {
     const PqLeaf& leaf = r.file.leaves[c];
     for (size_t g = 0; g < r.file.row_groups.size() && r.status[c].ok(); ++g) {
       const PqChunk& chunk = r.file.row_groups[g].columns[c];
       const int64_t rows = r.file.row_groups[g].num_rows;
       if (leaf.max_rep > 0) {
-        r.status[c] = ReadParquetRows(read, bytes.size(), leaf, chunk, rows, shown, [&](int64_t, const PqRow& row) {
+        r.status[c] = ReadParquetRows(read, bytes.size(), budget, leaf, chunk, rows, shown, [&](int64_t, const PqRow& row) {
           r.columns[c].push_back(Render(leaf, row, 0, row.lists[0][0]));
           return Status::Ok();
         });
         continue;
       }
-      r.status[c] = ReadParquetColumn(read, bytes.size(), leaf, chunk, rows, shown, [&](int64_t, const PqValue& v) {
+      r.status[c] = ReadParquetColumn(read, bytes.size(), budget, leaf, chunk, rows, shown, [&](int64_t, const PqValue& v) {
         if (v.null) r.columns[c].push_back(std::nullopt);
         else r.columns[c].push_back(Text(leaf, v));
         return Status::Ok();
@@ -354,10 +357,11 @@ Status ReadHandMade(const std::vector<uint32_t>& reps, const std::vector<uint32_
     if (k) std::memcpy(buf, file.data() + at, k);
     return Status::Ok();
   };
-  if (ReadParquetColumn(read, file.size(), leaf, chunk, rows, "t", [](int64_t, const PqValue&) { return Status::Ok(); })
+  PqBudget budget(file.size());
+  if (ReadParquetColumn(read, file.size(), budget, leaf, chunk, rows, "t", [](int64_t, const PqValue&) { return Status::Ok(); })
           .code() != Status::Code::kNotSupported)
     return Status::InvalidArgument("a list read flat");
-  return ReadParquetRows(read, file.size(), leaf, chunk, rows, "t", [&](int64_t, const PqRow& row) {
+  return ReadParquetRows(read, file.size(), budget, leaf, chunk, rows, "t", [&](int64_t, const PqRow& row) {
     got->push_back(Render(leaf, row, 0, row.lists[0][0]));
     return Status::Ok();
   });
