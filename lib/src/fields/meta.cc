@@ -17,6 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/limits.h"
+#include "formats/text.h"
+
 namespace imagepack {
 
 using nlohmann::json;
@@ -422,6 +425,13 @@ bool TakeBigArrays(const uint8_t* data, size_t size, BigArrays* out) {
 }
 
 Result<DatasetMeta> ParseMetaUnchecked(const uint8_t* data, size_t size) {
+  // Nesting is counted before anything parses it: a value nested 90,000
+  // deep (in "options", say) would parse, then overflow the stack of every
+  // recursive step after it (dump, compare, copy).
+  if (const int depth = internal::JsonDepth(std::string_view(reinterpret_cast<const char*>(data), size));
+      depth > internal::limits::kJsonDepth)
+    return Status::Corruption("metadata nested " + std::to_string(depth) + " deep (budget " +
+                              std::to_string(internal::limits::kJsonDepth) + ")");
   BigArrays big;
   if (!TakeBigArrays(data, size, &big)) big = BigArrays();
   json j = big.rest.empty() ? json::parse(data, data + size, nullptr, /*allow_exceptions=*/false)

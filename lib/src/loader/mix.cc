@@ -8,6 +8,8 @@
 
 #include "imagepack/shard.h"
 #include "fields/pixel_stats.h"
+#include "formats/limits.h"
+#include "formats/text.h"
 #include "stores/store_internal.h"
 
 namespace imagepack {
@@ -332,6 +334,9 @@ namespace {
 // A description's sources, or an error naming it damaged.
 Result<nlohmann::json> Sources(const std::string& description, const char* whose) {
   if (description.empty()) return nlohmann::json::array();
+  if (internal::JsonDepth(description) > internal::limits::kJsonDepth)
+    return Status::InvalidArgument(std::string(whose) + " mix description is nested deeper than " +
+                                   std::to_string(internal::limits::kJsonDepth));
   try {
     nlohmann::json j = nlohmann::json::parse(description);
     if (!j.is_object() || !j.contains("mix") || !j["mix"].is_array()) throw std::runtime_error("no mix");

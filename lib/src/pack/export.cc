@@ -24,6 +24,7 @@
 #include "imagepack/record.h"
 #include "imagepack/store.h"
 #include "base/threads.h"
+#include "formats/text.h"
 #include "pack/export_internal.h"
 #include "storage/fd_io.h"
 
@@ -340,8 +341,8 @@ Status CheckOrWriteManifest(const ExportOptions& o, const DatasetMeta& meta, int
   if (fs::exists(path, ec)) {
     auto old = ReadFile(path);
     if (old.ok()) {
-      json j = json::parse(old->begin(), old->end(), nullptr, false);
-      if (j == m) return Status::Ok();
+      auto j = internal::ParseJsonBounded(std::string_view(reinterpret_cast<const char*>(old->data()), old->size()), path);
+      if (j.ok() && *j == m) return Status::Ok();
     }
     return Status::InvalidArgument(o.dst + " holds another export (" + path +
                                    " differs): remove it or choose another folder");
