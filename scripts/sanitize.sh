@@ -13,4 +13,10 @@ case "$preset" in asan|tsan) ;; *) echo "usage: $0 asan|tsan" >&2; exit 2 ;; esa
 scripts/setup.sh
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"
-ctest --preset "$preset" -j "$(nproc)"
+rc=0
+ctest --preset "$preset" -j "$(nproc)" || rc=$?
+# Every Python test skipped, with its reason (pytest's -rs lines).
+skips=$(grep -h '^SKIPPED \[' "build-$preset/Testing/Temporary/LastTest.log" 2>/dev/null || true)
+echo "pytest skips: $(printf '%s' "$skips" | grep -c . || true)"
+[ -z "$skips" ] || printf '%s\n' "$skips"
+exit "$rc"

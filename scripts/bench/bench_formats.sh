@@ -6,7 +6,7 @@
 # (tests/python/tfrecord_writer.py: python3-protobuf and python3-crc32c),
 # the same gzipped, and as Hugging Face parquet by DuckDB (snappy and zstd;
 # @duckdb/node-api from build/npm/node_modules or
-# IMAGEPACK_DUCKDB_NODE_MODULES: tests/python/test_parquet.py installs it
+# IMAGEPACK_DUCKDB_NODE_MODULES: scripts/setup.sh installs it
 # there). Every input is read once first (page cache warm), outputs on
 # tmpfs; each row is the median of --rounds runs, and every import is
 # checked to hold the tree's records (same paths, bytes and labels).

@@ -243,9 +243,10 @@ last=$(cd "$V" && find . -name '*.JPEG' | sort | tail -20)
 vanish_during() {  # vanish_during NAME READY_GLOB CMD...: strikes once READY_GLOB exists
   local name=$1 ready=$2; shift 2
   "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-  local pid=$! n=0
-  # READY_GLOB appears once the tool has listed SRC and started writing.
-  for _ in $(seq 500); do
+  local pid=$! n=0 end=$((SECONDS + 120))
+  # READY_GLOB appears once the tool has listed SRC and started writing
+  # (waited for with a deadline a loaded machine does not reach).
+  while [ $SECONDS -lt $end ] && kill -0 $pid 2>/dev/null; do
     compgen -G "$ready" >/dev/null && break
     sleep 0.01
   done
@@ -282,7 +283,8 @@ mkdir -p "$BIGT"
 for i in $(seq 6); do cp -r "$T" "$BIGT/copy$i"; done
 "$BIN/pack_lmdb" "$BIGT" "$WORK/shared.lmdb" --encoding raw --threads 1 -q >"$WORK/w1.out" 2>"$WORK/w1.err" &
 w1=$!
-for _ in $(seq 200); do [ -e "$WORK/.shared.lmdb.ipk-lock" ] && break; sleep 0.02; done
+end=$((SECONDS + 120))
+while [ $SECONDS -lt $end ] && kill -0 $w1 2>/dev/null && [ ! -e "$WORK/.shared.lmdb.ipk-lock" ]; do sleep 0.02; done
 run w2 "$BIN/pack_lmdb" "$T" "$WORK/shared.lmdb" --overwrite -q
 expect_rc 1 "second writer refused" w2
 expect_in w2.err "another process is writing"

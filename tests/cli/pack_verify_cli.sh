@@ -98,9 +98,17 @@ expect_in damaged.out "FAILED"
 for i in $(seq 120); do cp -r "$T/n01" "$T/n01_$i"; done
 "$BIN/pack_lmdb" "$T" "$WORK/int.lmdb" --encoding raw --threads 1 -q >"$WORK/int.out" 2>&1 &
 pid=$!
-sleep 0.3
+# Ctrl-C once it writes (its temporary exists), not after a fixed sleep: a
+# loaded machine may not have started it by then (a SIGINT before its
+# handler is installed also ends with 130, and tests nothing).
+end=$((SECONDS + 120))
+while [ $SECONDS -lt $end ] && kill -0 $pid 2>/dev/null && ! compgen -G "$WORK/.int.lmdb.ipk-tmp.*" >/dev/null; do
+  sleep 0.01
+done
+expect_true "compgen -G '$WORK/.int.lmdb.ipk-tmp.*' >/dev/null" "the pack was writing when interrupted"
 kill -INT $pid; wait $pid; RC=$?
 expect_rc 130 "interrupted pack" int
+expect_in int.out "interrupted"
 expect_true "[ ! -e $WORK/int.lmdb ] && [ -z \"\$(ls -A $WORK | grep ipk-tmp)\" ]" "no database or temporary after Ctrl-C"
 
 finish

@@ -58,7 +58,8 @@ expect_not_in clean.err "skipped"
 # Ctrl-C: exit 130, only complete files under final names, a re-run resumes.
 "$BIN" "$T" "$WORK/int" --max-size 128 --threads 1 -q >"$WORK/int.out" 2>"$WORK/int.err" &
 pid=$!
-for _ in $(seq 200); do
+end=$((SECONDS + 120))  # generous: a loaded machine
+while [ $SECONDS -lt $end ] && kill -0 $pid 2>/dev/null; do
   n=$(find "$WORK/int" -name '*.JPEG' 2>/dev/null | wc -l)
   [ "$n" -ge 20 ] && break
   sleep 0.02
@@ -77,7 +78,8 @@ expect_true "diff -r $WORK/clean $WORK/int >/dev/null" "resumed result equals an
 # SIGKILL: temporaries may be left; the re-run removes them and completes.
 "$BIN" "$T" "$WORK/kill" --max-size 128 --threads 2 -q >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 200); do
+end=$((SECONDS + 120))
+while [ $SECONDS -lt $end ] && kill -0 $pid 2>/dev/null; do
   [ "$(find "$WORK/kill" -name '*.JPEG' 2>/dev/null | wc -l)" -ge 30 ] && break
   sleep 0.02
 done

@@ -1,5 +1,7 @@
 """Fixtures for the Python package's tests: real databases made by the
 real pack_lmdb from a tree of JPEGs written here."""
+import fcntl
+import json
 import os
 import shutil
 import socket
@@ -11,6 +13,7 @@ from PIL import Image
 
 TOOLS = os.environ.get("IMAGEPACK_TOOLS", os.path.join(os.path.dirname(__file__), "../../build/tools"))
 SCRIPTS = os.path.join(os.path.dirname(__file__), "../../scripts")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # Tests marked needs_root become a second user (setpriv) to attack the
@@ -32,6 +35,59 @@ def pytest_runtest_setup(item):
         pytest.fail(why + ", and IMAGEPACK_REQUIRE_ATTACKS=1 says it must run here: run the suite as root",
                     pytrace=False)
     pytest.skip(why + " (IMAGEPACK_REQUIRE_ATTACKS=1 makes this a failure)")
+
+
+# The parquet tests' writers (test_parquet.py, test_https.py): npm packages
+# run by node, at the versions of npm_packages.txt, found in
+# IMAGEPACK_DUCKDB_NODE_MODULES (a node_modules folder holding them), else
+# in build/npm/node_modules, where scripts/setup.sh installs them (and,
+# failing that, the first test that needs them). Without them those tests
+# are skipped with the reason, or, where IMAGEPACK_REQUIRE_DUCKDB=1
+# (scripts/test.sh sets it), failed, as the attacks are.
+NPM_PACKAGES = [line.strip() for line in open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                            "npm_packages.txt"))
+                if line.strip() and not line.startswith("#")]
+
+
+def npm_packages_in(folder):
+    """True when `folder` (a node_modules) holds every package at its version."""
+    for spec in NPM_PACKAGES:
+        name, version = spec.rsplit("@", 1)
+        try:
+            with open(os.path.join(folder, name, "package.json")) as f:
+                if json.load(f).get("version") != version:
+                    return False
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def node_modules():
+    """The node_modules folder holding NPM_PACKAGES; else skips the test
+    (fails it where IMAGEPACK_REQUIRE_DUCKDB=1)."""
+    given = os.environ.get("IMAGEPACK_DUCKDB_NODE_MODULES")
+    if given:
+        if npm_packages_in(given):
+            return given
+        why = "IMAGEPACK_DUCKDB_NODE_MODULES=%s does not hold %s" % (given, " ".join(NPM_PACKAGES))
+    elif shutil.which("node") is None or shutil.which("npm") is None:
+        why = "node and npm are not installed (scripts/setup.sh installs Debian's nodejs and npm)"
+    else:
+        local = os.path.join(ROOT, "build", "npm")
+        os.makedirs(local, exist_ok=True)
+        # One install at a time: ctest runs test files side by side.
+        with open(os.path.join(local, ".install.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if npm_packages_in(os.path.join(local, "node_modules")):
+                return os.path.join(local, "node_modules")
+            r = subprocess.run(["npm", "install", "--prefix", local, "--no-audit", "--no-fund", *NPM_PACKAGES],
+                               capture_output=True, text=True, timeout=600)
+            if r.returncode == 0 and npm_packages_in(os.path.join(local, "node_modules")):
+                return os.path.join(local, "node_modules")
+        why = "npm install %s into %s failed: %s" % (" ".join(NPM_PACKAGES), local, (r.stderr or r.stdout)[-300:])
+    if os.environ.get("IMAGEPACK_REQUIRE_DUCKDB") == "1":
+        pytest.fail(why + ", and IMAGEPACK_REQUIRE_DUCKDB=1 says these tests must run here", pytrace=False)
+    pytest.skip(why + " (IMAGEPACK_REQUIRE_DUCKDB=1 makes this a failure)")
 
 
 def tool(name):

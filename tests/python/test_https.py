@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import SCRIPTS, tool
+from conftest import SCRIPTS, node_modules, tool
 
 sys.path.insert(0, SCRIPTS)
 import read_db  # noqa: E402  (independent reader)
@@ -226,9 +226,9 @@ def test_tool_tfrecords_over_https_import_as_the_local_files(served, tree, tmp_p
 
 def test_tool_parquet_over_https_imports_as_the_local_file(served, tree, tmp_path):
     """A Hugging Face parquet file (parquet-wasm's, arrow-rs: see
-    test_parquet.py, which finds or installs the npm packages) served over
+    test_parquet.py; conftest.node_modules finds the npm packages) served over
     HTTPS packs as the local file does."""
-    from test_parquet import HF, PARQUET_WASM, node_modules
+    from test_parquet import HF, PARQUET_WASM
     s = served
     flat = tmp_path / "flat"
     flat.mkdir()
@@ -255,7 +255,7 @@ def test_tool_tfrecords_and_parquet_read_in_place_over_https_as_the_local_files(
     and a parquet file (parquet-wasm's) where the server holds them, no
     pack: every batch (block order, through the block cache) is the one
     read from the same files on the local disk."""
-    from test_parquet import HF, PARQUET_WASM, node_modules
+    from test_parquet import HF, PARQUET_WASM
     from tfrecord_writer import example, write
     s = served
     os.makedirs(s.www / "inplace", exist_ok=True)

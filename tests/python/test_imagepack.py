@@ -77,8 +77,11 @@ def test_state_dict_round_trip_gives_the_same_next_batches(jpeg_db):
     # The restored position's batches are made from load_state_dict() on;
     # the iteration takes them (a second restore threw them away and
     # decoded them again: a flaky count when the producer was quick, now
-    # certain with this wait).
-    time.sleep(0.5)
+    # certain with this wait for its first batch, however loaded the machine).
+    deadline = time.time() + 120
+    while resumed.stats()["images"] < 8 and time.time() < deadline:
+        time.sleep(0.01)
+    assert resumed.stats()["images"] >= 8
     rest = [(np.array(x), np.array(y)) for x, y in resumed]
     assert len(rest) == len(full) - 5
     for (a, la), (b, lb) in zip(rest, full[5:]):

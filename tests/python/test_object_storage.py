@@ -5,6 +5,7 @@ client library (boto3) to put, replace and inspect objects.
 Tests whose name holds "tool" use the command-line tools only; they also
 run under the sanitizers (tests/CMakeLists.txt)."""
 import os
+import select
 import signal
 import socket
 import struct
@@ -263,9 +264,12 @@ def test_tool_gateway_gone_for_good_is_an_error_naming_the_url_not_a_hang(packed
     # Enough epochs (every one fetched again: the RAM cache holds 4 blocks)
     # that the run is still reading when the gateway goes.
     proc = subprocess.Popen([tool("bench_loader"), url, "--batch", "6", "--size", "16", "--epochs", "200",
-                             "--threads", "2", "--order", "blocks", "--block-mb", "0.02"],
+                             "--threads", "2", "--order", "blocks", "--block-mb", "0.02", "--digest"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(0.3)
+    # The gateway goes once batches come (a --digest line: read from it),
+    # not after a fixed sleep a loaded machine outlasts or falls short of.
+    ready, _, _ = select.select([proc.stdout], [], [], 120)
+    assert ready and proc.stdout.readline().startswith("batch "), proc.poll()
     gateway_ctl(gateway, "stop-rgw")
     try:
         t0 = time.time()
@@ -451,9 +455,14 @@ def test_tool_a_process_killed_while_caching_leaves_no_torn_block(packed, tmp_pa
     with open(local, "rb") as f:
         data = f.read()
     step = int(0.004 * (1 << 20))
-    for delay in (0.15, 0.3, 0.45):
+    for blocks in (1, 3, 6):
+        # Killed once it has cached that many more blocks (it goes on
+        # fetching and writing others), whatever the machine's load.
+        before = len(block_files(cache))
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        time.sleep(delay)
+        deadline = time.time() + 120
+        while len(block_files(cache)) < before + blocks and p.poll() is None and time.time() < deadline:
+            time.sleep(0.002)
         p.send_signal(signal.SIGKILL)
         p.wait()
         files = block_files(cache)

@@ -9,54 +9,28 @@ an apache-arrow table) writes the same layout as a second, independent
 writer. LIST columns (number lists, bbox lists) are compared with
 DuckDB's own reading of the same file. The database is read back with scripts/read_db.py (python3-lmdb).
 
-The packages are found in IMAGEPACK_DUCKDB_NODE_MODULES (a node_modules
-folder holding them), else build/npm/node_modules, else installed there
-with `npm install` (the npm registry must be reachable); without them the
-tests are skipped, or fail where IMAGEPACK_REQUIRE_DUCKDB=1."""
+The packages (tests/python/npm_packages.txt) are found by
+conftest.node_modules(): IMAGEPACK_DUCKDB_NODE_MODULES, else
+build/npm/node_modules (scripts/setup.sh installs them there; else the
+first test that needs them does, when the npm registry is reachable);
+without them the tests are skipped, or fail where
+IMAGEPACK_REQUIRE_DUCKDB=1 (scripts/test.sh sets it)."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from conftest import SCRIPTS, run, tool
+from conftest import SCRIPTS, node_modules, run, tool
 
 sys.path.insert(0, SCRIPTS)
 import read_db  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLASSES = ["class0", "class1", "class2"]
 HF = json.dumps({"info": {"features": {"image": {"_type": "Image"},
                                        "label": {"names": CLASSES, "_type": "ClassLabel"}}}})
-
-
-PACKAGES = ("@duckdb/node-api", "parquet-wasm", "apache-arrow")
-
-
-def node_modules():
-    given = os.environ.get("IMAGEPACK_DUCKDB_NODE_MODULES")
-    cands = [given] if given else []
-    local = os.path.join(ROOT, "build", "npm")
-    cands.append(os.path.join(local, "node_modules"))
-    for c in cands:
-        if c and all(os.path.isdir(os.path.join(c, p)) for p in PACKAGES):
-            return c
-    why = None
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        why = "node and npm are not installed"
-    else:
-        os.makedirs(local, exist_ok=True)
-        r = subprocess.run(["npm", "install", "--prefix", local, "--no-audit", "--no-fund", *PACKAGES],
-                           capture_output=True, text=True, timeout=600)
-        if r.returncode == 0 and all(os.path.isdir(os.path.join(local, "node_modules", p)) for p in PACKAGES):
-            return os.path.join(local, "node_modules")
-        why = "npm install %s failed: %s" % (" ".join(PACKAGES), (r.stderr or r.stdout)[-300:])
-    if os.environ.get("IMAGEPACK_REQUIRE_DUCKDB") == "1":
-        pytest.fail(why + " (IMAGEPACK_REQUIRE_DUCKDB=1)", pytrace=False)
-    pytest.skip(why)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
+#include <ctime>
 #include <string>
 
 namespace imagepack::internal {
@@ -43,10 +43,10 @@ TEST(Pickle, MemoReuseIsSharedNotCopied) {
   p += 'h';
   p += static_cast<char>(199);
   p += '.';
-  const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t t0 = std::clock();  // CPU time: a loaded machine does not stretch it
   auto r = Parse(p);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_LT(double(std::clock() - t0) / CLOCKS_PER_SEC, 1.0);
   EXPECT_EQ(r->root().items.size(), 2u);
   EXPECT_EQ(r->root().items[0], r->root().items[1]);  // one value, shared
 }

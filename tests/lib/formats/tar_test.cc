@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -128,10 +128,10 @@ TEST(Tar, MemberSizeThatWrapsTheOffsetFailsAtOnce) {
   size[0] = '\x80';
   const uint64_t v = ~uint64_t(0) - 511;
   for (int i = 0; i < 8; ++i) size[4 + i] = static_cast<char>(v >> (8 * (7 - i)));
-  const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t t0 = std::clock();  // CPU time: a loaded machine does not stretch it
   auto r = List(Header("loop.jpg", size, '0') + std::string(4096, 'x') + kEnd);
   EXPECT_FALSE(r.ok());
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_LT(double(std::clock() - t0) / CLOCKS_PER_SEC, 1.0);
 }
 
 TEST(Tar, TruncatedAndDamagedShardsSayWhere) {
