@@ -408,6 +408,7 @@ def test_a_damaged_or_empty_shard_is_still_tfrecords(tree, tmp_path, how):
     else:
         damage_first_length(d / "train-00000-of-00004")
     (d / "train-00002-of-00004").write_bytes(b"")
+    (d / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")  # hidden: no TFRecord, no error
     src = d if how != "pattern" else str(d / "train-{00000..00003}-of-00004")
     rc, out, err, _ = budgeted(tool("pack_lmdb"), src, tmp_path / "o.lmdb", "--errors", tmp_path / "e.txt")
     assert rc == 3, out + err

@@ -41,10 +41,12 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 }
 
 // Files beside TFRecords that are not records: DALI indexes, class lists,
-// TFDS's dataset_info.json and features.json.
+// TFDS's dataset_info.json and features.json, hidden files (.DS_Store,
+// temporaries).
 bool IsSideFile(const std::string& name) {
   const std::string l = LowerAscii(name);
-  return EndsWith(l, ".idx") || EndsWith(l, ".txt") || EndsWith(l, ".json") || EndsWith(l, ".md");
+  return (!l.empty() && l[0] == '.') || EndsWith(l, ".idx") || EndsWith(l, ".txt") || EndsWith(l, ".json") ||
+         EndsWith(l, ".md");
 }
 
 // A name that says TFRecord: .tfrecord or .tfrec anywhere in it (TFDS's
