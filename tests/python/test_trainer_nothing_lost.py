@@ -56,23 +56,9 @@ def args(db, out, *more, epochs=1):
             str(epochs), "--output", str(out), *more]
 
 
-def train(*argv, timeout=120, launcher=()):
-    """Runs the trainer to its end; its whole process group is killed at the timeout."""
-    p = subprocess.Popen([*launcher, TRAIN, *map(str, argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env(), start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
-        raise
-    return p.returncode, out, err
-
-
-def shell(command, timeout=120):
-    """Runs a command line as a user's shell would, from this folder; its
-    whole process group is killed at the timeout."""
-    p = subprocess.Popen(["sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
+def run_group(cmd, timeout):
+    """Runs cmd to its end; its whole process group is killed at the timeout."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
                          start_new_session=True)
     try:
         out, err = p.communicate(timeout=timeout)
@@ -81,6 +67,16 @@ def shell(command, timeout=120):
         p.communicate()
         raise
     return p.returncode, out, err
+
+
+def train(*argv, timeout=120, launcher=()):
+    """Runs the trainer to its end, as run_group."""
+    return run_group([*launcher, TRAIN, *map(str, argv)], timeout)
+
+
+def shell(command, timeout=120):
+    """Runs a command line as a user's shell would, from this folder, as run_group."""
+    return run_group(["sh", "-c", command], timeout)
 
 
 def snapshot(folder):
