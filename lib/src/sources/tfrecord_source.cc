@@ -24,6 +24,7 @@
 #include "formats/webdataset.h"
 #include "imagepack/storage.h"
 #include "sources/sources.h"
+#include "sources/tfrecord_listing.h"
 #include "storage/fd_io.h"
 
 namespace fs = std::filesystem;
@@ -32,230 +33,8 @@ namespace imagepack::internal {
 namespace {
 
 std::string BaseName(const std::string& path) {
-  const auto slash = path.rfind('/');
+  const auto slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// Files beside TFRecords that are not records: DALI indexes, class lists,
-// TFDS's dataset_info.json and features.json, hidden files (.DS_Store,
-// temporaries).
-bool IsSideFile(const std::string& name) {
-  const std::string l = LowerAscii(name);
-  return (!l.empty() && l[0] == '.') || EndsWith(l, ".idx") || EndsWith(l, ".txt") || EndsWith(l, ".json") ||
-         EndsWith(l, ".md");
-}
-
-// A name that says TFRecord: .tfrecord or .tfrec anywhere in it (TFDS's
-// "mnist-train.tfrecord-00000-of-00001", "x.tfrecords", "x.tfrec.gz"), or
-// TF-slim / Inception's "train-00000-of-01024": digits, "-of-", digits at
-// its end and no extension.
-bool NameSaysTfRecord(const std::string& path) {
-  const std::string l = LowerAscii(BaseName(path));
-  if (l.find(".tfrec") != std::string::npos) return true;
-  if (l.find('.') != std::string::npos) return false;
-  const auto of = l.rfind("-of-");
-  if (of == std::string::npos || of == 0 || of + 4 == l.size() || !std::isdigit(static_cast<unsigned char>(l[of - 1])))
-    return false;
-  for (size_t i = of + 4; i < l.size(); ++i)
-    if (!std::isdigit(static_cast<unsigned char>(l[i]))) return false;
-  return true;
-}
-
-// A name that says another format: a database, a shard, parquet, an image,
-// text.
-bool NameSaysOther(const std::string& path) {
-  const std::string l = LowerAscii(BaseName(path));
-  if (l.empty() || IsShardName(l) || HasImageExtension(l)) return true;
-  for (const char* other : {".blob", ".lmdb", ".mdb", ".parquet", ".json", ".jsonl", ".csv", ".txt"})
-    if (EndsWith(l, other)) return true;
-  return false;
-}
-
-// Up to 64 KiB of a file's first bytes, inflated first when they are gzip.
-std::vector<uint8_t> Head(const ByteSource& bytes, bool* gzipped) {
-  constexpr uint64_t kHead = 64 << 10;
-  std::vector<uint8_t> raw(std::min<uint64_t>(bytes.size(), kHead));
-  if (!bytes.ReadAt(0, raw.size(), raw.data()).ok()) return {};
-  *gzipped = raw.size() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b;
-  if (!*gzipped) return raw;
-  std::vector<uint8_t> out(kHead);
-  z_stream z{};
-  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return {};
-  z.next_in = raw.data();
-  z.avail_in = static_cast<uInt>(raw.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  const int rc = inflate(&z, Z_SYNC_FLUSH);
-  out.resize(out.size() - z.avail_out);
-  inflateEnd(&z);
-  if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) out.clear();
-  return out;
-}
-
-// `head` (a file's first bytes; `size` the file's, UINT64_MAX when gzipped)
-// holds a TFRecord header whose length's CRC matches: at byte 0 (a length
-// over the budget is the record's error, named when the file is read), or,
-// when the first record is damaged, at a later byte, with a length that
-// fits the file and, where the record ends inside `head`, a data CRC that
-// matches too.
-bool HeadHasRecord(const std::vector<uint8_t>& head, uint64_t size) {
-  auto header_at = [&](size_t at, uint64_t* length) {
-    if (head.size() - at < 12) return false;
-    std::memcpy(length, head.data() + at, 8);
-    uint32_t crc;
-    std::memcpy(&crc, head.data() + at + 8, 4);
-    return MaskCrc(Crc32c(head.data() + at, 8)) == crc;
-  };
-  uint64_t length = 0;
-  if (head.size() >= 12 && header_at(0, &length)) return true;
-  for (size_t at = 1; at + 12 <= head.size(); ++at) {
-    if (!header_at(at, &length) || size - at < 16 || length > size - at - 16) continue;
-    if (head.size() - at - 12 < length + 4) return true;
-    uint32_t crc;
-    std::memcpy(&crc, head.data() + at + 12 + length, 4);
-    if (MaskCrc(Crc32c(head.data() + at + 12, size_t(length))) == crc) return true;
-  }
-  return false;
-}
-
-bool SniffBytes(const ByteSource& bytes) {
-  if (bytes.size() == 0) return false;
-  bool gzipped = false;
-  const std::vector<uint8_t> head = Head(bytes, &gzipped);
-  return HeadHasRecord(head, gzipped ? UINT64_MAX : bytes.size());
-}
-
-// A local file whose name says TFRecord, or whose first bytes hold a
-// record (a first record damaged does not hide the file: a later record's
-// header in the first 64 KiB is found).
-bool LocalFileLooks(const std::string& path) {
-  if (NameSaysTfRecord(path)) return true;
-  auto bytes = OpenFileSource(path);
-  return bytes.ok() && SniffBytes(*bytes.value());
-}
-
-// A remote object: by its name, else, unless the name says it is
-// something else, by its first bytes: one ranged read, kept in the block
-// cache for the import.
-bool RemoteLooks(Storage& storage, const std::string& path) {
-  if (NameSaysTfRecord(path)) return true;
-  if (NameSaysOther(path)) return false;
-  auto bytes = storage.Open(path);
-  return bytes.ok() && SniffBytes(*bytes.value());
-}
-
-}  // namespace
-
-// Names first, bytes where names say nothing: a file, shard or folder
-// whose first record is damaged, or that is empty, is still TFRecords when
-// its name says so or another file beside it does (its damage is then the
-// import's named error, its emptiness nothing).
-bool LooksLikeTfRecord(const std::string& src) {
-  auto storage = OpenStorage(src);
-  if (!storage.ok()) return false;
-  const bool local = storage.value()->local();
-  std::error_code ec;
-  if (HasShardPattern(src)) {
-    auto names = ExpandShardPattern(src);
-    if (!names.ok() || names->empty()) return false;
-    for (const std::string& n : *names)
-      if (NameSaysOther(n)) return false;
-    for (const std::string& n : *names)
-      if (NameSaysTfRecord(n)) return true;
-    // Unnamed shards: the first few that hold a record.
-    size_t tried = 0;
-    for (const std::string& n : *names) {
-      if (++tried > (local ? 64u : 4u)) break;
-      if (local ? LocalFileLooks(n) : RemoteLooks(*storage.value(), n)) return true;
-    }
-    return false;
-  }
-  if (!local) return RemoteLooks(*storage.value(), src);
-  if (fs::is_regular_file(src, ec)) return !NameSaysOther(src) && LocalFileLooks(src);
-  if (!fs::is_directory(src, ec)) return false;
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(src, ec)) {
-    const std::string n = e.path().filename().string();
-    if (IsSideFile(n)) continue;
-    if (e.is_directory(ec) || NameSaysOther(n)) return false;
-    files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  for (const std::string& f : files)
-    if (NameSaysTfRecord(f)) return true;
-  size_t tried = 0;
-  for (const std::string& f : files) {
-    if (++tried > 64) break;
-    if (LocalFileLooks(f)) return true;
-  }
-  return false;
-}
-
-namespace {
-
-// What one record gave, in item order: small, as a file may hold
-// millions (its place is the file's index and the record's number, its
-// message built only when it has one).
-struct TfRecordInfo {
-  int64_t label = -1;          // 0-based, when `labelled`; within int32
-  bool labelled = false;
-  bool has_boxes = false;
-  int32_t file = 0;            // in TfListing::files
-  int64_t record = 0;
-  std::vector<Box> boxes;      // in pixels; labels 0-based as written
-};
-
-// A file's error entries: the first limits::kTfFileErrors listed, the rest
-// counted into one entry (FileError::count) naming the first of them.
-struct TfFileErrors {
-  size_t listed = 0;
-  int64_t folded = 0;
-  std::string first;
-};
-
-struct TfListing {
-  std::vector<std::string> files;
-  std::vector<TfFileErrors> file_errors;       // per file
-  std::vector<TfRecordInfo> infos;
-  std::map<std::string, int64_t> unused;       // feature keys not packed -> records (the first 64 keys)
-  int64_t unused_other = 0;                    // records with keys past those
-  int label_base = 1;                          // image/class/label's first class
-  // The names the records give their classes (synset, else text), by
-  // label; `names_clash` says why they are not used, when they are not.
-  std::map<int64_t, std::string> names;
-  std::string names_clash;
-
-  std::string Where(const TfRecordInfo& r) const { return TfRecordWhere(files[size_t(r.file)], r.record); }
-};
-
-// A skipped record of file `file` into s.errors, within the file's budget
-// of entries.
-void AddError(TfListing& l, DatasetSource& s, int32_t file, int64_t record, std::string reason) {
-  TfFileErrors& e = l.file_errors[size_t(file)];
-  if (e.listed < limits::kTfFileErrors) {
-    ++e.listed;
-    s.errors.push_back({TfRecordWhere(l.files[size_t(file)], record), std::move(reason)});
-    return;
-  }
-  if (e.folded++ == 0)
-    e.first = TfRecordWhere(l.files[size_t(file)], record) + ": " + (reason.size() > 200 ? reason.substr(0, 200) + "..." : reason);
-}
-
-// The counted rest of each file's errors, one entry a file.
-void FoldErrors(TfListing& l, DatasetSource& s) {
-  for (size_t f = 0; f < l.files.size(); ++f) {
-    const TfFileErrors& e = l.file_errors[f];
-    if (e.folded == 0) continue;
-    FileError fe{l.files[f],
-                 std::to_string(e.folded) + " more records skipped (" + std::to_string(limits::kTfFileErrors) +
-                     " error entries a file are listed; the first not listed: " + e.first + ")"};
-    fe.count = e.folded;
-    s.errors.push_back(std::move(fe));
-  }
 }
 
 const TfFeature* Find(const TfExample& ex, const char* key, TfFeature::Kind kind) {
@@ -526,7 +305,7 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
     auto frame = ReadTfRecordHeader(read, bytes.size(), at, record, file, &end);
     if (end) break;
     if (++visited > limits::kTfFileRecords) {
-      AddError(l, s, fi, record,
+      AddTfError(l, s, fi, record,
                "more than " + std::to_string(limits::kTfFileRecords) +
                    " records in one file (budget); the rest of the file is not read");
       break;
@@ -538,13 +317,13 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
       uint64_t length = 0;
       if (frame.status().code() == Status::Code::kInvalidArgument && read(&length, 8, at).ok() &&
           length <= bytes.size() - at - 12 && bytes.size() - at - 12 - length >= 4) {
-        AddError(l, s, fi, record, Reason(frame.status(), where));
+        AddTfError(l, s, fi, record, Reason(frame.status(), where));
         at += 12 + length + 4;
         continue;
       }
       auto next = std::upper_bound(offsets.begin(), offsets.end(), at);
       if (next != offsets.end()) {
-        AddError(l, s, fi, record,
+        AddTfError(l, s, fi, record,
                  Reason(frame.status(), where) + "; going on at the next record of " + file + ".idx");
         at = *next;
         record = int64_t(next - offsets.begin()) - 1;  // numbered as the index lists them
@@ -560,11 +339,11 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
       auto found = damaged ? FindTfRecordHeader(read, bytes.size(), at + 1) : Result<uint64_t>(bytes.size());
       if (!found.ok()) return found.status();
       if (*found >= bytes.size()) {
-        AddError(l, s, fi, record, Reason(frame.status(), where) + "; the rest of the file is not read" +
+        AddTfError(l, s, fi, record, Reason(frame.status(), where) + "; the rest of the file is not read" +
                                        (damaged ? " (no record header after it)" : ""));
         break;
       }
-      AddError(l, s, fi, record,
+      AddTfError(l, s, fi, record,
                Reason(frame.status(), where) + "; going on at byte " + std::to_string(*found) +
                    ", the next record header (" + std::to_string(*found - at) + " bytes skipped)");
       at = *found;
@@ -576,7 +355,7 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
     if (crc.code() == Status::Code::kIOError) return crc;
     std::string bad = crc.ok() ? AddRecord(data.data(), *frame, fi, record, archive, s, l)
                                : Reason(crc, TfRecordWhere(file, record));
-    if (!bad.empty()) AddError(l, s, fi, record, std::move(bad));
+    if (!bad.empty()) AddTfError(l, s, fi, record, std::move(bad));
     at = frame->next;
   }
   return Status::Ok();
@@ -600,7 +379,7 @@ void DropTwice(TfListing& l, DatasetSource& s) {
   size_t w = 0;
   for (size_t i = 0; i < s.items.size(); ++i) {
     if (drop[i]) {
-      AddError(l, s, l.infos[i].file, l.infos[i].record, s.items[i].rel.substr(0, 200) + " is in the records twice");
+      AddTfError(l, s, l.infos[i].file, l.infos[i].record, s.items[i].rel.substr(0, 200) + " is in the records twice");
       continue;
     }
     if (w != i) {
@@ -613,169 +392,6 @@ void DropTwice(TfListing& l, DatasetSource& s) {
   l.infos.resize(w);
 }
 
-// TF-slim's labels.txt ("N:name" per line, dataset_utils.write_label_file)
-// beside the files: names by label as written. With "0:background" the
-// labels count from 1 (the Inception ImageNet layout), else from 0
-// (TF-slim's flowers, cifar10, mnist). Empty when there is none.
-Status SlimLabels(Storage& storage, const std::string& dir, std::vector<std::string>* names, int* base) {
-  const std::string path = Storage::Join(dir, "labels.txt");
-  auto info = storage.Stat(path);
-  if (!info.ok()) return info.status();
-  if (!info->exists || info->directory) return Status::Ok();
-  auto bytes = ReadWhole(storage, path, limits::kWholeFile);
-  if (!bytes.ok()) return bytes.status();
-  std::map<int64_t, std::string> by_index;
-  const std::string text(bytes->begin(), bytes->end());
-  int line = 0;
-  for (size_t at = 0; at < text.size();) {
-    size_t eol = text.find('\n', at);
-    if (eol == std::string::npos) eol = text.size();
-    const std::string l = TrimSpace(text.substr(at, eol - at));
-    at = eol + 1;
-    ++line;
-    if (l.empty()) continue;
-    const auto colon = l.find(':');
-    RawLabel index = LabelFromText(colon == std::string::npos ? "" : l.substr(0, colon));
-    const std::string name = colon == std::string::npos ? "" : TrimSpace(l.substr(colon + 1));
-    if (!index.present || index.is_name || index.index > int64_t(limits::kClasses) || name.empty() ||
-        !CheckName(name, "class name").ok() || !by_index.emplace(index.index, name).second)
-      return Status::InvalidArgument(path + ":" + std::to_string(line) + ": expected N:NAME (TF-slim's labels file), got " +
-                                     Shown(l.substr(0, 200)));
-  }
-  *base = by_index.count(0) && LowerAscii(by_index[0]) == "background" ? 1 : 0;
-  for (const auto& [i, name] : by_index) {
-    if (i < *base) continue;
-    if (i - *base != int64_t(names->size()))
-      return Status::InvalidArgument(path + ": class " + std::to_string(names->size() + size_t(*base)) + " is missing");
-    names->push_back(name);
-  }
-  return Status::Ok();
-}
-
-// The names the records give their classes (synset, else text), by label,
-// when every label 0..max has one and no label two; else empty (a problem
-// line says why when some records name theirs).
-std::vector<std::string> NamesFromRecords(const TfListing& l, DatasetSource& s) {
-  if (!l.names_clash.empty()) {
-    s.problems.push_back(l.names_clash);
-    return {};
-  }
-  std::vector<std::string> out;
-  std::set<std::string> distinct;
-  for (const auto& [i, name] : l.names) {
-    if (i != int64_t(out.size()) || !distinct.insert(name).second) {
-      s.problems.push_back("the records name only some of their classes, or two alike: classes are numbered");
-      return {};
-    }
-    out.push_back(name);
-  }
-  return out;
-}
-
-// The class list and each item's label (sources.h, OpenTfRecordSource);
-// items whose label cannot be placed go to errors. A file none of whose
-// records has a label is one entry (counting its records) naming
-// --no-class, not one a record.
-Status ResolveTfLabels(const std::vector<std::string>& beside, TfListing& l, const SourceOptions& opts,
-                       DatasetSource& s) {
-  std::vector<std::string> named = beside.empty() ? NamesFromRecords(l, s) : beside;
-  std::vector<std::string> fixed;
-  const bool given = opts.classes || !opts.classes_file.empty();
-  if (given) IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
-  else fixed = named;
-  std::vector<RawLabel> raw;
-  raw.reserve(l.infos.size());
-  // Only the first record of the largest label is named by where (the
-  // error of a label far beyond the others).
-  std::vector<std::string> where(l.infos.size());
-  size_t first_max = SIZE_MAX;
-  for (size_t i = 0; i < l.infos.size(); ++i) {
-    const TfRecordInfo& r = l.infos[i];
-    RawLabel x = r.labelled ? LabelFromIndex(r.label) : RawLabel{};
-    // With --classes, a class is found by the name the files give it.
-    if (given && x.present && x.index < int64_t(named.size())) x = {true, true, -1, named[size_t(x.index)]};
-    if (r.labelled && (first_max == SIZE_MAX || r.label > l.infos[first_max].label)) first_max = i;
-    raw.push_back(std::move(x));
-  }
-  if (first_max != SIZE_MAX) where[first_max] = l.Where(l.infos[first_max]);
-  std::vector<int32_t> labels;
-  std::vector<std::string> why;
-  IMAGEPACK_RETURN_IF_ERROR(ResolveLabelsUnless(opts.no_class, raw, where, fixed, &s.classes, &labels, &why));
-  raw.clear();
-  raw.shrink_to_fit();
-  where.clear();
-  where.shrink_to_fit();
-  // Files whose every record lacks a label: one entry each.
-  std::vector<int64_t> records(l.files.size(), 0), unlabelled(l.files.size(), 0);
-  if (!opts.no_class)
-    for (const TfRecordInfo& r : l.infos) {
-      ++records[size_t(r.file)];
-      if (!r.labelled) ++unlabelled[size_t(r.file)];
-    }
-  for (size_t f = 0; f < l.files.size(); ++f)
-    if (records[f] > 0 && unlabelled[f] == records[f]) {
-      FileError e{l.files[f], "no label in any of its " + std::to_string(records[f]) +
-                                  " records (no image/class/label or label feature): its records are skipped; "
-                                  "pack_lmdb --no-class packs them without classes"};
-      e.count = records[f];
-      s.errors.push_back(std::move(e));
-    }
-  // Box classes follow their record's: an index as written -> ours.
-  std::map<int64_t, int32_t> ours;
-  for (size_t i = 0; i < l.infos.size(); ++i)
-    if (why[i].empty() && l.infos[i].labelled) ours[l.infos[i].label] = labels[i];
-  const auto box_slot = std::find_if(s.fields.begin(), s.fields.end(), [](const FieldSpec& f) { return f.name == "boxes"; });
-  size_t w = 0;
-  for (size_t i = 0; i < s.items.size(); ++i) {
-    const TfRecordInfo& r = l.infos[i];
-    if (!r.labelled && !opts.no_class && unlabelled[size_t(r.file)] == records[size_t(r.file)]) continue;  // the file's entry
-    std::string bad = why[i].empty() ? "" : why[i] + (why[i] == "no label" ? " (image/class/label or label)" : "");
-    if (box_slot != s.fields.end() && bad.empty()) {
-      SourceField f;
-      f.slot = int(box_slot - s.fields.begin());
-      for (Box b : r.boxes) {
-        auto it = ours.find(b.label);
-        if (it == ours.end() || it->second < 0) {
-          bad = "a box of class " + std::to_string(b.label) + ", which no record's label names";
-          break;
-        }
-        b.label = it->second;
-        f.boxes.push_back(b);
-      }
-      s.items[i].fields.push_back(std::move(f));
-    }
-    if (!bad.empty()) {
-      AddError(l, s, r.file, r.record, std::move(bad));
-      continue;
-    }
-    s.items[i].label = labels[i];
-    if (w != i) s.items[w] = std::move(s.items[i]);
-    ++w;
-  }
-  s.items.resize(w);
-  if (box_slot != s.fields.end()) box_slot->classes = s.classes;
-  return Status::Ok();
-}
-
-// The classes beside the files: TF-slim's labels.txt (which also says where
-// image/class/label starts), else TFDS's label.labels.txt or a
-// classes.txt (one name per line, in label order).
-Status BesideClasses(Storage& storage, const std::string& dir, std::vector<std::string>* names, int* base) {
-  IMAGEPACK_RETURN_IF_ERROR(SlimLabels(storage, dir, names, base));
-  if (!names->empty()) return Status::Ok();
-  for (const char* file : {"label.labels.txt", "classes.txt"}) {
-    const std::string path = Storage::Join(dir, file);
-    auto info = storage.Stat(path);
-    if (!info.ok()) return info.status();
-    if (!info->exists || info->directory) continue;
-    auto list = ReadClassList(path);
-    if (!list.ok()) return list.status();
-    *names = std::move(list.value());
-    return Status::Ok();
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOptions& opts) {
@@ -783,7 +399,7 @@ Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOpt
   if (!storage.ok()) return storage.status();
   // A folder's files, side files (labels, metadata) left out.
   auto files = ContainerFiles(
-      *storage.value(), src, [](const std::string& n) { return !IsSideFile(n); }, "TFRecord files");
+      *storage.value(), src, [](const std::string& n) { return !IsTfSideFile(n); }, "TFRecord files");
   if (!files.ok()) return files.status();
   DatasetSource s;
   s.root = src;
@@ -791,7 +407,7 @@ Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOpt
   TfListing l;
   std::vector<std::string> beside;
   if (!opts.no_class)
-    IMAGEPACK_RETURN_IF_ERROR(BesideClasses(*storage.value(), Storage::Parent(files->front()), &beside, &l.label_base));
+    IMAGEPACK_RETURN_IF_ERROR(BesideTfClasses(*storage.value(), Storage::Parent(files->front()), &beside, &l.label_base));
   const std::string scratch_dir = ScratchDirOf(opts);
   for (const std::string& file : *files)
     IMAGEPACK_RETURN_IF_ERROR(AddFile(*storage.value(), file, scratch_dir, opts, s, l));
@@ -801,7 +417,7 @@ Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOpt
   }
   DropTwice(l, s);
   IMAGEPACK_RETURN_IF_ERROR(ResolveTfLabels(beside, l, opts, s));
-  FoldErrors(l, s);
+  FoldTfErrors(l, s);
   if (!l.unused.empty()) {
     std::string keys;
     size_t shown = 0;
