@@ -134,6 +134,51 @@ def tfrecord_regress(jpg):
     put("fuzz_tfrecord", "idx-lines-past-data-file", b"\x02" + struct.pack("<H", 1) + b"0 16\n" * 5000, "regress")
 
 
+def parquet_regress(jpg):
+    """The hostile parquet files of issue 57 (tests/python/hostile_parquet.py,
+    which test_hostile_parquet.py runs at full size through the tools),
+    scaled below 64 KB where they are larger, kept as regress-* (rewritten,
+    not removed, by this script): containers nested deep in the footer and
+    in a page header, a deep schema, a chunk that begins with thousands of
+    3-byte page headers, row groups that share one column chunk, a 16 MiB
+    dictionary entry repeated in every row, pages that state 1 GiB (zstd RLE
+    blocks that make it), footers of 1-byte column chunks and of many
+    columns, DELTA_BYTE_ARRAY rebuilding 800 MB, and labels past int32."""
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    import hostile_parquet as hp
+    big, small = 2**63 - 1, -2**63
+    depth = {"list": 50_000, "set": 50_000, "map": 15_000, "struct": 25_000}
+    cases = {}
+    for kind, n in depth.items():
+        cases["deep-footer-" + kind] = hp.deep_footer(jpg, kind, n)
+        cases["deep-page-header-" + kind] = hp.deep_page_header(jpg, kind, n)
+    cases.update({
+        "deep-schema": hp.deep_schema(5_000),
+        "page-header-flood-index": hp.header_flood(jpg, 15_000, hp.INDEX_PAGE),
+        "page-header-flood-data": hp.header_flood(jpg, 15_000, hp.DATA_PAGE),
+        "row-groups-one-chunk": hp.shared_chunk_groups(jpg, 400, fits=False),
+        "row-groups-one-tiny-chunk": hp.shared_chunk_groups(jpg, 900, fits=True),
+        "dictionary-16mib-every-row": hp.dictionary_bomb(),
+        "gigabyte-page-snappy": hp.stated_gigabyte(hp.SNAPPY),
+        "gigabyte-page-gzip": hp.stated_gigabyte(hp.GZIP),
+        "gigabyte-page-zstd": hp.stated_gigabyte(hp.ZSTD),
+        "gigabyte-page-zstd-rle-blocks": hp.stated_gigabyte(hp.ZSTD, bomb=True),
+        "footer-of-1-byte-column-chunks": hp.chunk_flood(1, 60_000),
+        "footer-of-many-columns": hp.column_flood(1, 10_000),
+        "delta-byte-array-800mb": hp.delta_byte_array_bomb(),
+    })
+    labels = {"label-int64-max": [0, big, 1], "label-int64-min": [0, small, 1], "label-2p31": [0, 2**31, 1]}
+    for name, values in labels.items():
+        cases[name] = hp.odd_labels(jpg, values)
+        cases["class" + name] = hp.odd_labels(jpg, values, ["cat", "dog", "fox"])
+        put("fuzz_sources", "parquet-" + name, b"\x08" + cases[name], "regress")
+        put("fuzz_sources", "parquet-class" + name, b"\x08" + cases["class" + name], "regress")
+    for name, data in cases.items():
+        assert len(data) < 64 << 10, (name, len(data))
+        put("fuzz_parquet", name, b"\x00" + data, "regress")
+
+
 def parquet_seeds():
     """fuzz_parquet: mode byte 0 a whole file (apache/parquet-testing's:
     parquet-mr, Impala, pyarrow writers; v1 and v2 pages, dictionaries,
@@ -243,6 +288,7 @@ def main():
     put("fuzz_mask", "bits1", png(Image.new("1", (9, 2), 1)))
     tfrecord_seeds(jpg)
     tfrecord_regress(jpg)
+    parquet_regress(jpg)
     parquet_seeds()
 
 
