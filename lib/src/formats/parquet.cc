@@ -172,7 +172,10 @@ struct Thrift {
     return Skip(type);
   }
   // Reads a struct's fields until STOP, each through `field(id, type)`,
-  // which reads its value (or skips it).
+  // which reads its value (or skips it). A field id is an i16: one written
+  // whole or reached by deltas beyond that range is damage (an id of
+  // 2^31 - 1 plus a delta overflowed int; so did a 256 MiB footer of
+  // 1-byte bool fields, each 15 past the last).
   template <typename Fn>
   Status Struct(Fn&& field) {
     IMAGEPACK_RETURN_IF_ERROR(Enter("structures"));
@@ -182,15 +185,16 @@ struct Thrift {
       const uint8_t b = d[pos++];
       if (b == kStop) break;
       const int type = b & 0x0f;
-      int id = last + (b >> 4);
+      int64_t id = int64_t(last) + (b >> 4);
       if ((b >> 4) == 0) {
         auto v = Zigzag();
         if (!v.ok()) return v.status();
-        id = int(*v);
+        id = *v;
       }
-      last = id;
+      if (id < INT16_MIN || id > INT16_MAX) return Bad("Thrift: a field id of " + std::to_string(id) + " (an i16)");
+      last = int(id);
       bool_value = type == kTrue;
-      IMAGEPACK_RETURN_IF_ERROR(field(id, type));
+      IMAGEPACK_RETURN_IF_ERROR(field(last, type));
     }
     --depth;
     return Status::Ok();
