@@ -340,6 +340,15 @@ Result<nlohmann::json> Sources(const std::string& description, const char* whose
   try {
     nlohmann::json j = nlohmann::json::parse(description);
     if (!j.is_object() || !j.contains("mix") || !j["mix"].is_array()) throw std::runtime_error("no mix");
+    // Each source an object whose entries have the types read below
+    // (value() throws on another: a damaged state ended the process).
+    for (const auto& s : j["mix"]) {
+      if (!s.is_object()) throw std::runtime_error("a source that is no object");
+      for (const char* k : {"name", "identity"})
+        if (s.contains(k) && !s[k].is_string()) throw std::runtime_error("not a string");
+      for (const char* k : {"records", "samples"})
+        if (s.contains(k) && !s[k].is_number_integer()) throw std::runtime_error("not an integer");
+    }
     return j["mix"];
   } catch (const std::exception&) {
     return Status::InvalidArgument(std::string(whose) + " mix description is damaged: " + description.substr(0, 80));
