@@ -1,5 +1,8 @@
 #include "formats/text.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 
 #include "formats/limits.h"
@@ -64,7 +67,9 @@ Status CheckName(std::string_view s, const std::string& what) {
 }
 
 int JsonDepth(std::string_view text) {
-  int depth = 0, deepest = 0;
+  // 64-bit counts: a 2 GiB file (limits::kWholeFile) of '[' or ']' would
+  // overflow an int; the result saturates at INT_MAX.
+  int64_t depth = 0, deepest = 0;
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -79,7 +84,7 @@ int JsonDepth(std::string_view text) {
       --depth;
     }
   }
-  return deepest;
+  return int(std::min<int64_t>(deepest, INT_MAX));
 }
 
 Result<nlohmann::json> ParseJsonBounded(std::string_view text, const std::string& where) {
