@@ -30,8 +30,10 @@ for t in "${targets[@]}"; do
   corpus=build-asan/fuzz-corpus/$t
   mkdir -p "$corpus"
   log=build-asan/fuzz-artifacts/$t.log
+  dict=()
+  [ -f "tests/fuzz/$t.dict" ] && dict=("-dict=tests/fuzz/$t.dict")
   if build-asan/tests/fuzz/$t -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
-       -print_final_stats=1 -artifact_prefix=build-asan/fuzz-artifacts/$t- \
+       -print_final_stats=1 "${dict[@]}" -artifact_prefix=build-asan/fuzz-artifacts/$t- \
        "$corpus" "tests/data/fuzz/$t" >"$log" 2>&1; then
     result=clean
   else

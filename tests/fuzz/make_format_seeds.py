@@ -6,9 +6,10 @@ use) in its three formats, pickle at protocols 2-5 (folder2lmdb), JSON
 Lines and CSV manifests, a COCO instances file with crowd and keypoint-only
 annotations, img2dataset's LAION layout, and Pascal VOC palette masks.
 
-    make_format_seeds.py
+    make_format_seeds.py [TARGET...]
 
-Regression inputs found by fuzzing live beside the seeds as regress-* and
+With targets named (fuzz_thrift, fuzz_meta_json), only their seeds are
+written. Regression inputs found by fuzzing live beside the seeds as regress-* and
 are kept by this script.
 """
 import gzip
@@ -16,6 +17,8 @@ import io
 import json
 import os
 import pickle
+import struct
+import sys
 import tarfile
 
 from PIL import Image
@@ -23,7 +26,7 @@ from PIL import Image
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "data", "fuzz")
 TARGETS = ("fuzz_tar", "fuzz_pickle", "fuzz_json", "fuzz_labels", "fuzz_sources", "fuzz_mask", "fuzz_braces",
-           "fuzz_manifest", "fuzz_coco", "fuzz_webdataset", "fuzz_folder2lmdb", "fuzz_tfrecord", "fuzz_parquet")
+           "fuzz_manifest", "fuzz_coco", "fuzz_webdataset", "fuzz_folder2lmdb", "fuzz_tfrecord", "fuzz_parquet", "fuzz_thrift", "fuzz_meta_json")
 
 
 def put(target, name, data, kind="seed"):
@@ -209,7 +212,144 @@ def parquet_seeds():
     put("fuzz_parquet", "delta", b"\x02\x80\x01\x04\x05\x02\x01\x02\x00\x00\x00\x00")
 
 
+# Thrift compact protocol: (count << 4) | element type for a list or set of
+# 1 to 14 elements; a map's count as a varint, then (key << 4) | value.
+T_BYTE, T_I32, T_LIST, T_SET, T_MAP, T_STRUCT = 3, 5, 9, 10, 11, 12
+
+
+def nested(kind, depth):
+    """A Thrift value of `kind` (list, set, map, struct, or mixed: the four
+    in turn) whose containers nest `depth` deep, the innermost empty: the
+    bytes after a field header (or a container's element type) of that
+    kind. Each level holds one element, the next level."""
+    kinds = ["list", "set", "map", "struct"] if kind == "mixed" else [kind]
+    head, tails = bytearray(), []
+    for i in range(depth):
+        k = kinds[i % len(kinds)]
+        inner = code_of(kinds[(i + 1) % len(kinds)]) if i + 1 < depth else None
+        if k in ("list", "set"):
+            head += bytes([0x10 | inner]) if inner else bytes([T_I32])  # one element, or none
+        elif k == "map":  # one entry: a byte key, the value the next level
+            head += bytes([1, T_BYTE << 4 | inner, 0]) if inner else b"\x00"
+        else:  # a structure: field 1 holds the next level, then STOP
+            head += bytes([0x10 | inner]) if inner else b"\x00"
+            if inner:
+                tails.append(0)
+            continue
+        tails.append(None)
+    return bytes(head) + bytes(t for t in reversed(tails) if t is not None)
+
+
+def thrift_seeds():
+    """fuzz_thrift: mode byte 0 (a footer; bits 1-7: the file's MiB beyond
+    it) or 1 (a page header), then Thrift compact bytes: real footers and
+    a page header (DuckDB's hf_lists.parquet, parquet-testing's
+    alltypes_plain), and containers nested 100 and 60,000 deep in an
+    unknown field of each (list, set, map, structure, the four mixed).
+    The regress-* inputs are issue 57's: lists, sets and maps nested 50,000
+    deep in a footer and in a page header overflowed the stack."""
+    files = [open(os.path.join(HERE, "..", "data", "hf_lists.parquet"), "rb").read()]
+    path = os.path.join(PARQUET_TESTING, "alltypes_plain.parquet")
+    if os.path.exists(path):
+        files.append(open(path, "rb").read())
+    for name, data in zip(("hf_lists", "alltypes_plain"), files):
+        n = struct.unpack("<I", data[-8:-4])[0]
+        put("fuzz_thrift", "footer-" + name, b"\x00" + data[-8 - n:-8])
+        put("fuzz_thrift", "header-" + name, b"\x01" + data[4:64])
+    # FileMetaData with version 1 (field 1), then an unknown field 7 (a
+    # delta of 6) holding the nesting, then STOP.
+    footer = lambda kind, d: b"\x00" + b"\x15\x02" + bytes([0x60 | code_of(kind)]) + nested(kind, d) + b"\x00"
+    # PageHeader type 0 and sizes (fields 1-3), an unknown field 9 (delta
+    # 6) holding the nesting, then STOP.
+    header = lambda kind, d: b"\x01" + b"\x15\x00\x15\x02\x15\x02" + bytes([0x60 | code_of(kind)]) + \
+        nested(kind, d) + b"\x00"
+    # 60,000 deep: no map (3 bytes a level; the regress-* maps reach it).
+    for kind in ("list", "set", "map", "struct", "mixed"):
+        for d in (100, 60000):
+            if d == 100 or kind != "map":
+                put("fuzz_thrift", "footer-%s-%d" % (kind, d), footer(kind, d))
+            if d == 100 or kind == "list":
+                put("fuzz_thrift", "header-%s-%d" % (kind, d), header(kind, d))
+    for kind in ("list", "set", "map"):
+        put("fuzz_thrift", "footer-%ss-50000-deep" % kind, footer(kind, 50000), kind="regress")
+        put("fuzz_thrift", "header-%ss-50000-deep" % kind, header(kind, 50000), kind="regress")
+    # Found by fuzz_thrift: a field id written whole as 2^31 - 1 (zigzag
+    # varint), then a field 1 past it: signed overflow (UBSan).
+    big_id = b"\x05\xfe\xff\xff\xff\x0f\x00\x15\x00\x00"
+    put("fuzz_thrift", "header-field-id-past-int", b"\x01" + big_id, kind="regress")
+    put("fuzz_thrift", "footer-field-id-past-int", b"\x00" + big_id, kind="regress")
+
+
+def code_of(kind):
+    return {"list": T_LIST, "set": T_SET, "map": T_MAP, "struct": T_STRUCT, "mixed": T_LIST}[kind]
+
+
+def deep_json(depth, leaf="0", every=2):
+    """Arrays `depth` deep, every `every`-th level an object instead."""
+    out = leaf
+    for i in range(depth):
+        out = ('{"a":%s}' % out) if i % every == 0 else ("[%s]" % out)
+    return out
+
+
+def meta_json_seeds():
+    """fuzz_meta_json: mode byte 0 metadata (fuzz_meta's seeds; one with
+    its "options" 60 deep, parsed, and 10,000 deep, refused), 1 JSON for
+    ParseJsonBounded (an export.json; 64 and 65 deep), 2 two mix
+    descriptions split at a NUL byte. regress-options-90000-deep is issue
+    57's: a database whose metadata nests "options" 90,000 deep parsed,
+    then dump() overflowed the stack."""
+    meta_dir = os.path.join(OUT, "fuzz_meta")
+    for f in sorted(os.listdir(meta_dir)):
+        if f.startswith("seed-"):
+            put("fuzz_meta_json", "meta-" + f[5:], b"\x00" + open(os.path.join(meta_dir, f), "rb").read())
+    meta = json.loads(open(os.path.join(meta_dir, "seed-jpeg"), "rb").read())  # format 2: no meta_checksum
+    for depth, kind in ((60, "seed"), (10000, "seed"), (90000, "regress")):
+        m = dict(meta)
+        m["options"] = "@"
+        text = json.dumps(m, indent=1).replace('"@"', deep_json(depth, every=2 if depth < 100 else 100))
+        put("fuzz_meta_json", "options-%d-deep" % depth, b"\x00" + text.encode(), kind=kind)
+    export = {"format": "tfrecord", "records_per_shard": 1000, "gzip": False, "prefix": "train", "source": "a.lmdb"}
+    put("fuzz_meta_json", "export", b"\x01" + json.dumps(export, indent=2).encode())
+    put("fuzz_meta_json", "json-64-deep", b"\x01" + deep_json(64, '"x\\"y"').encode())
+    put("fuzz_meta_json", "json-65-deep", b"\x01" + deep_json(65).encode())
+    put("fuzz_meta_json", "json-10000-deep", b"\x01" + deep_json(10000, every=100).encode())
+    src = lambda name, share: dict({"name": name, "identity": "0123456789abcdef", "records": 6, "samples": 6},
+                                   **share)
+    a = json.dumps({"mix": [src("a.lmdb", {"weight": 1.0}), src("b.blob", {"repeat": 2})]}).encode()
+    b = json.dumps({"mix": [src("a.lmdb", {"weight": 2.0}), src("b.blob", {"repeat": 2})]}).encode()
+    one = json.dumps({"mix": [src("a.lmdb", {"choose": 3})]}).encode()
+    put("fuzz_meta_json", "mix-same", b"\x02" + a + b"\x00" + a)
+    put("fuzz_meta_json", "mix-weights", b"\x02" + a + b"\x00" + b)
+    put("fuzz_meta_json", "mix-sizes", b"\x02" + a + b"\x00" + one)
+    put("fuzz_meta_json", "mix-one-dataset", b"\x02" + a + b"\x00")
+    # Found by fuzz_meta_json: a saved mix whose source's name is no
+    # string (or a source that is no object), against a mix of another
+    # size: nlohmann's value() threw type_error through CompareMixes.
+    put("fuzz_meta_json", "mix-name-not-a-string",
+        b'\x02{"mix": [{"name": 1}]}\x00' + a, kind="regress")
+    put("fuzz_meta_json", "mix-source-not-an-object",
+        b'\x02{"mix": [1, 2]}\x00' + one, kind="regress")
+    put("fuzz_meta_json", "mix-records-not-a-number",
+        b'\x02' + a.replace(b'"records": 6', b'"records": "6"', 1) + b"\x00" + a.replace(b"0123", b"9123", 1),
+        kind="regress")
+    put("fuzz_meta_json", "mix-10000-deep", b"\x02" + a + b"\x00" +
+        json.dumps({"mix": ["@"]}).replace('"@"', deep_json(10000, every=100)).encode())
+
+
 def main():
+    only = sys.argv[1:]
+    if only:
+        for t in only:
+            d = os.path.join(OUT, t)
+            for f in os.listdir(d) if os.path.isdir(d) else []:
+                if f.startswith("seed-"):
+                    os.remove(os.path.join(d, f))
+        if "fuzz_thrift" in only:
+            thrift_seeds()
+        if "fuzz_meta_json" in only:
+            meta_json_seeds()
+        return
     for t in TARGETS:
         d = os.path.join(OUT, t)
         if os.path.isdir(d):
@@ -290,6 +430,8 @@ def main():
     tfrecord_regress(jpg)
     parquet_regress(jpg)
     parquet_seeds()
+    thrift_seeds()
+    meta_json_seeds()
 
 
 if __name__ == "__main__":

@@ -8,9 +8,12 @@
 # this step can find a new input that earlier runs missed, and CI then
 # fails with that input printed: a real defect, to be fixed and kept as a
 # regress-* input. Open-ended fuzzing is scripts/fuzz.sh.
-# Usage: smoke.sh FUZZER CORPUS_DIR RUNS
+# Usage: smoke.sh FUZZER CORPUS_DIR RUNS [DICT]
+# DICT: a libFuzzer dictionary (tokens the mutations insert).
 set -euo pipefail
 fuzzer=$1 corpus=$2 runs=$3
+dict=()
+[ $# -ge 4 ] && [ -n "$4" ] && dict=("-dict=$4")
 [ -d "$corpus" ] && [ -n "$(ls -A "$corpus")" ] || { echo "no corpus in $corpus" >&2; exit 1; }
 # A target that crashes cannot remove its scratch folder: remove those of
 # processes that are gone.
@@ -26,7 +29,7 @@ cp -r "$corpus"/. "$work/corpus"
 # 1. Every kept input runs clean (a fixed crash stays fixed).
 "$fuzzer" -runs=0 "$work/corpus" 2>"$work/replay.log" || { tail -40 "$work/replay.log" >&2; exit 1; }
 # 2. A short, deterministic fuzzing run; a crash leaves its input in $work.
-if ! "$fuzzer" -seed=1 -runs="$runs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+if ! "$fuzzer" -seed=1 -runs="$runs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "${dict[@]}" \
      -artifact_prefix="$work/" "$work/corpus" 2>"$work/fuzz.log"; then
   tail -60 "$work/fuzz.log" >&2
   for f in "$work"/crash-* "$work"/timeout-* "$work"/oom-* "$work"/leak-*; do
