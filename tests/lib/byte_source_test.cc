@@ -5,9 +5,11 @@
 #include "imagepack/byte_source.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +35,25 @@ std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
 
 void WriteBytes(const std::string& path, const std::vector<uint8_t>& b) {
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+}
+
+// True once a file written at `probe` is stamped later than `path` was
+// (its modification and change times); false after 60 s.
+bool WaitForLaterFileTime(const std::string& path, const std::string& probe) {
+  struct stat was {};
+  if (::stat(path.c_str(), &was) != 0) return false;
+  auto later = [](const timespec& a, const timespec& b) {
+    return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    WriteBytes(probe, {1});
+    struct stat now {};
+    if (::stat(probe.c_str(), &now) == 0 && later(now.st_mtim, was.st_mtim) && later(now.st_ctim, was.st_ctim))
+      return true;
+    std::this_thread::yield();
+  }
+  return false;
 }
 
 std::vector<uint8_t> ReadBytes(const std::string& path) {
@@ -109,7 +130,10 @@ TEST(ByteSource, IdentityChangesWithTheFileAndRefusesNonFiles) {
   auto again = OpenByteSource(path);
   ASSERT_OK(again);
   EXPECT_EQ(a.value()->identity(), again.value()->identity());
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The rewrite must fall in a later tick of the clock that stamps files
+  // (a few ms, or a second on some file systems): waited for by stamping a
+  // probe beside it until its time is past the file's, not slept.
+  ASSERT_TRUE(WaitForLaterFileTime(path, d / "probe")) << "the file clock did not advance in 60 s";
   WriteBytes(path, RandomBytes(100, 4));  // same size, rewritten in place
   auto b = OpenByteSource(path);
   ASSERT_OK(b);

@@ -29,13 +29,66 @@ using testing::TempDir;
 constexpr int64_t kRecords = 64;
 constexpr uint64_t kRecordBytes = 3000;  // chunks of 4096 split runs unevenly
 
+// Threads that have read through a ReaderExits source and ended since:
+// an event a test can wait for (a reader thread ends only once its
+// ReadAhead has been told to stop).
+class ReaderExits {
+ public:
+  int count() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return exited_;
+  }
+  // Blocks until more than `n` have ended, or `deadline` passes: false.
+  bool AwaitMoreThan(int n, std::chrono::seconds deadline) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, deadline, [&] { return exited_ > n; });
+  }
+  void Ended() {
+    std::lock_guard<std::mutex> g(mu_);
+    ++exited_;
+    cv_.notify_all();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  int exited_ = 0;
+};
+
+// A file's bytes, each thread that reads them counted in `exits` when it
+// ends (a thread_local's destructor runs as its thread exits).
+class ExitReportingFile : public ByteSource {
+ public:
+  ExitReportingFile(std::unique_ptr<ByteSource> file, ReaderExits* exits) : file_(std::move(file)), exits_(exits) {}
+  uint64_t size() const override { return file_->size(); }
+  Status ReadAt(uint64_t offset, uint64_t n, uint8_t* out) const override {
+    struct Reader {
+      ReaderExits* exits = nullptr;
+      ~Reader() {
+        if (exits) exits->Ended();
+      }
+    };
+    thread_local Reader reader;
+    reader.exits = exits_;
+    return file_->ReadAt(offset, n, out);
+  }
+  std::string identity() const override { return file_->identity(); }
+  std::string Describe() const override { return file_->Describe(); }
+
+ private:
+  std::unique_ptr<ByteSource> file_;
+  ReaderExits* exits_;
+};
+
 class GatedSource : public RecordSource {
  public:
   explicit GatedSource(const std::string& path) {
     std::ofstream(path, std::ios::binary) << std::string(kRecords * kRecordBytes, 'x');
-    file_ = std::move(OpenByteSource(path).value());
+    file_ = std::make_unique<ExitReportingFile>(std::move(OpenByteSource(path).value()), &reader_exits_);
     meta_.count = kRecords;
   }
+  // Reader threads of this source's file that have ended.
+  const ReaderExits& reader_exits() const { return reader_exits_; }
   const DatasetMeta& meta() const override { return meta_; }
   std::unique_ptr<RecordCursor> NewCursor() const override { return nullptr; }
   std::string Describe() const override { return "gated test source"; }
@@ -69,6 +122,7 @@ class GatedSource : public RecordSource {
   }
 
  private:
+  ReaderExits reader_exits_;  // before file_, which points to it
   std::unique_ptr<ByteSource> file_;
   DatasetMeta meta_;
   mutable std::mutex mu_;
@@ -203,20 +257,25 @@ TEST(ReadAheadRemote, EachShardsRangesArePrefetchedInOneCall) {
 }
 
 TEST_F(ReadAheadTest, DestroyedWhileLocationIsHeld) {
-  src_.Close();
-  std::future<void> opener;
+  std::future<bool> opener;
   {
-    ReadAhead ra(&src_, 2, 4096);
-    ra.Issue({0});
-    src_.AwaitEntered(1);  // the locator holds unit 0
+    ReadAhead ra(&src_, 1, 4096);
+    ra.Wait(ra.Issue({0}));  // its one I/O thread has read (and counts when it ends)
+    src_.Close();
     ra.Issue({1});
-    opener = std::async(std::launch::async, [&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      src_.Open();
+    src_.AwaitEntered(2);  // the locator holds unit 1
+    ra.Issue({2});
+    // The location returns once the destructor has begun: its I/O thread
+    // ends only after the stop (and the queue dropped), never on a timer.
+    const int ended = src_.reader_exits().count();
+    opener = std::async(std::launch::async, [&, ended] {
+      const bool stopped = src_.reader_exits().AwaitMoreThan(ended, std::chrono::seconds(120));
+      src_.Open();  // in any case: a destructor waiting for the locator must not wait for ever
+      return stopped;
     });
-  }  // joins the locator once the held location returns; unit 1 dropped
-  opener.get();
-  EXPECT_EQ(src_.entered(), 1);  // the second unit was never located
+  }  // joins the locator once the held location returns; unit 2 dropped
+  EXPECT_TRUE(opener.get()) << "the I/O thread did not end within 120 s of the destructor";
+  EXPECT_EQ(src_.entered(), 2);  // the third unit was never located
 }
 
 // ReadAheadPlan: blocks keep two windows beyond the batch's in flight

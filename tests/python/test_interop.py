@@ -376,7 +376,8 @@ def test_killed_export_leaves_complete_shards_and_resumes(tree, tmp_path):
     p = subprocess.Popen([str(a) for a in args])
     shards = lambda: [f for f in os.listdir(tmp_path / "killed") if f.endswith(".tar.gz")] \
         if os.path.isdir(tmp_path / "killed") else []
-    while not shards() and p.poll() is None:
+    deadline = time.time() + 120  # generous: a loaded machine
+    while not shards() and p.poll() is None and time.time() < deadline:
         time.sleep(0.002)
     p.send_signal(signal.SIGKILL)
     p.wait()
