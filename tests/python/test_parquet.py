@@ -522,3 +522,79 @@ def test_parquet_wasm_lists_and_boxes(duckdb, jpegs, tmp_path, version):
         e, boxes, cats = want[path]
         assert list(emb) == [np.float32(x) for x in (e or [])], path
         assert xy.tolist() == [[x, y, x + w, y + h] for x, y, w, h in boxes] and cls.tolist() == cats, path
+
+
+def by_bytes(recs):
+    """(payload, label) of each record, sorted: what was packed, whatever its path."""
+    return sorted((b, c) for _, b, c in recs)
+
+
+# The dataset card's list form of the features (issue 57): each entry a
+# name and a dtype (a string, or {"class_label": {"names": {"0": ...}}}),
+# a struct, or a sequence of entries.
+HF_CARD_LIST = json.dumps({"info": {"features": [
+    {"name": "image", "dtype": "image"},
+    {"name": "species", "dtype": {"class_label": {"names": {"2": "class2", "0": "class0", "1": "class1"}}}},
+    {"name": "objects", "sequence": [{"name": "bbox", "sequence": "float32", "length": 4},
+                                     {"name": "category", "dtype": {"class_label": {"names": {"0": "cat",
+                                                                                               "1": "dog"}}}}]},
+    {"name": "thumb", "dtype": "binary"}]}})
+
+
+def test_hub_features_in_the_card_list_form(duckdb, jpegs, tmp_path):
+    """Features as the dataset card lists them mean what the dict form
+    means: the Image column is the image (a second binary column beside
+    it is not), the ClassLabel "species" the label with its names in
+    index order, the sequence's category names the boxes' classes."""
+    d, items = jpegs
+    src = tmp_path / "card.parquet"
+    duckdb("COPY (SELECT {'bytes': content, 'path': parse_filename(filename)} AS image, "
+           "CAST(regexp_extract(parse_filename(filename), 'class(\\d)', 1) AS BIGINT) AS species, "
+           "{'bbox': [[1, 2, 3, 4]]::FLOAT[][], 'category': [n %% 2]::BIGINT[]} AS objects, "
+           "content[1:10] AS thumb "
+           "FROM (SELECT *, row_number() OVER (ORDER BY filename) - 1 AS n FROM read_blob('%s/*.jpg'))) "
+           "TO '%s' (FORMAT parquet, KV_METADATA {huggingface: '%s'})" % (d, src, HF_CARD_LIST))
+    r = run(tool("pack_lmdb"), src, tmp_path / "c.lmdb", "-q")
+    assert "no label column" not in r.stderr, r.stderr
+    m, recs = records_of(tmp_path / "c.lmdb")
+    assert m["classes"] == CLASSES
+    assert sorted(recs) == [(n, b, c) for n, b, c in items]
+    assert [(f["name"], f["kind"], f.get("classes")) for f in m["fields"]] == \
+        [("objects.bbox", "boxes", ["cat", "dog"])]
+    # names with an index missing are no names: the classes are numbered
+    gap = HF_CARD_LIST.replace('"1": "class1"', '"3": "class1"')
+    duckdb("COPY (SELECT * FROM read_parquet('%s')) TO '%s' (FORMAT parquet, KV_METADATA {huggingface: '%s'})"
+           % (src, tmp_path / "gap.parquet", gap))
+    run(tool("pack_lmdb"), tmp_path / "gap.parquet", tmp_path / "g.lmdb", "-q")
+    m, recs = records_of(tmp_path / "g.lmdb")
+    assert m["classes"] == ["0", "1", "2"] and by_bytes(recs) == sorted((b, c) for _, b, c in items)
+
+
+HF_VALUES_STRUCT = json.dumps({"info": {"features": {
+    "image": {"bytes": {"dtype": "binary", "_type": "Value"}, "path": {"dtype": "string", "_type": "Value"}},
+    "mask": {"bytes": {"dtype": "binary", "_type": "Value"}, "path": {"dtype": "string", "_type": "Value"}},
+    "label": {"names": CLASSES, "_type": "ClassLabel"}}}})
+
+
+def test_an_image_saved_as_a_struct_of_values(duckdb, jpegs, tmp_path):
+    """A dataset saved without the Image feature: its image a struct of
+    Values bytes and path. With no column declared Image, the struct whose
+    bytes are an image by their magic is the image; a struct of the same
+    shape holding other bytes is not."""
+    d, items = jpegs
+    src = tmp_path / "values.parquet"
+    duckdb("COPY (SELECT {'bytes': 'not an image, '::BLOB || content, 'path': 'm'} AS mask, "
+           "{'bytes': content, 'path': parse_filename(filename)} AS image, "
+           "CAST(regexp_extract(parse_filename(filename), 'class(\\d)', 1) AS BIGINT) AS label "
+           "FROM read_blob('%s/*.jpg') ORDER BY filename) TO '%s' (FORMAT parquet, KV_METADATA {huggingface: '%s'})"
+           % (d, src, HF_VALUES_STRUCT))
+    run(tool("pack_lmdb"), src, tmp_path / "v.lmdb", "-q")
+    m, recs = records_of(tmp_path / "v.lmdb")
+    assert m["classes"] == CLASSES
+    assert sorted(recs) == [(n, b, c) for n, b, c in items]
+    # neither struct an image: no image column, named
+    duckdb("COPY (SELECT * REPLACE ({'bytes': 'text'::BLOB, 'path': 'p'} AS image) FROM read_parquet('%s')) "
+           "TO '%s' (FORMAT parquet, KV_METADATA {huggingface: '%s'})" % (src, tmp_path / "no.parquet",
+                                                                          HF_VALUES_STRUCT))
+    r = run(tool("pack_lmdb"), tmp_path / "no.parquet", tmp_path / "n.lmdb", ok=False)
+    assert r.returncode == 1 and "no image column" in r.stderr, r.stderr

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <functional>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -15,8 +17,110 @@
 namespace imagepack::internal {
 namespace {
 
-// The "huggingface" key's features: name -> _type, ClassLabel names, and
-// the features object itself.
+// The dataset card's list form of the features (dataset_info.features of
+// a README's YAML, which some writers put in the metadata as it is) in the
+// dict form datasets writes, {NAME: SPEC}: an entry {"name": N, ...} says
+// its type by "dtype" (a string: "image" an Image, anything else a Value;
+// an object: {"class_label": {"names": ...}} and the like), "struct" (a
+// list of entries), or "list" / "large_list" / "sequence" (a dtype string,
+// an entry or a list of entries: the "feature" of a List). ClassLabel
+// names written {"0": a, "1": b} become [a, b] (dropped unless 0..n-1 are
+// all there). Each entry, at any depth, spends one of *left; false once
+// none is left. Recursion follows the JSON's nesting (ParseJsonBounded
+// bounds it).
+bool SpecOfEntry(const nlohmann::json& e, size_t* left, nlohmann::json* out);
+
+bool DictOfList(const nlohmann::json& list, size_t* left, nlohmann::json* out) {
+  *out = nlohmann::json::object();
+  for (const auto& e : list) {
+    if (*left == 0) return false;
+    --*left;
+    auto name = e.is_object() ? e.find("name") : e.end();
+    if (!e.is_object() || name == e.end() || !name->is_string()) continue;
+    nlohmann::json spec;
+    if (!SpecOfEntry(e, left, &spec)) return false;
+    (*out)[name->get<std::string>()] = std::move(spec);
+  }
+  return true;
+}
+
+// "class_label" -> "ClassLabel"
+std::string CamelOf(const std::string& snake) {
+  std::string out;
+  bool up = true;
+  for (char ch : snake) {
+    if (ch == '_') {
+      up = true;
+      continue;
+    }
+    out += up ? char(std::toupper(static_cast<unsigned char>(ch))) : ch;
+    up = false;
+  }
+  return out;
+}
+
+// {"class_label": {"names": ...}}, {"image": {"decode": true}}: the type
+// its key names, its members beside it.
+nlohmann::json SpecOfTyped(const nlohmann::json& typed) {
+  for (const auto& [k, v] : typed.items()) {
+    if (!v.is_object()) continue;
+    nlohmann::json spec = nlohmann::json::object();
+    spec["_type"] = CamelOf(k);
+    if (auto n = v.find("names"); n != v.end() && n->is_array()) spec["names"] = *n;
+    if (auto n = v.find("names"); n != v.end() && n->is_object()) {
+      std::vector<std::string> by_index(n->size());
+      size_t placed = 0;
+      for (const auto& [key, name] : n->items()) {
+        size_t i = 0;
+        bool digits = !key.empty() && key.size() <= 9;
+        for (char ch : key) digits = digits && ch >= '0' && ch <= '9';
+        if (digits) i = std::stoul(key);
+        if (!digits || i >= by_index.size() || !name.is_string() || !by_index[i].empty()) break;
+        by_index[i] = name.get<std::string>();
+        ++placed;
+      }
+      if (placed == by_index.size()) spec["names"] = by_index;
+    }
+    return spec;
+  }
+  return nlohmann::json::object();
+}
+
+nlohmann::json SpecOfDtype(const std::string& dtype) {
+  for (const char* media : {"image", "audio", "video", "pdf"})
+    if (dtype == media) return {{"_type", CamelOf(dtype)}};
+  return {{"dtype", dtype}, {"_type", "Value"}};
+}
+
+bool SpecOfEntry(const nlohmann::json& e, size_t* left, nlohmann::json* out) {
+  for (const char* kind : {"large_list", "list", "sequence"}) {
+    auto v = e.find(kind);
+    if (v == e.end()) continue;
+    nlohmann::json inner = nlohmann::json::object();
+    if (v->is_string()) inner = SpecOfDtype(v->get<std::string>());
+    else if (v->is_array() && !DictOfList(*v, left, &inner)) return false;
+    else if (v->is_object() && !SpecOfEntry(*v, left, &inner)) return false;
+    const std::string k = kind;
+    *out = {{"feature", std::move(inner)},
+            {"_type", k == "large_list" ? "LargeList" : k == "list" ? "List" : "Sequence"}};
+    if (auto n = e.find("length"); n != e.end() && n->is_number_integer()) (*out)["length"] = *n;
+    return true;
+  }
+  *out = nlohmann::json::object();
+  if (auto v = e.find("struct"); v != e.end()) return !v->is_array() || DictOfList(*v, left, out);
+  if (auto v = e.find("dtype"); v != e.end()) {
+    if (v->is_string()) *out = SpecOfDtype(v->get<std::string>());
+    else if (v->is_object()) *out = SpecOfTyped(*v);
+    return true;
+  }
+  *out = SpecOfTyped(e);
+  return true;
+}
+
+// The "huggingface" key's features (the dict form, or the list form made
+// one): name -> _type, ClassLabel names, and the features object itself.
+// At most limits::kParquetSchema features, at any depth (no file has
+// more columns to describe).
 void HfFeatures(const PqFile& f, const std::string& shown, std::map<std::string, std::string>* type_of,
                 std::map<std::string, std::vector<std::string>>* names, nlohmann::json* all,
                 std::vector<std::string>* problems) {
@@ -30,7 +134,21 @@ void HfFeatures(const PqFile& f, const std::string& shown, std::map<std::string,
     const nlohmann::json* feats = nullptr;
     if (auto info = j->find("info"); info != j->end() && info->is_object() && info->contains("features"))
       feats = &(*info)["features"];
-    if (!feats || !feats->is_object()) return;
+    if (!feats) return;
+    nlohmann::json dict;
+    size_t left = limits::kParquetSchema;
+    const std::string over = shown + ": the huggingface metadata has over " +
+                             std::to_string(limits::kParquetSchema) + " features (ignored)";
+    if (feats->is_array() && !DictOfList(*feats, &left, &dict)) {
+      problems->push_back(over);
+      return;
+    }
+    if (feats->is_array()) feats = &dict;
+    if (!feats->is_object()) return;
+    if (feats->size() > limits::kParquetSchema) {
+      problems->push_back(over);
+      return;
+    }
     *all = *feats;
     for (const auto& [name, spec] : feats->items()) {
       if (!spec.is_object()) continue;
@@ -140,6 +258,7 @@ void ChooseBoxes(const PqFile& f, const nlohmann::json& feats, const std::string
 }  // namespace
 
 Result<ParquetColumns> ChooseParquetColumns(const PqFile& f, const std::string& shown, const SourceOptions& opts,
+                                            const std::function<bool(int leaf)>& holds_image,
                                             std::vector<std::string>* problems) {
   std::map<std::string, std::string> type_of;
   std::map<std::string, std::vector<std::string>> names;
@@ -150,6 +269,12 @@ Result<ParquetColumns> ChooseParquetColumns(const PqFile& f, const std::string& 
   bool named_image = false, named_label = false;
   const bool any_classlabel =
       std::count_if(type_of.begin(), type_of.end(), [](const auto& t) { return t.second == "ClassLabel"; }) > 0;
+  // Features that declare no Image (a dataset saved without the Image
+  // feature: the image a struct of Values, bytes and path): a struct
+  // column's bytes leaf is the image where its first value's magic says
+  // an image.
+  const bool any_image =
+      std::count_if(type_of.begin(), type_of.end(), [](const auto& t) { return t.second == "Image"; }) > 0;
   for (size_t i = 0; i < f.leaves.size(); ++i) {
     const PqLeaf& l = f.leaves[i];
     if (l.max_rep > 0) continue;  // lists are fields, never the image or the label
@@ -170,7 +295,9 @@ Result<ParquetColumns> ChooseParquetColumns(const PqFile& f, const std::string& 
       labels.push_back(int(i));
     }
     const bool declared_image = type_of.count(top) && type_of[top] == "Image";
-    if (!named_image && opts.image_column.empty() && bytes_leaf && (declared_image || type_of.empty()))
+    const bool struct_bytes = bytes_leaf && l.path.size() == 2 && !type_of.count(top);
+    if (!named_image && opts.image_column.empty() && bytes_leaf &&
+        (declared_image || type_of.empty() || (!any_image && struct_bytes && holds_image && holds_image(int(i)))))
       images.push_back(int(i));
     const bool declared_label = type_of.count(top) && type_of[top] == "ClassLabel";
     if (!named_label && opts.label_column.empty() && integer &&

@@ -4,6 +4,7 @@
 // group's fields read into SourceFields. Internal.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,12 @@ struct ParquetColumns {
 };
 
 // Chooses the columns of `f` (`shown` names it in messages); warnings go
-// to `problems`.
+// to `problems`. The "huggingface" features in their dict form or the
+// dataset card's list form; where they declare no Image, a struct
+// column's bytes leaf for which `holds_image(leaf)` (its first value's
+// magic is an image's) is the image.
 Result<ParquetColumns> ChooseParquetColumns(const PqFile& f, const std::string& shown, const SourceOptions& opts,
+                                            const std::function<bool(int leaf)>& holds_image,
                                             std::vector<std::string>* problems);
 
 // Every declared field of row group `g`, per row in slot order (`fields`

@@ -21,6 +21,7 @@
 #include "formats/text.h"
 #include "imagepack/fields.h"
 #include "imagepack/files.h"
+#include "imagepack/probe.h"
 #include "imagepack/storage.h"
 #include "sources/parquet_columns.h"
 #include "sources/sources.h"
@@ -176,8 +177,25 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
   IMAGEPACK_RETURN_IF_ERROR(read(footer.data(), footer.size(), size - 8 - footer.size()));
   auto f = ParseParquetFooter(footer.data(), footer.size(), size, file);
   if (!f.ok()) return f.status();
+  PqBudget budget(size);
+  // A struct's bytes leaf holds an image where the first value of row
+  // group 0 that is not null sniffs as one (read up to it, no further).
+  auto holds_image = [&](int leaf) {
+    if (f->row_groups.empty()) return false;
+    bool image = false, seen = false;
+    const PqLeaf& pl = f->leaves[size_t(leaf)];
+    const PqRowGroup& rg = f->row_groups[0];
+    (void)ReadParquetColumn(read, size, budget, pl, rg.columns[size_t(leaf)], rg.num_rows, file,
+                            [&](int64_t, const PqValue& v) {
+                              if (v.null || v.n == 0) return Status::Ok();
+                              seen = true;
+                              image = SniffFormat(v.p, v.n) != ImageFormat::kUnknown;
+                              return Status::Cancelled("first value read");
+                            });
+    return seen && image;
+  };
   std::vector<std::string> notes;  // said once, for the first file
-  auto chosen = ChooseParquetColumns(*f, file, opts, &notes);
+  auto chosen = ChooseParquetColumns(*f, file, opts, holds_image, &notes);
   if (!chosen.ok()) return chosen.status();
   if (!l.chosen) {
     s.problems.insert(s.problems.end(), notes.begin(), notes.end());
@@ -217,7 +235,6 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
   const int archive = static_cast<int>(s.archives.size());
   s.archives.push_back(file);
   uint64_t written = 0;
-  PqBudget budget(size);
   int64_t first_row = 0;
   for (size_t g = 0; g < f->row_groups.size(); first_row += f->row_groups[g].num_rows, ++g) {
     if (opts.cancel && opts.cancel->load()) return Status::Cancelled("cancelled while reading " + file);
