@@ -598,3 +598,50 @@ def test_an_image_saved_as_a_struct_of_values(duckdb, jpegs, tmp_path):
                                                                           HF_VALUES_STRUCT))
     r = run(tool("pack_lmdb"), tmp_path / "no.parquet", tmp_path / "n.lmdb", ok=False)
     assert r.returncode == 1 and "no image column" in r.stderr, r.stderr
+
+
+def test_a_file_without_labels_is_one_entry_naming_no_class(duckdb, jpegs, tmp_path):
+    """A file without a label column: one entry for the file counting its
+    90 rows and naming --no-class (alone, nothing is packed: exit 1);
+    --no-class packs every row. A file whose label column is null in every
+    row, beside a labelled one of its schema: one entry too, the other
+    file packed (exit 3). Read in place, the error names the file and
+    pack_lmdb --no-class (the loader has no such option)."""
+    import imagepack
+    d, items = jpegs
+    want_items = sorted((b, c) for _, b, c in items)
+    nolabel = tmp_path / "nolabel.parquet"
+    duckdb("COPY (SELECT {'bytes': content, 'path': parse_filename(filename)} AS image FROM read_blob('%s/*.jpg') "
+           "ORDER BY filename) TO '%s' (FORMAT parquet, KV_METADATA {huggingface: '%s'})"
+           % (d, nolabel, json.dumps({"info": {"features": {"image": {"_type": "Image"}}}})))
+    said = (": no label in any of its 90 rows (no ClassLabel or integer label column): its rows are skipped; "
+            "pack_lmdb --no-class packs them without classes")
+    r = run(tool("pack_lmdb"), nolabel, tmp_path / "y.lmdb", "--errors", tmp_path / "e.txt", ok=False)
+    assert r.returncode == 1, r.stderr
+    assert (tmp_path / "e.txt").read_text().splitlines() == [str(nolabel) + said.replace(": ", "\t", 1)]
+    assert [ln for ln in r.stderr.splitlines() if "skipped " + str(nolabel) in ln] == \
+        ["pack_lmdb: skipped " + str(nolabel) + said], r.stderr
+    assert "every input was skipped" in r.stderr and "row 0" not in r.stderr, r.stderr
+    run(tool("pack_lmdb"), nolabel, tmp_path / "z.lmdb", "-q", "--no-class")
+    m, recs = records_of(tmp_path / "z.lmdb")
+    assert m["classes"] == [] and sorted((b, c) for _, b, c in recs) == sorted((b, -1) for _, b, _ in items)
+    for opener in (imagepack.open, lambda p: imagepack.Loader(p, 8, 32)):
+        with pytest.raises(Exception) as e:
+            opener(str(nolabel))
+        text = str(e.value)
+        assert str(nolabel) + said in text and "--label-column" not in text, text
+    # a labelled file and one whose labels are all null, one source
+    data = tmp_path / "data"
+    data.mkdir()
+    write_parquet(duckdb, jpegs, data / "a.parquet", "COMPRESSION snappy")
+    duckdb("COPY (SELECT * REPLACE (NULL::BIGINT AS label) FROM read_parquet('%s')) TO '%s' "
+           "(FORMAT parquet, KV_METADATA {huggingface: '%s'})" % (data / "a.parquet", data / "b.parquet", HF))
+    r = run(tool("pack_lmdb"), data, tmp_path / "x.lmdb", "--errors", tmp_path / "e2.txt", ok=False)
+    assert r.returncode == 3, r.stderr
+    assert (tmp_path / "e2.txt").read_text().splitlines() == [
+        str(data / "b.parquet") + "\tno label in any of its 90 rows (column label is null in each): its rows are "
+        "skipped; pack_lmdb --no-class packs them without classes"]
+    assert r.stderr.count("skipped " + str(data / "b.parquet")) == 1, r.stderr
+    assert "90 records in 3 classes" in r.stdout and "90 skipped" in r.stdout, r.stdout
+    m, recs = records_of(tmp_path / "x.lmdb")
+    assert m["classes"] == CLASSES and by_bytes(recs) == want_items

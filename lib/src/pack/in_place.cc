@@ -105,8 +105,9 @@ Result<std::string> FilesIdentity(const DatasetSource& s) {
   return std::string(hex);
 }
 
-// The first few of the records the source could not give, as one error.
-Status Unreadable(const std::string& path, const std::vector<FileError>& errors) {
+// The first few of the records the source could not give, as one error
+// (`rest`: the records it could).
+Status Unreadable(const std::string& path, const std::vector<FileError>& errors, size_t rest) {
   std::string text;
   for (size_t i = 0; i < errors.size() && i < 3; ++i)
     text += (i ? "; " : "") + errors[i].path + ": " + errors[i].reason;
@@ -114,7 +115,8 @@ Status Unreadable(const std::string& path, const std::vector<FileError>& errors)
   return Status::Corruption(path + ": " + std::to_string(n) + " record" + (n == 1 ? "" : "s") +
                             " cannot be read in place (" + text +
                             (errors.size() > 3 ? "; ..." : "") +
-                            "); pack_lmdb imports the rest and lists every one");
+                            (rest > 0 ? "); pack_lmdb imports the rest and lists every one"
+                                      : "); pack_lmdb lists every one; nothing else is left to read"));
 }
 
 // The metadata a default pack of the source would write, but for when it
@@ -198,7 +200,7 @@ Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const
   for (const SourceItem& item : s.items)
     if (Status ok = CheckName(item.rel, "record path"); !ok.ok() || item.rel.size() > 65535)
       s.errors.push_back({Shown(item.rel.substr(0, 200)), ok.ok() ? "record path over 65535 bytes" : ok.message()});
-  if (!s.errors.empty()) return Unreadable(path, s.errors);
+  if (!s.errors.empty()) return Unreadable(path, s.errors, s.items.size());
   if (s.items.empty()) return Status::NotFound(path + " holds no images");
   for (const FieldSpec& f : s.fields)
     if (InfoOf(f.kind).layout == FieldLayout::kMap && InfoOf(f.kind).classes && f.classes.empty())

@@ -302,8 +302,31 @@ Result<DatasetSource> OpenParquetSource(const std::string& src, const SourceOpti
   std::vector<int32_t> labels;
   std::vector<std::string> why;
   IMAGEPACK_RETURN_IF_ERROR(ResolveLabelsUnless(opts.no_class, raw, where, fixed, &s.classes, &labels, &why));
+  // Files none of whose rows has a label: one entry each, counting its
+  // rows and naming --no-class, not one a row.
+  std::vector<int64_t> rows(s.archives.size(), 0), unlabelled(s.archives.size(), 0);
+  if (!opts.no_class)
+    for (size_t i = 0; i < s.items.size(); ++i) {
+      ++rows[size_t(s.items[i].archive)];
+      if (!l.rows[i].raw.present) ++unlabelled[size_t(s.items[i].archive)];
+    }
+  auto whole = [&](size_t i) {
+    const size_t a = size_t(s.items[i].archive);
+    return rows[a] > 0 && unlabelled[a] == rows[a];
+  };
+  for (size_t a = 0; a < s.archives.size(); ++a) {
+    if (rows[a] == 0 || unlabelled[a] != rows[a]) continue;
+    const std::string none = l.columns.label < 0
+                                 ? "no ClassLabel or integer label column"
+                                 : "column " + l.leaf_names[size_t(l.columns.label)] + " is null in each";
+    FileError e{s.archives[a], "no label in any of its " + std::to_string(rows[a]) + " rows (" + none +
+                                   "): its rows are skipped; pack_lmdb --no-class packs them without classes"};
+    e.count = rows[a];
+    s.errors.push_back(std::move(e));
+  }
   std::vector<SourceItem> kept;
   for (size_t i = 0; i < s.items.size(); ++i) {
+    if (!opts.no_class && whole(i)) continue;  // its file's entry
     if (!why[i].empty()) {
       s.errors.push_back({l.rows[i].where, why[i] + (why[i] == "no label" ? " (a ClassLabel or integer label column)" : "")});
       continue;
