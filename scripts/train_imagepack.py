@@ -84,6 +84,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import imagepack
+import imagepack.options
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dense_models  # noqa: E402
@@ -105,7 +106,6 @@ OVERWRITTEN = RUN_FILES + ("predictions_input.npy", "predictions_output.npy",
 # torchvision classification model.
 OWN_MODELS = {"small_cnn": ("classification",), "fcn_small": ("segmentation", "restoration"),
               "unet_small": ("segmentation", "restoration")}
-ORDERS = ("random", "blocks", "auto", "sequential")
 # The temporary of the checkpoint being written, for the signal handler.
 SAVING = {"tmp": None}
 
@@ -124,61 +124,10 @@ def fail(text):
 
 
 def make_parser():
+    """The script's flags: the option table's rows for it (imagepack.options;
+    the C++ trainer's `train` reads the same rows)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    a = p.add_argument
-    a("--data", action="append", help="training database(s), comma-separated shards of one dataset; defines the "
-      "classes, channels, normalisation. Given again: datasets mixed (--weights, --repeat, --choose)")
-    a("--weights", help="a mix: each --data's relative share of every epoch (0.7,0.3)")
-    a("--repeat", help="a mix: each --data's records this many times per epoch (3,1; 0: its --choose)")
-    a("--choose", help="a mix: each --data's samples per epoch (5000,0; 0: its --repeat, else once)")
-    a("--classes", help="the class list the model learns (a file, one name per line): each --data's labels "
-      "matched to it by name")
-    a("--val", help="validation database(s), comma-separated shards; classes matched to --data's by name")
-    a("--task", choices=["classification", "segmentation", "restoration"], default="classification")
-    a("--arch", default="", help="torchvision model or small_cnn (default: resnet18; dense tasks: their model)")
-    a("--epochs", type=int, default=90)
-    a("--batch-size", "-b", type=int, default=64, help="per process")
-    a("--lr", type=float, default=0.1)
-    a("--lr-scale-batch", action="store_true", help="scale lr by global batch / 256")
-    a("--schedule", choices=["step", "cosine", "onecycle", "triangular"], default="step",
-      help="triangular: FFCV's, linear up to --lr-peak-epoch, linear down to 0")
-    a("--lr-peak-epoch", type=float, default=2, help="--schedule triangular: where the lr peaks")
-    a("--step-size", type=int, default=30, help="step schedule: epochs between decays")
-    a("--warmup-epochs", "--warmup", dest="warmup_epochs", type=float, default=0,
-      help="the C++ trainer's linear warm-up from 0, per step (torchvision's, per epoch: --lr-warmup-epochs)")
-    a("--momentum", type=float, default=0.9)
-    a("--nesterov", action="store_true")
-    a("--wd", type=float, default=1e-4, help="weight decay")
-    a("--no-bn-wd", action="store_true", help="no weight decay on BN and bias parameters")
-    a("--label-smoothing", type=float, default=0.0)
-    a("--zero-init-residual", action="store_true", help="torchvision ResNets: zero-init each block's last BN")
-    a("--size", type=int, default=0, help="input size (0: 28 for small_cnn, 96 for dense tasks, else 224)")
-    a("--res-schedule", default="", help="progressive resolution MIN,MAX,START_RAMP,END_RAMP[,STEP]: each epoch's "
-      "training size as FFCV's (160,192,11,13), rounded to STEP (32)")
-    a("--val-size", type=int, default=0, help="evaluation size (0: --size)")
-    a("--val-resize", type=int, default=0, help="evaluation: the shorter edge before the centre crop (0: size/0.875)")
-    a("--blurpool", action="store_true", help="torchvision ResNets: a blur before each strided convolution")
-    a("--amp", nargs="?", const="auto", default="", choices=["auto", "bf16", "fp16"],
-      help="autocast (bf16 on a CPU with native bf16, fp32 with a notice on others; --amp=bf16 forces it)")
-    a("--threads", type=int, default=0,
-      help="loader threads per process (0: a quarter of its cores, at least 1; torch takes the rest)")
-    a("--in-ram", action="store_true", help="hold the databases in RAM, one shared copy per machine")
-    a("--order", default="auto", help="training order: random, blocks or auto")
-    a("--seed", type=int, default=0)
-    a("--output", default="", help="folder for checkpoint.pt, metrics.jsonl and model.pt (one that holds a run: "
-      "--resume auto continues it, --overwrite starts it again)")
-    a("--resume", default="", help="checkpoint to continue ('auto': OUTPUT/checkpoint.pt if present)")
-    a("--overwrite", action="store_true", help="start a new run in an --output that holds one: its checkpoints, "
-      "metrics.jsonl and evaluations.jsonl are removed first")
-    a("--evaluate", action="store_true", help="only evaluate --val with the --resume checkpoint; the row goes to "
-      "evaluations.jsonl in --output, else beside the checkpoint")
-    a("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: CUDA where torch has it, else the CPU")
-    a("--no-val", action="store_true", help="skip the per-epoch evaluation")
-    a("--checkpoint-every", type=int, default=0, help="also write checkpoint.pt every N steps (0: epoch ends)")
-    a("--stop-at-step", type=int, default=0, help="write a checkpoint and exit 0 after global step K")
-    a("--print-freq", type=int, default=100)
-    a("--quiet", "-q", action="store_true", help="no per-step lines")
-    train_recipe.add_options(p)  # torchvision's reference flags
+    imagepack.options.add_arguments(p, "script")
     return p
 
 
@@ -200,6 +149,11 @@ def parse(argv):
     parser = make_parser()
     argv = train_recipe.expand(parser, list(argv), usage_error, fail)
     args = parser.parse_args(argv)
+    # Each value against its row of the option table, as the C++ trainer
+    # checks it (torchvision's size names before they become ours).
+    problem = imagepack.options.problem(args, "script", skip=("epochs",) if args.evaluate else ())
+    if problem:
+        usage_error(problem)
     given = given_options(parser, argv)
     problem = train_recipe.resolve_aliases(args, given)
     if problem:
@@ -260,10 +214,6 @@ def parse(argv):
     return args, ckpt, notes
 
 
-def unless(good, name, value, what):
-    return "" if good else "--%s %s: must be %s" % (name, value, what)
-
-
 def torchvision_models():
     import torchvision
     try:
@@ -288,7 +238,9 @@ def shares(option, text, datasets):
 
 def usage_problem(args):
     """The first problem with the options' values, "" if none (the C++
-    trainer's checks, trainer/run_checks.cc, where the options are alike)."""
+    trainer's checks, trainer/run_checks.cc, where the options are alike)
+    that join several values; each value alone was checked against its row
+    of the option table as parsed."""
     arch = args.arch
     if arch and arch not in OWN_MODELS and arch not in torchvision_models():
         return "unknown --arch '%s' (small_cnn, fcn_small, unet_small or a torchvision classification model such " \
@@ -296,30 +248,9 @@ def usage_problem(args):
     if arch and args.task not in OWN_MODELS.get(arch, ("classification",)):
         return "--arch %s is not a %s model (%s)" % (arch, args.task, ", ".join(
             a for a, tasks in OWN_MODELS.items() if args.task in tasks))
-    if args.order not in ORDERS:
-        return "unknown --order '%s' (%s)" % (args.order, ", ".join(ORDERS))
     if args.device == "cuda" and not torch.cuda.is_available():
         return "--device cuda: no CUDA device is available to this torch (torch.cuda.is_available() is False); " \
                "use --device cpu"
-    for p in (unless(args.epochs >= 1 or args.evaluate, "epochs", args.epochs, "at least 1"),
-              unless(args.batch_size >= 1, "batch-size", args.batch_size, "at least 1"),
-              unless(args.lr >= 0, "lr", args.lr, "0 or more"),
-              unless(0 <= args.momentum < 1, "momentum", args.momentum, "in [0, 1)"),
-              unless(args.wd >= 0, "wd", args.wd, "0 or more"),
-              unless(0 <= args.label_smoothing < 1, "label-smoothing", args.label_smoothing, "in [0, 1)"),
-              unless(args.warmup_epochs >= 0, "warmup-epochs", args.warmup_epochs, "0 or more"),
-              unless(args.step_size >= 1, "step-size", args.step_size, "at least 1"),
-              unless(args.lr_peak_epoch >= 0, "lr-peak-epoch", args.lr_peak_epoch, "0 or more"),
-              unless(0 <= args.size <= 16384, "size", args.size, "0 (the default) to 16384"),
-              unless(0 <= args.val_size <= 16384, "val-size", args.val_size, "0 (--size) to 16384"),
-              unless(0 <= args.val_resize <= 16384, "val-resize", args.val_resize, "0 (automatic) to 16384"),
-              unless(args.threads >= 0, "threads", args.threads, "0 (automatic) or more"),
-              unless(args.checkpoint_every >= 0, "checkpoint-every", args.checkpoint_every, "0 (off) or more"),
-              unless(args.stop_at_step >= 0, "stop-at-step", args.stop_at_step, "0 (off) or more"),
-              unless(args.print_freq >= 1, "print-freq", args.print_freq, "at least 1"),
-              unless(args.seed >= 0, "seed", args.seed, "0 or more")):
-        if p:
-            return p
     if args.res_schedule:
         try:
             imagepack._schedule(args.res_schedule)
@@ -335,7 +266,7 @@ def usage_problem(args):
                     return problem
         if args.weights and (args.repeat or args.choose):
             return "--weights (relative shares) or --repeat/--choose (absolute counts), not both"
-    return train_recipe.usage_problem(args, unless)
+    return train_recipe.usage_problem(args)
 
 
 def run_files_in(output):
@@ -668,13 +599,18 @@ def setup_process(args):
         dist.init_process_group("nccl" if cuda else "gloo", init_method="env://", rank=rank, world_size=world)
     # This process's share of the cores, split between torch's threads and
     # the loader's as the C++ trainer splits them (both at the share
-    # oversubscribed a 2-core machine several times over): --threads is
-    # the loader's, torch takes the rest; else a quarter for the loader
-    # (CPU training: the model is the work), one torch thread on a GPU.
+    # oversubscribed a 2-core machine several times over): --loader-threads
+    # and --threads (one given, the other takes what is left), else a
+    # quarter for the loader on a CPU (the model is the work) and one torch
+    # thread on a GPU.
     global LOADER_THREADS
     share = max(1, (os.cpu_count() or 1) // local_world)
-    LOADER_THREADS = args.threads if args.threads > 0 else max(1, share - 1) if cuda else max(1, share // 4)
-    torch.set_num_threads(1 if cuda else max(1, share - LOADER_THREADS))
+    if args.loader_threads or args.threads:  # one given: the other takes what is left
+        LOADER_THREADS = args.loader_threads or max(1, share - args.threads)
+        torch.set_num_threads(args.threads or max(1, share - LOADER_THREADS))
+    else:
+        LOADER_THREADS = max(1, share - 1) if cuda else max(1, share // 4)
+        torch.set_num_threads(1 if cuda else max(1, share - LOADER_THREADS))
     torch.manual_seed(args.seed)
     return rank, world, local_world, device
 

@@ -23,42 +23,11 @@ import torch.nn.functional as F
 # trainer/recipes beside scripts/: found from this file, whatever the
 # working directory.
 RECIPES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trainer", "recipes")
-AUGMENTS = ("none", "ta_wide", "ra", "imagenet", "cifar10", "svhn", "augmix")
 # torchvision's spelling -> the one this script (and the C++ trainer) had.
 ALIASES = {"train_crop_size": "size", "val_crop_size": "val_size", "val_resize_size": "val_resize"}
 # The modules whose parameters --norm-weight-decay covers (torchvision's set_weight_decay).
 NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.modules.instancenorm._InstanceNorm,
          nn.LocalResponseNorm)
-
-
-def add_options(parser):
-    a = parser.add_argument
-    a("--recipe", default="", help="flags read from a file, one per line (# comments): NAME for "
-      "trainer/recipes/NAME.flags, or a path; flags on the command line win")
-    a("--auto-augment", default="none", choices=AUGMENTS, help="per-sample policy after the crop (torchvision's "
-      "TrivialAugmentWide, RandAugment, AutoAugment's tables, AugMix)")
-    a("--ra-magnitude", type=int, default=9, help="--auto-augment ra: magnitude bin (0..30)")
-    a("--augmix-severity", type=int, default=3, help="--auto-augment augmix: severity (1..10)")
-    a("--random-erase", type=float, default=0.0, help="RandomErasing's probability per sample")
-    a("--interpolation", default="bilinear", choices=("bilinear", "bicubic"), help="the crops' resampling")
-    a("--mixup-alpha", type=float, default=0.0, help="mixup: lambda ~ Beta(A, A) per batch (0: off)")
-    a("--cutmix-alpha", type=float, default=0.0, help="cutmix: lambda ~ Beta(A, A) per batch (0: off); with "
-      "--mixup-alpha, one of the two per batch")
-    a("--model-ema", action="store_true", help="evaluate an exponential moving average of the weights too")
-    a("--model-ema-steps", type=int, default=32, help="steps between EMA updates")
-    a("--model-ema-decay", type=float, default=0.99998, help="EMA decay, adjusted as torchvision's by "
-      "world*batch*steps/epochs")
-    a("--lr-warmup-epochs", type=int, default=0, help="torchvision's warm-up: per-epoch lr, E epochs of "
-      "--lr-warmup-method, then the --schedule over the other epochs")
-    a("--lr-warmup-method", default="constant", choices=("linear", "constant"), help="LinearLR or ConstantLR")
-    a("--lr-warmup-decay", type=float, default=0.01, help="the warm-up's start factor (linear) or factor")
-    a("--norm-weight-decay", type=float, default=None, help="weight decay of the normalisation layers' "
-      "parameters (--wd for the rest)")
-    a("--clip-grad-norm", type=float, default=None, help="clip the global gradient norm to M")
-    a("--train-crop-size", type=int, default=None, help="torchvision's name for --size")
-    a("--val-resize-size", type=int, default=None, help="torchvision's name for --val-resize")
-    a("--val-crop-size", type=int, default=None, help="torchvision's name for --val-size")
-    a("--tta-flip", action="store_true", help="evaluate on each image and its mirror, averaging the outputs")
 
 
 def recipe_path(name):
@@ -116,7 +85,7 @@ def resolve_aliases(args, given):
     the command line, updated); both given with other values: a problem."""
     for alias, own in ALIASES.items():
         value = getattr(args, alias)
-        if value is None:
+        if alias not in given:
             continue
         if own in given and getattr(args, own) != value:
             return "--%s %s and --%s %s: the same setting, two values (give one)" % (
@@ -128,23 +97,9 @@ def resolve_aliases(args, given):
     return ""
 
 
-def usage_problem(args, unless):
-    """The first problem with these flags' values, "" if none."""
-    for p in (unless(0 <= args.ra_magnitude <= 30, "ra-magnitude", args.ra_magnitude, "0 to 30"),
-              unless(1 <= args.augmix_severity <= 10, "augmix-severity", args.augmix_severity, "1 to 10"),
-              unless(0 <= args.random_erase <= 1, "random-erase", args.random_erase, "in [0, 1]"),
-              unless(args.mixup_alpha >= 0, "mixup-alpha", args.mixup_alpha, "0 (off) or more"),
-              unless(args.cutmix_alpha >= 0, "cutmix-alpha", args.cutmix_alpha, "0 (off) or more"),
-              unless(args.model_ema_steps >= 1, "model-ema-steps", args.model_ema_steps, "at least 1"),
-              unless(0 < args.model_ema_decay < 1, "model-ema-decay", args.model_ema_decay, "in (0, 1)"),
-              unless(args.lr_warmup_epochs >= 0, "lr-warmup-epochs", args.lr_warmup_epochs, "0 (off) or more"),
-              unless(0 < args.lr_warmup_decay <= 1, "lr-warmup-decay", args.lr_warmup_decay, "in (0, 1]"),
-              unless(args.norm_weight_decay is None or args.norm_weight_decay >= 0, "norm-weight-decay",
-                     args.norm_weight_decay, "0 or more"),
-              unless(args.clip_grad_norm is None or args.clip_grad_norm > 0, "clip-grad-norm", args.clip_grad_norm,
-                     "more than 0")):
-        if p:
-            return p
+def usage_problem(args):
+    """The first problem with these flags together, "" if none (each value
+    alone was checked against the option table)."""
     if args.lr_warmup_epochs and args.warmup_epochs:
         return "--lr-warmup-epochs (torchvision's per-epoch warm-up) and --warmup-epochs (per-step, from 0): give one"
     if args.lr_warmup_epochs and args.schedule in ("onecycle", "triangular"):
@@ -296,7 +251,7 @@ class Recipe:
         return x, t.to(x.device)
 
     def clip(self, model, optimizer, scaler):
-        if self.args.clip_grad_norm is not None:
+        if self.args.clip_grad_norm:
             scaler.unscale_(optimizer)
             nn.utils.clip_grad_norm_(model.parameters(), self.args.clip_grad_norm)
 

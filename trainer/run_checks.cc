@@ -5,8 +5,6 @@
 #include <filesystem>
 #include <system_error>
 
-#include "imagepack/augment.h"
-#include "imagepack/order.h"
 #include "imagepack/resolution.h"
 #include "models.h"
 #include "schedule.h"
@@ -20,83 +18,12 @@ namespace {
 // The files a run writes into its --output, besides predictions_*.npy.
 const char* const kRunFiles[] = {"checkpoint.pt", "model_best.pt", "metrics.jsonl", "evaluations.jsonl"};
 
-std::string Num(double v) {
-  std::string s = std::to_string(v);
-  s.erase(s.find_last_not_of('0') + 1);
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s;
-}
-
-// "--name V: must be WHAT" when `bad`, else "".
-std::string Unless(bool good, const std::string& name, double value, const std::string& what) {
-  return good ? "" : "--" + name + " " + Num(value) + ": must be " + what;
-}
-
-std::string RangeProblem(const TrainOptions& o) {
-  for (const std::string& p : {
-           Unless(o.epochs >= 1 || o.evaluate, "epochs", o.epochs, "at least 1"),
-           Unless(o.batch >= 1, "batch-size", o.batch, "at least 1"),
-           Unless(o.lr >= 0, "lr", o.lr, "0 or more"),
-           Unless(o.momentum >= 0 && o.momentum < 1, "momentum", o.momentum, "in [0, 1)"),
-           Unless(o.wd >= 0, "wd", o.wd, "0 or more"),
-           Unless(o.label_smoothing >= 0 && o.label_smoothing < 1, "label-smoothing", o.label_smoothing, "in [0, 1)"),
-           Unless(o.ra_magnitude >= 0 && o.ra_magnitude <= 30, "ra-magnitude", o.ra_magnitude, "0 to 30"),
-           Unless(o.augmix_severity >= 1 && o.augmix_severity <= 10, "augmix-severity", o.augmix_severity, "1 to 10"),
-           Unless(o.random_erase >= 0 && o.random_erase <= 1, "random-erase", o.random_erase, "in [0, 1]"),
-           Unless(o.warmup >= 0, "warmup-epochs", o.warmup, "0 or more"),
-           Unless(o.step_size >= 1, "step-size", o.step_size, "at least 1"),
-           Unless(o.lr_peak_epoch >= 0, "lr-peak-epoch", o.lr_peak_epoch, "0 or more"),
-           Unless(o.size >= 0 && o.size <= 16384, "size", o.size, "0 (the default) to 16384"),
-           Unless(o.val_size >= 0 && o.val_size <= 16384, "val-size", o.val_size, "0 (--size) to 16384"),
-           Unless(o.val_resize >= 0 && o.val_resize <= 16384, "val-resize", o.val_resize, "0 (automatic) to 16384"),
-           Unless(o.threads >= 0, "threads", o.threads, "0 (automatic) or more"),
-           Unless(o.loader_threads >= 0, "loader-threads", o.loader_threads, "0 (automatic) or more"),
-           Unless(o.block_mb > 0, "block-mb", o.block_mb, "more than 0"),
-           Unless(o.window_blocks >= 1, "window-blocks", o.window_blocks, "at least 1"),
-           Unless(o.io_threads >= -1, "io-threads", o.io_threads, "-1 (automatic) or more"),
-           Unless(o.max_steps >= 0, "max-steps", double(o.max_steps), "0 (off) or more"),
-           Unless(o.checkpoint_every >= 0, "checkpoint-every", double(o.checkpoint_every), "0 (off) or more"),
-           Unless(o.checkpoint_minutes >= 0, "checkpoint-minutes", o.checkpoint_minutes, "0 (off) or more"),
-           Unless(o.stop_at_step >= 0, "stop-at-step", double(o.stop_at_step), "0 (off) or more"),
-           Unless(o.save_predictions >= 0, "save-predictions", o.save_predictions, "0 (off) or more"),
-           Unless(o.cache_limit_mb >= 0, "cache-limit", o.cache_limit_mb, "0 (the default) or more"),
-           Unless(o.print_freq >= 1, "print-freq", o.print_freq, "at least 1"),
-           Unless(o.seed >= 0, "seed", double(o.seed), "0 or more"),
-           Unless(o.mixup_alpha >= 0, "mixup-alpha", o.mixup_alpha, "0 (off) or more"),
-           Unless(o.cutmix_alpha >= 0, "cutmix-alpha", o.cutmix_alpha, "0 (off) or more"),
-           Unless(o.model_ema_steps >= 1, "model-ema-steps", o.model_ema_steps, "at least 1"),
-           Unless(o.model_ema_decay > 0 && o.model_ema_decay < 1, "model-ema-decay", o.model_ema_decay, "in (0, 1)"),
-           Unless(o.lr_warmup_epochs >= 0, "lr-warmup-epochs", o.lr_warmup_epochs, "0 (off) or more"),
-           Unless(o.lr_warmup_decay > 0 && o.lr_warmup_decay <= 1, "lr-warmup-decay", o.lr_warmup_decay, "in (0, 1]"),
-           Unless(o.clip_grad_norm >= 0, "clip-grad-norm", o.clip_grad_norm, "0 (off) or more"),
-           Unless(o.train_crop_size >= 0 && o.train_crop_size <= 16384, "train-crop-size", o.train_crop_size,
-                  "0 (the default) to 16384"),
-           Unless(o.val_crop_size >= 0 && o.val_crop_size <= 16384, "val-crop-size", o.val_crop_size,
-                  "0 (--size) to 16384"),
-           Unless(o.val_resize_size >= 0 && o.val_resize_size <= 16384, "val-resize-size", o.val_resize_size,
-                  "0 (automatic) to 16384"),
-       })
-    if (!p.empty()) return p;
-  return "";
-}
-
+// The names only the trainer knows (--arch) and --device cuda without
+// CUDA; the option table's choices and ranges are checked before this
+// (OptionFlags::Problem).
 std::string NameProblem(const TrainOptions& o, bool cuda_available) {
   if (!o.arch.empty() && !KnownArch(o.arch))
     return "unknown --arch '" + o.arch + "' (" + kArchNames + ")";
-  if (!KnownTask(o.task)) return "unknown --task '" + o.task + "' (classification, segmentation, restoration)";
-  if (!KnownSchedule(o.schedule))
-    return "unknown --schedule '" + o.schedule + "' (step, cosine, onecycle, triangular)";
-  if (!ParseOrder(o.order).ok()) return "unknown --order '" + o.order + "' (random, blocks, auto, sequential)";
-  if (o.dct != "fast" && o.dct != "accurate") return "--dct " + o.dct + ": fast or accurate";
-  if (AutoAugmentKind k; !ParseAutoAugment(o.auto_augment, &k))
-    return "unknown --auto-augment '" + o.auto_augment + "' (ta_wide, ra, imagenet, cifar10, svhn, augmix, none)";
-  if (o.interpolation != "bilinear" && o.interpolation != "bicubic")
-    return "--interpolation " + o.interpolation + ": bilinear or bicubic";
-  if (!o.amp_mode.empty() && o.amp_mode != "auto" && o.amp_mode != "bf16" && o.amp_mode != "fp16")
-    return "--amp=" + o.amp_mode + ": expected auto, bf16 or fp16";
-  if (o.device != "cpu" && o.device != "cuda") return "--device " + o.device + ": cpu or cuda";
-  if (o.lr_warmup_method != "linear" && o.lr_warmup_method != "constant")
-    return "--lr-warmup-method " + o.lr_warmup_method + ": linear or constant";
   if (o.device == "cuda" && !cuda_available)
     return "--device cuda: no CUDA device is available to this LibTorch (Debian's libtorch-dev is CPU-only); "
            "use --device cpu";
@@ -143,7 +70,6 @@ std::vector<double> Shares(const std::string& option, const std::string& text, s
 
 std::string UsageProblem(const TrainOptions& o, bool cuda_available) {
   if (std::string p = NameProblem(o, cuda_available); !p.empty()) return p;
-  if (std::string p = RangeProblem(o); !p.empty()) return p;
   if (!o.res_schedule.empty()) {
     auto r = ParseResolutionSchedule(o.res_schedule);
     if (!r.ok()) return "--res-schedule: " + r.status().message();

@@ -20,9 +20,10 @@ std::vector<std::string> SplitCommas(const std::string& text);
 // a number or the count is not `sources`.
 std::vector<double> Shares(const std::string& option, const std::string& text, size_t sources);
 
-// The first problem with the options as given, "" if none: unknown names
-// (--arch, --task, --schedule, --order, --dct, --amp, --device), values out
-// of range, lists of the wrong length (--weights, --res-schedule),
+// The first problem with the options as given, "" if none, after each
+// value was checked against its row of the option table
+// (OptionFlags::Problem): an unknown --arch, lists of the wrong length
+// (--weights, --res-schedule),
 // combinations that cannot work (--blurpool without a ResNet, --overwrite
 // with --resume auto), --device cuda where `cuda_available` is false.
 std::string UsageProblem(const TrainOptions& o, bool cuda_available);

@@ -5,11 +5,13 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <set>
 #include <tuple>
 
 #include <malloc.h>
 
 #include "cli.h"
+#include "option_flags.h"
 #include "recipe_file.h"
 #include "run_checks.h"
 #include "run_info.h"
@@ -23,133 +25,87 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// torchvision's reference flags (docs/TRAINING.md, "torchvision's
-// reference flags") beyond the augmentations, bound to the fields of *o.
-void AddReferenceFlags(po::options_description* opts, TrainOptions* o) {
+// Every option of `train`: the option table's rows for it
+// (imagepack/option_table.h, which holds their defaults, ranges and help),
+// each bound to its field of *o.
+void Options(TrainOptions* o, OptionFlags* f) {
   TrainOptions& a = *o;
-  opts->add_options()
-      ("mixup-alpha", po::value(&a.mixup_alpha)->default_value(0),
-       "mixup: each batch blended with itself rolled by one, lambda ~ Beta(A, A), soft targets (0: off)")
-      ("cutmix-alpha", po::value(&a.cutmix_alpha)->default_value(0),
-       "cutmix: a box of the rolled batch pasted, side ratio sqrt(1 - lambda) (0: off); with --mixup-alpha one of "
-       "the two per batch")
-      ("model-ema", "keep an exponential moving average of the weights and buffers, evaluated beside the model")
-      ("model-ema-steps", po::value(&a.model_ema_steps)->default_value(32), "--model-ema: update every N steps")
-      ("model-ema-decay", po::value(&a.model_ema_decay)->default_value(0.99998),
-       "--model-ema: decay, adjusted as torchvision's by world * batch * steps / epochs")
-      ("lr-warmup-epochs", po::value(&a.lr_warmup_epochs)->default_value(0),
-       "torchvision's warm-up epochs before --schedule step or cosine; the lr then changes per epoch")
-      ("lr-warmup-method", po::value(&a.lr_warmup_method)->default_value("constant"),
-       "linear (LinearLR from --lr-warmup-decay to 1) or constant (ConstantLR)")
-      ("lr-warmup-decay", po::value(&a.lr_warmup_decay)->default_value(0.01), "the warm-up's first factor of --lr")
-      ("norm-weight-decay", po::value(&a.norm_wd),
-       "weight decay of the normalisation layers' parameters (default: as the others)")
-      ("clip-grad-norm", po::value(&a.clip_grad_norm)->default_value(0),
-       "clip the gradients' global 2-norm to M (after unscaling under AMP; 0: off)")
-      ("recipe", po::value<std::string>(),
-       "flags from trainer/recipes/NAME.flags or FILE, one a line; the command line's own win")
-      ("train-crop-size", po::value(&a.train_crop_size)->default_value(0), "torchvision's name for --size")
-      ("val-resize-size", po::value(&a.val_resize_size)->default_value(0), "torchvision's name for --val-resize")
-      ("val-crop-size", po::value(&a.val_crop_size)->default_value(0), "torchvision's name for --val-size");
-}
-
-// Every option of `train`, bound to the fields of *o.
-po::options_description Options(TrainOptions* o) {
-  po::options_description opts("Options");
-  TrainOptions& a = *o;
-  opts.add_options()
-      ("data", po::value(&a.data_list)->composing(),
-       "training database(s), comma-separated shards of one dataset; defines the classes, channels and "
-       "normalisation. Given again, datasets mixed: --weights, --repeat or --choose")
-      ("weights", po::value(&a.weights), "a mix: each --data's relative share of every epoch (0.7,0.3)")
-      ("repeat", po::value(&a.repeat), "a mix: each --data's records this many times per epoch (3,1; 0: its --choose)")
-      ("choose", po::value(&a.choose), "a mix: each --data's samples per epoch (5000,0; 0: its --repeat, else once)")
-      ("classes", po::value(&a.classes_file),
-       "the class list the model learns, one name per line: the labels of --data (of each dataset of a mix) "
-       "matched to it by name")
-      ("val", po::value(&a.val), "validation database(s), comma-separated shards; classes matched to --data's by name")
-      ("task", po::value(&a.task)->default_value("classification"),
-       "classification, segmentation (a mask field), restoration (a target image field)")
-      ("arch", po::value(&a.arch),
-       "resnet18, resnet50, small_cnn, mlp; fcn_small, unet_small (default: resnet18, fcn_small, unet_small by task)")
-      ("epochs", po::value(&a.epochs)->default_value(90), "epochs")
-      ("batch-size,b", po::value(&a.batch)->default_value(256), "batch size per process")
-      ("lr", po::value(&a.lr)->default_value(0.1), "learning rate")
-      ("lr-scale-batch", "scale lr by global batch / 256")
-      ("schedule", po::value(&a.schedule)->default_value("step"),
-       "step, cosine, onecycle, triangular (FFCV: linear up to --lr-peak-epoch, linear down to 0)")
-      ("lr-peak-epoch", po::value(&a.lr_peak_epoch)->default_value(2), "--schedule triangular: where the lr peaks")
-      ("step-size", po::value(&a.step_size)->default_value(30), "step schedule: epochs between decays")
-      ("warmup-epochs", po::value(&a.warmup)->default_value(0), "linear warm-up epochs")
-      ("momentum", po::value(&a.momentum)->default_value(0.9), "SGD momentum")
-      ("nesterov", "Nesterov momentum")
-      ("wd", po::value(&a.wd)->default_value(1e-4), "weight decay")
-      ("no-bn-wd", "no weight decay on BN and bias parameters")
-      ("label-smoothing", po::value(&a.label_smoothing)->default_value(0), "label smoothing")
-      ("auto-augment", po::value(&a.auto_augment)->default_value("none"),
-       "per-sample policy after the crop: ta_wide, ra, imagenet, cifar10, svhn, augmix or none")
-      ("ra-magnitude", po::value(&a.ra_magnitude)->default_value(9), "--auto-augment ra: magnitude bin (0..30)")
-      ("augmix-severity", po::value(&a.augmix_severity)->default_value(3), "--auto-augment augmix: severity (1..10)")
-      ("random-erase", po::value(&a.random_erase)->default_value(0), "RandomErasing's probability per sample")
-      ("interpolation", po::value(&a.interpolation)->default_value("bilinear"),
-       "the training crops' resampling: bilinear or bicubic")
-      ("zero-init-residual", "zero-init the last BN of each residual block");
-  AddReferenceFlags(&opts, o);
-  opts.add_options()
-      ("size", po::value(&a.size)->default_value(0),
-       "input size (0: 224; 28 for small_cnn/mlp; 96 for segmentation and restoration)")
-      ("res-schedule", po::value(&a.res_schedule),
-       "progressive resolution MIN,MAX,START_RAMP,END_RAMP[,STEP]: each epoch's training size as FFCV's "
-       "(160,192,11,13), rounded to STEP (32)")
-      ("val-size", po::value(&a.val_size)->default_value(0), "evaluation size (0: --size)")
-      ("val-resize", po::value(&a.val_resize)->default_value(0),
-       "evaluation: the shorter edge before the centre crop (0: val-size / 0.875)")
-      ("blurpool", "ResNets: a blur before each strided convolution (BlurPool)")
-      ("output", po::value(&a.output), "directory for checkpoints and metrics.jsonl")
-      ("resume", po::value(&a.resume),
-       "checkpoint to resume from ('auto': OUTPUT/checkpoint.pt if present); options not given are the checkpoint's")
-      ("overwrite", "start again in an --output that holds a run: its checkpoints, metrics and predictions are "
-                    "removed (without it such an --output is refused; --resume auto continues it)")
-      ("evaluate", "only evaluate --val with the --resume checkpoint (--data not needed); rows go to "
-                   "evaluations.jsonl in --output, else beside the checkpoint")
-      ("tta-flip", "evaluate on each image and its horizontal mirror, averaging the logits")
-      ("no-val", "skip the per-epoch evaluation (profiling); --val may be omitted")
-      ("amp", po::value(&a.amp_mode)->implicit_value("auto"),
-       "autocast: fp16 with loss scaling on CUDA; bf16 on a CPU with native bf16 (AVX512-BF16, AMX), fp32 with a "
-       "notice on others (about 4x slower in bf16 there); --amp=bf16 forces bf16")
-      ("device", po::value(&a.device)->default_value("cpu"), "cpu or cuda")
-      ("channels-last", "NHWC batches and channels-last model")
-      ("in-ram", "hold the databases in RAM, one shared copy per machine")
-      ("cache-dir", po::value(&a.cache_dir), "remote datasets (s3://, https://): keep fetched blocks in this local folder")
-      ("cache-limit", po::value(&a.cache_limit_mb)->default_value(0), "MB kept in --cache-dir (0: 20480)")
-      ("lock-in-ram", "with --in-ram: mlock the copy")
-      ("order", po::value(&a.order)->default_value("auto"),
-       "training order: random, blocks (for data not in the page cache) or auto")
-      ("block-mb", po::value(&a.block_mb)->default_value(4), "--order blocks: block size in MB")
-      ("window-blocks", po::value(&a.window_blocks)->default_value(16), "--order blocks: blocks shuffled together")
-      ("io-threads", po::value(&a.io_threads)->default_value(-1),
-       "reads in flight ahead of decoding (-1: 4 with blocks, none otherwise)")
-      ("dct", po::value(&a.dct)->default_value("fast"),
-       "JPEG IDCT of the training and validation loaders: fast, or accurate (Pillow's pixels)")
-      ("print-freq", po::value(&a.print_freq)->default_value(10), "log every N steps")
-      ("quiet,q", "no per-step lines (set-up, evaluation and epoch lines only; metrics.jsonl unchanged)")
-      ("seed", po::value(&a.seed)->default_value(0), "seed for init, shuffling and augmentation")
-      ("threads", po::value(&a.threads)->default_value(0), "torch threads (0: cores / local ranks)")
-      ("loader-threads", po::value(&a.loader_threads)->default_value(0), "decode threads (0: cores / local ranks)")
-      ("max-steps", po::value(&a.max_steps)->default_value(0), "stop each epoch after N steps (profiling)")
-      ("checkpoint-every", po::value(&a.checkpoint_every)->default_value(0),
-       "also write checkpoint.pt every N steps, mid-epoch (0: at epoch ends only)")
-      ("checkpoint-minutes", po::value(&a.checkpoint_minutes)->default_value(0),
-       "also write checkpoint.pt when M minutes passed since the last (0: off)")
-      ("stop-at-step", po::value(&a.stop_at_step)->default_value(0),
-       "write a checkpoint and exit 0 after global step K (cut a run; --resume auto continues)")
-      ("log-samples", po::value(&a.log_samples),
-       "append each step's dataset indices to FILE.rankR (debugging, checking resume)")
-      ("save-predictions", po::value(&a.save_predictions)->default_value(0),
-       "after training, write the first N validation inputs, outputs and targets to OUTPUT/predictions_*.npy")
-      ("help,h", "show this help and exit")
-      ("version", "show the version and exit");
-  return opts;
+  f->Bind("data", &a.data_list);
+  f->Bind("weights", &a.weights);
+  f->Bind("repeat", &a.repeat);
+  f->Bind("choose", &a.choose);
+  f->Bind("classes", &a.classes_file);
+  f->Bind("val", &a.val);
+  f->Bind("task", &a.task);
+  f->Bind("arch", &a.arch);
+  f->Bind("epochs", &a.epochs);
+  f->Bind("batch-size", &a.batch);
+  f->Bind("lr", &a.lr);
+  f->Switch("lr-scale-batch");
+  f->Bind("schedule", &a.schedule);
+  f->Bind("lr-peak-epoch", &a.lr_peak_epoch);
+  f->Bind("step-size", &a.step_size);
+  f->Bind("warmup-epochs", &a.warmup);
+  f->Bind("momentum", &a.momentum);
+  f->Switch("nesterov");
+  f->Bind("wd", &a.wd);
+  f->Switch("no-bn-wd");
+  f->Bind("label-smoothing", &a.label_smoothing);
+  f->Bind("auto-augment", &a.auto_augment);
+  f->Bind("ra-magnitude", &a.ra_magnitude);
+  f->Bind("augmix-severity", &a.augmix_severity);
+  f->Bind("random-erase", &a.random_erase);
+  f->Bind("interpolation", &a.interpolation);
+  f->Switch("zero-init-residual");
+  f->Bind("mixup-alpha", &a.mixup_alpha);
+  f->Bind("cutmix-alpha", &a.cutmix_alpha);
+  f->Switch("model-ema");
+  f->Bind("model-ema-steps", &a.model_ema_steps);
+  f->Bind("model-ema-decay", &a.model_ema_decay);
+  f->Bind("lr-warmup-epochs", &a.lr_warmup_epochs);
+  f->Bind("lr-warmup-method", &a.lr_warmup_method);
+  f->Bind("lr-warmup-decay", &a.lr_warmup_decay);
+  f->Bind("norm-weight-decay", &a.norm_wd);
+  f->Bind("clip-grad-norm", &a.clip_grad_norm);
+  f->Bind("recipe", &a.recipe);
+  f->Bind("train-crop-size", &a.train_crop_size);
+  f->Bind("val-resize-size", &a.val_resize_size);
+  f->Bind("val-crop-size", &a.val_crop_size);
+  f->Bind("size", &a.size);
+  f->Bind("res-schedule", &a.res_schedule);
+  f->Bind("val-size", &a.val_size);
+  f->Bind("val-resize", &a.val_resize);
+  f->Switch("blurpool");
+  f->Bind("output", &a.output);
+  f->Bind("resume", &a.resume);
+  f->Switch("overwrite");
+  f->Switch("evaluate");
+  f->Switch("tta-flip");
+  f->Switch("no-val");
+  f->Bind("amp", &a.amp_mode);
+  f->Bind("device", &a.device);
+  f->Switch("channels-last");
+  f->Switch("in-ram");
+  f->Bind("cache-dir", &a.cache_dir);
+  f->Bind("cache-limit", &a.cache_limit_mb);
+  f->Switch("lock-in-ram");
+  f->Bind("order", &a.order);
+  f->Bind("block-mb", &a.block_mb);
+  f->Bind("window-blocks", &a.window_blocks);
+  f->Bind("io-threads", &a.io_threads);
+  f->Bind("dct", &a.dct);
+  f->Bind("print-freq", &a.print_freq);
+  f->Switch("quiet");
+  f->Bind("seed", &a.seed);
+  f->Bind("threads", &a.threads);
+  f->Bind("loader-threads", &a.loader_threads);
+  f->Bind("max-steps", &a.max_steps);
+  f->Bind("checkpoint-every", &a.checkpoint_every);
+  f->Bind("checkpoint-minutes", &a.checkpoint_minutes);
+  f->Bind("stop-at-step", &a.stop_at_step);
+  f->Bind("log-samples", &a.log_samples);
+  f->Bind("save-predictions", &a.save_predictions);
+  f->CheckAllBound();
 }
 
 // The options on the command line, in order, as given; an option given
@@ -221,11 +177,9 @@ std::string MissingDatabase(const TrainOptions& a) {
 // The reference flags that parsing does not set by itself: --model-ema,
 // and torchvision's spellings (--train-crop-size, --val-resize-size,
 // --val-crop-size), which set ours; both given with different values is a
-// usage error, as a negative --norm-weight-decay. "" when none.
+// usage error. "" when none.
 std::string TakeReferenceFlags(const po::variables_map& vm, TrainOptions* a) {
   a->model_ema = vm.count("model-ema") > 0;
-  if (vm.count("norm-weight-decay") && !(a->norm_wd >= 0))
-    return "--norm-weight-decay " + (std::ostringstream() << a->norm_wd).str() + ": must be 0 or more";
   const std::tuple<const char*, const char*, int*, int*> aliases[] = {
       {"train-crop-size", "size", &a->train_crop_size, &a->size},
       {"val-resize-size", "val-resize", &a->val_resize_size, &a->val_resize},
@@ -268,7 +222,10 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   TrainOptions a;
   const std::string program = argc > 0 && argv[0] && *argv[0] ? argv[0] : "train";
-  po::options_description opts = Options(&a);
+  po::options_description opts("Options");
+  OptionFlags flags(&opts);
+  Options(&a, &flags);
+  opts.add_options()("help,h", "show this help and exit")("version", "show the version and exit");
   po::options_description hidden;
   po::positional_options_description pos;
   const std::string synopsis = "--data DB --val DB --output DIR [options]";
@@ -333,9 +290,14 @@ int main(int argc, char** argv) {
   a.quiet = vm.count("quiet") > 0;
   a.overwrite = vm.count("overwrite") > 0;
   if (std::string problem = TakeReferenceFlags(vm, &a); !problem.empty()) return cli::UsageError(problem);
-  // Every option is checked before any work or output (docs/USAGE.md).
+  // Every option is checked before any work or output (docs/USAGE.md):
+  // each value against its row of the option table, then the rules that
+  // join several.
+  const std::set<std::string> unchecked = a.evaluate ? std::set<std::string>{"epochs"} : std::set<std::string>{};
+  if (std::string problem = flags.Problem(vm, unchecked); !problem.empty()) return cli::UsageError(problem);
   if (std::string problem = UsageProblem(a, torch::cuda::is_available()); !problem.empty())
     return cli::UsageError(problem);
+  if (a.device == "auto") a.device = torch::cuda::is_available() ? "cuda" : "cpu";
   if (std::string refused = RefusedOutput(a); !refused.empty()) return cli::UsageError(refused);
   // An --output (for --evaluate: the folder of its rows) that cannot be
   // made or written is the environment's failure, found before any work.

@@ -77,6 +77,7 @@ struct TrainOptions {
   int64_t seed = 0, max_steps = 0, checkpoint_every = 0, stop_at_step = 0;
   double checkpoint_minutes = 0;
   std::string log_samples;
+  std::string recipe;  // --recipe (expanded before parsing: ExpandRecipes)
   int save_predictions = 0;  // write the first N validation samples' inputs, outputs, targets (.npy)
   std::string cache_dir;      // s3:// datasets: node-local block cache
   double cache_limit_mb = 0;

@@ -259,4 +259,5 @@ PYBIND11_MODULE(_imagepack, m) {
       "(labels of `other` as indices of `reference`, reference classes `other` lacks, a one-line description); "
       "ValueError naming the first class of `other` that `reference` lacks (classes.h).");
   BindOrder(m);
+  BindOptionTable(m);
 }

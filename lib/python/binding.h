@@ -60,5 +60,6 @@ void BindLoader(py::module_& m);
 void BindLoaderOptions(py::module_& m);
 void BindDataset(py::module_& m);
 void BindOrder(py::module_& m);
+void BindOptionTable(py::module_& m);
 
 }  // namespace imagepack::binding

@@ -11,6 +11,7 @@
 #include "imagepack/augment.h"
 #include "imagepack/loader.h"
 #include "imagepack/mix.h"
+#include "imagepack/option_table.h"
 
 namespace imagepack::binding {
 namespace {
@@ -217,6 +218,42 @@ void BindLoaderOptions(py::module_& m) {
             o.filter = v == "bicubic" ? ResampleFilter::kCatmullRom : ResampleFilter::kTriangle;
           })
       .def_readwrite("min_box_visible", &O::min_box_visible);
+}
+
+// The option table (imagepack/option_table.h) as Python reads it: one dict
+// a row, and the table's own check of a value, so that the script's
+// refusals are the C++ trainer's word for word.
+void BindOptionTable(py::module_& m) {
+  m.def("option_table", [] {
+    static const char* const kKinds[] = {"int", "real", "text", "choice", "switch", "list"};
+    py::list rows;
+    for (const OptionSpec& s : OptionTable()) {
+      py::dict d;
+      d["name"] = s.name;
+      d["short"] = s.short_name ? std::string(1, s.short_name) : std::string();
+      d["kind"] = kKinds[static_cast<int>(s.kind)];
+      d["default"] = s.fallback;
+      d["choices"] = OptionChoices(s);
+      d["range"] = s.range.says ? py::object(py::str(s.range.says)) : py::object(py::none());
+      d["help"] = s.help;
+      d["train"] = bool(s.surfaces & kTrainFlag);
+      d["script"] = bool(s.surfaces & kScriptFlag);
+      d["loader"] = bool(s.surfaces & kLoaderKeyword);
+      d["implicit"] = s.implicit;
+      d["keyword"] = OptionKeyword(s);
+      rows.append(d);
+    }
+    return rows;
+  });
+  m.def(
+      "option_problem",
+      [](const std::string& name, py::object value) -> std::string {
+        const OptionSpec* spec = FindOption(name);
+        if (!spec) Raise(Status::InvalidArgument("no option " + name + " in the option table"));
+        if (py::isinstance<py::str>(value)) return OptionChoiceProblem(*spec, value.cast<std::string>());
+        return OptionProblem(*spec, value.cast<double>());
+      },
+      "\"\" when VALUE is within the option's range or choices, else the trainers' refusal.");
 }
 
 }  // namespace imagepack::binding

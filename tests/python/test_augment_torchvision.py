@@ -455,7 +455,7 @@ def test_trainer_flags_train_the_same_weights_every_run(jpeg_db, tmp_path):
         rc, second, out = _trainer_run(jpeg_db, tmp_path / ("b%d" % k), *flags)
         assert rc == 0, out
         assert first == second and first != plain, (flags, first, second, plain)
-    for flags, message in ((["--auto-augment", "autoaugment"], "unknown --auto-augment"),
+    for flags, message in ((["--auto-augment", "autoaugment"], "--auto-augment autoaugment: must be"),
                            (["--ra-magnitude", "31"], "--ra-magnitude 31"),
                            (["--augmix-severity", "0"], "--augmix-severity 0"),
                            (["--random-erase", "2"], "--random-erase 2"),

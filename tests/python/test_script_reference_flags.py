@@ -319,7 +319,7 @@ BAD = [(["--mixup-alpha", "-1"], "--mixup-alpha"), (["--cutmix-alpha", "-0.5"], 
        (["--model-ema-steps", "0"], "--model-ema-steps"), (["--lr-warmup-decay", "0"], "--lr-warmup-decay"),
        (["--lr-warmup-decay", "1.5"], "--lr-warmup-decay"), (["--lr-warmup-epochs", "-1"], "--lr-warmup-epochs"),
        (["--lr-warmup-method", "cubic"], "--lr-warmup-method"), (["--norm-weight-decay", "-1"], "--norm-weight-decay"),
-       (["--clip-grad-norm", "0"], "--clip-grad-norm"), (["--ra-magnitude", "31"], "--ra-magnitude"),
+       (["--clip-grad-norm", "-1"], "--clip-grad-norm"), (["--ra-magnitude", "31"], "--ra-magnitude"),
        (["--augmix-severity", "0"], "--augmix-severity"), (["--random-erase", "2"], "--random-erase"),
        (["--auto-augment", "bogus"], "--auto-augment"), (["--interpolation", "nearest"], "--interpolation"),
        (["--train-crop-size", "32", "--size", "16"], "--train-crop-size"),
@@ -354,7 +354,7 @@ def test_a_recipe_file_is_flags_and_the_command_line_wins(dbs, tmp_path, capsys,
     a = parse(dbs, "--recipe", os.path.join(tmp_path.name, "mine.flags"), "--lr", "0.1", "--size", "16")
     assert (a.lr, a.mixup_alpha, a.size, a.model_ema, a.val_resize) == (0.1, 0.2, 16, True, 30)
     a = parse(dbs, "--recipe=" + str(recipe), "--val-resize", "20")  # the other spellings
-    assert (a.lr, a.size, a.val_resize, a.val_resize_size) == (0.3, 24, 20, None)
+    assert (a.lr, a.size, a.val_resize, a.val_resize_size) == (0.3, 24, 20, 0)
     recipe.write_text("--lr 0.3\n--no-such-flag 1\n")
     with pytest.raises(SystemExit) as e:
         parse(dbs, "--recipe", str(recipe))

@@ -313,13 +313,13 @@ def test_evaluate_rows_go_to_evaluations_jsonl_naming_the_val_set_and_epoch(db, 
 
 
 BAD_OPTIONS = [
-    (["--schedule", "cosin"], "unknown --schedule 'cosin'"),
+    (["--schedule", "cosin"], "--schedule cosin: must be step, cosine"),
     (["--arch", "resnet19"], "unknown --arch 'resnet19'"),
     (["--weights", "0.5,0.5"], "--weights 0.5,0.5 has 2 values for 1 --data"),
     (["--res-schedule", "160,192"], "--res-schedule"),
     (["--device", "cuda"], "--device cuda"),
-    (["--task", "detection"], "unknown --task"),
-    (["--order", "sorted"], "unknown --order"),
+    (["--task", "detection"], "--task detection: must be"),
+    (["--order", "sorted"], "--order sorted: must be"),
     (["--epochs", "0"], "--epochs 0"),
     (["--batch-size", "0"], "--batch-size 0"),
     (["--label-smoothing", "1.5"], "--label-smoothing"),

@@ -535,7 +535,7 @@ TEST(ReferenceFlags, BadValuesAreUsageErrorsNamingTheFlag) {
       {"--lr-warmup-decay 0", "--lr-warmup-decay 0: must be in (0, 1]"},
       {"--lr-warmup-decay 1.5", "--lr-warmup-decay 1.5: must be in (0, 1]"},
       {"--lr-warmup-epochs -1", "--lr-warmup-epochs -1: must be 0 (off) or more"},
-      {"--lr-warmup-method cosine", "--lr-warmup-method cosine: linear or constant"},
+      {"--lr-warmup-method cosine", "--lr-warmup-method cosine: must be constant or linear"},
       {"--lr-warmup-epochs 2 --schedule onecycle", "--lr-warmup-epochs: torchvision's warm-up precedes"},
       {"--lr-warmup-epochs 2 --warmup-epochs 1", "give one"},
       {"--clip-grad-norm -1", "--clip-grad-norm -1: must be 0 (off) or more"},

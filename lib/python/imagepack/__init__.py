@@ -28,6 +28,7 @@ import sys
 import numpy as np
 
 from . import _imagepack
+from . import options
 
 __all__ = ["Loader", "Dataset", "open", "CorruptionError", "epoch_indices", "match_classes", "ClassMatch",
            "distributed_env", "resolution", "TRANSFORMS", "IMAGENET_MEAN", "IMAGENET_STD", "EpochSampler"]
@@ -47,13 +48,8 @@ TRANSFORMS = tuple(_TRANSFORMS)
 # Loader's keyword options that go to the C++ LoaderOptions as they are
 # (the others are set from the arguments: paths, batch_size, size,
 # transform, scale, ratio, shuffle, rank, world_size, even_partition,
-# cache_dir).
-_LOADER_OPTIONS = ("in_ram", "lock_in_ram", "cache_limit_mb", "ca_file", "eval_resize", "pad", "crop_size", "channels",
-                   "layout", "seed", "order", "block_mb", "window_blocks", "io_threads", "read_chunk_mb", "drop_last",
-                   "threads", "prefetch", "on_corrupt", "dct_scaling", "dct", "vflip", "min_box_visible",
-                   "auto_augment", "ra_magnitude", "ra_num_ops", "ra_num_magnitude_bins", "augmix_severity",
-                   "augmix_width", "augmix_depth", "augmix_alpha", "random_erase", "random_erase_value",
-                   "interpolation")
+# cache_dir): the option table's rows for the Loader (options.py).
+_LOADER_OPTIONS = options.loader_keywords()
 
 
 def _paths(paths):
@@ -471,7 +467,9 @@ class Loader:
         does differently (num_workers=, collate_fn=, sampler=, ...) are a
         TypeError saying what to use instead.
     The defaults of the options above are the C++ LoaderOptions' own:
-        Loader.options_defaults() lists them.
+        Loader.options_defaults() lists them. Every keyword option, from
+        the option table (imagepack.options), with its default:
+<the table's rows>
 
     A batch handed out is the caller's until it is dropped: its memory is
     one of the loader's batch buffers, which goes back to the loader only
@@ -909,6 +907,9 @@ class Loader:
 
 
 _IMAGE_FORMS = ("numpy", "pil", "tensor")
+
+
+Loader.__doc__ = Loader.__doc__.replace("<the table's rows>\n", options.loader_doc() + "\n")
 
 
 class Dataset:
