@@ -56,6 +56,7 @@ void Options(TrainOptions* o, OptionFlags* f) {
   f->Bind("augmix-severity", &a.augmix_severity);
   f->Bind("random-erase", &a.random_erase);
   f->Bind("interpolation", &a.interpolation);
+  f->Bind("hflip", &a.hflip);
   f->Switch("zero-init-residual");
   f->Bind("mixup-alpha", &a.mixup_alpha);
   f->Bind("cutmix-alpha", &a.cutmix_alpha);

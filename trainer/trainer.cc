@@ -286,6 +286,7 @@ void Trainer::SetUpLoaders() {
   lo_.pad = 2;
   lo_.layout = o_.channels_last ? Layout::kNHWC : Layout::kNCHW;
   LoaderOptions vo = lo_;  // before the training-only augmentations
+  lo_.hflip = o_.hflip;
   ParseAutoAugment(o_.auto_augment, &lo_.augment.kind);  // checked in run_checks
   lo_.augment.ra_magnitude = o_.ra_magnitude;
   lo_.augment.augmix_severity = o_.augmix_severity;

@@ -56,6 +56,7 @@ struct TrainOptions {
   std::string interpolation = "bilinear";  // the crops' resampling: bilinear | bicubic
   int ra_magnitude = 9, augmix_severity = 3;
   double random_erase = 0;
+  double hflip = 0.5;  // the training crops' horizontal flips (LoaderOptions::hflip)
   // torchvision's reference flags (docs/TRAINING.md, "torchvision's
   // reference flags"): batch mixing, the EMA of the weights, the lr
   // warm-up, norm layers' weight decay, gradient clipping.

@@ -150,6 +150,7 @@ void BindLoaderOptions(py::module_& m) {
           "pinned", [](const O& o) { return o.pinned_alloc != nullptr; }, [](O& o, bool v) { SetPinned(o, v); })
       .def_readwrite("norm_mean", &O::norm_mean)
       .def_readwrite("norm_std", &O::norm_std)
+      .def_readwrite("hflip", &O::hflip)
       .def_readwrite("vflip", &O::vflip)
       .def_property(
           "auto_augment", [](const O& o) { return std::string(AutoAugmentName(o.augment.kind)); },

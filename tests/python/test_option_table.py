@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import imagepack
@@ -35,7 +36,8 @@ BAD = [
     ("norm-weight-decay", "-1", "0 or more"), ("clip-grad-norm", "-1", "0 (off) or more"),
     ("train-crop-size", "-1", "0 (the default) to 16384"), ("val-crop-size", "99999", "0 (--size) to 16384"),
     ("val-resize-size", "-5", "0 (automatic) to 16384"),
-    ("interpolation", "nearest", "bilinear or bicubic"), ("order", "sideways", "random, blocks, auto or sequential"),
+    ("interpolation", "nearest", "bilinear or bicubic"), ("hflip", "1.5", "in [0, 1]"),
+    ("order", "sideways", "random, blocks, auto or sequential"),
     ("task", "detection", "classification, segmentation or restoration"),
     ("schedule", "linear", "step, cosine, onecycle or triangular"), ("lr-warmup-method", "exp", "constant or linear"),
     ("auto-augment", "autoaug", "ta_wide, ra, imagenet, cifar10, svhn, augmix or none"),
@@ -138,3 +140,32 @@ def test_a_row_refused_by_the_table_check_is_named():
         imagepack._imagepack.option_problem("no-such-option", 1)
     assert imagepack._imagepack.option_problem("ra-magnitude", 30) == ""
     assert imagepack._imagepack.option_problem("ra-magnitude", float("nan")) == "--ra-magnitude nan: must be 0 to 30"
+
+
+def _epoch(db, **kw):
+    loader = imagepack.Loader(db, batch_size=30, size=32, threads=1, seed=5, rank=0, world_size=1, as_torch=False,
+                              scale=(1, 1), ratio=(1, 1), **kw)
+    images = np.concatenate([x for x, _ in loader])
+    return images.astype(np.int16)
+
+
+def test_hflip_added_as_one_row_flips_with_its_probability(raw_db):
+    """hflip came in as a row of the table (plus its use): 0 never flips, 1
+    always does (each sample the mirror of its unflipped crop), 0.3 flips
+    about 30% of the samples, and 0.5 is the loader's draw before the
+    option existed (the default's batches unchanged)."""
+    never, always = _epoch(raw_db, hflip=0.0), _epoch(raw_db, hflip=1.0)
+    mirrored = never[..., ::-1]
+    # a one-pixel shift where the centred box's margin is odd: compare crops
+    assert np.abs(always[..., 2:-2] - mirrored[..., 2:-2]).mean() < 2.0
+    assert np.abs(always - never).mean() > 10  # the images are not symmetric
+
+    def flipped(images):
+        return [bool(np.abs(a - m).mean() < np.abs(a - n).mean()) for a, n, m in zip(images, never, mirrored)]
+    some = flipped(_epoch(raw_db, hflip=0.3))
+    assert 12 <= sum(some) <= 42, sum(some)  # 90 samples, Binomial(90, 0.3): mean 27, sd 4.3
+    default = _epoch(raw_db)
+    assert np.array_equal(default, _epoch(raw_db, hflip=0.5))
+    assert 30 <= sum(flipped(default)) <= 60
+    with pytest.raises(ValueError, match="hflip must be in"):
+        imagepack.Loader(raw_db, batch_size=2, size=8, hflip=1.5)

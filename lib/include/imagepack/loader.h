@@ -115,6 +115,10 @@ struct LoaderOptions {
   // false, the accurate one that Pillow, torchvision and OpenCV use (their
   // pixels exactly; cost in docs/LOADER.md). Python: dct="fast"|"accurate".
   bool fast_dct = true;
+  // Training transforms: the probability of a horizontal flip (timm's
+  // --hflip; 0 for digits and text). At 1/2 the flip is the draw's lowest
+  // bit, as it always was, so runs repeat those made before the option.
+  double hflip = 0.5;
   // Training transforms: also flip vertically, with probability 1/2, drawn
   // from the sample's own RNG after everything else (so turning it on
   // leaves the crops and horizontal flips as they were).

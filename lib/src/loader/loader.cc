@@ -438,6 +438,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
     return Status::InvalidArgument("block and read chunk at most 1024 MB, window at most 65536 blocks");
   IMAGEPACK_RETURN_IF_ERROR(CheckAugmentOptions(o.augment));
   if (!(o.erase.p >= 0 && o.erase.p <= 1)) return Status::InvalidArgument("random erasing's p must be in [0, 1]");
+  if (!(o.hflip >= 0 && o.hflip <= 1)) return Status::InvalidArgument("hflip must be in [0, 1]");
   IMAGEPACK_RETURN_IF_ERROR(CheckOutputSize(o, o.size));
   // Records are read with pread, from storage or from the in-RAM copy
   // (each worker thread has its own cursor, and a record is done with

@@ -104,6 +104,8 @@ std::vector<OptionSpec> MakeTable() {
       {"random-erase", 0, K::kReal, "0", "", Within(0, 1, "in [0, 1]"), "RandomErasing's probability per sample",
        kAll},
       {"interpolation", 0, K::kChoice, "bilinear", "bilinear,bicubic", None, "the training crops' resampling", kAll},
+      {"hflip", 0, K::kReal, "0.5", "", Within(0, 1, "in [0, 1]"),
+       "probability of a horizontal flip in the training transforms (timm's --hflip; 0 for digits and text)", kAll},
       // torchvision's reference flags (docs/TRAINING.md).
       {"mixup-alpha", 0, K::kReal, "0", "", AtLeast(0, "0 (off) or more"),
        "mixup: each batch blended with itself rolled by one, lambda ~ Beta(A, A), soft targets (0: off)", kBoth},

@@ -19,6 +19,15 @@ void FlipRows(uint8_t* data, int planes, int rows, size_t row_bytes) {
   }
 }
 
+// A horizontal flip with probability p, from one draw: at 1/2 its lowest
+// bit (the loader's draw before LoaderOptions::hflip existed), else its top
+// 53 bits as a uniform in [0, 1).
+bool DrawFlip(double p, SplitMix64& rng) {
+  const uint64_t r = rng.Next();
+  if (p == 0.5) return r & 1;
+  return double(r >> 11) * 0x1.0p-53 < p;
+}
+
 }  // namespace
 
 SampleOptions SampleOptions::Of(const LoaderOptions& o) {
@@ -34,6 +43,7 @@ SampleOptions SampleOptions::Of(const LoaderOptions& o) {
   r.dct_scaling = o.dct_scaling;
   r.fast_dct = o.fast_dct;
   r.vflip = o.vflip;
+  r.hflip = o.hflip;
   r.layout = o.layout;
   r.augment = o.augment;
   r.erase = o.erase;
@@ -65,12 +75,12 @@ Status SampleRenderer::Render(const RecordView& rec, int64_t index, uint64_t epo
   switch (o_.transform) {
     case TransformKind::kTrain:
       box = RandomResizedCropBox(W, H, o_.scale_min, o_.scale_max, o_.ratio_min, o_.ratio_max, rng);
-      flip = rng.Next() & 1;
+      flip = DrawFlip(o_.hflip, rng);
       break;
     case TransformKind::kEval: box = CenterCropBox(W, H, o_.size, o_.eval_resize); break;
     case TransformKind::kPadCrop:
       box = PaddedRandomCropBox(W, H, crop, o_.pad, rng);
-      flip = rng.Next() & 1;
+      flip = DrawFlip(o_.hflip, rng);
       break;
     case TransformKind::kPadCropEval: box = {(W - crop) / 2, (H - crop) / 2, crop, crop}; break;
   }

@@ -22,6 +22,7 @@ struct SampleOptions {
   int size = 224, crop_size = 0, eval_resize = 0, pad = 4;
   double scale_min = 0.08, scale_max = 1.0, ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;
   bool dct_scaling = true, fast_dct = true, vflip = false;
+  double hflip = 0.5;  // LoaderOptions::hflip
   Layout layout = Layout::kNCHW;
   AugmentOptions augment;  // train transforms: after the crop and flips
   EraseOptions erase;
