@@ -12,23 +12,17 @@
 # Data: the trees bench_pack.sh makes (20,000 resized JPEGs, 2000 photos),
 # bench_resize.sh's 1000 photos and bench_loader.sh's JPEG LMDB; made
 # first where missing.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 [ $# -ge 2 ] || { echo "usage: $0 BUILD_A BUILD_B [--rounds N] [--no-train]" >&2; exit 2; }
 A=$1 B=$2
 shift 2
 ROUNDS=5 TRAIN=1
-while [ $# -gt 0 ]; do
-  case $1 in
-    --rounds) ROUNDS=$2; shift 2;;
-    --no-train) TRAIN=0; shift;;
-    *) echo "usage: $0 BUILD_A BUILD_B [--rounds N] [--no-train]" >&2; exit 2;;
-  esac
-done
+bench_options "BUILD_A BUILD_B [--rounds N] [--no-train]" --rounds=ROUNDS --no-train=TRAIN=0 -- "$@"
 for b in "$A" "$B"; do
   [ -x "$b/tools/pack_lmdb" ] || { echo "$0: no tools in $b (build it first)" >&2; exit 2; }
 done
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
+bench_work
 PHOTOS=$WORK/photos-2000
 RESIZED=$WORK/resized-20000
 LOADER_DB=/dev/shm/imagepack-bench-loader/jpeg.lmdb
@@ -42,8 +36,6 @@ OUT=/dev/shm/imagepack-bench-ab
 TMP=$(mktemp -d /tmp/imagepack-bench-ab-XXXXXX)
 trap 'rm -rf "$OUT" "$TMP"' EXIT
 declare -A T
-secs() { local s; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN {print b - a}'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # Seconds per step of `train` (steps 3.. of --max-steps), from its metrics.
 train_step() {
   rm -rf "$TMP/r18"
@@ -59,19 +51,19 @@ loader_rate() { "$1/tools/bench_loader" "$LOADER_DB" --batches 40 | sed -n 's/.*
 round() {
   local bin=$1/tools k=$2
   rm -rf "$OUT"; mkdir -p "$OUT"
-  T[resize$k]+="$(secs "$bin/resize_imagenet" "$WORK/photos-1000" "$OUT/resized" --max-size 256 -q) "
+  T[resize$k]+="$(secs_any "$bin/resize_imagenet" "$WORK/photos-1000" "$OUT/resized" --max-size 256 -q) "
   rm -rf "$OUT/resized"
-  T[jl$k]+="$(secs "$bin/pack_lmdb" "$RESIZED" "$OUT/j.lmdb" -q) "
-  T[jb$k]+="$(secs "$bin/pack_lmdb" "$RESIZED" "$OUT/j.blob" --format blob -q) "
+  T[jl$k]+="$(secs_any "$bin/pack_lmdb" "$RESIZED" "$OUT/j.lmdb" -q) "
+  T[jb$k]+="$(secs_any "$bin/pack_lmdb" "$RESIZED" "$OUT/j.blob" --format blob -q) "
   rm -f "$OUT/j.blob"
-  T[rb$k]+="$(secs "$bin/pack_lmdb" "$RESIZED" "$OUT/r.blob" --encoding raw --format blob -q) "
-  T[conv$k]+="$(secs "$bin/pack_lmdb" "$OUT/j.lmdb" "$OUT/c.blob" --format blob --max-size 128 -q) "
+  T[rb$k]+="$(secs_any "$bin/pack_lmdb" "$RESIZED" "$OUT/r.blob" --encoding raw --format blob -q) "
+  T[conv$k]+="$(secs_any "$bin/pack_lmdb" "$OUT/j.lmdb" "$OUT/c.blob" --format blob --max-size 128 -q) "
   rm -f "$OUT/c.blob"
-  T[one$k]+="$(secs "$bin/pack_lmdb" "$PHOTOS" "$OUT/one.lmdb" --max-size 256 -q) "
+  T[one$k]+="$(secs_any "$bin/pack_lmdb" "$PHOTOS" "$OUT/one.lmdb" --max-size 256 -q) "
   rm -f "$OUT/one.lmdb"
-  T[v$k]+="$(secs "$bin/verify_db" "$OUT/j.lmdb" -q) "
-  T[vd$k]+="$(secs "$bin/verify_db" "$OUT/j.lmdb" --decode --stats -q) "
-  T[vr$k]+="$(secs "$bin/verify_db" "$OUT/r.blob" --stats -q) "
+  T[v$k]+="$(secs_any "$bin/verify_db" "$OUT/j.lmdb" -q) "
+  T[vd$k]+="$(secs_any "$bin/verify_db" "$OUT/j.lmdb" --decode --stats -q) "
+  T[vr$k]+="$(secs_any "$bin/verify_db" "$OUT/r.blob" --stats -q) "
   rm -f "$OUT/r.blob"
   T[load$k]+="$(loader_rate "$1") "
   [ "$TRAIN" = 1 ] && T[train$k]+="$(train_step "$1") "

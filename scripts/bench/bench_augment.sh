@@ -12,28 +12,12 @@
 # ROUNDS rounds, every configuration once a round, in turn; medians.
 #
 #   scripts/bench/bench_augment.sh [--rounds 3] [--batches 15] [--workers 2]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 ROUNDS=3 BATCHES=15 WORKERS=2
-while [ $# -gt 0 ]; do
-  case $1 in
-    --rounds) ROUNDS=$2; shift 2;;
-    --batches) BATCHES=$2; shift 2;;
-    --workers) WORKERS=$2; shift 2;;
-    *) echo "usage: $0 [--rounds R] [--batches N] [--workers W]" >&2; exit 2;;
-  esac
-done
-BUILD=${IMAGEPACK_BUILD_DIR:-build}
-BIN=$BUILD/tools
-[ -x "$BIN/pack_lmdb" ] || scripts/build.sh >/dev/null
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
-mkdir -p "$WORK"
-[ -d "$WORK/photos-2000" ] ||
-  /usr/bin/python3 scripts/make_photo_tree.py "$WORK/photos-2000" --images 2000 --classes 10 --seed 3 >/dev/null
-TREE=$WORK/resized-base
-[ -d "$TREE" ] || "$BIN/resize_imagenet" "$WORK/photos-2000" "$TREE" --max-size 256 -q >/dev/null
-DB=$WORK/resized-base.lmdb
-[ -e "$DB" ] || "$BIN/pack_lmdb" "$TREE" "$DB" -q >/dev/null
+bench_options "[--rounds R] [--batches N] [--workers W]" --rounds=ROUNDS --batches=BATCHES --workers=WORKERS -- "$@"
+bench_setup pack_lmdb
+bench_resized_base_lmdb
 find "$TREE" -type f -exec cat {} + >/dev/null
 cat "$DB" >/dev/null
 export PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH}
@@ -52,7 +36,6 @@ for _ in $(seq "$ROUNDS"); do
     done
   done
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 declare -A R
 for k in "${!RATES[@]}"; do
   # shellcheck disable=SC2086

@@ -9,40 +9,24 @@
 # ROUNDS rounds, accurate and fast alternated; medians and accurate/fast.
 #
 #   scripts/bench/bench_dct.sh [--rounds 3] [--threads 2]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 ROUNDS=3 THREADS=2
-while [ $# -gt 0 ]; do
-  case $1 in
-    --rounds) ROUNDS=$2; shift 2;;
-    --threads) THREADS=$2; shift 2;;
-    *) echo "usage: $0 [--rounds R] [--threads T]" >&2; exit 2;;
-  esac
-done
-BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
-[ -x "$BIN/pack_lmdb" ] || scripts/build.sh >/dev/null
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
-OUT=/dev/shm/imagepack-bench-dct
-mkdir -p "$WORK" "$OUT"
-trap 'rm -rf "$OUT"' EXIT
-[ -d "$WORK/photos-2000" ] ||
-  /usr/bin/python3 scripts/make_photo_tree.py "$WORK/photos-2000" --images 2000 --classes 10 --seed 3 >/dev/null
-TREE=$WORK/resized-base
-[ -d "$TREE" ] || "$BIN/resize_imagenet" "$WORK/photos-2000" "$TREE" --max-size 256 -q >/dev/null
+bench_options "[--rounds R] [--threads T]" --rounds=ROUNDS --threads=THREADS -- "$@"
+bench_setup pack_lmdb
+bench_out dct
+bench_resized_base
 "$BIN/pack_lmdb" "$TREE" "$OUT/jpeg.lmdb" -q --overwrite >/dev/null
 cat "$OUT/jpeg.lmdb" > /dev/null
 find "$TREE" -type f -exec cat {} + > /dev/null  # warm: the tree in the page cache
 
-secs() { local t0 t1; t0=$(date +%s.%N); "$@" > /dev/null 2>&1; t1=$(date +%s.%N); echo "$t1 - $t0" | bc -l; }
-rate() { sed -n 's/.*: \([0-9.]*\) images\/s.*/\1/p' | head -1; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 n=$(find "$TREE" -type f | wc -l)
 declare -A res
 for r in $(seq "$ROUNDS"); do
   for dct in accurate fast; do
-    s=$(secs "$BIN/pack_lmdb" "$TREE" "$OUT/raw.blob" -q --overwrite --encoding raw --format blob --threads "$THREADS" --dct "$dct")
+    s=$(secs_any "$BIN/pack_lmdb" "$TREE" "$OUT/raw.blob" -q --overwrite --encoding raw --format blob --threads "$THREADS" --dct "$dct")
     res[pack_$dct]+="$(echo "$n / $s" | bc -l) "
-    s=$(secs "$BIN/verify_db" "$OUT/jpeg.lmdb" -q --decode --threads "$THREADS" --dct "$dct")
+    s=$(secs_any "$BIN/verify_db" "$OUT/jpeg.lmdb" -q --decode --threads "$THREADS" --dct "$dct")
     res[verify_$dct]+="$(echo "$n / $s" | bc -l) "
     for t in train eval; do
       v=$("$BIN/bench_loader" "$OUT/jpeg.lmdb" --transform "$t" --threads "$THREADS" --batch 64 --epochs 2 --dct "$dct" | rate)
@@ -56,7 +40,7 @@ echo "| step | accurate | fast | accurate / fast |"
 echo "|---|---:|---:|---:|"
 for k in pack verify loader_train loader_eval; do
   # shellcheck disable=SC2086
-  a=$(median ${res[${k}_accurate]}) f=$(median ${res[${k}_fast]})
+  a=$(median_mean ${res[${k}_accurate]}) f=$(median_mean ${res[${k}_fast]})
   case $k in
     pack) what="pack_lmdb --encoding raw (blob)";;
     verify) what="verify_db --decode";;

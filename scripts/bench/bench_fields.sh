@@ -13,17 +13,13 @@
 # change's effect on them, side by side).
 #
 #   scripts/bench/bench_fields.sh [--images 4000] [--rounds 3] [--batches 12] [--before BUILD]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 IMAGES=4000 ROUNDS=3 BATCHES=12 BEFORE=
-while [ $# -gt 0 ]; do
-  case $1 in
-    --images) IMAGES=$2; shift 2;; --rounds) ROUNDS=$2; shift 2;; --batches) BATCHES=$2; shift 2;;
-    --before) BEFORE=$(cd "$2/python" && pwd); shift 2;;
-    *) echo "usage: $0 [--images N] [--rounds R] [--batches B] [--before BUILD]" >&2; exit 2;;
-  esac
-done
-BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
+bench_options "[--images N] [--rounds R] [--batches B] [--before BUILD]" \
+  --images=IMAGES --rounds=ROUNDS --batches=BATCHES --before=BEFORE -- "$@"
+[ -z "$BEFORE" ] || BEFORE=$(cd "$BEFORE/python" && pwd)
+bench_tools
 export PYTHONPATH=$(cd "${IMAGEPACK_BUILD_DIR:-build}/python" && pwd)
 WORK=${BENCH_DIR:-/tmp/imagepack-bench}/fields-$IMAGES
 DB=/dev/shm/imagepack-bench-fields-$IMAGES
@@ -46,13 +42,7 @@ mkdir -p "$DB"
 cat "$DB"/* > /dev/null
 CORES=$(nproc)
 declare -A R M
-rate() { sed -n 's/.*: \([0-9.]*\) samples\/s.*/\1/p' | head -1; }
-mib() { sed -n 's/.*peak RSS \([0-9]*\) MiB.*/\1/p' | head -1; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-take() {  # KEY CMD...: one timed run
-  local out; out=$("${@:2}")
-  R[$1]+="$(echo "$out" | rate) "; M[$1]=$(echo "$out" | mib)
-}
+rate() { sed -n 's/.*: \([0-9.]*\) samples\/s.*/\1/p' | head -1; }  # samples/s, not images/s
 for r in $(seq "$ROUNDS"); do
   take img $PY loader imagepack "$DB/image.lmdb" --batches "$BATCHES"
   take msk $PY loader imagepack "$DB/mask.lmdb" --batches "$BATCHES"

@@ -19,31 +19,17 @@
 #
 # Without --tree: bench_pack.sh's tree of 20,000 resized photos (made by
 # bench_pack.sh when missing).
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 TREE= ROUNDS=3 THREADS=0 SIZE=224
-while [ $# -gt 0 ]; do
-  case $1 in
-    --tree) TREE=$2; shift 2;;
-    --rounds) ROUNDS=$2; shift 2;;
-    --threads) THREADS=$2; shift 2;;
-    --size) SIZE=$2; shift 2;;
-    *) echo "usage: $0 [--tree DIR] [--rounds R] [--threads N] [--size PX]" >&2; exit 2;;
-  esac
-done
-BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
-[ -x "$BIN/pack_lmdb" ] || scripts/build.sh >/dev/null
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
-if [ -z "$TREE" ]; then
-  TREE=$WORK/resized-20000
-  [ -d "$TREE" ] || scripts/bench/bench_pack.sh --files 20000 --rounds 1 --only jpeg >/dev/null
-fi
+bench_options "[--tree DIR] [--rounds R] [--threads N] [--size PX]" \
+  --tree=TREE --rounds=ROUNDS --threads=THREADS --size=SIZE -- "$@"
+bench_setup pack_lmdb
+[ -n "$TREE" ] || bench_resized 20000
 MODS=${IMAGEPACK_DUCKDB_NODE_MODULES:-$PWD/build/npm/node_modules}
 [ -d "$MODS/@duckdb/node-api" ] || { echo "bench_formats: no @duckdb/node-api in $MODS (npm install --prefix build/npm @duckdb/node-api)" >&2; exit 1; }
-OUT=/dev/shm/imagepack-bench-formats
-[ -d /dev/shm ] || OUT=$WORK/formats-out
-rm -rf "$OUT" && mkdir -p "$OUT/tf" "$OUT/tfgz" "$OUT/pq"
-trap 'rm -rf "$OUT"' EXIT
+bench_out formats
+mkdir -p "$OUT/tf" "$OUT/tfgz" "$OUT/pq"
 TREE=$(cd "$TREE" && pwd)
 
 # TFRecords, plain and gzipped: label counted from 1, image/filename the tree's path.
@@ -83,23 +69,15 @@ ln -s "$MODS" "$OUT/pq/node_modules"
 node "$OUT/pq/write.mjs"
 find "$TREE" "$OUT" -type f -exec cat {} + >/dev/null
 
-secs() { local s; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || { echo "bench_formats: failed: $*" >&2; exit 1; }
-         awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN {print b - a}'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 declare -A T
-timed() {  # NAME SRC: median seconds of ROUNDS packs of SRC into $OUT/NAME.lmdb
-  local ts=()
-  for _ in $(seq "$ROUNDS"); do
-    rm -rf "$OUT/$1.lmdb"
-    ts+=("$(secs "$BIN/pack_lmdb" "$2" "$OUT/$1.lmdb" -q --threads "$THREADS")")
-  done
-  T[$1]=$(median "${ts[@]}")
+pack() {  # NAME SRC: median seconds of ROUNDS packs of SRC into $OUT/NAME.lmdb
+  timed "$1" "$OUT/$1.lmdb" "$BIN/pack_lmdb" "$2" "$OUT/$1.lmdb" -q --threads "$THREADS"
 }
-timed tree "$TREE"
-timed tfrecord "$OUT/tf/train-{00000..00007}-of-00008"
-timed tfrecord_gz "$OUT/tfgz/train-{00000..00007}-of-00008"
-timed parquet_snappy "$OUT/pq/train-snappy.parquet"
-timed parquet_zstd "$OUT/pq/train-zstd.parquet"
+pack tree "$TREE"
+pack tfrecord "$OUT/tf/train-{00000..00007}-of-00008"
+pack tfrecord_gz "$OUT/tfgz/train-{00000..00007}-of-00008"
+pack parquet_snappy "$OUT/pq/train-snappy.parquet"
+pack parquet_zstd "$OUT/pq/train-zstd.parquet"
 # Every import holds the tree's records: paths, bytes, labels.
 /usr/bin/python3 - "$OUT" <<'EOF'
 import sys

@@ -8,35 +8,21 @@
 # B's speed relative to A's.
 #
 #   scripts/bench/bench_import_ab.sh BUILD_A BUILD_B [--files 20000] [--rounds 5]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 [ $# -ge 2 ] || { echo "usage: $0 BUILD_A BUILD_B [--files N] [--rounds R]" >&2; exit 2; }
 A=$1/tools B=$2/tools
 shift 2
 FILES=20000 ROUNDS=5
-while [ $# -gt 0 ]; do
-  case $1 in
-    --files) FILES=$2; shift 2;;
-    --rounds) ROUNDS=$2; shift 2;;
-    *) echo "usage: $0 BUILD_A BUILD_B [--files N] [--rounds R]" >&2; exit 2;;
-  esac
-done
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
-TREE=$WORK/resized-$FILES
-OUT=/dev/shm/imagepack-bench-import-ab
-[ -d /dev/shm ] || OUT=$WORK/import-ab-out
-mkdir -p "$WORK"
-[ -d "$TREE" ] || scripts/bench/bench_pack.sh --files "$FILES" --rounds 1 --only jpeg >/dev/null
-rm -rf "$OUT" && mkdir -p "$OUT"
-trap 'rm -rf "$OUT"' EXIT
+bench_options "BUILD_A BUILD_B [--files N] [--rounds R]" --files=FILES --rounds=ROUNDS -- "$@"
+bench_work
+bench_resized "$FILES"
+bench_out import-ab
 /usr/bin/python3 scripts/bench/folder2lmdb.py "$TREE" "$OUT/f2l.lmdb" >/dev/null
 /usr/bin/python3 scripts/bench/wds_writer.py "$TREE" "$OUT/shards" >/dev/null
 "$B/export_db" "$OUT/f2l.lmdb" "$OUT/gz" --gzip -q 2>/dev/null || {
   "$B/pack_lmdb" "$OUT/f2l.lmdb" "$OUT/x.lmdb" -q && "$B/export_db" "$OUT/x.lmdb" "$OUT/gz" --gzip -q; }
 find "$TREE" "$OUT" -type f -exec cat {} + >/dev/null
-secs() { local s; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || { echo "bench_import_ab: failed: $*" >&2; exit 1; }
-         awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN {print b - a}'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "bench_import_ab: $FILES files from $TREE; A=$A B=$B; $(nproc) cores; median of $ROUNDS interleaved rounds"
 printf '%-34s %9s %9s %9s\n' "import" "A s" "B s" "B vs A"
 for src in f2l.lmdb shards gz; do

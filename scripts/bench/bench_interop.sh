@@ -10,37 +10,15 @@
 # the Python converter that makes the same kind of output.
 #
 #   scripts/bench/bench_interop.sh [--files 20000] [--rounds 3]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 FILES=20000 ROUNDS=3
-while [ $# -gt 0 ]; do
-  case $1 in
-    --files) FILES=$2; shift 2;;
-    --rounds) ROUNDS=$2; shift 2;;
-    *) echo "usage: $0 [--files N] [--rounds R]" >&2; exit 2;;
-  esac
-done
-BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
-[ -x "$BIN/export_db" ] || scripts/build.sh >/dev/null
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
-TREE=$WORK/resized-$FILES
-OUT=/dev/shm/imagepack-bench-interop
-[ -d /dev/shm ] || OUT=$WORK/interop-out
-mkdir -p "$WORK"
-[ -d "$TREE" ] || scripts/bench/bench_pack.sh --files "$FILES" --rounds 1 --only jpeg >/dev/null
+bench_options "[--files N] [--rounds R]" --files=FILES --rounds=ROUNDS -- "$@"
+bench_setup export_db
+bench_resized "$FILES"
 find "$TREE" -type f -exec cat {} + >/dev/null
 COUNT=$(find "$TREE" -type f | wc -l)
-rm -rf "$OUT" && mkdir -p "$OUT"
-trap 'rm -rf "$OUT"' EXIT
-secs() { local s; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || { echo "bench_interop: failed: $*" >&2; exit 1; }
-         awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN {print b - a}'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-timed() {  # NAME CLEAN CMD...: median seconds of ROUNDS runs, CLEAN removed before each
-  local name=$1 clean=$2; shift 2
-  local ts=()
-  for _ in $(seq "$ROUNDS"); do rm -rf "$clean"; ts+=("$(secs "$@")"); done
-  T[$name]=$(median "${ts[@]}")
-}
+bench_out interop
 declare -A T
 timed f2l "$OUT/f2l.lmdb" /usr/bin/python3 scripts/bench/folder2lmdb.py "$TREE" "$OUT/f2l.lmdb"
 timed import_f2l "$OUT/a.lmdb" "$BIN/pack_lmdb" "$OUT/f2l.lmdb" "$OUT/a.lmdb" -q

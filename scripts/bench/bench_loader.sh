@@ -6,14 +6,12 @@
 # (libjpeg-turbo full decodes per second x cores). Median of rounds.
 #
 #   scripts/bench/bench_loader.sh [--rounds 3] [--batches 20]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 ROUNDS=3 BATCHES=60
-while [ $# -gt 0 ]; do
-  case $1 in --rounds) ROUNDS=$2; shift 2;; --batches) BATCHES=$2; shift 2;; *) exit 2;; esac
-done
-BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
+bench_options "[--rounds R] [--batches B]" --rounds=ROUNDS --batches=BATCHES -- "$@"
+bench_tools
+bench_work
 TREE=$WORK/resized-20000
 [ -d "$TREE" ] || scripts/bench/bench_pack.sh --rounds 1 >/dev/null
 DB=/dev/shm/imagepack-bench-loader
@@ -28,8 +26,6 @@ grep -q records_per_value "$DB/jpeg.lmdb" 2>/dev/null || rm -f "$DB/jpeg.lmdb"
 cat "$DB"/* > /dev/null
 CORES=$(nproc)
 declare -A R
-rate() { sed -n 's/.*: \([0-9.]*\) images\/s.*/\1/p' | head -1; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for r in $(seq "$ROUNDS"); do
   R[jl]+="$("$BIN/bench_loader" "$DB/jpeg.lmdb" --batches "$BATCHES" | rate) "
   R[jr]+="$("$BIN/bench_loader" "$DB/jpeg.blob" --in-ram --batches "$BATCHES" | rate) "

@@ -16,19 +16,13 @@
 # read once (warm, as the local blob is).
 # Data: TREE (default: the 20,000 256-px JPEGs in 100 classes that
 # bench_storage.sh makes). RandomResizedCrop 224 + flip, batch 256, 2 threads.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 TREE=/tmp/imagepack-bench/resized-20000 LINKS="none 1gbit 200mbit rtt10 rtt50"
-while [ $# -gt 0 ]; do
-  case $1 in
-    --tree) TREE=$2; shift 2;;
-    --links) LINKS=$2; shift 2;;
-    *) echo "usage: $0 [--tree DIR] [--links \"none 1gbit 200mbit\"]" >&2; exit 2;;
-  esac
-done
+bench_options "[--tree DIR] [--links \"none 1gbit 200mbit\"]" --tree=TREE --links=LINKS -- "$@"
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (tc)" >&2; exit 2; }
 [ -d "$TREE" ] || { echo "$0: $TREE missing: run scripts/bench/bench_storage.sh once (it makes it)" >&2; exit 2; }
-BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
+bench_tools
 WORK=$(mktemp -d /tmp/ipk-s3bench.XXXXXX)
 PORT=19480
 cleanup() {

@@ -8,26 +8,12 @@
 # ROUNDS rounds, every configuration once a round, in turn; medians.
 #
 #   scripts/bench/bench_output.sh [--rounds 3] [--batches 15]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 ROUNDS=3 BATCHES=15
-while [ $# -gt 0 ]; do
-  case $1 in
-    --rounds) ROUNDS=$2; shift 2;;
-    --batches) BATCHES=$2; shift 2;;
-    *) echo "usage: $0 [--rounds R] [--batches N]" >&2; exit 2;;
-  esac
-done
-BUILD=${IMAGEPACK_BUILD_DIR:-build}
-BIN=$BUILD/tools
-[ -x "$BIN/pack_lmdb" ] || scripts/build.sh >/dev/null
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
-mkdir -p "$WORK"
-[ -d "$WORK/photos-2000" ] ||
-  /usr/bin/python3 scripts/make_photo_tree.py "$WORK/photos-2000" --images 2000 --classes 10 --seed 3 >/dev/null
-[ -d "$WORK/resized-base" ] || "$BIN/resize_imagenet" "$WORK/photos-2000" "$WORK/resized-base" --max-size 256 -q >/dev/null
-DB=$WORK/resized-base.lmdb
-[ -e "$DB" ] || "$BIN/pack_lmdb" "$WORK/resized-base" "$DB" -q >/dev/null
+bench_options "[--rounds R] [--batches N]" --rounds=ROUNDS --batches=BATCHES -- "$@"
+bench_setup pack_lmdb
+bench_resized_base_lmdb
 cat "$DB" >/dev/null
 export PYTHONPATH=$BUILD/python${PYTHONPATH:+:$PYTHONPATH}
 
@@ -42,7 +28,6 @@ for _ in $(seq "$ROUNDS"); do
     RATES["$c"]+=" $(sed -n 's/.* s: \([0-9.]*\) images\/s.*/\1/p' <<<"$out")"
   done
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "bench_output: crop + flip to 224 px, batches of 128, $(nproc) cores, 15 batches after a warm-up; median of $ROUNDS rounds"
 printf '%-34s %16s %10s\n' "output" "imagepack img/s" "vs uint8"
 # shellcheck disable=SC2086

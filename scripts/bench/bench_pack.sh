@@ -12,20 +12,12 @@
 # --only jpeg: tar, the Python packer and the JPEG packs alone, each output
 # removed after its run (for trees of 100,000s of files, where the default
 # mean/std sample's fixed cost is spread as on a real dataset).
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 FILES=20000 ROUNDS=3 ONLY=
-while [ $# -gt 0 ]; do
-  case $1 in
-    --files) FILES=$2; shift 2;;
-    --rounds) ROUNDS=$2; shift 2;;
-    --only) ONLY=$2; shift 2; [ "$ONLY" = jpeg ] || { echo "$0: --only takes jpeg" >&2; exit 2; };;
-    *) echo "usage: $0 [--files N] [--rounds R] [--only jpeg]" >&2; exit 2;;
-  esac
-done
-BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
-[ -x "$BIN/pack_lmdb" ] || scripts/build.sh >/dev/null
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
+bench_options "[--files N] [--rounds R] [--only jpeg]" --files=FILES --rounds=ROUNDS --only=ONLY -- "$@"
+[ -z "$ONLY" ] || [ "$ONLY" = jpeg ] || { echo "$0: --only takes jpeg" >&2; exit 2; }
+bench_setup pack_lmdb
 OUT=/dev/shm/imagepack-bench-packs  # tmpfs: the figures compare work, not disk flushes
 [ -d /dev/shm ] || OUT=$WORK/packs
 DISK=$WORK/packs-disk  # raw packs to a disk, as users write 100 GB ones
@@ -52,8 +44,6 @@ BYTES=$(du -sb "$RESIZED" | cut -f1)
 COUNT=$(find "$RESIZED" -type f | wc -l)
 CORES=$(nproc)
 declare -A T
-secs() { local s; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || true; awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN {print b - a}'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 row() {
   awk -v n="$2" -v s="$3" -v t="$tar_s" -v p="$py_s" -v name="$1" \
     'BEGIN {printf "%-50s %8.2f %10.0f %8.2fx %8.2fx\n", name, s, n / s, t / s, p / s}'
@@ -61,17 +51,17 @@ row() {
 # tar, the Python packer and the JPEG packs (the peers' work only with
 # --stats-sample 0). $1 = keep: leave the outputs for verify_db.
 jpeg_round() {
-  T[tar]+="$(secs tar cf "$OUT/tree.tar" -C "$RESIZED" .) "
+  T[tar]+="$(secs_any tar cf "$OUT/tree.tar" -C "$RESIZED" .) "
   rm -f "$OUT/tree.tar"
-  T[py]+="$(secs /usr/bin/python3 scripts/bench/folder2lmdb.py "$RESIZED" "$OUT/py.lmdb") "
+  T[py]+="$(secs_any /usr/bin/python3 scripts/bench/folder2lmdb.py "$RESIZED" "$OUT/py.lmdb") "
   [ "${1:-}" = keep ] || rm -f "$OUT/py.lmdb"
-  T[jl]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.lmdb" -q) "
+  T[jl]+="$(secs_any "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.lmdb" -q) "
   [ "${1:-}" = keep ] || rm -f "$OUT/j.lmdb"
-  T[jb]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.blob" --format blob -q) "
+  T[jb]+="$(secs_any "$BIN/pack_lmdb" "$RESIZED" "$OUT/j.blob" --format blob -q) "
   [ "${1:-}" = keep ] || rm -f "$OUT/j.blob"
-  T[jl0]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j0.lmdb" --stats-sample 0 -q) "
+  T[jl0]+="$(secs_any "$BIN/pack_lmdb" "$RESIZED" "$OUT/j0.lmdb" --stats-sample 0 -q) "
   rm -f "$OUT/j0.lmdb"
-  T[jb0]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j0.blob" --format blob --stats-sample 0 -q) "
+  T[jb0]+="$(secs_any "$BIN/pack_lmdb" "$RESIZED" "$OUT/j0.blob" --format blob --stats-sample 0 -q) "
   rm -f "$OUT/j0.blob"
 }
 # The table's header and its JPEG rows; sets tar_s and py_s, which row() reads.
@@ -101,19 +91,19 @@ for r in $(seq "$ROUNDS"); do
   rm -rf "$OUT"; mkdir -p "$OUT"
   jpeg_round keep
   # Format 1's layout.
-  T[jl1]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/j1.lmdb" --records-per-value 1 -q) "
-  T[rl]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/r.lmdb" --encoding raw -q) "
+  T[jl1]+="$(secs_any "$BIN/pack_lmdb" "$RESIZED" "$OUT/j1.lmdb" --records-per-value 1 -q) "
+  T[rl]+="$(secs_any "$BIN/pack_lmdb" "$RESIZED" "$OUT/r.lmdb" --encoding raw -q) "
   # 5.5 GB each on tmpfs: keep one raw database at a time, or the second
   # one is written under memory pressure (it ran at half speed that way).
   RAW_LMDB_SIZE=$(stat -c %s "$OUT/r.lmdb")
   rm -f "$OUT/r.lmdb"
-  T[rb]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$OUT/r.blob" --encoding raw --format blob -q) "
-  T[one]+="$(secs "$BIN/pack_lmdb" "$PHOTOS" "$OUT/one.lmdb" --max-size 256 -q) "
-  T[one0]+="$(secs "$BIN/pack_lmdb" "$PHOTOS" "$OUT/one0.lmdb" --max-size 256 --stats-sample 0 -q) "
-  T[v]+="$(secs "$BIN/verify_db" "$OUT/j.lmdb" -q) "
-  T[vb]+="$(secs "$BIN/verify_db" "$OUT/r.blob" -q) "
-  T[vd]+="$(secs "$BIN/verify_db" "$OUT/j.lmdb" --decode -q) "
-  T[vs]+="$(secs "$BIN/verify_db" "$OUT/r.blob" --stats -q) "
+  T[rb]+="$(secs_any "$BIN/pack_lmdb" "$RESIZED" "$OUT/r.blob" --encoding raw --format blob -q) "
+  T[one]+="$(secs_any "$BIN/pack_lmdb" "$PHOTOS" "$OUT/one.lmdb" --max-size 256 -q) "
+  T[one0]+="$(secs_any "$BIN/pack_lmdb" "$PHOTOS" "$OUT/one0.lmdb" --max-size 256 --stats-sample 0 -q) "
+  T[v]+="$(secs_any "$BIN/verify_db" "$OUT/j.lmdb" -q) "
+  T[vb]+="$(secs_any "$BIN/verify_db" "$OUT/r.blob" -q) "
+  T[vd]+="$(secs_any "$BIN/verify_db" "$OUT/j.lmdb" --decode -q) "
+  T[vs]+="$(secs_any "$BIN/verify_db" "$OUT/r.blob" --stats -q) "
   # Ceilings, one core each, times the cores: raw packing is a full decode
   # per file; one-pass resize+pack is a decode at the best DCT scale plus an
   # encode of the 256-px result (what bench_resize.sh calls the ceiling).
@@ -126,13 +116,13 @@ done
 RAW_BLOB_SIZE=$(stat -c %s "$OUT/r.blob")
 for r in $(seq "$ROUNDS"); do
   rm -rf "$DISK"; mkdir -p "$DISK"; sync
-  T[rbd]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$DISK/r.blob" --encoding raw --format blob -q) "
+  T[rbd]+="$(secs_any "$BIN/pack_lmdb" "$RESIZED" "$DISK/r.blob" --encoding raw --format blob -q) "
   rm -f "$DISK/r.blob"; sync
-  T[rbb]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$DISK/r.blob" --encoding raw --format blob --direct-io off -q) "
+  T[rbb]+="$(secs_any "$BIN/pack_lmdb" "$RESIZED" "$DISK/r.blob" --encoding raw --format blob --direct-io off -q) "
   rm -f "$DISK/r.blob"; sync
-  T[rld]+="$(secs "$BIN/pack_lmdb" "$RESIZED" "$DISK/r.lmdb" --encoding raw -q) "
+  T[rld]+="$(secs_any "$BIN/pack_lmdb" "$RESIZED" "$DISK/r.lmdb" --encoding raw -q) "
   rm -f "$DISK/r.lmdb"; sync
-  T[dd]+="$(secs dd if=/dev/zero of="$DISK/dd" bs=8M count=$((RAW_BLOB_SIZE / 8388608)) oflag=direct) "
+  T[dd]+="$(secs_any dd if=/dev/zero of="$DISK/dd" bs=8M count=$((RAW_BLOB_SIZE / 8388608)) oflag=direct) "
   rm -rf "$DISK"
 done
 ceil=$(awk -v a="$(median ${T[ceil]})" -v c="$CORES" 'BEGIN {print a * c}')

@@ -12,31 +12,20 @@
 # epoch boundary drains and restarts the pipeline in every loader, which
 # would weigh on whichever run crossed more of them. bench_loader times its
 # first batch too; the Python runs take one untimed batch first.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 ROUNDS=5 BATCHES=70 STEPS=30 TRAIN_SIZE=112
-while [ $# -gt 0 ]; do
-  case $1 in
-    --rounds) ROUNDS=$2; shift 2;; --batches) BATCHES=$2; shift 2;; --steps) STEPS=$2; shift 2;;
-    --train-size) TRAIN_SIZE=$2; shift 2;; *) exit 2;;
-  esac
-done
-BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
+bench_options "[--rounds R] [--batches B] [--steps S] [--train-size PX]" \
+  --rounds=ROUNDS --batches=BATCHES --steps=STEPS --train-size=TRAIN_SIZE -- "$@"
+bench_tools
 export PYTHONPATH=$(cd "${IMAGEPACK_BUILD_DIR:-build}/python" && pwd)
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
+bench_work
 TREE=$WORK/resized-20000
 DB=/dev/shm/imagepack-bench-loader
 [ -f "$DB/jpeg.lmdb" ] && [ -f "$DB/raw.blob" ] || scripts/bench/bench_loader.sh --rounds 1 >/dev/null
 CORES=$(nproc)
 PY="/usr/bin/python3 scripts/bench/python_loader.py"
 declare -A R M
-rate() { sed -n 's/.*: \([0-9.]*\) images\/s.*/\1/p' | head -1; }
-mib() { sed -n 's/.*peak RSS \([0-9]*\) MiB.*/\1/p' | head -1; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-take() {  # KEY CMD...: one timed run
-  local out; out=$("${@:2}")
-  R[$1]+="$(echo "$out" | rate) "; M[$1]=$(echo "$out" | mib)
-}
 for r in $(seq "$ROUNDS"); do
   take cj "$BIN/bench_loader" "$DB/jpeg.lmdb" --batches "$((BATCHES + 1))"
   take pj $PY loader imagepack "$DB/jpeg.lmdb" --batches "$BATCHES"

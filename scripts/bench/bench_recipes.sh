@@ -11,27 +11,13 @@
 # ROUNDS rounds, the configurations alternated in each; medians.
 #
 #   scripts/bench/bench_recipes.sh [--rounds 3] [--threads 0]
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 ROUNDS=3 THREADS=0
-while [ $# -gt 0 ]; do
-  case $1 in
-    --rounds) ROUNDS=$2; shift 2;;
-    --threads) THREADS=$2; shift 2;;
-    *) echo "usage: $0 [--rounds R] [--threads T]" >&2; exit 2;;
-  esac
-done
-BUILD=${IMAGEPACK_BUILD_DIR:-build}
-BIN=$BUILD/tools
-[ -x "$BIN/pack_lmdb" ] || scripts/build.sh >/dev/null
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
-OUT=/dev/shm/imagepack-bench-recipes
-mkdir -p "$WORK" "$OUT"
-trap 'rm -rf "$OUT"' EXIT
-[ -d "$WORK/photos-2000" ] ||
-  /usr/bin/python3 scripts/make_photo_tree.py "$WORK/photos-2000" --images 2000 --classes 10 --seed 3 >/dev/null
-TREE=$WORK/resized-base
-[ -d "$TREE" ] || "$BIN/resize_imagenet" "$WORK/photos-2000" "$TREE" --max-size 256 -q >/dev/null
+bench_options "[--rounds R] [--threads T]" --rounds=ROUNDS --threads=THREADS -- "$@"
+bench_setup pack_lmdb
+bench_out recipes
+bench_resized_base
 # The split: the first 70% of each class's files (in name order) and the rest.
 rm -rf "$OUT/a" "$OUT/b"
 for class in "$TREE"/*/; do
@@ -52,7 +38,6 @@ na=$(find "$OUT/a" -type l | wc -l) nb=$(find "$OUT/b" -type l | wc -l)
 export PYTHONPATH=$BUILD/python
 run() { /usr/bin/python3 scripts/bench/recipes_loader.py "$@" --threads "$THREADS"; }
 rate() { sed -n 's/^\([0-9.]*\) images\/s.*/\1/p'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 declare -A R
 for r in $(seq "$ROUNDS"); do
   R[160]+="$(run rate "$OUT/all.lmdb" --size 160 | rate) "
@@ -66,14 +51,14 @@ cores=$(nproc)
 echo "recipes benchmark: $(find "$TREE" -type f | wc -l) JPEGs (shorter edge 256), RandomResizedCrop + flip, batch 256,"
 echo "$cores cores ($(lscpu | sed -n 's/^Model name: *//p')), median of $ROUNDS rounds"
 echo "per round: 160 px ${R[160]}| 192 px ${R[192]}${R[one]}| mix ${R[mix]}"
-r160=$(median ${R[160]}) r192=$(median ${R[192]})
+r160=$(median_mean ${R[160]}) r192=$(median_mean ${R[192]})
 printf '%-58s %10.1f images/s\n' "one pack, 160 px" "$r160"
 printf '%-58s %10.1f images/s  (160 px: %.2fx)\n' "one pack, 192 px" "$r192" "$(echo "$r160 / $r192" | bc -l)"
-one=$(median ${R[one]} ${R[192]}) mix=$(median ${R[mix]})
+one=$(median_mean ${R[one]} ${R[192]}) mix=$(median_mean ${R[mix]})
 printf '%-58s %10.1f images/s\n' "one pack of all records, 192 px (both runs)" "$one"
 printf '%-58s %10.1f images/s  (%+.1f%%)\n' "mix 0.7/0.3 of two packs ($na + $nb records), 192 px" "$mix" \
   "$(echo "($mix / $one - 1) * 100" | bc -l)"
-fresh=$(median ${R[rss_fresh]}) cycle=$(median ${R[rss_cycle]})
+fresh=$(median_mean ${R[rss_fresh]}) cycle=$(median_mean ${R[rss_cycle]})
 printf '%-58s %10.1f MB\n' "RSS after epochs at 192, 192, 192 (one loader)" "$(echo "$fresh / 1024" | bc -l)"
 printf '%-58s %10.1f MB  (%+.1f%%)\n' "RSS after epochs at 160, 192, 160 (one loader)" "$(echo "$cycle / 1024" | bc -l)" \
   "$(echo "($cycle / $fresh - 1) * 100" | bc -l)"

@@ -9,20 +9,11 @@
 # so the figures compare the work, not the file system's inode allocator.
 # Rounds are interleaved and each figure is the median. Prints a table of
 # images/s with ratios, then peak RSS with a 6000x4000 photo in the tree.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 IMAGES=1000 ROUNDS=3 MAX=256
-while [ $# -gt 0 ]; do
-  case $1 in
-    --images) IMAGES=$2; shift 2;;
-    --rounds) ROUNDS=$2; shift 2;;
-    --max-size) MAX=$2; shift 2;;
-    *) echo "usage: $0 [--images N] [--rounds R] [--max-size N]" >&2; exit 2;;
-  esac
-done
-BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
-[ -x "$BIN/resize_imagenet" ] || scripts/build.sh >/dev/null
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
+bench_options "[--images N] [--rounds R] [--max-size N]" --images=IMAGES --rounds=ROUNDS --max-size=MAX -- "$@"
+bench_setup resize_imagenet
 OUT=/dev/shm/imagepack-bench-out
 [ -d /dev/shm ] || OUT=$WORK/out
 TREE=$WORK/photos-$IMAGES
@@ -31,7 +22,6 @@ cat "$(find "$TREE" -type f)" >/dev/null 2>&1 || find "$TREE" -type f -exec cat 
 CORES=$(nproc)
 declare -A R
 rate() { sed -n 's/.*[ ,:] \([0-9.]*\) images\/s.*/\1/p' | tail -1; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 for r in $(seq "$ROUNDS"); do
   rm -rf "$OUT"; R[ours]+="$("$BIN/resize_imagenet" "$TREE" "$OUT" --max-size "$MAX" -q | rate) "

@@ -10,17 +10,11 @@
 #
 # FILE: a blob packed --shuffle (default: the 20,000 256-px JPEGs of
 # bench_object_storage.sh, packed here when missing).
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 BLOB= ROUNDS=5
-while [ $# -gt 0 ]; do
-  case $1 in
-    --blob) BLOB=$2; shift 2;;
-    --rounds) ROUNDS=$2; shift 2;;
-    *) echo "usage: $0 [--blob FILE] [--rounds N]" >&2; exit 2;;
-  esac
-done
-BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
+bench_options "[--blob FILE] [--rounds N]" --blob=BLOB --rounds=ROUNDS -- "$@"
+bench_tools
 WORK=$(mktemp -d /tmp/ipk-s3cache.XXXXXX)
 PORT=19580
 trap 'scripts/ceph_gateway.sh stop "$WORK/ceph" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT

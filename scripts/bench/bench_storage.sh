@@ -38,34 +38,20 @@
 # read, the device's sequential read rate measured in the same run (dd of
 # our LMDB, cold), and the order's shuffle score (shuffle_quality). Cold
 # rows drop the caches before each run.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 FILES=20000 BATCHES=12 LONG=78 ROUNDS=1 DEVICES="cache disk hdd delay ranks"
-while [ $# -gt 0 ]; do
-  case $1 in
-    --files) FILES=$2; shift 2;;
-    --batches) BATCHES=$2; shift 2;;
-    --long) LONG=$2; shift 2;;
-    --rounds) ROUNDS=$2; shift 2;;
-    --devices) DEVICES=$2; shift 2;;
-    *) echo "usage: $0 [--files N] [--batches B] [--long L] [--rounds R] [--devices \"cache disk hdd delay\"]" >&2; exit 2;;
-  esac
-done
+bench_options "[--files N] [--batches B] [--long L] [--rounds R] [--devices \"cache disk hdd delay\"]" \
+  --files=FILES --batches=BATCHES --long=LONG --rounds=ROUNDS --devices=DEVICES -- "$@"
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (loop devices, cgroups, FUSE)" >&2; exit 2; }
 case " $DEVICES " in *" delay "*)
   /usr/bin/python3 -c "import fusepy" 2>/dev/null ||
     { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-fusepy >/dev/null; };;
 esac
-BIN=${IMAGEPACK_BUILD_DIR:-build}/tools
-[ -x "$BIN/bench_loader" ] || scripts/build.sh >/dev/null
-WORK=${BENCH_DIR:-/tmp/imagepack-bench}
+bench_setup bench_loader
 PY=/usr/bin/python3
+[ -d "$WORK/resized-base" ] || bench_resized_base
 BASE=$WORK/resized-base
-if [ ! -d "$BASE" ]; then
-  [ -d "$WORK/photos-2000" ] ||
-    $PY scripts/make_photo_tree.py "$WORK/photos-2000" --images 2000 --classes 10 --seed 3 >/dev/null
-  "$BIN/resize_imagenet" "$WORK/photos-2000" "$BASE" --max-size 256 -q >/dev/null
-fi
 DATA=$WORK/storage-$FILES   # on this machine's disk
 TREE=$DATA/tree
 mkdir -p "$DATA"
@@ -114,7 +100,6 @@ run() {
   else "$@"; fi
 }
 
-rate() { sed -n 's/.*: \([0-9.]*\) images\/s.*/\1/p' | head -1; }
 score() {  # "score/repeat" of an order on a pack: shuffle score, repeat pairs over a full permutation's
   "$BIN/shuffle_quality" "$DATA/$1" --batch 256 --block-mb 4 --window-blocks 16 |
     awk -v o="$2" '$1 == o && (o != "blocks" || ($2 == "4" && $3 == "16")) {
@@ -166,7 +151,6 @@ table() {  # device name, directory holding the data, cold (1/0)
     inram+=("$(echo "$out" | rate)")
     load+=("$(echo "$out" | sed -n 's/.*open \([0-9.]*\) s.*/\1/p')")
   done
-  median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
   range() {
     if [ $# -gt 1 ]; then printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "range %.0f-%.0f; ", lo, hi}'; fi
   }
@@ -174,11 +158,11 @@ table() {  # device name, directory holding the data, cold (1/0)
   for i in $(seq 0 $((ROUNDS - 1))); do
     ratios+=("$(awk -v a="${blocks[$i]}" -v b="${inram[$i]}" 'BEGIN {printf "%.0f%%", 100 * a / b}')")
   done
-  line "imagepack, order blocks" "$(median "${blocks[@]}")" "$SCORE_BLOCKS" \
-    "$(range "${blocks[@]}")first batch after $(median "${first[@]}") s, then $(median "${after[@]}") images/s; of in_ram per round: ${ratios[*]}"
+  line "imagepack, order blocks" "$(median_mean "${blocks[@]}")" "$SCORE_BLOCKS" \
+    "$(range "${blocks[@]}")first batch after $(median_mean "${first[@]}") s, then $(median_mean "${after[@]}") images/s; of in_ram per round: ${ratios[*]}"
   f=$(stat -c %s "$dir/jpeg.lmdb")
-  line "imagepack, in_ram (random)" "$(median "${inram[@]}")" "$SCORE_RANDOM" \
-    "$(range "${inram[@]}")$(awk -v t="$(median "${load[@]}")" -v f="$f" -v s="$seq" \
+  line "imagepack, in_ram (random)" "$(median_mean "${inram[@]}")" "$SCORE_RANDOM" \
+    "$(range "${inram[@]}")$(awk -v t="$(median_mean "${load[@]}")" -v f="$f" -v s="$seq" \
        'BEGIN {printf "load %.1f s, %.0f MB/s (%.0f%% of dev)", t, f / t / 1e6, 100 * f / t / 1e6 / s}')"
 }
 
