@@ -14,9 +14,7 @@ namespace fs = std::filesystem;
 namespace imagepack {
 namespace {
 
-using testing::Slurp;
-using testing::Spit;
-using testing::TempDir;
+using namespace testing;  // testutil.h: TempDir, Slurp, Spit, Golden, Gradient, ...
 
 TEST(Files, ListsTreeSortedAndSplitsImagesFromOthers) {
   TempDir d;

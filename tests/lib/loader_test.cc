@@ -13,6 +13,7 @@
 #include "imagepack/shard.h"
 #include "imagepack/store.h"
 #include "image/resample_internal.h"
+#include "fixtures.h"
 #include "testutil.h"
 
 namespace imagepack {
@@ -20,6 +21,7 @@ namespace {
 
 using testing::Gradient;
 using testing::TempDir;
+using testing::Weighted;
 
 // n records of distinct 48x40 images, label = index % 5; JPEG or raw.
 std::string MakeDb(const TempDir& d, const std::string& name, int n, Encoding enc, bool corrupt_jpeg_at_7 = false,
@@ -739,20 +741,13 @@ TEST(Loader, MidEpochResumeInsideAScheduleGivesTheUninterruptedBatches) {
   }
 }
 
-MixSource Source(const std::string& path, double weight) {
-  MixSource s;
-  s.paths = {path};
-  s.weight = weight;
-  return s;
-}
-
 // A mix's global order at world sizes 1, 2 and 4 (global batch 8): every
 // position holds the same record with the same pixels; the epoch holds
 // each source's exact count.
 TEST(Loader, MixHasExactCountsAndOneGlobalOrderAtEveryWorldSize) {
   TempDir d;
   LoaderOptions o;
-  o.sources = {Source(MakeDb(d, "a", 60, Encoding::kRaw), 0.7), Source(MakeDb(d, "b", 25, Encoding::kJpeg), 0.3)};
+  o.sources = {Weighted(MakeDb(d, "a", 60, Encoding::kRaw), 0.7), Weighted(MakeDb(d, "b", 25, Encoding::kJpeg), 0.3)};
   o.epoch_size = 120;
   o.size = 8;
   o.seed = 6;
@@ -881,7 +876,7 @@ TEST(Loader, MixRepeatsASmallPackAndRefusesAnotherMixByName) {
 TEST(Loader, MixLabelsAreTheGivenClassesMatchedByName) {
   TempDir d;
   LoaderOptions o;
-  o.sources = {Source(MakeDb(d, "a", 10, Encoding::kRaw), 1), Source(MakeDb(d, "b", 10, Encoding::kRaw), 1)};
+  o.sources = {Weighted(MakeDb(d, "a", 10, Encoding::kRaw), 1), Weighted(MakeDb(d, "b", 10, Encoding::kRaw), 1)};
   o.size = 8;
   o.batch_size = 20;
   o.threads = 1;

@@ -9,19 +9,14 @@
 #include "imagepack/loader.h"
 #include "imagepack/record.h"
 #include "imagepack/shard.h"
+#include "fixtures.h"
 #include "testutil.h"
 
 namespace imagepack {
 namespace {
 
 using testing::TempDir;
-
-MixSource Weighted(const std::string& path, double w) {
-  MixSource s;
-  s.paths = {path};
-  s.weight = w;
-  return s;
-}
+using testing::Weighted;
 
 TEST(MixCounts, LargestRemainderIsExactAndTiesGoToTheEarlierSource) {
   // 70/30 of 1,000: exactly 700 and 300.

@@ -17,11 +17,7 @@
 namespace imagepack {
 namespace {
 
-using testing::Golden;
-using testing::Gradient;
-using testing::Slurp;
-using testing::Spit;
-using testing::TempDir;
+using namespace testing;  // testutil.h: TempDir, Slurp, Spit, Golden, Gradient, ...
 
 // Folders whose names sort differently from their paths ("n1-b/..." and
 // "n1.c/..." before "n1/..."), a file at the root, a broken JPEG.

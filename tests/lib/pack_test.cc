@@ -21,11 +21,7 @@ namespace fs = std::filesystem;
 namespace imagepack {
 namespace {
 
-using testing::Golden;
-using testing::Gradient;
-using testing::Slurp;
-using testing::Spit;
-using testing::TempDir;
+using namespace testing;  // testutil.h: TempDir, Slurp, Spit, Golden, Gradient, ...
 
 // Three classes of generated JPEGs, one broken file, one stray file.
 void MakeTree(const std::string& root, int per_class = 5) {

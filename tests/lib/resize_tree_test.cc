@@ -13,11 +13,7 @@ namespace fs = std::filesystem;
 namespace imagepack {
 namespace {
 
-using testing::Golden;
-using testing::Gradient;
-using testing::Slurp;
-using testing::Spit;
-using testing::TempDir;
+using namespace testing;  // testutil.h: TempDir, Slurp, Spit, Golden, Gradient, ...
 
 // A small tree: 2 classes of generated JPEGs, the golden quirks, bad files
 // and a non-image.

@@ -24,9 +24,7 @@ namespace fs = std::filesystem;
 namespace imagepack {
 namespace {
 
-using testing::Slurp;
-using testing::Spit;
-using testing::TempDir;
+using namespace testing;  // testutil.h: TempDir, Slurp, Spit, Golden, Gradient, ...
 
 // Sets variables for its lifetime, then puts back what was there.
 class ScopedEnv {

@@ -26,9 +26,7 @@ namespace fs = std::filesystem;
 namespace imagepack {
 namespace {
 
-using testing::Slurp;
-using testing::Spit;
-using testing::TempDir;
+using namespace testing;  // testutil.h: TempDir, Slurp, Spit, Golden, Gradient, ...
 
 std::vector<uint8_t> Payload(int i) {
   std::vector<uint8_t> p(1000 + i * 37);
