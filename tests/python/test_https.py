@@ -153,6 +153,19 @@ def records(path):
     return [db.raw(i) for i in range(db.meta["count"])]
 
 
+def packed_remote_and_local(server, tmp_path, name, path):
+    """{"remote": records, "local": records}: pack_lmdb of PATH (a file or a
+    brace pattern under the served folder) over HTTPS and from the local
+    folder, each into a blob named after NAME."""
+    back = {}
+    for where, root in (("remote", server.https), ("local", str(server.www))):
+        dst = tmp_path / ("%s-%s.blob" % (name, where))
+        out = run_tool(server, "pack_lmdb", root + path, str(dst), "-q", "--format", "blob")
+        assert out.returncode == 0, out.stderr
+        back[where] = records(str(dst))
+    return back
+
+
 def digests(server, url, *args, **env):
     out = run_tool(server, "bench_loader", url, "--batch", "8", "--size", "24", "--threads", "2", "--digest",
                    "--order", "blocks", "--block-mb", "0.02", *args, **env)
@@ -187,12 +200,7 @@ def test_tool_webdataset_shards_over_https_import_as_the_local_shards(served, tm
         assert len(shards) == 3 and "meta.json" in names, names
         ext = shards[0][len("shard-000000"):]
         pattern = "/%s/shard-{000000..000002}%s" % (folder, ext)
-        back = {}
-        for where, root in (("remote", s.https), ("local", str(s.www))):
-            dst = tmp_path / ("%s-%s.blob" % (folder, where))
-            out = run_tool(s, "pack_lmdb", root + pattern, str(dst), "-q", "--format", "blob")
-            assert out.returncode == 0, out.stderr
-            back[where] = records(str(dst))
+        back = packed_remote_and_local(s, tmp_path, folder, pattern)
         assert len(back["remote"]) == 90 and back["remote"] == back["local"]
         # The round trip gives back the packed records, in their order.
         assert back["remote"] == records(str(s.www / "train.blob"))
@@ -215,12 +223,7 @@ def test_tool_tfrecords_over_https_import_as_the_local_files(served, tree, tmp_p
         for k in range(2):
             write(s.www / folder / (names % k), items[k::2], compress=gz)
         pattern = "/%s/%s" % (folder, names.replace("%05d", "{00000..00001}"))
-        back = {}
-        for where, root in (("remote", s.https), ("local", str(s.www))):
-            dst = tmp_path / ("%s-%s.blob" % (folder, where))
-            out = run_tool(s, "pack_lmdb", root + pattern, str(dst), "-q", "--format", "blob")
-            assert out.returncode == 0, out.stderr
-            back[where] = records(str(dst))
+        back = packed_remote_and_local(s, tmp_path, folder, pattern)
         assert len(back["remote"]) == 90 and back["remote"] == back["local"]
 
 
@@ -241,12 +244,7 @@ def test_tool_parquet_over_https_imports_as_the_local_file(served, tree, tmp_pat
     r = subprocess.run(["node", str(tmp_path / "pw.mjs"), str(flat), str(s.www / "hf" / "train-00000-of-00001.parquet"),
                         "ZSTD", "V2", HF], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    back = {}
-    for where, root in (("remote", s.https), ("local", str(s.www))):
-        dst = tmp_path / ("hf-%s.blob" % where)
-        out = run_tool(s, "pack_lmdb", root + "/hf/train-00000-of-00001.parquet", str(dst), "-q", "--format", "blob")
-        assert out.returncode == 0, out.stderr
-        back[where] = records(str(dst))
+    back = packed_remote_and_local(s, tmp_path, "hf", "/hf/train-00000-of-00001.parquet")
     assert len(back["remote"]) == 90 and back["remote"] == back["local"]
 
 
