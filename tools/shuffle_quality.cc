@@ -17,6 +17,31 @@
 using namespace imagepack;
 namespace po = boost::program_options;
 
+namespace {
+
+// The databases' bytes on disk (what a block size in MB divides).
+int64_t FileBytes(const std::vector<std::string>& paths) {
+  int64_t bytes = 0;
+  for (const auto& p : paths) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0) bytes += st.st_size;
+  }
+  return bytes;
+}
+
+// A block as large as the data measures nothing about blocks: said, naming
+// the block sizes (in MB) at which the n records are one block.
+void NoteWholeBlocks(const std::vector<std::string>& whole, int64_t n) {
+  if (whole.empty()) return;
+  std::string sizes;
+  for (const auto& m : whole) sizes += (sizes.empty() ? "" : ", ") + m;
+  std::printf("note: at --block-mb %s the %lld records are one block: those rows cannot show how block order "
+              "mixes this data (give a smaller --block-mb, or measure a larger database)\n",
+              sizes.c_str(), static_cast<long long>(n));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::vector<std::string> paths;
   int batch = 256, world = 1;
@@ -57,11 +82,7 @@ int main(int argc, char** argv) {
     std::cerr << cli::ProgramName() << ": " << src.status().message() << "\n";
     return cli::kExitFatal;
   }
-  int64_t bytes = 0;
-  for (const auto& p : paths) {
-    struct stat st;
-    if (::stat(p.c_str(), &st) == 0) bytes += st.st_size;
-  }
+  const int64_t bytes = FileBytes(paths);
   const int64_t n = static_cast<int64_t>(labels->size());
   OrderSpec spec;
   spec.seed = seed;
@@ -113,13 +134,6 @@ int main(int argc, char** argv) {
       std::snprintf(b, sizeof b, "%g", mb);
       row(spec, b, std::to_string(w));
     }
-  // A block as large as the data measures nothing about blocks: said.
-  if (!whole.empty()) {
-    std::string sizes;
-    for (const auto& m : whole) sizes += (sizes.empty() ? "" : ", ") + m;
-    std::printf("note: at --block-mb %s the %lld records are one block: those rows cannot show how block order "
-                "mixes this data (give a smaller --block-mb, or measure a larger database)\n",
-                sizes.c_str(), static_cast<long long>(n));
-  }
+  NoteWholeBlocks(whole, n);
   return 0;
 }

@@ -63,20 +63,36 @@ void SetPinned(LoaderOptions& o, bool pinned) {
 
 // LoaderOptions as Python sees it: every field under its C++ name, with
 // the C++ defaults (the package reads them from here rather than writing
-// them again); enums as the strings the package documents.
-}  // namespace
+// them again); enums as the strings the package documents. Bound by
+// subject, in the order of the fields.
+using OptionsClass = py::class_<LoaderOptions>;
+using O = LoaderOptions;
 
-void BindLoaderOptions(py::module_& m) {
-  py::class_<MixSource>(m, "MixSource")
-      .def(py::init<>())
-      .def_readwrite("paths", &MixSource::paths)
-      .def_readwrite("weight", &MixSource::weight)
-      .def_readwrite("repeat", &MixSource::repeat)
-      .def_readwrite("choose", &MixSource::choose);
-  using O = LoaderOptions;
-  py::class_<O>(m, "LoaderOptions")
-      .def(py::init<>())
-      .def_readwrite("paths", &O::paths)
+// "random", or 1 or 3 grey levels as text ("0", "124,116,104", or a
+// list's str(), which is how Loader's keywords arrive here).
+void SetEraseValue(O& o, const std::string& v) {
+  if (v == "random") return void(o.erase.random = true);
+  std::vector<int> levels;
+  int cur = -1;
+  for (char ch : v + ",") {
+    if (ch >= '0' && ch <= '9') {
+      cur = (cur < 0 ? 0 : cur * 10) + (ch - '0');
+      if (cur > 255) Raise(Status::InvalidArgument("random_erase_value: grey levels in 0..255"));
+    } else if (ch == '-' || ch == '.') {
+      Raise(Status::InvalidArgument("random_erase_value: grey levels in 0..255, or \"random\""));
+    } else if (cur >= 0) {
+      levels.push_back(cur), cur = -1;
+    }
+  }
+  if (levels.size() != 1 && levels.size() != 3)
+    Raise(Status::InvalidArgument("random_erase_value: 1 or 3 grey levels, or \"random\", not " + v));
+  o.erase.random = false;
+  for (size_t c = 0; c < 3; ++c) o.erase.value[c] = static_cast<uint8_t>(levels[levels.size() == 1 ? 0 : c]);
+}
+
+// What is read: the datasets, their classes, where they are kept.
+void BindDataOptions(OptionsClass& c) {
+  c.def_readwrite("paths", &O::paths)
       .def_readwrite("sources", &O::sources)
       .def_readwrite("epoch_size", &O::epoch_size)
       .def_readwrite("crop_size", &O::crop_size)
@@ -87,8 +103,12 @@ void BindLoaderOptions(py::module_& m) {
       .def_readwrite("lock_in_ram", &O::lock_in_ram)
       .def_readwrite("cache_dir", &O::cache_dir)
       .def_readwrite("cache_limit_mb", &O::cache_limit_mb)
-      .def_readwrite("ca_file", &O::ca_file)
-      .def_readwrite("batch_size", &O::batch_size)
+      .def_readwrite("ca_file", &O::ca_file);
+}
+
+// The output's geometry: batch, size, transform, crop ranges, channels, layout.
+void BindGeometryOptions(OptionsClass& c) {
+  c.def_readwrite("batch_size", &O::batch_size)
       .def_readwrite("size", &O::size)
       .def_readwrite("eval_resize", &O::eval_resize)
       .def_readwrite("pad", &O::pad)
@@ -105,8 +125,12 @@ void BindLoaderOptions(py::module_& m) {
           [](O& o, const std::string& v) {
             if (v != "NCHW" && v != "NHWC") Raise(Status::InvalidArgument("layout must be NCHW or NHWC"));
             o.layout = v == "NCHW" ? Layout::kNCHW : Layout::kNHWC;
-          })
-      .def_readwrite("shuffle", &O::shuffle)
+          });
+}
+
+// The order, the ranks and the threads.
+void BindOrderOptions(OptionsClass& c) {
+  c.def_readwrite("shuffle", &O::shuffle)
       .def_readwrite("seed", &O::seed)
       .def_property(
           "order", [](const O& o) { return OrderName(o.order); },
@@ -126,8 +150,12 @@ void BindLoaderOptions(py::module_& m) {
           [](O& o, const std::string& v) {
             if (v != "fail" && v != "skip") Raise(Status::InvalidArgument("on_corrupt must be fail or skip"));
             o.on_corrupt = v == "fail" ? CorruptPolicy::kFail : CorruptPolicy::kSkip;
-          })
-      .def_readwrite("dct_scaling", &O::dct_scaling)
+          });
+}
+
+// Decoding and the output's type, normalisation and memory.
+void BindOutputOptions(OptionsClass& c) {
+  c.def_readwrite("dct_scaling", &O::dct_scaling)
       .def_property(
           "dct", [](const O& o) { return o.fast_dct ? "fast" : "accurate"; },
           [](O& o, const std::string& v) {
@@ -149,8 +177,12 @@ void BindLoaderOptions(py::module_& m) {
       .def_property(
           "pinned", [](const O& o) { return o.pinned_alloc != nullptr; }, [](O& o, bool v) { SetPinned(o, v); })
       .def_readwrite("norm_mean", &O::norm_mean)
-      .def_readwrite("norm_std", &O::norm_std)
-      .def_readwrite("hflip", &O::hflip)
+      .def_readwrite("norm_std", &O::norm_std);
+}
+
+// The training augmentations.
+void BindAugmentOptions(OptionsClass& c) {
+  c.def_readwrite("hflip", &O::hflip)
       .def_readwrite("vflip", &O::vflip)
       .def_property(
           "auto_augment", [](const O& o) { return std::string(AutoAugmentName(o.augment.kind)); },
@@ -189,27 +221,7 @@ void BindLoaderOptions(py::module_& m) {
             return std::to_string(o.erase.value[0]) + "," + std::to_string(o.erase.value[1]) + "," +
                    std::to_string(o.erase.value[2]);
           },
-          // "random", or 1 or 3 grey levels as text ("0", "124,116,104", or a
-          // list's str(), which is how Loader's keywords arrive here).
-          [](O& o, const std::string& v) {
-            if (v == "random") return void(o.erase.random = true);
-            std::vector<int> levels;
-            int cur = -1;
-            for (char ch : v + ",") {
-              if (ch >= '0' && ch <= '9') {
-                cur = (cur < 0 ? 0 : cur * 10) + (ch - '0');
-                if (cur > 255) Raise(Status::InvalidArgument("random_erase_value: grey levels in 0..255"));
-              } else if (ch == '-' || ch == '.') {
-                Raise(Status::InvalidArgument("random_erase_value: grey levels in 0..255, or \"random\""));
-              } else if (cur >= 0) {
-                levels.push_back(cur), cur = -1;
-              }
-            }
-            if (levels.size() != 1 && levels.size() != 3)
-              Raise(Status::InvalidArgument("random_erase_value: 1 or 3 grey levels, or \"random\", not " + v));
-            o.erase.random = false;
-            for (size_t c = 0; c < 3; ++c) o.erase.value[c] = static_cast<uint8_t>(levels[levels.size() == 1 ? 0 : c]);
-          })
+          SetEraseValue)
       .def_property(
           "interpolation",
           [](const O& o) { return o.filter == ResampleFilter::kCatmullRom ? "bicubic" : "bilinear"; },
@@ -219,6 +231,23 @@ void BindLoaderOptions(py::module_& m) {
             o.filter = v == "bicubic" ? ResampleFilter::kCatmullRom : ResampleFilter::kTriangle;
           })
       .def_readwrite("min_box_visible", &O::min_box_visible);
+}
+}  // namespace
+
+void BindLoaderOptions(py::module_& m) {
+  py::class_<MixSource>(m, "MixSource")
+      .def(py::init<>())
+      .def_readwrite("paths", &MixSource::paths)
+      .def_readwrite("weight", &MixSource::weight)
+      .def_readwrite("repeat", &MixSource::repeat)
+      .def_readwrite("choose", &MixSource::choose);
+  OptionsClass c(m, "LoaderOptions");
+  c.def(py::init<>());
+  BindDataOptions(c);
+  BindGeometryOptions(c);
+  BindOrderOptions(c);
+  BindOutputOptions(c);
+  BindAugmentOptions(c);
 }
 
 // The option table (imagepack/option_table.h) as Python reads it: one dict
