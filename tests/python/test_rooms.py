@@ -2,7 +2,9 @@
 "Rooms"): every file of lib/src in a room; a room includes the internal
 headers of its own room and of rooms below it, never above; a URL's scheme
 is read only in storage/; the library never prints; no file past the size
-bar. Each rule names the file and line that breaks it."""
+bar and no function past its own (every .py, .cc and .h of lib/, tools/,
+trainer/ and scripts/). Each rule names the file and line that breaks it."""
+import ast
 import os
 import re
 import sys
@@ -96,7 +98,8 @@ def test_no_url_scheme_is_read_outside_storage():
                     for n, line in enumerate(fh, 1):
                         # a // comment (not the "//" of "://") or a # comment cut off
                         code = re.split(r"(?<!:)//", line, 1)[0] if f.endswith((".cc", ".h")) else line.split("#", 1)[0]
-                        if "po::value" in code or "help" in code:  # an option's help text names schemes
+                        # an option's help text names schemes (a flag's, or a row of the option table)
+                        if "po::value" in code or "help" in code or "K::k" in code:
                             continue
                         if SCHEME.search(code):
                             bad.append("%s:%d: %s" % (os.path.relpath(path, ROOT), n, line.strip()))
@@ -117,21 +120,206 @@ def test_the_library_never_prints():
     assert not bad, "\n".join(bad)
 
 
-def test_no_file_past_the_size_bar():
-    big = ["lib/src/%s: %d lines" % (rel, len(lines_of(rel))) for rel in sources() if len(lines_of(rel)) > MAX_LINES]
-    assert not big, "split by meaning (docs/ARCHITECTURE.md, \"Rooms\"):\n" + "\n".join(big)
+# The size rule (docs/ARCHITECTURE.md, "Rooms"): every .py, .cc and .h file
+# under these folders (not tests/, not build folders) has at most MAX_LINES
+# lines, and every function in it at most MAX_FUNCTION_LINES.
+SIZE_TOPS = ("lib", "tools", "trainer", "scripts")
+MAX_FUNCTION_LINES = 100
+
+# Let through until the split named lands; remove an entry with its split.
+# Files: path -> why. Functions: (path, name) -> why.
+EXEMPT_FILES = {
+    # issue 58: moving into lib/python/imagepack/train/ (its own split).
+    "scripts/train_imagepack.py": "issue 58",
+}
+EXEMPT_FUNCTIONS = {
+    # issue 58: the same script's main, split by the same move.
+    ("scripts/train_imagepack.py", "main"): "issue 58",
+    # issue 58: the option table's rows (one initialiser list), being
+    # changed by another piece of work; split by subject after it lands.
+    ("lib/src/loader/option_table.cc", "MakeTable"): "issue 58",
+    # issue 58: not split yet (a few lines over); each one function by subject.
+    ("lib/src/fields/meta.cc", "TakeBigArrays"): "issue 58",
+    ("lib/src/inspect/verify.cc", "CheckAgainst"): "issue 58",
+    ("lib/src/loader/mix.cc", "OpenMix"): "issue 58",
+    ("lib/src/sources/manifest_source.cc", "OpenManifestSource"): "issue 58",
+    ("lib/src/sources/parquet_columns.cc", "ChooseParquetColumns"): "issue 58",
+    ("lib/src/sources/parquet_source.cc", "AddFile"): "issue 58",
+    ("trainer/train.cc", "main"): "issue 58",
+}
 
 
-def test_the_trainer_and_the_binding_keep_the_same_size_bar():
-    """trainer/ and lib/python (the extension) are held to lib/src's bar."""
-    big = []
-    for top in ("trainer", os.path.join("lib", "python")):
-        for folder, _, files in os.walk(os.path.join(ROOT, top)):
-            for f in files:
-                if f.endswith((".cc", ".h")):
-                    path = os.path.join(folder, f)
-                    with open(path, encoding="utf-8") as fh:
-                        n = sum(1 for _ in fh)
-                    if n > MAX_LINES:
-                        big.append("%s: %d lines" % (os.path.relpath(path, ROOT), n))
-    assert not big, "split by meaning (docs/ARCHITECTURE.md, \"Rooms\"):\n" + "\n".join(big)
+def sized_files(root=None):
+    """Paths (relative to the root, with /) of every .py, .cc and .h file under SIZE_TOPS."""
+    root = root or ROOT
+    for top in SIZE_TOPS:
+        for folder, dirs, files in os.walk(os.path.join(root, top)):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "build", "__pycache__")))
+            for f in sorted(files):
+                if f.endswith((".py", ".cc", ".h")):
+                    yield os.path.relpath(os.path.join(folder, f), root).replace(os.sep, "/")
+
+
+def python_functions(text):
+    """(name, first line, lines) of every function and method, nested ones
+    too: from its def line to its last line (ast's span; decorators not
+    counted)."""
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node.name, node.lineno, node.end_lineno - node.lineno + 1
+
+
+def blank_cxx(text):
+    """The C++ text with comments, string and character literals (raw ones
+    too) and preprocessor lines blanked, newlines kept: braces and
+    parentheses left are the code's."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i) or (c == "#" and text[text.rfind("\n", 0, i) + 1:i].strip() == ""):
+            j = i
+            while True:  # to the line's end; a directive goes on past a backslash
+                k = text.find("\n", j)
+                k = n if k < 0 else k
+                if c == "#" and text[j:k].rstrip().endswith("\\") and k < n:
+                    j = k + 1
+                    continue
+                break
+            out.append(re.sub(r"[^\n]", " ", text[i:k]))
+            i = k
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith('R"', i) and not (i and (text[i - 1].isalnum() or text[i - 1] == "_")):
+            m = re.match(r'R"([^(\s]*)\(', text[i:])
+            j = text.find(")" + m.group(1) + '"', i) + len(m.group(1)) + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif c in "\"'" and not (c == "'" and i and text[i - 1].isalnum()):  # not a digit separator (1'000)
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(" " * (j + 1 - i))
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _closing(code, i):
+    depth = 0
+    for j in range(i, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[j], 0)
+        if depth == 0:
+            return j
+    raise ValueError("unbalanced braces")
+
+
+_BODY_AFTER = re.compile(r"(\)|\}|\bconst|\bnoexcept|\boverride|\bfinal|\bmutable)\s*$")
+
+
+def cxx_functions(text):
+    """(name, first line, lines) of every function defined at namespace level
+    or in a class body there: the brace-matched body counted from the first
+    line of its declaration (template line included) to its closing brace.
+    A scan, not a parser: after comments, strings and directives are
+    blanked, each `{` at that level either opens a namespace, extern "C" or
+    class body (looked into), an enum (skipped), or closes a head since the
+    last `;` or `}`: a head with balanced parentheses, no `=` before them
+    and ending in `)`, `}` (a constructor's initialisers), a qualifier or a
+    trailing return type is a function, whose body (lambdas and local
+    classes in it included) is one span; anything else (an initialiser, a
+    default argument, a lambda within parentheses) is skipped as part of
+    the head."""
+    code = blank_cxx(text)
+    head, i = 0, 0
+    while i < len(code):
+        c = code[i]
+        if c in ";}" or (c == ":" and re.search(r"\b(public|private|protected)\s*$", code[head:i])):
+            head = i + 1
+        elif c == "{":
+            h = code[head:i].strip()
+            end = _closing(code, i)
+            bare = re.sub(r"^template\s*<[^{]*?>\s*", "", h)
+            if re.match(r"(namespace|extern)\b", h) and "(" not in h or \
+                    re.match(r"(class|struct|union)\b", bare) and "(" not in h:
+                head = i + 1  # looked into
+            elif re.match(r"enum\b", bare):
+                i, head = end + 1, end + 1
+                continue
+            elif ("(" in h and h.count("(") == h.count(")") and "=" not in bare.split("(")[0]
+                  and (_BODY_AFTER.search(h) or "->" in h)):
+                first = head + len(code[head:i]) - len(code[head:i].lstrip())
+                names = re.findall(r"([~\w:]+)\s*\(", bare)
+                line = code.count("\n", 0, first) + 1
+                yield (names[0] if names else h[:40]), line, code.count("\n", 0, end) + 2 - line
+                i, head = end + 1, end + 1
+                continue
+            else:
+                i = end + 1  # part of the head
+                continue
+        i += 1
+
+
+def size_offenders(root=None):
+    """(files over MAX_LINES, functions over MAX_FUNCTION_LINES), each a list
+    of (key, message): key the path, or (path, name)."""
+    root = root or ROOT
+    files, functions = [], []
+    for rel in sized_files(root):
+        with open(os.path.join(root, rel), encoding="utf-8") as f:
+            text = f.read()
+        n = len(text.splitlines())
+        if n > MAX_LINES:
+            files.append((rel, "%s: %d lines" % (rel, n)))
+        found = python_functions(text) if rel.endswith(".py") else cxx_functions(text)
+        for name, line, span in found:
+            if span > MAX_FUNCTION_LINES:
+                functions.append(((rel, name), "%s:%d: %s, %d lines" % (rel, line, name, span)))
+    return files, functions
+
+
+def test_no_file_or_function_past_the_size_bar():
+    files, functions = size_offenders()
+    big = [m for key, m in files if key not in EXEMPT_FILES]
+    long_ = [m for key, m in functions if key not in EXEMPT_FUNCTIONS]
+    assert not big and not long_, ("split by meaning (docs/ARCHITECTURE.md, \"Rooms\"): files over %d lines:\n%s\n"
+                                   "functions over %d lines:\n%s" % (MAX_LINES, "\n".join(big) or "none",
+                                                                      MAX_FUNCTION_LINES, "\n".join(long_) or "none"))
+    # An exemption whose split has landed is said (not failed: the split may
+    # land before this list is edited); remove it from the list.
+    stale = sorted(set(EXEMPT_FILES) - {k for k, _ in files}) + \
+        sorted("%s %s" % k for k in set(EXEMPT_FUNCTIONS) - {k for k, _ in functions})
+    if stale:
+        import warnings
+        warnings.warn("size-rule exemptions no longer needed (remove them): %s" % ", ".join(stale))
+
+
+def test_the_size_scan_measures_functions(tmp_path):
+    """The scan itself: a long C++ function (past a constructor's
+    initialisers, a lambda, a string with a brace and a class body) and a
+    long Python method are found; declarations, initialisers and enums are
+    not functions."""
+    body = "\n".join("  x += %d;" % k for k in range(MAX_FUNCTION_LINES))
+    cc = ('#include <string>\n#define BRACE {\nnamespace a {\nnamespace {\nenum class E { kA, kB };\n'
+          'constexpr int kTable[] = {1, 2};\nint Declared(int x = {});\n'
+          'struct S {\n  S() : v_{1}, f_([] { return 1; }) {}\n  int Long() const {\n' + body + '\n  }\n'
+          '  int v_; int (*f_)();\n};\n}  // namespace\n'
+          'int Fine(int x) {\n  const char* s = "}";  // }\n  return x;\n}\n'
+          'template <int N = 1>\nint Long2(int x)\n{\n' + body + '\n  return x;\n}\n}  // namespace a\n')
+    assert [(n, s) for n, _, s in cxx_functions(cc)] == [
+        ("S", 1), ("Long", MAX_FUNCTION_LINES + 2), ("Fine", 4), ("Long2", MAX_FUNCTION_LINES + 5)]
+    for top in SIZE_TOPS:
+        (tmp_path / top).mkdir()
+    (tmp_path / "lib" / "x.cc").write_text(cc)
+    py = "class C:\n    def m(self):\n" + "\n".join("        x = %d" % k for k in range(MAX_FUNCTION_LINES)) + "\n"
+    (tmp_path / "tools" / "y.py").write_text(py)
+    (tmp_path / "scripts" / "build").mkdir()
+    (tmp_path / "scripts" / "build" / "z.py").write_text("x = 1\n" * (MAX_LINES + 1))  # a build folder: not read
+    (tmp_path / "trainer" / "big.h").write_text("// a line\n" * (MAX_LINES + 1))
+    files, functions = size_offenders(str(tmp_path))
+    assert [k for k, _ in files] == ["trainer/big.h"]
+    assert [k for k, _ in functions] == [("lib/x.cc", "Long"), ("lib/x.cc", "Long2"), ("tools/y.py", "m")]
