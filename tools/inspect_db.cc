@@ -9,6 +9,7 @@
 #include <map>
 
 #include "cli.h"
+#include "option_flags.h"
 #include "imagepack/duplicates.h"
 #include "imagepack/files.h"
 #include "imagepack/inspect.h"
@@ -87,7 +88,7 @@ int Duplicates(const DuplicateOptions& d, const std::string& out, int sheet_pair
 // pictures within 100 megapixels each (a bad_alloc is no answer); an empty
 // string, or the usage error.
 std::string CheckOptions(const InspectOptions& io, const DuplicateOptions& d, int sheet_pairs) {
-  if (auto t = ParseTransform(io.augment); !t.ok()) return "--augment: " + t.status().message();
+  if (LoaderOptions lo; !GridAugmentations(io, &lo).ok()) return "--augment: " + GridAugmentations(io, &lo).message();
   if (io.per_class < 1 || io.max_classes < 1) return "--per-class and --max-classes must be positive";
   if (io.tile < 8 || io.tile > 1024) return "--tile must be in 8..1024";
   if (io.batch < 1) return "--batch must be positive";
@@ -132,7 +133,9 @@ int main(int argc, char** argv) {
       ("epoch", po::value(&io.epoch)->default_value(0), "grid: the loader's epoch")
       ("batch", po::value(&io.batch)->default_value(32), "grid: samples shown")
       ("crop", po::value(&io.crop)->default_value(0), "grid: crop size (0: the tile size)")
-      ("augment", po::value(&io.augment)->default_value("train"), ("grid: the loader's transform, " + TransformNames()).c_str())
+      ("augment", po::value(&io.augment)->default_value("train"),
+       ("grid: the loader's transform, " + TransformNames() + ", or a policy's name (ta_wide, ra, imagenet, "
+        "cifar10, svhn, augmix: train with it, as the recipe trains)").c_str())
       ("max-distance", po::value(&d.max_distance)->default_value(d.max_distance), "duplicates: hash bits (0..11)")
       ("min-similarity", po::value(&d.min_similarity)->default_value(d.min_similarity),
        "duplicates: thumbnail correlation")
@@ -140,6 +143,16 @@ int main(int argc, char** argv) {
       ("sheet-pairs", po::value(&sheet_pairs)->default_value(48), "duplicates: pairs shown in duplicates.png")
       ("threads", po::value(&d.threads)->default_value(0), "worker threads (0: all cores)")
       ("overwrite", "replace pictures (and duplicates.csv) already in DIR");
+  // The training Loader's augmentations, from the option table: what the
+  // trainers' flags of those names set, the grid shows.
+  cli::OptionFlags flags(&opts, kInspectFlag);
+  flags.Bind("auto-augment", &io.auto_augment);
+  flags.Bind("ra-magnitude", &io.ra_magnitude);
+  flags.Bind("augmix-severity", &io.augmix_severity);
+  flags.Bind("random-erase", &io.random_erase);
+  flags.Bind("interpolation", &io.interpolation);
+  flags.Bind("hflip", &io.hflip);
+  flags.CheckAllBound();
   cli::AddStandardOptions(opts);
   po::options_description hidden;
   hidden.add_options()("db", po::value(&dbs)->multitoken());
@@ -148,6 +161,7 @@ int main(int argc, char** argv) {
   auto vm = cli::ParseOrExit(argc, argv, "DB... --out DIR [--sheet] [--grid] [--summary] [--duplicates]", opts,
                              hidden, pos);
   if (dbs.empty() || out.empty()) return cli::UsageError("give a database and --out DIR");
+  if (std::string bad = flags.Problem(vm, {}); !bad.empty()) return cli::UsageError(bad);
   if (std::string bad = CheckOptions(io, d, sheet_pairs); !bad.empty()) return cli::UsageError(bad);
   const bool dup = vm.count("duplicates") > 0;
   bool sheet = vm.count("sheet") > 0, grid = vm.count("grid") > 0, summary = vm.count("summary") > 0;

@@ -28,7 +28,7 @@ namespace {
 // Every option of `train`: the option table's rows for it
 // (imagepack/option_table.h, which holds their defaults, ranges and help),
 // each bound to its field of *o.
-void Options(TrainOptions* o, OptionFlags* f) {
+void Options(TrainOptions* o, cli::OptionFlags* f) {
   TrainOptions& a = *o;
   f->Bind("data", &a.data_list);
   f->Bind("weights", &a.weights);
@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
   TrainOptions a;
   const std::string program = argc > 0 && argv[0] && *argv[0] ? argv[0] : "train";
   po::options_description opts("Options");
-  OptionFlags flags(&opts);
+  cli::OptionFlags flags(&opts, kTrainFlag);
   Options(&a, &flags);
   opts.add_options()("help,h", "show this help and exit")("version", "show the version and exit");
   po::options_description hidden;

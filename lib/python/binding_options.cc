@@ -269,6 +269,7 @@ void BindOptionTable(py::module_& m) {
       d["train"] = bool(s.surfaces & kTrainFlag);
       d["script"] = bool(s.surfaces & kScriptFlag);
       d["loader"] = bool(s.surfaces & kLoaderKeyword);
+      d["inspect"] = bool(s.surfaces & kInspectFlag);
       d["implicit"] = s.implicit;
       d["keyword"] = OptionKeyword(s);
       rows.append(d);

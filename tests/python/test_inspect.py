@@ -71,6 +71,41 @@ def test_grid_is_what_the_loader_hands_the_model(jpeg_db, tmp_path):
         np.testing.assert_array_equal(grid[t["y"]:t["y"] + 64, t["x"]:t["x"] + 64], images[i])
 
 
+@pytest.mark.parametrize("flags,keywords", [
+    (["--augment", "ta_wide", "--random-erase", "0.25", "--hflip", "0"],
+     dict(auto_augment="ta_wide", random_erase=0.25, hflip=0.0)),
+    (["--auto-augment", "ra", "--ra-magnitude", "14", "--interpolation", "bicubic"],
+     dict(auto_augment="ra", ra_magnitude=14, interpolation="bicubic")),
+    (["--augment", "augmix", "--augmix-severity", "5"], dict(auto_augment="augmix", augmix_severity=5)),
+], ids=["ta_wide", "ra", "augmix"])
+def test_grid_shows_the_recipes_policies_as_the_loader_makes_them(jpeg_db, tmp_path, flags, keywords):
+    """Every policy the Loader takes, with the option table's flags of the
+    trainers: the grid is the Loader's batch with the same keywords."""
+    import imagepack
+    run(tool("inspect_db"), jpeg_db, "--out", tmp_path, "--grid", "--crop", "48", "--batch", "8", "--seed", "2",
+        *flags)
+    layout = json.loads((tmp_path / "grid.json").read_text())
+    assert layout["augment"] == "train + " + keywords["auto_augment"]
+    grid = np.asarray(Image.open(tmp_path / "grid.png").convert("RGB"))
+    loader = imagepack.Loader(jpeg_db, batch_size=8, size=48, seed=2, layout="NHWC", channels=3, as_torch=False,
+                              **keywords)
+    images, _ = next(iter(loader))
+    plain, _ = next(iter(imagepack.Loader(jpeg_db, batch_size=8, size=48, seed=2, layout="NHWC", channels=3,
+                                          as_torch=False)))
+    assert not np.array_equal(images, plain)  # the policy changed the batch
+    for i, t in enumerate(layout["tiles"]):
+        np.testing.assert_array_equal(grid[t["y"]:t["y"] + 48, t["x"]:t["x"] + 48], images[i])
+
+
+@pytest.mark.parametrize("flags,said", [(["--ra-magnitude", "31"], "--ra-magnitude 31: must be 0 to 30"),
+                                        (["--augment", "bogus"], "or a policy"),
+                                        (["--hflip", "-1"], "--hflip -1: must be in [0, 1]")])
+def test_grid_refuses_a_bad_augmentation_before_any_work(jpeg_db, tmp_path, flags, said):
+    r = run(tool("inspect_db"), jpeg_db, "--out", tmp_path / "out", "--grid", *flags, ok=False)
+    assert r.returncode == 2 and said in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_grid_draws_masks_and_boxes(tmp_path):
     """A segmentation + detection sample: the mask's class is tinted where
     the mask holds it, the box outlined on its edge."""

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "imagepack/duplicates.h"
+#include "imagepack/loader.h"
 #include "imagepack/status.h"
 
 namespace imagepack {
@@ -23,9 +24,22 @@ struct InspectOptions {
   int64_t epoch = 0;      // grid
   int batch = 32;         // grid: samples shown
   int crop = 0;           // grid: the loader's output size (0: tile)
-  std::string augment = "train";  // grid: a transform's name (ParseTransform: train, eval, pad_crop, ...)
+  // grid: a transform's name (ParseTransform: train, eval, pad_crop, ...),
+  // or a policy's (ta_wide, ra, ...: the train transform with it)
+  std::string augment = "train";
   int threads = 0;
+  // grid: the training Loader's augmentations, as the option table's rows
+  // of those names (inspect_db binds them from there; the defaults are
+  // LoaderOptions').
+  std::string auto_augment = "none", interpolation = "bilinear";
+  int ra_magnitude = 9, augmix_severity = 3;
+  double random_erase = 0, hflip = 0.5;
 };
+
+// The grid's transform and augmentations (InspectOptions::augment and the
+// policy's settings) into *lo; an error names an unknown transform or
+// policy.
+Status GridAugmentations(const InspectOptions& o, LoaderOptions* lo);
 
 // sheet.png: a row per class (its name on the left), `per_class` records
 // of it drawn at random (seed) in index order, each fitted into a tile

@@ -1,6 +1,7 @@
 // The options of the trainers and the Loader, each declared once: its
 // name, type, default, range or choices, help, and the surfaces that take
-// it (the C++ trainer `train`, scripts/train_imagepack.py, imagepack.Loader).
+// it (the C++ trainer `train`, scripts/train_imagepack.py, imagepack.Loader,
+// inspect_db --grid).
 // The trainers' flag parsers, their range checks, the Loader's keyword list
 // and docstring and the docs' option tables are made from these rows or
 // checked against them (docs/ARCHITECTURE.md, "Options").
@@ -27,6 +28,7 @@ enum OptionSurface : unsigned {
   kTrainFlag = 1u,   // `train` (trainer/train.cc)
   kScriptFlag = 2u,  // scripts/train_imagepack.py
   kLoaderKeyword = 4u,  // imagepack.Loader(..., keyword=)
+  kInspectFlag = 8u,    // inspect_db --grid (what the loader hands the model)
   kBothTrainers = kTrainFlag | kScriptFlag,
   kEverywhere = kTrainFlag | kScriptFlag | kLoaderKeyword,
 };

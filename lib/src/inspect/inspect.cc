@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "imagepack/augment.h"
 #include "imagepack/decode.h"
 #include "imagepack/fields.h"
 #include "imagepack/files.h"
@@ -212,6 +213,29 @@ Result<std::string> WriteContactSheet(const InspectOptions& o, const std::string
          png + (n_empty ? "; " + std::to_string(n_empty) + " class(es) with no records, no row: " + empty : "");
 }
 
+// The grid's transform and augmentations into *lo: --augment a transform
+// (train, eval, pad_crop, ...) or a policy's name (the train transform with
+// it, as the recipe trains), then the policy's and the crop's settings.
+Status GridAugmentations(const InspectOptions& o, LoaderOptions* lo) {
+  std::string policy = o.auto_augment;
+  auto transform = ParseTransform(o.augment);
+  if (AutoAugmentKind k; !transform.ok() && ParseAutoAugment(o.augment, &k) && k != AutoAugmentKind::kNone) {
+    transform = TransformKind::kTrain;
+    policy = o.augment;
+  }
+  if (!transform.ok())
+    return Status::InvalidArgument(transform.status().message() + ", or a policy (ta_wide, ra, imagenet, cifar10, "
+                                                                  "svhn, augmix)");
+  lo->transform = transform.value();
+  if (!ParseAutoAugment(policy, &lo->augment.kind)) return Status::InvalidArgument("unknown policy " + policy);
+  lo->augment.ra_magnitude = o.ra_magnitude;
+  lo->augment.augmix_severity = o.augmix_severity;
+  lo->erase.p = o.random_erase;
+  lo->hflip = o.hflip;
+  lo->filter = o.interpolation == "bicubic" ? ResampleFilter::kCatmullRom : ResampleFilter::kTriangle;
+  return Status::Ok();
+}
+
 Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::string& png) {
   LoaderOptions lo;
   lo.paths = {o.db};
@@ -221,10 +245,11 @@ Result<std::string> WriteAugmentedGrid(const InspectOptions& o, const std::strin
   lo.layout = Layout::kNHWC;
   lo.threads = o.threads;
   lo.channels = 3;
-  auto transform = ParseTransform(o.augment);
-  if (!transform.ok()) return transform.status();
-  lo.transform = transform.value();
-  const std::string augment = TransformName(lo.transform);  // the one spelling, whatever the caller's
+  IMAGEPACK_RETURN_IF_ERROR(GridAugmentations(o, &lo));
+  // The one spelling, whatever the caller's: "train", "train + ta_wide".
+  const std::string augment = std::string(TransformName(lo.transform)) +
+                              (lo.augment.kind != AutoAugmentKind::kNone
+                                   ? std::string(" + ") + AutoAugmentName(lo.augment.kind) : std::string());
   auto loader = Loader::Open(lo);
   if (!loader.ok()) return loader.status();
   Loader& l = *loader.value();

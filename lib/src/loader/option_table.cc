@@ -20,8 +20,9 @@ constexpr OptionRange Within(double lo, double hi, const char* says) { return {l
 constexpr OptionRange Open(double lo, double hi, bool lo_open, bool hi_open, const char* says) {
   return {lo, hi, lo_open, hi_open, says};
 }
-constexpr unsigned kTrain = kTrainFlag, kBoth = kBothTrainers, kAll = kEverywhere, kLoader = kLoaderKeyword;
+constexpr unsigned kTrain = kTrainFlag, kBoth = kBothTrainers, kLoader = kLoaderKeyword;
 constexpr unsigned kTrainLoader = kTrainFlag | kScriptFlag | kLoaderKeyword;
+constexpr unsigned kAugment = kEverywhere | kInspectFlag;  // the training Loader's augmentations
 
 // "ta_wide,ra,...,none": the policies augment.h parses, in its order.
 const char* AutoAugmentChoices() {
@@ -98,14 +99,14 @@ std::vector<OptionSpec> MakeTable() {
       // The augmentations (the training Loader's).
       {"auto-augment", 0, K::kChoice, "none", AutoAugmentChoices(), None,
        "per-sample policy after the crop: torchvision's TrivialAugmentWide (ta_wide), RandAugment (ra), "
-       "AutoAugment's tables (imagenet, cifar10, svhn), AugMix (augmix) or none", kAll},
-      {"ra-magnitude", 0, K::kInt, "9", "", Within(0, 30, "0 to 30"), "--auto-augment ra: magnitude bin", kAll},
-      {"augmix-severity", 0, K::kInt, "3", "", Within(1, 10, "1 to 10"), "--auto-augment augmix: severity", kAll},
+       "AutoAugment's tables (imagenet, cifar10, svhn), AugMix (augmix) or none", kAugment},
+      {"ra-magnitude", 0, K::kInt, "9", "", Within(0, 30, "0 to 30"), "--auto-augment ra: magnitude bin", kAugment},
+      {"augmix-severity", 0, K::kInt, "3", "", Within(1, 10, "1 to 10"), "--auto-augment augmix: severity", kAugment},
       {"random-erase", 0, K::kReal, "0", "", Within(0, 1, "in [0, 1]"), "RandomErasing's probability per sample",
-       kAll},
-      {"interpolation", 0, K::kChoice, "bilinear", "bilinear,bicubic", None, "the training crops' resampling", kAll},
+       kAugment},
+      {"interpolation", 0, K::kChoice, "bilinear", "bilinear,bicubic", None, "the training crops' resampling", kAugment},
       {"hflip", 0, K::kReal, "0.5", "", Within(0, 1, "in [0, 1]"),
-       "probability of a horizontal flip in the training transforms (timm's --hflip; 0 for digits and text)", kAll},
+       "probability of a horizontal flip in the training transforms (timm's --hflip; 0 for digits and text)", kAugment},
       // torchvision's reference flags (docs/TRAINING.md).
       {"mixup-alpha", 0, K::kReal, "0", "", AtLeast(0, "0 (off) or more"),
        "mixup: each batch blended with itself rolled by one, lambda ~ Beta(A, A), soft targets (0: off)", kBoth},

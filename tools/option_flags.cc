@@ -4,7 +4,7 @@
 
 namespace po = boost::program_options;
 
-namespace imagepack::trainer {
+namespace imagepack::cli {
 namespace {
 
 template <class T>
@@ -39,8 +39,8 @@ std::string OptionFlags::Flag(const OptionSpec& spec) const {
 
 const OptionSpec& OptionFlags::Row(const char* name, bool valued) {
   const OptionSpec* spec = FindOption(name);
-  if (!spec || !(spec->surfaces & kTrainFlag) || spec->name != std::string(name))
-    throw std::logic_error(std::string("--") + name + " is no row of the option table for train");
+  if (!spec || !(spec->surfaces & surface_) || spec->name != std::string(name))
+    throw std::logic_error(std::string("--") + name + " is no row of the option table for this tool");
   if (valued == (spec->kind == OptionKind::kSwitch))
     throw std::logic_error(std::string("--") + name + ": bound as " + (valued ? "a value" : "a switch") +
                            ", declared otherwise");
@@ -71,8 +71,8 @@ void OptionFlags::Switch(const char* name) {
 void OptionFlags::CheckAllBound() const {
   std::string missing;
   for (const OptionSpec& s : OptionTable())
-    if ((s.surfaces & kTrainFlag) && !bound_.count(s.name)) missing += std::string(" --") + s.name;
-  if (!missing.empty()) throw std::logic_error("option table rows for train not bound:" + missing);
+    if ((s.surfaces & surface_) && !bound_.count(s.name)) missing += std::string(" --") + s.name;
+  if (!missing.empty()) throw std::logic_error("option table rows for this tool not bound:" + missing);
 }
 
 std::string OptionFlags::Problem(const po::variables_map& vm, const std::set<std::string>& skip) const {
@@ -89,4 +89,4 @@ template void OptionFlags::Bind(const char*, double*);
 template void OptionFlags::Bind(const char*, std::string*);
 template void OptionFlags::Bind(const char*, std::vector<std::string>*);
 
-}  // namespace imagepack::trainer
+}  // namespace imagepack::cli
