@@ -176,6 +176,11 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             if name.endswith(".py") or name.startswith(("_imagepack", "_augment")):
                 with open(os.path.join(pkg, name), "rb") as f:
                     add(zf, "%s/%s" % (NAME, name), f.read())
+        for sub in sorted(os.listdir(pkg)):  # the subpackages (imagepack/train/): their .py files
+            if os.path.isfile(os.path.join(pkg, sub, "__init__.py")):
+                for name in sorted(n for n in os.listdir(os.path.join(pkg, sub)) if n.endswith(".py")):
+                    with open(os.path.join(pkg, sub, name), "rb") as f:
+                        add(zf, "%s/%s/%s" % (NAME, sub, name), f.read())
         info = _dist_info()
         add(zf, info + "/METADATA", _metadata().encode())
         add(zf, info + "/WHEEL", ("Wheel-Version: 1.0\nGenerator: imagepack_build\nRoot-Is-Purelib: false\n"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The plain-PyTorch peer of `train --task segmentation|restoration`: what a
 user would write without imagepack, with the same network
-(scripts/dense_models.py), recipe and data as the C++ trainer, for the
+(imagepack.train's dense_models.py), recipe and data as the C++ trainer, for the
 side-by-side figures in docs/BENCHMARKS.md.
 
     dense_peer.py segmentation MANIFEST_TRAIN MANIFEST_TEST [options]   (make_fmnist_scenes.py output)
@@ -19,6 +19,7 @@ processes; SGD with momentum 0.9, cosine schedule, per-epoch evaluation
 metrics.jsonl and wall time.
 """
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -34,9 +35,13 @@ import torchvision.transforms.functional as TF
 from PIL import Image
 from torchvision.transforms import InterpolationMode
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import dense_models  # noqa: E402
+# The C++ trainer's dense models in PyTorch, as imagepack.train has them,
+# read from the source tree's file: torch alone, not the imagepack package.
+dense_models = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+    "dense_models", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib", "python", "imagepack",
+                                 "train", "dense_models.py")))
+dense_models.__spec__.loader.exec_module(dense_models)
 from fields_peers import joint_resized_crop  # noqa: E402
 
 

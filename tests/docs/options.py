@@ -26,8 +26,8 @@ class Tool:
         """Only a script that handles --help is asked for it: others would
         run (a benchmark, the set-up) with it."""
         src = open(self.source, encoding="utf-8", errors="replace").read()
-        if self.source.endswith(".py"):
-            return "argparse" in src
+        if self.source.endswith(".py"):  # its own argparse, or a package module's entry that has it
+            return "argparse" in src or re.search(r"^from imagepack\.[\w.]+ import entry$", src, re.M) is not None
         return re.search(r"(^|[\s|(])--help\)", src, re.M) is not None
 
     def options(self):

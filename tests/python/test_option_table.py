@@ -63,15 +63,12 @@ def test_every_ranged_row_has_a_bad_value():
 
 
 def script_refusal(capsys, args):
-    """The script's parse() on args in this process (its module imported
-    once: a process a value would import torch forty times)."""
-    sys.path.insert(0, os.path.dirname(SCRIPT))
-    try:
-        import train_imagepack
-    finally:
-        sys.path.pop(0)
+    """The script's parse() (imagepack.train.cli's) on args in this process
+    (its module imported once: a process a value would import torch forty
+    times)."""
+    from imagepack.train import cli
     with pytest.raises(SystemExit) as e:
-        train_imagepack.parse(args)
+        cli.parse(args)
     assert e.value.code == 2
     return capsys.readouterr().err.strip().splitlines()[-1].split(": ", 1)[1]
 

@@ -1,12 +1,13 @@
-"""scripts/train_imagepack.py takes torchvision's reference training flags
-(references/classification/train.py) with the reference's semantics, held
-to torch's own pieces: the warm-up against torch.optim.lr_scheduler's
-SequentialLR / LinearLR / ConstantLR / CosineAnnealingLR / StepLR, the EMA
-against torch.optim.swa_utils.AveragedModel with the EMA average, clipping
-against the clipped norm, mixup / cutmix against their published formula,
-the weight-decay groups against the modules' types. Runs repeat bit for
-bit and resume exactly with every flag on; bad values exit 2 before any
-work; recipe files are flags, the command line winning."""
+"""imagepack.train (scripts/train_imagepack.py runs it) takes
+torchvision's reference training flags (references/classification/
+train.py) with the reference's semantics, held to torch's own pieces: the
+warm-up against torch.optim.lr_scheduler's SequentialLR / LinearLR /
+ConstantLR / CosineAnnealingLR / StepLR, the EMA against
+torch.optim.swa_utils.AveragedModel with the EMA average, clipping against
+the clipped norm, mixup / cutmix against their published formula, the
+weight-decay groups against the modules' types. Runs repeat bit for bit
+and resume exactly with every flag on; bad values exit 2 before any work;
+recipe files are flags, the command line winning."""
 import json
 import math
 import os
@@ -21,11 +22,11 @@ import torch
 import torch.nn as nn
 from PIL import Image
 
+import imagepack
+import imagepack.train
 from conftest import SCRIPTS, pack
-
-sys.path.insert(0, SCRIPTS)
-import train_imagepack  # noqa: E402
-import train_recipe  # noqa: E402
+from imagepack.train import cli, models
+from imagepack.train import recipe as train_recipe
 
 SCRIPT = os.path.join(SCRIPTS, "train_imagepack.py")
 RECIPES = os.path.join(os.path.dirname(__file__), "..", "..", "trainer", "recipes")
@@ -205,7 +206,7 @@ def test_clipping_and_the_ema_step_against_torch(dbs):
     second = ckpt(out)
     lrs = {(r["epoch"], r["step"]): r["lr"] for r in rows(out) if r["type"] == "train"}
     assert lrs[(0, 0)] == pytest.approx(0.025) and lrs[(1, 2)] == pytest.approx(0.05)  # ConstantLR, then StepLR
-    model = train_imagepack.make_model("small_cnn", 3, 4, False)
+    model = models.make_model("small_cnn", 3, 4, False)
     names = [n for n, _ in model.named_parameters()]
     change = torch.cat([(second["model"][n] - first["model"][n]).flatten().double() for n in names])
     assert change.norm().item() == pytest.approx(0.05 * 0.005, rel=1e-3)
@@ -302,7 +303,7 @@ def test_norm_weight_decay_groups_hold_exactly_the_norm_layers(arch):
 
 
 def test_the_run_s_optimizer_holds_the_norm_groups(dbs, all_on):
-    model = train_imagepack.make_model("small_cnn", 3, 4, False)
+    model = models.make_model("small_cnn", 3, 4, False)
     norm = [q for m in model.modules() if type(m) in NORM_TYPES for q in m.parameters(recurse=False)]
     groups = ckpt(dbs["dir"] / "a")["optimizer"]["param_groups"]
     assert [g["weight_decay"] for g in groups] == [1e-4, 0.0]
@@ -311,7 +312,7 @@ def test_the_run_s_optimizer_holds_the_norm_groups(dbs, all_on):
 
 
 def parse(dbs, *argv):
-    return train_imagepack.parse(["--data", dbs["train"], "--no-val", "--arch", "small_cnn", *argv])[0]
+    return cli.parse(["--data", dbs["train"], "--no-val", "--arch", "small_cnn", *argv])[0]
 
 
 BAD = [(["--mixup-alpha", "-1"], "--mixup-alpha"), (["--cutmix-alpha", "-0.5"], "--cutmix-alpha"),
@@ -369,7 +370,7 @@ def test_the_shipped_recipes_parse_from_any_directory(dbs, name, tmp_path, monke
     monkeypatch.chdir(tmp_path)  # NAME is found beside the script, not the working directory
     a = parse(dbs, "--recipe", name, "--epochs", "1", "--arch", "resnet18")
     assert (a.epochs, a.arch) == (1, "resnet18")
-    parser = train_imagepack.make_parser()
+    parser = cli.make_parser()
     for _, words in train_recipe.read_recipe(path):
         if words[0] in ("--epochs", "--arch"):
             continue
@@ -386,19 +387,19 @@ class Built(Exception):
 def test_the_augmentation_flags_reach_the_loaders(dbs, monkeypatch):
     """The Loaders the script makes take the reference's augmentation flags
     (the training one) and --interpolation (both); stopped once both exist."""
-    made, real = [], train_imagepack.imagepack.Loader
+    made, real = [], imagepack.Loader
 
     def loader(*args, **kw):
         made.append(kw)
         if len(made) == 3:  # the metadata's, the training and the validation Loader
             raise Built()
         return real(*args, **kw)
-    monkeypatch.setattr(train_imagepack.imagepack, "Loader", loader)
+    monkeypatch.setattr(imagepack, "Loader", loader)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
     handler = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(SystemExit):  # the Loader's failure, reported as the script reports one
-            train_imagepack.main(["--data", dbs["train"], "--val", dbs["val"], "--arch", "small_cnn", "--size", "16",
+            imagepack.train.main(["--data", dbs["train"], "--val", dbs["val"], "--arch", "small_cnn", "--size", "16",
                                   "--threads", "1", "--auto-augment", "augmix", "--augmix-severity", "5",
                                   "--ra-magnitude", "12", "--random-erase", "0.25", "--interpolation", "bicubic"])
     finally:

@@ -1,6 +1,6 @@
-"""torchvision's reference training flags for scripts/train_imagepack.py
-(references/classification/train.py, its "new training recipe"), kept
-beside the script that imports them: the per-sample augmentations handed
+"""torchvision's reference training flags for imagepack.train
+(references/classification/train.py, its "new training recipe"): the
+per-sample augmentations handed
 to imagepack.Loader, mixup / cutmix on the batch, the model's exponential
 moving average, the per-epoch warm-up schedule, weight decay of the
 normalisation layers, gradient clipping, torchvision's names for the
@@ -15,26 +15,47 @@ import math
 import os
 import random
 import shlex
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# trainer/recipes beside scripts/: found from this file, whatever the
-# working directory.
-RECIPES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "trainer", "recipes")
-# torchvision's spelling -> the one this script (and the C++ trainer) had.
+# torchvision's spelling -> the one this trainer (and the C++ trainer) had.
 ALIASES = {"train_crop_size": "size", "val_crop_size": "val_size", "val_resize_size": "val_resize"}
 # The modules whose parameters --norm-weight-decay covers (torchvision's set_weight_decay).
 NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.modules.instancenorm._InstanceNorm,
          nn.LocalResponseNorm)
 
 
+def recipes_folder():
+    """The checkout's trainer/recipes, whatever the working directory: found
+    above this file (lib/python/imagepack/train, or the build's copy in
+    BUILD/python/imagepack/train with BUILD in the checkout), else above
+    the script run (scripts/train_imagepack.py); "" when neither is in a
+    checkout (the package installed elsewhere)."""
+    starts = [os.path.dirname(os.path.abspath(__file__))]
+    if sys.argv and sys.argv[0] and sys.argv[0] != "-c":
+        starts.append(os.path.dirname(os.path.abspath(sys.argv[0])))
+    for folder in starts:
+        while True:
+            found = os.path.join(folder, "trainer", "recipes")
+            if os.path.isdir(found):
+                return found
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+    return ""
+
+
 def recipe_path(name):
-    """The file of --recipe NAME|FILE: a path as given, else trainer/recipes/NAME.flags."""
+    """The file of --recipe NAME|FILE: a path as given, else
+    trainer/recipes/NAME.flags ("" when no recipes folder is found)."""
     if os.sep in name or name.endswith(".flags") or os.path.isfile(name):
         return name
-    return os.path.join(RECIPES, name + ".flags")
+    folder = recipes_folder()
+    return os.path.join(folder, name + ".flags") if folder else ""
 
 
 def read_recipe(path):
@@ -57,8 +78,13 @@ def expand(parser, argv, usage_error, fail):
     if not name:
         return argv
     path = recipe_path(name)
+    if not path:
+        usage_error("--recipe %s: no recipe of that name: the named recipes are trainer/recipes/*.flags of a checkout, "
+                    "and this imagepack.train (%s) is in none; give the recipe file's path" % (
+                        name, os.path.dirname(os.path.abspath(__file__))))
     if not os.path.isfile(path):
-        known = sorted(f[:-6] for f in os.listdir(RECIPES) if f.endswith(".flags")) if os.path.isdir(RECIPES) else []
+        folder = recipes_folder()
+        known = sorted(f[:-6] for f in os.listdir(folder) if f.endswith(".flags")) if folder else []
         if path != name:
             usage_error("--recipe %s: no %s (recipes: %s)" % (name, path, ", ".join(known) or "none"))
         fail("--recipe %s: no such file" % name)
@@ -81,7 +107,7 @@ def expand(parser, argv, usage_error, fail):
 
 
 def resolve_aliases(args, given):
-    """torchvision's size names set the script's own (given: the options on
+    """torchvision's size names set the trainer's own (given: the options on
     the command line, updated); both given with other values: a problem."""
     for alias, own in ALIASES.items():
         value = getattr(args, alias)
@@ -232,7 +258,7 @@ def ema_decay(args, world):
 
 
 class Recipe:
-    """The training step's additions, for the script's loop: mixing before
+    """The training step's additions, for the training loop (loop.py): mixing before
     the forward pass, clipping before the optimizer's step, the EMA after."""
 
     def __init__(self, args, net, world, rank, classes):
