@@ -33,6 +33,15 @@ std::string CheckOf(const OptionSpec& spec, const T* field) {
 
 }  // namespace
 
+// The row's help, with its choices when it has them (as the script's
+// --help shows them).
+static std::string Help(const OptionSpec& spec) {
+  std::string help = spec.help;
+  const std::vector<std::string> choices = OptionChoices(spec);
+  for (size_t i = 0; i < choices.size(); ++i) help += (i == 0 ? " [one of " : ", ") + choices[i];
+  return choices.empty() ? help : help + "]";
+}
+
 std::string OptionFlags::Flag(const OptionSpec& spec) const {
   return spec.short_name ? std::string(spec.name) + "," + spec.short_name : std::string(spec.name);
 }
@@ -60,7 +69,7 @@ void OptionFlags::Bind(const char* name, T* field) {
       if (*spec.implicit) value->implicit_value(spec.implicit);
     checks_.emplace_back(&spec, [&spec, field] { return CheckOf(spec, field); });
   }
-  opts_->add_options()(Flag(spec).c_str(), value, spec.help);
+  opts_->add_options()(Flag(spec).c_str(), value, Help(spec).c_str());
 }
 
 void OptionFlags::Switch(const char* name) {

@@ -166,3 +166,24 @@ def test_hflip_added_as_one_row_flips_with_its_probability(raw_db):
     assert 30 <= sum(flipped(default)) <= 60
     with pytest.raises(ValueError, match="hflip must be in"):
         imagepack.Loader(raw_db, batch_size=2, size=8, hflip=1.5)
+
+
+def test_the_script_hands_every_augmentation_row_to_its_loader(jpeg_db):
+    """The Python trainer's Loader keywords come from the table's
+    augmentation rows: --hflip 0 and --random-erase 0.2 arrive as hflip=0
+    and random_erase=0.2, each row under its Loader keyword."""
+    from imagepack.train import cli, recipe
+    args = cli.parse(["--data", jpeg_db, "--no-val", "--hflip", "0", "--random-erase", "0.2",
+                      "--auto-augment", "ra", "--ra-magnitude", "4"])[0]
+    kw = recipe.loader_options(args, [0.5, 0.5, 0.5])
+    assert (kw["hflip"], kw["random_erase"], kw["auto_augment"], kw["ra_magnitude"]) == (0.0, 0.2, "ra", 4)
+    rows = {r["keyword"] for r in options.rows("inspect") if r["script"] and r["loader"]}
+    assert rows <= set(kw) and {"hflip", "interpolation", "augmix_severity"} <= rows
+
+
+def test_the_loaders_docstring_names_every_argument_and_keyword():
+    import inspect
+    doc = imagepack.Loader.__doc__
+    arguments = [p for p in inspect.signature(imagepack.Loader.__init__).parameters if p not in ("self", "options")]
+    assert [p for p in arguments if not re.search(r"\b%s\b" % p, doc)] == []
+    assert [k for k in options.loader_keywords() if k + "=" not in doc] == []

@@ -99,6 +99,12 @@ class Loader:
     pin_memory: batches in page-locked memory, allocated with CUDA's
         cudaHostAlloc by the loader, where torch sees a CUDA device; ignored
         (with a warning) without one.
+    batch_transform: f(images, labels) (a dict batch: f(batch)) applied to
+        each batch as it is handed out, its result what iteration gives
+        (the reference recipe's mixup / cutmix: docs/PYTHON.md).
+    scale, ratio: RandomResizedCrop's ranges (torchvision's defaults,
+        (0.08, 1) and (3/4, 4/3)). shuffle: the training order (default:
+        train). cache_dir: see "paths may be" below.
     Shaped like torch.utils.data.DataLoader where a training script reads
         one: dataset, batch_size, drop_last, sampler (set_epoch), len(),
         pin_memory, num_workers (0: no worker processes); iterating again

@@ -21,6 +21,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .. import options
+
 # torchvision's spelling -> the one this trainer (and the C++ trainer) had.
 ALIASES = {"train_crop_size": "size", "val_crop_size": "val_size", "val_resize_size": "val_resize"}
 # The modules whose parameters --norm-weight-decay covers (torchvision's set_weight_decay).
@@ -145,9 +147,11 @@ def loader_options(args, mean):
     """The training Loader's augmentation keywords (torchvision's flags).
     torchvision erases after Normalize with 0, the mean: here the grey
     levels of `mean` (the input's normalisation, 0..1 per channel)."""
-    return dict(auto_augment=args.auto_augment, ra_magnitude=args.ra_magnitude,
-                augmix_severity=args.augmix_severity, random_erase=args.random_erase,
-                random_erase_value=[int(round(255 * m)) for m in mean], interpolation=args.interpolation)
+    # The option table's augmentation rows (those inspect_db shows too),
+    # each under its Loader keyword: a new row reaches the Loader unnamed here.
+    kw = {r["keyword"]: getattr(args, options.dest(r)) for r in options.rows("inspect") if r["script"] and r["loader"]}
+    kw["random_erase_value"] = [int(round(255 * m)) for m in mean]
+    return kw
 
 
 def param_groups(model, wd, norm_wd=None, no_bn_wd=False):
