@@ -164,17 +164,23 @@ def wait_for(predicate, timeout, what):
     raise AssertionError("waited %d s for %s" % (timeout, what))
 
 
-def test_ctrl_c_checkpoints_at_the_next_step_exits_130_and_says_how_to_resume(dbs):
-    out = dbs["dir"] / "ctrl_c"
-    p, lines = start_training([sys.executable, SCRIPT, *SMALL, "--data", dbs["train"], "--val", dbs["val"],
-                               "--epochs", "500", "--print-freq", "1", "--output", out])
+def ctrl_c_after_the_first_steps(cmd, start_timeout=60):
+    """Starts a training, sends SIGINT once its second step is logged, and
+    returns its exit status and output; its process group ends here."""
+    p, lines = start_training(cmd)
     try:
-        wait_for(lambda: any("Epoch: [0][1/" in x for x in lines), 60, "training to start")
+        wait_for(lambda: any("Epoch: [0][1/" in x for x in lines), start_timeout, "training to start")
         p.send_signal(signal.SIGINT)
         rc = p.wait(timeout=60)
     finally:
         kill_group(p)
-    text = "".join(lines)
+    return rc, "".join(lines)
+
+
+def test_ctrl_c_checkpoints_at_the_next_step_exits_130_and_says_how_to_resume(dbs):
+    out = dbs["dir"] / "ctrl_c"
+    rc, text = ctrl_c_after_the_first_steps([sys.executable, SCRIPT, *SMALL, "--data", dbs["train"], "--val",
+                                             dbs["val"], "--epochs", "500", "--print-freq", "1", "--output", out])
     assert rc == 130, text
     assert "Traceback" not in text and "KeyboardInterrupt" not in text
     m = re.search(r"interrupted \(Ctrl-C\): checkpoint at epoch (\d+), position (\d+), step (\d+) in (\S+)\. ", text)

@@ -7,7 +7,6 @@ one. (Its files' sizes: test_rooms.py's rule.)"""
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 
@@ -16,7 +15,7 @@ import pytest
 import imagepack
 from conftest import SCRIPTS, pack
 from imagepack.train import checkpoint
-from test_scripts_nothing_lost import SMALL, kill_group, proc, start_training, wait_for
+from test_scripts_nothing_lost import SMALL, ctrl_c_after_the_first_steps, proc
 from test_train_script import cue_tree
 
 SCRIPT = os.path.join(SCRIPTS, "train_imagepack.py")
@@ -92,15 +91,8 @@ def test_the_continue_command_names_the_module_when_run_as_one(monkeypatch):
 
 def test_ctrl_c_under_the_module_says_the_module_command_that_continues_the_run(dbs):
     out = dbs["dir"] / "ctrl_c"
-    p, lines = start_training(MODULE + [*SMALL, "--data", dbs["train"], "--val", dbs["val"], "--epochs", "500",
-                                        "--print-freq", "1", "--output", out])
-    try:
-        wait_for(lambda: any("Epoch: [0][1/" in x for x in lines), 90, "training to start")
-        p.send_signal(signal.SIGINT)
-        rc = p.wait(timeout=60)
-    finally:
-        kill_group(p)
-    text = "".join(lines)
+    rc, text = ctrl_c_after_the_first_steps(MODULE + [*SMALL, "--data", dbs["train"], "--val", dbs["val"],
+                                                      "--epochs", "500", "--print-freq", "1", "--output", out], 90)
     assert rc == 130 and "Traceback" not in text, text
     m = re.search(r"interrupted \(Ctrl-C\): checkpoint at epoch (\d+), .* with:\n  (.*)\n", text)
     assert m and m.group(2) == "%s -m imagepack.train --resume auto --output %s" % (sys.executable, out), text
