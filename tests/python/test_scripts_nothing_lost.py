@@ -76,14 +76,20 @@ def rows(path):
     return [json.loads(line) for line in open(path)]
 
 
+def cue_databases(d, tiny=True):
+    """4-class training and validation databases of cue images in folder d
+    (and a 2-class tiny one): {"dir", "train", "val"[, "tiny"]}."""
+    raw = ("--encoding", "raw", "--channels", "1")
+    out = {"dir": d, "train": pack(cue_tree(d / "train", "abcd", per_class=16), d / "train.lmdb", *raw),
+           "val": pack(cue_tree(d / "val", "abcd", per_class=4, seed=7), d / "val.lmdb", *raw)}
+    if tiny:
+        out["tiny"] = pack(cue_tree(d / "tiny", "ab", per_class=8, seed=5), d / "tiny.lmdb", *raw)
+    return out
+
+
 @pytest.fixture(scope="module")
 def dbs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("nothing_lost")
-    raw = ("--encoding", "raw", "--channels", "1")
-    return {"dir": d,
-            "train": pack(cue_tree(d / "train", "abcd", per_class=16), d / "train.lmdb", *raw),
-            "val": pack(cue_tree(d / "val", "abcd", per_class=4, seed=7), d / "val.lmdb", *raw),
-            "tiny": pack(cue_tree(d / "tiny", "ab", per_class=8, seed=5), d / "tiny.lmdb", *raw)}
+    return cue_databases(tmp_path_factory.mktemp("nothing_lost"))
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,9 @@ import sys
 import pytest
 
 import imagepack
-from conftest import SCRIPTS, pack
+from conftest import SCRIPTS
 from imagepack.train import checkpoint
-from test_scripts_nothing_lost import SMALL, ctrl_c_after_the_first_steps, proc
-from test_train_script import cue_tree
+from test_scripts_nothing_lost import SMALL, ctrl_c_after_the_first_steps, cue_databases, proc
 
 SCRIPT = os.path.join(SCRIPTS, "train_imagepack.py")
 MODULE = [sys.executable, "-m", "imagepack.train"]
@@ -24,11 +23,7 @@ MODULE = [sys.executable, "-m", "imagepack.train"]
 
 @pytest.fixture(scope="module")
 def dbs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("train_package")
-    raw = ("--encoding", "raw", "--channels", "1")
-    return {"dir": d,
-            "train": pack(cue_tree(d / "train", "abcd", per_class=16), d / "train.lmdb", *raw),
-            "val": pack(cue_tree(d / "val", "abcd", per_class=4, seed=7), d / "val.lmdb", *raw)}
+    return cue_databases(tmp_path_factory.mktemp("train_package"), tiny=False)
 
 
 def test_the_script_is_a_thin_entry_to_the_module():
