@@ -106,6 +106,27 @@ def test_no_url_scheme_is_read_outside_storage():
     assert not bad, "URL scheme checks outside lib/src/storage:\n" + "\n".join(bad)
 
 
+# The environment variables the library reads outside storage/, each with
+# why: storage's (docs/OBJECT_STORAGE.md, "Configuration") are read once
+# per StorageSettings::FromEnvironment, in storage/storage.cc, and nowhere
+# else.
+ENV_OUTSIDE_STORAGE = {"SOURCE_DATE_EPOCH": "fields/meta.cc: the reproducible-build time stamp"}
+
+
+def test_no_storage_variable_is_read_outside_storage():
+    bad = []
+    for rel in sources():
+        if rel.startswith("storage" + os.sep):
+            continue
+        for n, line in enumerate(lines_of(rel), 1):
+            for name in re.findall(r"getenv\(\s*\"([A-Z0-9_]+)\"", code_of(line)):
+                if name not in ENV_OUTSIDE_STORAGE:
+                    bad.append("lib/src/%s:%d: %s" % (rel, n, line.strip()))
+            if "getenv(" in code_of(line) and not re.search(r"getenv\(\s*\"", code_of(line)):
+                bad.append("lib/src/%s:%d: a variable named at run time: %s" % (rel, n, line.strip()))
+    assert not bad, "environment read outside lib/src/storage (StorageSettings):\n" + "\n".join(bad)
+
+
 PRINTS = re.compile(r"std::(cout|cerr|clog)\b|\b(printf|puts|perror)\(|fprintf\(\s*(stderr|stdout)|"
                     r"\bwrite\(\s*(1|2|STDOUT_FILENO|STDERR_FILENO)\s*,")
 

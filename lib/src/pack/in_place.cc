@@ -185,9 +185,13 @@ Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const
   if (!format) return Status::InvalidArgument(path + " names no files of a format read in place");
   auto l = std::make_unique<Listed>();
   SourceOptions so;
-  so.scratch_dir = !opts.cache_dir.empty() ? opts.cache_dir : fs::temp_directory_path().string();
-  if (const char* env = std::getenv("IMAGEPACK_CACHE_DIR"); opts.cache_dir.empty() && env && *env)
-    so.scratch_dir = env;
+  // The cache folder given, else the storage settings' (IMAGEPACK_CACHE_DIR,
+  // read by storage/ alone), else the temporary folder.
+  auto settings = StorageSettings::FromEnvironment();
+  if (!settings.ok()) return settings.status();
+  so.scratch_dir = !opts.cache_dir.empty()            ? opts.cache_dir
+                   : !settings->cache_dir.empty()     ? settings->cache_dir
+                                                      : fs::temp_directory_path().string();
   if (so.scratch_dir != fs::temp_directory_path().string()) {  // the cache folder, made as the block cache makes it
     std::error_code ec;
     fs::create_directories(so.scratch_dir, ec);
