@@ -195,6 +195,23 @@ std::string TakeReferenceFlags(const po::variables_map& vm, TrainOptions* a) {
   return "";
 }
 
+// The switches of the option table (kSwitch rows) into their fields.
+void TakeSwitches(const po::variables_map& vm, TrainOptions* a) {
+  a->blurpool = vm.count("blurpool");
+  a->no_val = vm.count("no-val");
+  a->evaluate = vm.count("evaluate");
+  a->in_ram = vm.count("in-ram");
+  a->lock_in_ram = vm.count("lock-in-ram");
+  a->tta_flip = vm.count("tta-flip") > 0;
+  a->nesterov = vm.count("nesterov");
+  a->no_bn_wd = vm.count("no-bn-wd");
+  a->lr_scale = vm.count("lr-scale-batch");
+  a->zero_init = vm.count("zero-init-residual");
+  a->channels_last = vm.count("channels-last");
+  a->quiet = vm.count("quiet") > 0;
+  a->overwrite = vm.count("overwrite") > 0;
+}
+
 // --recipe's flags joined to the command line (ExpandRecipes): *argc and
 // *argv then point into *words and *args. A message when a recipe cannot
 // be read or holds a line that is not a flag.
@@ -274,22 +291,10 @@ int main(int argc, char** argv) {
   a.notes = notes;
   a.program = program;
   a.data = Joined(a.data_list, " + ");
-  a.blurpool = vm.count("blurpool");
-  a.no_val = vm.count("no-val");
-  a.evaluate = vm.count("evaluate");
+  TakeSwitches(vm, &a);
   if (a.evaluate && a.resume_path.empty()) return cli::UsageError("--evaluate needs --resume CHECKPOINT");
   if (a.evaluate ? a.val.empty() : (a.data.empty() || (a.val.empty() && !a.no_val) || a.output.empty()))
     return cli::UsageError(a.evaluate ? "--evaluate needs --val" : "--data, --val (or --no-val) and --output are required");
-  a.in_ram = vm.count("in-ram");
-  a.lock_in_ram = vm.count("lock-in-ram");
-  a.tta_flip = vm.count("tta-flip") > 0;
-  a.nesterov = vm.count("nesterov");
-  a.no_bn_wd = vm.count("no-bn-wd");
-  a.lr_scale = vm.count("lr-scale-batch");
-  a.zero_init = vm.count("zero-init-residual");
-  a.channels_last = vm.count("channels-last");
-  a.quiet = vm.count("quiet") > 0;
-  a.overwrite = vm.count("overwrite") > 0;
   if (std::string problem = TakeReferenceFlags(vm, &a); !problem.empty()) return cli::UsageError(problem);
   // Every option is checked before any work or output (docs/USAGE.md):
   // each value against its row of the option table, then the rules that

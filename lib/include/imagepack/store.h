@@ -1,5 +1,8 @@
 // Containers of records: writing (LMDB or blob) and reading (one or several
-// shards as one dataset). Layouts in docs/FORMAT.md.
+// shards as one dataset). Layouts in docs/FORMAT.md. Code: stores/ (the
+// containers); OpenDatabase and OpenDatabases in pack/in_place.cc, the top
+// room, as they read other tools' files in place before containers (no
+// room below pack/ calls them: test_rooms.py).
 #pragma once
 
 #include <cstdint>
@@ -226,8 +229,10 @@ struct OpenOptions {
   std::string ca_file;
 };
 
-// Opens one container; LMDB or blob is detected from the file's first bytes.
-// `path` may name any storage (storage.h): a local file, s3://, https://.
+// Opens one database: files of an input format read in place (parquet,
+// TFRecord, ...: pack/in_place.cc), else one container, LMDB or blob by
+// the file's first bytes. `path` may name any storage (storage.h): a local
+// file, s3://, https://.
 Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts = {});
 
 // Opens several shards as one dataset (records of shard 0, then shard 1, ...).

@@ -37,10 +37,9 @@ const char* AutoAugmentChoices() {
   return names.c_str();
 }
 
-std::vector<OptionSpec> MakeTable() {
-  const char* sizes = "0 (the default) to 16384";
+// The data, where it is read from and in what order.
+std::vector<OptionSpec> DataRows() {
   return {
-      // The data.
       {"data", 0, K::kList, "", "", None,
        "training database(s), comma-separated shards of one dataset; defines the classes, channels and "
        "normalisation. Given again: datasets mixed (--weights, --repeat or --choose)", kBoth},
@@ -70,7 +69,12 @@ std::vector<OptionSpec> MakeTable() {
        "reads in flight ahead of decoding (-1: 4 with blocks, none otherwise)", kTrain | kLoader},
       {"dct", 0, K::kChoice, "fast", "fast,accurate", None, "JPEG IDCT of the loaders: fast, or accurate (Pillow's "
        "pixels)", kTrain | kLoader},
-      // The model and the task.
+  };
+}
+
+// The model and the task.
+std::vector<OptionSpec> ModelRows() {
+  return {
       {"task", 0, K::kChoice, "classification", "classification,segmentation,restoration", None,
        "classification, segmentation (a mask field) or restoration (a target image field)", kBoth},
       {"arch", 0, K::kText, "", "", None, "the model: resnet18, resnet50, small_cnn, mlp, fcn_small, unet_small "
@@ -79,7 +83,12 @@ std::vector<OptionSpec> MakeTable() {
       {"zero-init-residual", 0, K::kSwitch, "", "", None, "ResNets: zero-init the last BN of each residual block",
        kBoth},
       {"blurpool", 0, K::kSwitch, "", "", None, "ResNets: a blur before each strided convolution (BlurPool)", kBoth},
-      // The optimisation.
+  };
+}
+
+// The optimisation.
+std::vector<OptionSpec> OptimiserRows() {
+  return {
       {"epochs", 0, K::kInt, "90", "", AtLeast(1, "at least 1"), "epochs", kBoth},
       {"batch-size", 'b', K::kInt, "256", "", AtLeast(1, "at least 1"), "batch size per process", kBoth},
       {"lr", 0, K::kReal, "0.1", "", AtLeast(0, "0 or more"), "learning rate", kBoth},
@@ -96,7 +105,12 @@ std::vector<OptionSpec> MakeTable() {
       {"wd", 0, K::kReal, "0.0001", "", AtLeast(0, "0 or more"), "weight decay", kBoth},
       {"no-bn-wd", 0, K::kSwitch, "", "", None, "no weight decay on BN and bias parameters", kBoth},
       {"label-smoothing", 0, K::kReal, "0", "", Open(0, 1, false, true, "in [0, 1)"), "label smoothing", kBoth},
-      // The augmentations (the training Loader's).
+  };
+}
+
+// The augmentations (the training Loader's).
+std::vector<OptionSpec> AugmentRows() {
+  return {
       {"auto-augment", 0, K::kChoice, "none", AutoAugmentChoices(), None,
        "per-sample policy after the crop: torchvision's TrivialAugmentWide (ta_wide), RandAugment (ra), "
        "AutoAugment's tables (imagenet, cifar10, svhn), AugMix (augmix) or none", kAugment},
@@ -107,7 +121,13 @@ std::vector<OptionSpec> MakeTable() {
       {"interpolation", 0, K::kChoice, "bilinear", "bilinear,bicubic", None, "the training crops' resampling", kAugment},
       {"hflip", 0, K::kReal, "0.5", "", Within(0, 1, "in [0, 1]"),
        "probability of a horizontal flip in the training transforms (timm's --hflip; 0 for digits and text)", kAugment},
-      // torchvision's reference flags (docs/TRAINING.md).
+  };
+}
+
+// torchvision's reference flags (docs/TRAINING.md).
+std::vector<OptionSpec> ReferenceRows() {
+  const char* sizes = "0 (the default) to 16384";
+  return {
       {"mixup-alpha", 0, K::kReal, "0", "", AtLeast(0, "0 (off) or more"),
        "mixup: each batch blended with itself rolled by one, lambda ~ Beta(A, A), soft targets (0: off)", kBoth},
       {"cutmix-alpha", 0, K::kReal, "0", "", AtLeast(0, "0 (off) or more"),
@@ -135,7 +155,13 @@ std::vector<OptionSpec> MakeTable() {
        "torchvision's name for --val-resize", kBoth},
       {"val-crop-size", 0, K::kInt, "0", "", Within(0, 16384, "0 (--size) to 16384"),
        "torchvision's name for --val-size", kBoth},
-      // Sizes and evaluation.
+  };
+}
+
+// Sizes and evaluation.
+std::vector<OptionSpec> SizeRows() {
+  const char* sizes = "0 (the default) to 16384";
+  return {
       {"size", 0, K::kInt, "0", "", Within(0, 16384, sizes),
        "input size (0: 224; 28 for small_cnn and mlp; 96 for segmentation and restoration)", kBoth},
       {"res-schedule", 0, K::kText, "", "", None, "progressive resolution MIN,MAX,START_RAMP,END_RAMP[,STEP]: each "
@@ -146,7 +172,12 @@ std::vector<OptionSpec> MakeTable() {
        "evaluation: the shorter edge before the centre crop (0: --val-size / 0.875)", kBoth},
       {"tta-flip", 0, K::kSwitch, "", "", None, "evaluate on each image and its horizontal mirror, averaging the "
        "outputs", kBoth},
-      // The run.
+  };
+}
+
+// The run: output, resuming, devices, threads, logs.
+std::vector<OptionSpec> RunRows() {
+  return {
       {"output", 0, K::kText, "", "", None, "folder for checkpoint.pt and metrics.jsonl (one that holds a run: "
        "--resume auto continues it, --overwrite starts it again)", kBoth},
       {"resume", 0, K::kText, "", "", None, "checkpoint to continue ('auto': OUTPUT/checkpoint.pt if present); "
@@ -184,7 +215,12 @@ std::vector<OptionSpec> MakeTable() {
       {"save-predictions", 0, K::kInt, "0", "", AtLeast(0, "0 (off) or more"),
        "after training, write the first N validation inputs, outputs and targets to OUTPUT/predictions_*.npy",
        kTrain},
-      // The Loader's own keywords.
+  };
+}
+
+// The Loader's own keywords.
+std::vector<OptionSpec> LoaderRows() {
+  return {
       {"eval-resize", 0, K::kInt, "0", "", None, "transform \"eval\": the shorter edge before the centre crop (0: "
        "size / 0.875)", kLoader},
       {"pad", 0, K::kInt, "4", "", None, "transform \"pad_crop\": pixels of padding on each side", kLoader},
@@ -213,6 +249,14 @@ std::vector<OptionSpec> MakeTable() {
       {"random-erase-value", 0, K::kText, "0,0,0", "", None, "the erased box's grey levels (1 or 3, 0..255) or "
        "\"random\"; with mean= given, the mean's levels (torchvision erases with 0 after Normalize)", kLoader},
   };
+}
+
+// Every row, in the order --help lists them.
+std::vector<OptionSpec> MakeTable() {
+  std::vector<OptionSpec> table;
+  for (auto rows : {DataRows, ModelRows, OptimiserRows, AugmentRows, ReferenceRows, SizeRows, RunRows, LoaderRows})
+    for (OptionSpec& row : rows()) table.push_back(row);
+  return table;
 }
 
 std::string Num(double v) {

@@ -21,6 +21,7 @@
 #include "formats/text.h"
 #include "imagepack/record.h"
 #include "imagepack/storage.h"
+#include "stores/store_internal.h"
 
 namespace fs = std::filesystem;
 
@@ -495,7 +496,9 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records, 
   // mapping, a conversion's resident set grew to the size of its source.
   OpenOptions oo;
   oo.pread_records = true;
-  auto db = OpenDatabase(path, oo);
+  // A container (stores/): files of other tools are sources of their own,
+  // not databases (OpenDatabase, in the top room, reads those in place).
+  auto db = OpenContainer(path, oo);
   if (!db.ok()) return db.status();
   DatasetSource s;
   s.db = std::move(db.value());
