@@ -391,10 +391,14 @@ Status ForEachPage(const PqReadFn& read, uint64_t file_size, PqBudget& budget, c
     body.resize(size_t(h.compressed_size));
     // A small page lies in the window its header came from: no second read
     // (a million one-row row groups made two reads each).
-    if (at >= head_at && at - head_at <= head.size() && body.size() <= head.size() - (at - head_at))
+    if (body.empty()) {
+      // an empty page: nothing to copy or read (memcpy of none from a null
+      // pointer is undefined)
+    } else if (at >= head_at && at - head_at <= head.size() && body.size() <= head.size() - (at - head_at)) {
       std::memcpy(body.data(), head.data() + (at - head_at), body.size());
-    else
+    } else {
       IMAGEPACK_RETURN_IF_ERROR(read(body.data(), body.size(), at));
+    }
     at += body.size();
     if (h.has_crc && uint32_t(crc32(0, body.data(), uInt(body.size()))) != h.crc)
       return Status::Corruption(p.here + ": the page's CRC does not match");
