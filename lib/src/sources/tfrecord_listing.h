@@ -53,6 +53,9 @@ struct TfListing {
 // temporaries).
 bool IsTfSideFile(const std::string& name);
 
+// A path's last component.
+std::string TfBaseName(const std::string& path);
+
 // A skipped record of file `file` into s.errors, within the file's budget
 // of entries (limits::kTfFileErrors).
 void AddTfError(TfListing& l, DatasetSource& s, int32_t file, int64_t record, std::string reason);

@@ -31,10 +31,6 @@ namespace fs = std::filesystem;
 namespace imagepack::internal {
 namespace {
 
-std::string BaseName(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -45,7 +41,7 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 // TF-slim / Inception's "train-00000-of-01024": digits, "-of-", digits at
 // its end and no extension.
 bool NameSaysTfRecord(const std::string& path) {
-  const std::string l = LowerAscii(BaseName(path));
+  const std::string l = LowerAscii(TfBaseName(path));
   if (l.find(".tfrec") != std::string::npos) return true;
   if (l.find('.') != std::string::npos) return false;
   const auto of = l.rfind("-of-");
@@ -59,7 +55,7 @@ bool NameSaysTfRecord(const std::string& path) {
 // A name that says another format: a database, a shard, parquet, an image,
 // text.
 bool NameSaysOther(const std::string& path) {
-  const std::string l = LowerAscii(BaseName(path));
+  const std::string l = LowerAscii(TfBaseName(path));
   if (l.empty() || IsShardName(l) || HasImageExtension(l)) return true;
   for (const char* other : {".blob", ".lmdb", ".mdb", ".parquet", ".json", ".jsonl", ".csv", ".txt"})
     if (EndsWith(l, other)) return true;
@@ -144,6 +140,11 @@ bool RemoteLooks(Storage& storage, const std::string& path) {
 // Files beside TFRecords that are not records: DALI indexes, class lists,
 // TFDS's dataset_info.json and features.json, hidden files (.DS_Store,
 // temporaries).
+std::string TfBaseName(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 bool IsTfSideFile(const std::string& name) {
   const std::string l = LowerAscii(name);
   return (!l.empty() && l[0] == '.') || EndsWith(l, ".idx") || EndsWith(l, ".txt") || EndsWith(l, ".json") ||

@@ -32,11 +32,6 @@ namespace fs = std::filesystem;
 namespace imagepack::internal {
 namespace {
 
-std::string BaseName(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 const TfFeature* Find(const TfExample& ex, const char* key, TfFeature::Kind kind) {
   auto it = ex.find(key);
   return it != ex.end() && it->second.kind == kind ? &it->second : nullptr;
@@ -179,7 +174,7 @@ std::string AddRecord(const uint8_t* data, const TfRecordFrame& frame, int32_t f
   if (item.rel.empty()) {
     char num[24];
     std::snprintf(num, sizeof num, "%08lld", static_cast<long long>(record));
-    item.rel = BaseName(l.files[size_t(file)]) + "/" + num + "." +
+    item.rel = TfBaseName(l.files[size_t(file)]) + "/" + num + "." +
                ImageExtOf(BytesOf(data, Find(*ex, "image/format", TfFeature::Kind::kBytes)), data + at, n);
   }
   if (Status ok = CheckName(item.rel, "record path"); !ok.ok()) return ok.message();
