@@ -8,6 +8,13 @@
 # this step can find a new input that earlier runs missed, and CI then
 # fails with that input printed: a real defect, to be fixed and kept as a
 # regress-* input. Open-ended fuzzing is scripts/fuzz.sh.
+# The mutation run stops after RUNS inputs or IMAGEPACK_FUZZ_SMOKE_S
+# seconds (default 90), whichever comes first: on a busy machine it tries
+# fewer inputs rather than overrun the test's timeout (the parquet
+# target's seeds expand to its 256 MiB budget, seconds each under ASan).
+# One input may take 30 s (-timeout) before it counts as a hang: the
+# heaviest seed takes 3.5 s alone under ASan, and a machine with CPU hogs
+# beside the suite runs it several times slower.
 # Usage: smoke.sh FUZZER CORPUS_DIR RUNS [DICT]
 # DICT: a libFuzzer dictionary (tokens the mutations insert).
 set -euo pipefail
@@ -29,7 +36,8 @@ cp -r "$corpus"/. "$work/corpus"
 # 1. Every kept input runs clean (a fixed crash stays fixed).
 "$fuzzer" -runs=0 "$work/corpus" 2>"$work/replay.log" || { tail -40 "$work/replay.log" >&2; exit 1; }
 # 2. A short, deterministic fuzzing run; a crash leaves its input in $work.
-if ! "$fuzzer" -seed=1 -runs="$runs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "${dict[@]}" \
+if ! "$fuzzer" -seed=1 -runs="$runs" -rss_limit_mb=2048 -timeout=30 \
+     -max_total_time="${IMAGEPACK_FUZZ_SMOKE_S:-90}" -print_final_stats=1 "${dict[@]}" \
      -artifact_prefix="$work/" "$work/corpus" 2>"$work/fuzz.log"; then
   tail -60 "$work/fuzz.log" >&2
   for f in "$work"/crash-* "$work"/timeout-* "$work"/oom-* "$work"/leak-*; do
