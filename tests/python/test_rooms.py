@@ -193,13 +193,6 @@ MAX_FUNCTION_LINES = 100
 EXEMPT_FILES = {
 }
 EXEMPT_FUNCTIONS = {
-    # issue 58: not split yet (a few lines over); each one function by subject.
-    ("lib/src/fields/meta.cc", "TakeBigArrays"): "issue 58",
-    ("lib/src/inspect/verify.cc", "CheckAgainst"): "issue 58",
-    ("lib/src/loader/mix.cc", "OpenMix"): "issue 58",
-    ("lib/src/sources/manifest_source.cc", "OpenManifestSource"): "issue 58",
-    ("lib/src/sources/parquet_columns.cc", "ChooseParquetColumns"): "issue 58",
-    ("lib/src/sources/parquet_source.cc", "AddFile"): "issue 58",
 }
 
 

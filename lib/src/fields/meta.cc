@@ -311,100 +311,131 @@ struct BigArrays {
   std::vector<int64_t> label_counts;
 };
 
-bool TakeBigArrays(const uint8_t* data, size_t size, BigArrays* out) {
-  const char* p = reinterpret_cast<const char*>(data);
-  const char* const end = p + size;
-  auto ws = [&] {
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
-  };
-  // A string without escapes or control bytes at p ('"'), ASCII unless `any`.
-  auto plain_string = [&](std::string_view* s, bool any) {
-    if (p >= end || *p != '"') return false;
-    const char* b = ++p;
-    while (p < end && *p != '"') {
-      const unsigned char c = static_cast<unsigned char>(*p);
-      if (c == '\\' || c < 0x20 || (!any && c >= 0x80)) return false;
+// Moves p past JSON whitespace.
+void SkipSpace(const char*& p, const char* end) {
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+}
+
+// Takes the string at p ('"') if it has no escapes or control bytes, and is ASCII unless `any`.
+bool PlainString(const char*& p, const char* end, std::string_view* s, bool any) {
+  if (p >= end || *p != '"') return false;
+  const char* b = ++p;
+  while (p < end && *p != '"') {
+    const unsigned char c = static_cast<unsigned char>(*p);
+    if (c == '\\' || c < 0x20 || (!any && c >= 0x80)) return false;
+    ++p;
+  }
+  if (p >= end) return false;
+  *s = std::string_view(b, size_t(p - b));
+  ++p;
+  return true;
+}
+
+// Skips any value up to the ',' or '}' that ends it at this level (strings and nesting followed).
+bool SkipValue(const char*& p, const char* end) {
+  int depth = 0;
+  while (p < end) {
+    const char c = *p;
+    if (c == '"') {
+      for (++p; p < end && *p != '"'; ++p)
+        if (*p == '\\') ++p;
+      if (p >= end) return false;
+      ++p;
+    } else if (c == '[' || c == '{') {
+      ++depth, ++p;
+    } else if (c == ']' || c == '}') {
+      if (depth == 0) return true;
+      --depth, ++p;
+    } else if (c == ',' && depth == 0) {
+      return true;
+    } else {
       ++p;
     }
-    if (p >= end) return false;
-    *s = std::string_view(b, size_t(p - b));
-    ++p;
-    return true;
-  };
-  // Any value: skipped up to the ',' or '}' that ends it at this level,
-  // strings (escapes included) and nesting followed.
-  auto skip_value = [&] {
-    int depth = 0;
-    while (p < end) {
-      const char c = *p;
-      if (c == '"') {
-        for (++p; p < end && *p != '"'; ++p)
-          if (*p == '\\') ++p;
-        if (p >= end) return false;
-        ++p;
-      } else if (c == '[' || c == '{') {
-        ++depth, ++p;
-      } else if (c == ']' || c == '}') {
-        if (depth == 0) return true;
-        --depth, ++p;
-      } else if (c == ',' && depth == 0) {
-        return true;
-      } else {
-        ++p;
-      }
-    }
+  }
+  return false;
+}
+
+// Takes the count at p: at most 18 digits, no sign, fraction, exponent or leading zero.
+bool PlainCount(const char*& p, const char* end, int64_t* out) {
+  int64_t v = 0;
+  const char* b = p;
+  while (p < end && *p >= '0' && *p <= '9' && p - b < 18) v = v * 10 + (*p++ - '0');
+  if (p == b || (*b == '0' && p - b > 1) || (p < end && ((*p >= '0' && *p <= '9') || *p == '.' ||
+                                                       *p == 'e' || *p == 'E')))
     return false;
-  };
+  *out = v;
+  return true;
+}
+
+// Takes the array at p ('[') up to its ']': class names with `names`, else label counts.
+bool TakeArray(const char*& p, const char* end, bool names, BigArrays* out) {
+  ++p;
+  SkipSpace(p, end);
+  bool first = true;
+  while (p < end && *p != ']') {
+    if (!first) {
+      if (*p != ',') return false;
+      ++p;
+      SkipSpace(p, end);
+    }
+    first = false;
+    if (names) {
+      std::string_view s;
+      if (!PlainString(p, end, &s, false)) return false;
+      out->class_names.emplace_back(s);
+    } else {
+      int64_t v = 0;
+      if (!PlainCount(p, end, &v)) return false;
+      out->label_counts.push_back(v);
+    }
+    SkipSpace(p, end);
+  }
+  if (p >= end) return false;
+  ++p;
+  return true;
+}
+
+// The text with each [begin, end) of `cut` replaced by "[]".
+std::string WithoutCuts(const char* text, size_t size, const std::vector<std::pair<size_t, size_t>>& cut) {
+  std::string rest;
+  size_t at = 0;
+  for (const auto& [b, e] : cut) {
+    rest.append(text + at, b - at);
+    rest += "[]";
+    at = e;
+  }
+  rest.append(text + at, size - at);
+  return rest;
+}
+
+bool TakeBigArrays(const uint8_t* data, size_t size, BigArrays* out) {
+  const char* const text = reinterpret_cast<const char*>(data);
+  const char* p = text;
+  const char* const end = p + size;
   std::vector<std::pair<size_t, size_t>> cut;  // [begin, end) of the arrays taken
-  ws();
+  SkipSpace(p, end);
   if (p >= end || *p != '{') return false;
   ++p;
   for (;;) {
-    ws();
+    SkipSpace(p, end);
     if (p < end && *p == '}') break;
     std::string_view key;
-    if (!plain_string(&key, true)) return false;
-    ws();
+    if (!PlainString(p, end, &key, true)) return false;
+    SkipSpace(p, end);
     if (p >= end || *p != ':') return false;
     ++p;
-    ws();
+    SkipSpace(p, end);
     const bool names = key == "classes", counts = key == "label_counts";
     if ((names && out->classes) || (counts && out->counts)) return false;  // twice: nlohmann's rule (the last)
     if ((names || counts) && p < end && *p == '[') {
-      const size_t begin = size_t(p - reinterpret_cast<const char*>(data));
-      ++p;
-      ws();
-      bool first = true;
-      while (p < end && *p != ']') {
-        if (!first) {
-          if (*p != ',') return false;
-          ++p;
-          ws();
-        }
-        first = false;
-        if (names) {
-          std::string_view s;
-          if (!plain_string(&s, false)) return false;
-          out->class_names.emplace_back(s);
-        } else {
-          int64_t v = 0;
-          const char* b = p;
-          while (p < end && *p >= '0' && *p <= '9' && p - b < 18) v = v * 10 + (*p++ - '0');
-          if (p == b || (*b == '0' && p - b > 1) || (p < end && ((*p >= '0' && *p <= '9') || *p == '.' ||
-                                                               *p == 'e' || *p == 'E')))
-            return false;
-          out->label_counts.push_back(v);
-        }
-        ws();
-      }
-      if (p >= end) return false;
-      ++p;
-      cut.emplace_back(begin, size_t(p - reinterpret_cast<const char*>(data)));
+      const size_t begin = size_t(p - text);
+      if (!TakeArray(p, end, names, out)) return false;
+      cut.emplace_back(begin, size_t(p - text));
       (names ? out->classes : out->counts) = true;
-    } else if (!skip_value()) {
+    } else if (!SkipValue(p, end)) {
       return false;
     }
-    ws();
+    SkipSpace(p, end);
     if (p < end && *p == ',') {
       ++p;
       continue;
@@ -413,14 +444,7 @@ bool TakeBigArrays(const uint8_t* data, size_t size, BigArrays* out) {
     return false;
   }
   if (cut.empty()) return false;
-  size_t at = 0;
-  const char* text = reinterpret_cast<const char*>(data);
-  for (const auto& [b, e] : cut) {
-    out->rest.append(text + at, b - at);
-    out->rest += "[]";
-    at = e;
-  }
-  out->rest.append(text + at, size - at);
+  out->rest = WithoutCuts(text, size, cut);
   return true;
 }
 

@@ -293,14 +293,9 @@ void CheckLabelsFileSkips(const VerifyOptions& o, const internal::DatasetSource&
                      o.against + " nor the database");
 }
 
-// --against: the tree as pack_lmdb lists it, labelled by the database's
-// classes (through the labels file when one is given), holds exactly the
-// records' paths, each with its record's label. What cannot be checked
-// (labels of images outside any class folder) or is not expected (images
-// of folders outside --classes) goes to `notes`.
-void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classes,
-                  const std::vector<std::pair<std::string, Seen>>& paths, Collector& problems,
-                  std::vector<std::string>* notes) {
+// Opens --against as pack reads it, labelled by the database's classes (*archive: another tool's files).
+Result<internal::DatasetSource> OpenAgainst(const VerifyOptions& o, const std::vector<std::string>& classes,
+                                            bool* archive) {
   const std::string& root = o.against;
   internal::SourceOptions so;
   so.classes = &classes;
@@ -311,10 +306,84 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
   // manifest (a file) or a tree: its images, labelled as pack labels them.
   std::error_code ec;
   const internal::RegisteredFormat* other = internal::FormatOf(root, &SourceFormat::verify_against);
-  const bool archive = other != nullptr;
-  auto tree = other                           ? other->open(root, so)
-              : fs::is_regular_file(root, ec) ? internal::OpenManifestSource(root, so)
-                                              : internal::OpenTreeSource(root, so);
+  *archive = other != nullptr;
+  return other                           ? other->open(root, so)
+         : fs::is_regular_file(root, ec) ? internal::OpenManifestSource(root, so)
+                                         : internal::OpenTreeSource(root, so);
+}
+
+// Takes the record of tree image `rel` out of `in_db`, or says it is not in the database.
+std::optional<Seen> TakeFromDatabase(std::unordered_map<std::string, Seen>& in_db, const std::string& root,
+                                     const std::string& rel, Collector& problems) {
+  auto it = in_db.find(rel);
+  if (it == in_db.end()) {
+    problems.Add(root, rel, "source image is not in the database");
+    return std::nullopt;
+  }
+  Seen seen = std::move(it->second);
+  in_db.erase(it);
+  return seen;
+}
+
+// Checks the tree's images without a label, then says the records the tree lacks and the notes.
+void CheckUnlabelled(const VerifyOptions& o, const std::vector<std::string>& classes,
+                     const internal::DatasetSource& tree, std::unordered_map<std::string, Seen>& in_db,
+                     Collector& problems, std::vector<std::string>* notes) {
+  const std::string& root = o.against;
+  std::unordered_map<std::string, bool> listed;
+  if (!o.classes_file.empty())
+    for (const auto& c : classes) listed.emplace(c, true);
+  int64_t not_expected = 0, unchecked = 0, at_root = 0, unlisted = 0, unlabelled_skipped = 0;
+  for (const auto& rel : tree.unlabelled) {
+    const std::string folder = internal::ClassFolderOf(rel);
+    if (!o.classes_file.empty() && !folder.empty() && !listed.count(folder)) {
+      auto it = in_db.find(rel);
+      if (it != in_db.end()) {
+        problems.Add(it->second.where, rel, "in the database, but its folder '" + folder + "' is not in --classes " +
+                                                o.classes_file);
+        in_db.erase(it);
+      }
+      ++not_expected;
+      continue;
+    }
+    if (!o.labels_file.empty() && !classes.empty()) {
+      // Not in the labels file: pack skipped it (no label); if it is in
+      // the database anyway, its label cannot be checked.
+      if (in_db.count(rel)) ++unlisted, in_db.erase(rel);
+      else ++unlabelled_skipped;
+      continue;
+    }
+    if (!TakeFromDatabase(in_db, root, rel, problems) || classes.empty()) continue;
+    ++unchecked;
+    at_root += folder.empty();
+  }
+  for (auto& [path, seen] : in_db) problems.Add(seen.where, path, "not in the source tree " + root);
+  if (not_expected > 0)
+    notes->push_back(std::to_string(not_expected) + " images of folders outside --classes not expected");
+  if (unchecked > 0 && tree.items.empty() && !tree.spilled && at_root == unchecked)
+    notes->push_back("labels not checked: " + root + " is a flat folder; give --labels FILE");
+  else if (unchecked > 0)
+    notes->push_back("labels of " + std::to_string(unchecked) + " images not checked: not in a class folder of " +
+                     root + "; give --labels FILE");
+  if (unlabelled_skipped > 0)
+    notes->push_back(std::to_string(unlabelled_skipped) + " images of " + root + " not in --labels " + o.labels_file +
+                     " not expected");
+  if (unlisted > 0)
+    notes->push_back("labels of " + std::to_string(unlisted) + " images not checked: not in --labels " +
+                     o.labels_file);
+}
+
+// --against: the tree as pack_lmdb lists it, labelled by the database's
+// classes (through the labels file when one is given), holds exactly the
+// records' paths, each with its record's label. What cannot be checked
+// (labels of images outside any class folder) or is not expected (images
+// of folders outside --classes) goes to `notes`.
+void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classes,
+                  const std::vector<std::pair<std::string, Seen>>& paths, Collector& problems,
+                  std::vector<std::string>* notes) {
+  const std::string& root = o.against;
+  bool archive = false;
+  auto tree = OpenAgainst(o, classes, &archive);
   if (!tree.ok()) {
     problems.Add(root, "", tree.status().message());
     return;
@@ -324,21 +393,10 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
     auto [it, fresh] = in_db.emplace(path, seen);
     if (!fresh) problems.Add(seen.where, path, "duplicate: also in " + it->second.where);
   }
-  // Each image of the tree must be in the database, once.
-  auto take = [&](const std::string& rel) -> std::optional<Seen> {
-    auto it = in_db.find(rel);
-    if (it == in_db.end()) {
-      problems.Add(root, rel, "source image is not in the database");
-      return std::nullopt;
-    }
-    Seen seen = std::move(it->second);
-    in_db.erase(it);
-    return seen;
-  };
   const std::string says = archive ? root + " gives class "
                             : o.labels_file.empty() ? "its folder is class " : o.labels_file + " says ";
   auto check = [&](const internal::SourceItem& item) {
-    auto seen = take(item.rel);
+    auto seen = TakeFromDatabase(in_db, root, item.rel, problems);
     if (seen && seen->label != item.label)
       problems.Add(seen->where, item.rel, "stored class " + ClassShown(classes, seen->label) + ", but " + says +
                                               ClassShown(classes, item.label));
@@ -358,49 +416,7 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
       check(item);
     }
   }
-  // Images without a label: outside --classes (pack skipped them: not
-  // expected), or in no class folder (their labels cannot be checked).
-  std::unordered_map<std::string, bool> listed;
-  if (!o.classes_file.empty())
-    for (const auto& c : classes) listed.emplace(c, true);
-  int64_t not_expected = 0, unchecked = 0, at_root = 0, unlisted = 0, unlabelled_skipped = 0;
-  for (const auto& rel : tree->unlabelled) {
-    const std::string folder = internal::ClassFolderOf(rel);
-    if (!o.classes_file.empty() && !folder.empty() && !listed.count(folder)) {
-      auto it = in_db.find(rel);
-      if (it != in_db.end()) {
-        problems.Add(it->second.where, rel, "in the database, but its folder '" + folder + "' is not in --classes " +
-                                                o.classes_file);
-        in_db.erase(it);
-      }
-      ++not_expected;
-      continue;
-    }
-    if (!o.labels_file.empty() && !classes.empty()) {
-      // Not in the labels file: pack skipped it (no label); if it is in
-      // the database anyway, its label cannot be checked.
-      if (in_db.count(rel)) ++unlisted, in_db.erase(rel);
-      else ++unlabelled_skipped;
-      continue;
-    }
-    if (!take(rel) || classes.empty()) continue;
-    ++unchecked;
-    at_root += folder.empty();
-  }
-  for (auto& [path, seen] : in_db) problems.Add(seen.where, path, "not in the source tree " + root);
-  if (not_expected > 0)
-    notes->push_back(std::to_string(not_expected) + " images of folders outside --classes not expected");
-  if (unchecked > 0 && tree->items.empty() && !tree->spilled && at_root == unchecked)
-    notes->push_back("labels not checked: " + root + " is a flat folder; give --labels FILE");
-  else if (unchecked > 0)
-    notes->push_back("labels of " + std::to_string(unchecked) + " images not checked: not in a class folder of " +
-                     root + "; give --labels FILE");
-  if (unlabelled_skipped > 0)
-    notes->push_back(std::to_string(unlabelled_skipped) + " images of " + root + " not in --labels " + o.labels_file +
-                     " not expected");
-  if (unlisted > 0)
-    notes->push_back("labels of " + std::to_string(unlisted) + " images not checked: not in --labels " +
-                     o.labels_file);
+  CheckUnlabelled(o, classes, *tree, in_db, problems, notes);
 }
 
 }  // namespace

@@ -224,6 +224,102 @@ std::string FirstDifference(const std::vector<std::string>& a, const std::vector
   return "";
 }
 
+// Checks each source against the first (fields, channels, classes) and maps its labels to the mix's.
+Status MatchSources(const std::vector<std::unique_ptr<RecordSource>>& parts, const std::vector<std::string>& classes,
+                    const std::string& classes_from, int channels, OpenedMix* mix) {
+  const DatasetMeta& first = parts[0]->meta();
+  const std::string given = classes_from.empty() ? "the given class list" : classes_from;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const DatasetMeta& m = parts[i]->meta();
+    if (m.fields != first.fields)
+      return Status::InvalidArgument("the mix's sources " + mix->names[0] + " and " + mix->names[i] +
+                                     " hold different fields: every source of a mix must hold the same ones");
+    if (channels <= 0 && m.channels != first.channels)
+      return Status::InvalidArgument("the mix's sources " + mix->names[0] + " (" + std::to_string(first.channels) +
+                                     " channels) and " + mix->names[i] + " (" + std::to_string(m.channels) +
+                                     ") differ in channels: give the loader's output channels");
+    if (classes.empty()) {
+      if (m.classes != first.classes)
+        return Status::InvalidArgument(
+            "the mix's sources " + mix->names[0] + " (" + std::to_string(first.classes.size()) + " classes) and " +
+            mix->names[i] + " (" + std::to_string(m.classes.size()) + ") have different class lists (" +
+            FirstDifference(first.classes, m.classes) +
+            "): give the mix's class list (LoaderOptions::classes, Python classes=, train --classes) and each "
+            "source's labels are matched to it by name");
+      mix->class_maps.emplace_back();
+    } else {
+      auto map = MatchClasses(classes, given, m.classes, mix->names[i]);
+      if (!map.ok()) return map.status();
+      mix->class_maps.push_back(std::move(map.value()));
+    }
+    mix->source_classes.push_back(static_cast<int64_t>(m.classes.size()));
+  }
+  return Status::Ok();
+}
+
+// The mix's description: what a state's position is a place in.
+std::string Describe(const std::vector<MixSource>& sources, const std::vector<std::unique_ptr<RecordSource>>& parts,
+                     const std::vector<int64_t>& sizes, const OpenedMix& mix) {
+  nlohmann::json d = nlohmann::json::array();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    nlohmann::json s = {{"name", mix.names[i]},
+                        {"identity", Hex(DatasetIdentity(parts[i]->meta()))},
+                        {"records", sizes[i]},
+                        {"samples", mix.counts[i]}};
+    if (sources[i].weight > 0) s["weight"] = sources[i].weight;
+    else if (sources[i].choose > 0) s["choose"] = sources[i].choose;
+    else s["repeat"] = sources[i].repeat > 0 ? sources[i].repeat : 1.0;
+    d.push_back(s);
+  }
+  return nlohmann::json{{"mix", d}}.dump();
+}
+
+// The mix's metadata (OpenedMix::meta); fills mix->starts on the way.
+DatasetMeta MixMeta(const std::vector<std::unique_ptr<RecordSource>>& parts, const std::vector<std::string>& classes,
+                    int channels, OpenedMix* mix) {
+  const DatasetMeta& first = parts[0]->meta();
+  DatasetMeta meta = first;
+  meta.classes = classes.empty() ? first.classes : classes;
+  if (channels > 0) meta.channels = channels;
+  meta.count = 0;
+  meta.payload_bytes = 0;
+  meta.shard = {0, 1};
+  meta.label_counts.assign(meta.classes.size(), 0);
+  bool counted = true, all_stats = true;
+  internal::PixelMoments pooled;
+  int64_t stats_images = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const DatasetMeta& m = parts[i]->meta();
+    mix->starts.push_back(meta.count);
+    meta.count += m.count;
+    meta.payload_bytes += m.payload_bytes;
+    if (m.label_counts.size() != m.classes.size()) counted = false;
+    for (size_t c = 0; counted && c < m.label_counts.size(); ++c) {
+      const int64_t to = mix->class_maps[i].Map(static_cast<int64_t>(c));
+      if (to >= 0 && to < static_cast<int64_t>(meta.label_counts.size())) meta.label_counts[size_t(to)] += m.label_counts[c];
+    }
+    if (!m.mean.empty() && m.mean.size() == first.mean.size() && m.std.size() == m.mean.size()) {
+      pooled.Merge(internal::PixelMoments::FromMeanStd(m.mean, m.std, std::max<int64_t>(1, mix->counts[i])));
+      stats_images += m.stats_images;
+    } else {
+      all_stats = false;
+    }
+  }
+  mix->starts.push_back(meta.count);
+  if (!counted) meta.label_counts.clear();
+  meta.mean.clear();
+  meta.std.clear();
+  meta.stats_images = 0;
+  if (all_stats && pooled.images > 0) {
+    pooled.MeanStd(static_cast<int>(first.mean.size()), &meta.mean, &meta.std);
+    meta.stats_images = stats_images;
+  }
+  meta.tool = "imagepack mix";
+  meta.source = "a mix of " + std::to_string(parts.size()) + " datasets";
+  meta.options_json = mix->description;
+  return meta;
+}
+
 }  // namespace
 
 Result<OpenedMix> OpenMix(const std::vector<MixSource>& sources, int64_t epoch_size,
@@ -244,86 +340,9 @@ Result<OpenedMix> OpenMix(const std::vector<MixSource>& sources, int64_t epoch_s
   auto counts = MixCounts(sources, sizes, epoch_size);
   if (!counts.ok()) return counts.status();
   mix.counts = std::move(counts.value());
-  const DatasetMeta& first = parts[0]->meta();
-  const std::string given = classes_from.empty() ? "the given class list" : classes_from;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const DatasetMeta& m = parts[i]->meta();
-    if (m.fields != first.fields)
-      return Status::InvalidArgument("the mix's sources " + mix.names[0] + " and " + mix.names[i] +
-                                     " hold different fields: every source of a mix must hold the same ones");
-    if (channels <= 0 && m.channels != first.channels)
-      return Status::InvalidArgument("the mix's sources " + mix.names[0] + " (" + std::to_string(first.channels) +
-                                     " channels) and " + mix.names[i] + " (" + std::to_string(m.channels) +
-                                     ") differ in channels: give the loader's output channels");
-    if (classes.empty()) {
-      if (m.classes != first.classes)
-        return Status::InvalidArgument(
-            "the mix's sources " + mix.names[0] + " (" + std::to_string(first.classes.size()) + " classes) and " +
-            mix.names[i] + " (" + std::to_string(m.classes.size()) + ") have different class lists (" +
-            FirstDifference(first.classes, m.classes) +
-            "): give the mix's class list (LoaderOptions::classes, Python classes=, train --classes) and each "
-            "source's labels are matched to it by name");
-      mix.class_maps.emplace_back();
-    } else {
-      auto map = MatchClasses(classes, given, m.classes, mix.names[i]);
-      if (!map.ok()) return map.status();
-      mix.class_maps.push_back(std::move(map.value()));
-    }
-    mix.source_classes.push_back(static_cast<int64_t>(m.classes.size()));
-  }
-  // The description: what a state's position is a place in.
-  nlohmann::json d = nlohmann::json::array();
-  for (size_t i = 0; i < parts.size(); ++i) {
-    nlohmann::json s = {{"name", mix.names[i]},
-                        {"identity", Hex(DatasetIdentity(parts[i]->meta()))},
-                        {"records", sizes[i]},
-                        {"samples", mix.counts[i]}};
-    if (sources[i].weight > 0) s["weight"] = sources[i].weight;
-    else if (sources[i].choose > 0) s["choose"] = sources[i].choose;
-    else s["repeat"] = sources[i].repeat > 0 ? sources[i].repeat : 1.0;
-    d.push_back(s);
-  }
-  mix.description = nlohmann::json{{"mix", d}}.dump();
-  // The mix's metadata.
-  DatasetMeta meta = first;
-  meta.classes = classes.empty() ? first.classes : classes;
-  if (channels > 0) meta.channels = channels;
-  meta.count = 0;
-  meta.payload_bytes = 0;
-  meta.shard = {0, 1};
-  meta.label_counts.assign(meta.classes.size(), 0);
-  bool counted = true, all_stats = true;
-  internal::PixelMoments pooled;
-  int64_t stats_images = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const DatasetMeta& m = parts[i]->meta();
-    mix.starts.push_back(meta.count);
-    meta.count += m.count;
-    meta.payload_bytes += m.payload_bytes;
-    if (m.label_counts.size() != m.classes.size()) counted = false;
-    for (size_t c = 0; counted && c < m.label_counts.size(); ++c) {
-      const int64_t to = mix.class_maps[i].Map(static_cast<int64_t>(c));
-      if (to >= 0 && to < static_cast<int64_t>(meta.label_counts.size())) meta.label_counts[size_t(to)] += m.label_counts[c];
-    }
-    if (!m.mean.empty() && m.mean.size() == first.mean.size() && m.std.size() == m.mean.size()) {
-      pooled.Merge(internal::PixelMoments::FromMeanStd(m.mean, m.std, std::max<int64_t>(1, mix.counts[i])));
-      stats_images += m.stats_images;
-    } else {
-      all_stats = false;
-    }
-  }
-  mix.starts.push_back(meta.count);
-  if (!counted) meta.label_counts.clear();
-  meta.mean.clear();
-  meta.std.clear();
-  meta.stats_images = 0;
-  if (all_stats && pooled.images > 0) {
-    pooled.MeanStd(static_cast<int>(first.mean.size()), &meta.mean, &meta.std);
-    meta.stats_images = stats_images;
-  }
-  meta.tool = "imagepack mix";
-  meta.source = "a mix of " + std::to_string(parts.size()) + " datasets";
-  meta.options_json = mix.description;
+  IMAGEPACK_RETURN_IF_ERROR(MatchSources(parts, classes, classes_from, channels, &mix));
+  mix.description = Describe(sources, parts, sizes, mix);
+  DatasetMeta meta = MixMeta(parts, classes, channels, &mix);
   mix.meta = meta;
   mix.records = internal::JoinSources(std::move(parts), std::move(meta), "datasets");
   return mix;

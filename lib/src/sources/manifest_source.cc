@@ -90,34 +90,25 @@ Result<std::vector<ManifestRow>> ReadManifestRows(const std::string& path) {
   return ParseManifest(text, LowerAscii(fs::path(path).extension().string()) == ".csv", path);
 }
 
-}  // namespace
-
-Result<DatasetSource> OpenManifestSource(const std::string& manifest, const SourceOptions& opts) {
-  auto rows = ReadManifestRows(manifest);
-  if (!rows.ok()) return rows.status();
-  DatasetSource s;
-  const fs::path base = fs::path(manifest).parent_path();
-  s.root = base.empty() ? "." : base.string();
-  // Class labels: one rule for every source (formats/labels.h).
-  std::vector<RawLabel> raw(rows->size());
-  std::vector<std::string> raw_where(rows->size());
-  for (size_t r = 0; r < rows->size(); ++r) {
-    auto& [n, row] = (*rows)[r];
-    raw_where[r] = manifest + ":" + std::to_string(n);
+// Each row's class label as written (raw) and its manifest line (raw_where).
+void RawLabelsOf(const std::vector<ManifestRow>& rows, const std::string& manifest, std::vector<RawLabel>* raw,
+                 std::vector<std::string>* raw_where) {
+  raw->assign(rows.size(), RawLabel());
+  raw_where->assign(rows.size(), std::string());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    auto& [n, row] = rows[r];
+    (*raw_where)[r] = manifest + ":" + std::to_string(n);
     if (!row.contains("label")) continue;
     const json& l = row["label"];
-    if (l.is_number_integer()) raw[r] = LabelFromIndex(l.get<int64_t>());
-    else if (l.is_string()) raw[r] = LabelFromText(l.get<std::string>()), raw[r].present = true;
-    else raw[r] = RawLabel{true, true, -1, l.dump()};
+    if (l.is_number_integer()) (*raw)[r] = LabelFromIndex(l.get<int64_t>());
+    else if (l.is_string()) (*raw)[r] = LabelFromText(l.get<std::string>()), (*raw)[r].present = true;
+    else (*raw)[r] = RawLabel{true, true, -1, l.dump()};
   }
-  std::vector<int32_t> labels;
-  std::vector<std::string> why;
-  if (!opts.no_class) {
-    std::vector<std::string> fixed;
-    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
-    IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, raw_where, fixed, &s.classes, &labels, &why));
-  }
-  // Kinds declared by --field NAME:KIND; the others by rule (KindOfValue).
+}
+
+// Declares a field for each key besides image and label: its kind by --field NAME:KIND, else by rule.
+Status DeclareManifestFields(const std::vector<ManifestRow>& rows, const std::string& manifest,
+                             const SourceOptions& opts, DatasetSource& s) {
   std::vector<std::pair<std::string, FieldKind>> declared;
   for (const std::string& text : opts.fields) {
     auto d = ParseDeclaredField(text);
@@ -136,7 +127,7 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
   std::map<std::string, int> slot_of;
   std::vector<std::pair<std::string, bool>> undecided;  // key, seen as a list
   auto says_nothing = [](const json& v) { return v.is_null() || (v.is_array() && v.empty()); };
-  for (auto& [n, row] : rows.value())
+  for (auto& [n, row] : rows)
     for (auto& [key, v] : row.items())
       if (key != "image" && key != "label" && !slot_of.count(key)) {
         const FieldKind* given = declared_kind(key);
@@ -170,6 +161,49 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
       if (!slot.ok()) return slot.status().WithContext("--field " + name);
       slot_of[name] = *slot;
     }
+  return Status::Ok();
+}
+
+// Fills item->fields from the row in slot order; the first value missing or misfitting says why.
+Status FillRowFields(const DatasetSource& s, const json& row, const fs::path& base, const SourceOptions& opts,
+                     SourceItem* item) {
+  Status bad;
+  for (size_t slot = 0; slot < s.fields.size() && bad.ok(); ++slot) {
+    const FieldSpec& spec = s.fields[slot];
+    SourceField f;
+    f.slot = static_cast<int>(slot);
+    if (!row.contains(spec.name) || row[spec.name].is_null()) {  // null: as absent
+      if (InfoOf(spec.kind).from_file())
+        bad = Status::InvalidArgument("no " + spec.name + " for " + item->rel);
+    } else {
+      bad = FillField(spec, row[spec.name], base, &f);
+      if (bad.ok() && !f.file.empty()) bad = CheckInsideFolder(row[spec.name].get<std::string>(), opts);
+    }
+    item->fields.push_back(std::move(f));
+  }
+  return bad;
+}
+
+}  // namespace
+
+Result<DatasetSource> OpenManifestSource(const std::string& manifest, const SourceOptions& opts) {
+  auto rows = ReadManifestRows(manifest);
+  if (!rows.ok()) return rows.status();
+  DatasetSource s;
+  const fs::path base = fs::path(manifest).parent_path();
+  s.root = base.empty() ? "." : base.string();
+  // Class labels: one rule for every source (formats/labels.h).
+  std::vector<RawLabel> raw;
+  std::vector<std::string> raw_where;
+  RawLabelsOf(*rows, manifest, &raw, &raw_where);
+  std::vector<int32_t> labels;
+  std::vector<std::string> why;
+  if (!opts.no_class) {
+    std::vector<std::string> fixed;
+    IMAGEPACK_RETURN_IF_ERROR(FixedClasses(opts, &fixed));
+    IMAGEPACK_RETURN_IF_ERROR(ResolveLabels(raw, raw_where, fixed, &s.classes, &labels, &why));
+  }
+  IMAGEPACK_RETURN_IF_ERROR(DeclareManifestFields(*rows, manifest, opts, s));
   std::set<std::string> seen_images;
   for (size_t r = 0; r < rows->size(); ++r) {
     auto& [n, row] = (*rows)[r];
@@ -196,21 +230,7 @@ Result<DatasetSource> OpenManifestSource(const std::string& manifest, const Sour
       }
       item.label = labels[r];
     }
-    Status bad;
-    for (size_t slot = 0; slot < s.fields.size() && bad.ok(); ++slot) {
-      const FieldSpec& spec = s.fields[slot];
-      SourceField f;
-      f.slot = static_cast<int>(slot);
-      if (!row.contains(spec.name) || row[spec.name].is_null()) {  // null: as absent
-        if (InfoOf(spec.kind).from_file())
-          bad = Status::InvalidArgument("no " + spec.name + " for " + item.rel);
-      } else {
-        bad = FillField(spec, row[spec.name], base, &f);
-        if (bad.ok() && !f.file.empty()) bad = CheckInsideFolder(row[spec.name].get<std::string>(), opts);
-      }
-      item.fields.push_back(std::move(f));
-    }
-    if (!bad.ok()) {
+    if (Status bad = FillRowFields(s, row, base, opts, &item); !bad.ok()) {
       skip(item.rel + ": " + bad.message());
       continue;
     }

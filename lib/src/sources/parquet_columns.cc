@@ -255,20 +255,17 @@ void ChooseBoxes(const PqFile& f, const nlohmann::json& feats, const std::string
   }
 }
 
-}  // namespace
-
-Result<ParquetColumns> ChooseParquetColumns(const PqFile& f, const std::string& shown, const SourceOptions& opts,
-                                            const std::function<bool(int leaf)>& holds_image,
-                                            std::vector<std::string>* problems) {
-  std::map<std::string, std::string> type_of;
-  std::map<std::string, std::vector<std::string>> names;
-  nlohmann::json feats = nlohmann::json::object();
-  HfFeatures(f, shown, &type_of, &names, &feats, problems);
-  ParquetColumns c;
+// The leaves that may be the image and the label, and whether the options named them.
+struct Candidates {
   std::vector<int> images, labels;
   bool named_image = false, named_label = false;
-  const bool any_classlabel =
-      std::count_if(type_of.begin(), type_of.end(), [](const auto& t) { return t.second == "ClassLabel"; }) > 0;
+};
+
+// The image and label leaves: named by the options, else declared by the features, else found by rule.
+Candidates ImageAndLabelCandidates(const PqFile& f, const std::map<std::string, std::string>& type_of,
+                                   bool any_classlabel, const SourceOptions& opts,
+                                   const std::function<bool(int leaf)>& holds_image) {
+  Candidates k;
   // Features that declare no Image (a dataset saved without the Image
   // feature: the image a struct of Values, bytes and path): a struct
   // column's bytes leaf is the image where its first value's magic says
@@ -285,25 +282,62 @@ Result<ParquetColumns> ChooseParquetColumns(const PqFile& f, const std::string& 
     // Columns the options name are taken whatever the metadata says.
     if (!opts.image_column.empty() && top == opts.image_column && l.type == PqType::kByteArray &&
         ((l.path.size() == 2 && l.path[1] == "bytes") || l.path.size() == 1)) {
-      if (!named_image) images.clear();
-      named_image = true;
-      images.push_back(int(i));
+      if (!k.named_image) k.images.clear();
+      k.named_image = true;
+      k.images.push_back(int(i));
     }
     if (!opts.label_column.empty() && top == opts.label_column && integer) {
-      if (!named_label) labels.clear();
-      named_label = true;
-      labels.push_back(int(i));
+      if (!k.named_label) k.labels.clear();
+      k.named_label = true;
+      k.labels.push_back(int(i));
     }
-    const bool declared_image = type_of.count(top) && type_of[top] == "Image";
-    const bool struct_bytes = bytes_leaf && l.path.size() == 2 && !type_of.count(top);
-    if (!named_image && opts.image_column.empty() && bytes_leaf &&
+    const auto type = type_of.find(top);
+    const bool declared_image = type != type_of.end() && type->second == "Image";
+    const bool struct_bytes = bytes_leaf && l.path.size() == 2 && type == type_of.end();
+    if (!k.named_image && opts.image_column.empty() && bytes_leaf &&
         (declared_image || type_of.empty() || (!any_image && struct_bytes && holds_image && holds_image(int(i)))))
-      images.push_back(int(i));
-    const bool declared_label = type_of.count(top) && type_of[top] == "ClassLabel";
-    if (!named_label && opts.label_column.empty() && integer &&
+      k.images.push_back(int(i));
+    const bool declared_label = type != type_of.end() && type->second == "ClassLabel";
+    if (!k.named_label && opts.label_column.empty() && integer &&
         (declared_label || (!any_classlabel && (top == "label" || top == "labels"))))
-      labels.push_back(int(i));
+      k.labels.push_back(int(i));
   }
+  return k;
+}
+
+// The fields of the leaves not taken (boxes at their bbox leaf), the others into c->unused.
+void FieldsOfLeaves(const PqFile& f, const std::map<int, ParquetColumns::Field>& boxes,
+                    const std::vector<bool>& taken, ParquetColumns* c) {
+  for (size_t i = 0; i < f.leaves.size(); ++i) {
+    if (auto b = boxes.find(int(i)); b != boxes.end()) c->fields.push_back(b->second);
+    if (taken[i]) continue;
+    const PqLeaf& l = f.leaves[i];
+    const auto lg = l.logical();
+    const bool flat = l.path.size() == 1 && l.max_rep == 0;
+    const bool list = l.max_rep == 1 && lg.size() == 1 && IsNumber(l);
+    const bool floats = l.type == PqType::kFloat || l.type == PqType::kDouble;
+    if (flat && l.type == PqType::kByteArray && l.text) c->fields.push_back(Make(int(i), FieldKind::kText, l.dotted()));
+    else if ((flat || list) && IsNumber(l)) c->fields.push_back(Make(int(i), floats ? FieldKind::kFloats : FieldKind::kInts, lg[0]));
+    else c->unused.push_back(l.dotted());
+  }
+}
+
+}  // namespace
+
+Result<ParquetColumns> ChooseParquetColumns(const PqFile& f, const std::string& shown, const SourceOptions& opts,
+                                            const std::function<bool(int leaf)>& holds_image,
+                                            std::vector<std::string>* problems) {
+  std::map<std::string, std::string> type_of;
+  std::map<std::string, std::vector<std::string>> names;
+  nlohmann::json feats = nlohmann::json::object();
+  HfFeatures(f, shown, &type_of, &names, &feats, problems);
+  ParquetColumns c;
+  const bool any_classlabel =
+      std::count_if(type_of.begin(), type_of.end(), [](const auto& t) { return t.second == "ClassLabel"; }) > 0;
+  const Candidates k = ImageAndLabelCandidates(f, type_of, any_classlabel, opts, holds_image);
+  const std::vector<int>& images = k.images;
+  const std::vector<int>& labels = k.labels;
+  const bool named_image = k.named_image, named_label = k.named_label;
   auto list = [&](const std::vector<int>& idx) {
     std::string s;
     for (int i : idx) s += (s.empty() ? "" : ", ") + f.leaves[size_t(i)].dotted();
@@ -344,18 +378,7 @@ Result<ParquetColumns> ChooseParquetColumns(const PqFile& f, const std::string& 
     if (i >= 0) taken[size_t(i)] = true;
   std::map<int, ParquetColumns::Field> boxes;
   ChooseBoxes(f, feats, shown, problems, &boxes, &taken);
-  for (size_t i = 0; i < f.leaves.size(); ++i) {
-    if (auto b = boxes.find(int(i)); b != boxes.end()) c.fields.push_back(b->second);
-    if (taken[i]) continue;
-    const PqLeaf& l = f.leaves[i];
-    const auto lg = l.logical();
-    const bool flat = l.path.size() == 1 && l.max_rep == 0;
-    const bool list = l.max_rep == 1 && lg.size() == 1 && IsNumber(l);
-    const bool floats = l.type == PqType::kFloat || l.type == PqType::kDouble;
-    if (flat && l.type == PqType::kByteArray && l.text) c.fields.push_back(Make(int(i), FieldKind::kText, l.dotted()));
-    else if ((flat || list) && IsNumber(l)) c.fields.push_back(Make(int(i), floats ? FieldKind::kFloats : FieldKind::kInts, lg[0]));
-    else c.unused.push_back(l.dotted());
-  }
+  FieldsOfLeaves(f, boxes, taken, &c);
   return c;
 }
 

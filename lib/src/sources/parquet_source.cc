@@ -24,6 +24,7 @@
 #include "imagepack/probe.h"
 #include "imagepack/storage.h"
 #include "sources/parquet_columns.h"
+#include "sources/registry.h"
 #include "sources/sources.h"
 #include "storage/fd_io.h"
 #include "storage/spill_file.h"
@@ -46,31 +47,14 @@ bool IsSideName(const std::string& name) {
   return false;
 }
 
-std::string BaseName(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 }  // namespace
 
-bool LooksLikeParquet(const std::string& src) {
-  if (HasShardPattern(src)) {
-    auto names = ExpandShardPattern(src);
-    return names.ok() && !names->empty() && IsParquetName(names->front());
-  }
-  auto storage = OpenStorage(src);
-  if (!storage.ok()) return false;
-  if (!storage.value()->local()) return IsParquetName(src);
-  std::error_code ec;
-  if (fs::is_regular_file(src, ec)) return IsParquetName(src);
-  if (!fs::is_directory(src, ec)) return false;
-  bool any = false;
-  for (const auto& e : fs::directory_iterator(src, ec)) {
-    const std::string n = e.path().filename().string();
-    if (e.is_directory(ec) || (!IsParquetName(n) && !IsSideName(n))) return false;
-    any = any || IsParquetName(n);
-  }
-  return any;
+// A .parquet file is the row's; the Hub's README.md, .gitattributes and
+// JSON or text side files may lie beside them; anything else rules a
+// folder out.
+NameIs ParquetNameIs(const std::string& base_name) {
+  if (IsParquetName(base_name)) return NameIs::kMine;
+  return IsSideName(base_name) ? NameIs::kSide : NameIs::kForeign;
 }
 
 namespace {
@@ -147,7 +131,7 @@ Status AddRowGroup(const PqReadFn& read, uint64_t size, PqBudget& budget, const 
         item.size = v.n;
         char num[24];
         std::snprintf(num, sizeof num, "%08lld", static_cast<long long>(first_row + r));
-        item.rel = BaseName(file) + "/" + num + "." + ExtOf(v.p, v.n);
+        item.rel = BaseNameOf(file) + "/" + num + "." + ExtOf(v.p, v.n);
         *written += v.n;
         if (!fields.empty()) item.fields = std::move(fields[size_t(r)]);
         s.items.push_back(std::move(item));
@@ -156,16 +140,8 @@ Status AddRowGroup(const PqReadFn& read, uint64_t size, PqBudget& budget, const 
       });
 }
 
-// Opens a file, reads its footer, chooses its columns (the first file's
-// choice binds the rest) and adds its row groups: one whose pages are
-// damaged is skipped and listed; a codec or encoding not read fails.
-Status AddFile(Storage& storage, const std::string& file, const std::string& scratch_dir, const SourceOptions& opts,
-               DatasetSource& s, PqListing& l) {
-  auto opened = storage.Open(file);
-  if (!opened.ok()) return opened.status();
-  const ByteSource& bytes = *opened.value();
-  const uint64_t size = bytes.size();
-  auto read = [&](void* buf, size_t n, uint64_t at) { return bytes.ReadAt(at, n, static_cast<uint8_t*>(buf)); };
+// The footer of `file` (`size` bytes, read through `read`), parsed.
+Result<PqFile> ReadFooter(const PqReadFn& read, uint64_t size, const std::string& file) {
   uint8_t head[4] = {0}, tail[8] = {0};
   if (size >= 12) {
     IMAGEPACK_RETURN_IF_ERROR(read(head, 4, 0));
@@ -175,31 +151,33 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
   if (!footer_size.ok()) return footer_size.status();
   std::vector<uint8_t> footer(*footer_size);
   IMAGEPACK_RETURN_IF_ERROR(read(footer.data(), footer.size(), size - 8 - footer.size()));
-  auto f = ParseParquetFooter(footer.data(), footer.size(), size, file);
-  if (!f.ok()) return f.status();
-  PqBudget budget(size);
-  // A struct's bytes leaf holds an image where the first value of row
-  // group 0 that is not null sniffs as one (read up to it, no further).
-  auto holds_image = [&](int leaf) {
-    if (f->row_groups.empty()) return false;
-    bool image = false, seen = false;
-    const PqLeaf& pl = f->leaves[size_t(leaf)];
-    const PqRowGroup& rg = f->row_groups[0];
-    (void)ReadParquetColumn(read, size, budget, pl, rg.columns[size_t(leaf)], rg.num_rows, file,
-                            [&](int64_t, const PqValue& v) {
-                              if (v.null || v.n == 0) return Status::Ok();
-                              seen = true;
-                              image = SniffFormat(v.p, v.n) != ImageFormat::kUnknown;
-                              return Status::Cancelled("first value read");
-                            });
-    return seen && image;
-  };
-  std::vector<std::string> notes;  // said once, for the first file
-  auto chosen = ChooseParquetColumns(*f, file, opts, holds_image, &notes);
-  if (!chosen.ok()) return chosen.status();
+  return ParseParquetFooter(footer.data(), footer.size(), size, file);
+}
+
+// Whether the first value of row group 0 in `leaf` that is not null sniffs as an image (read up to it, no further).
+bool HoldsImage(const PqReadFn& read, uint64_t size, PqBudget& budget, const PqFile& f, const std::string& file,
+                int leaf) {
+  if (f.row_groups.empty()) return false;
+  bool image = false, seen = false;
+  const PqLeaf& pl = f.leaves[size_t(leaf)];
+  const PqRowGroup& rg = f.row_groups[0];
+  (void)ReadParquetColumn(read, size, budget, pl, rg.columns[size_t(leaf)], rg.num_rows, file,
+                          [&](int64_t, const PqValue& v) {
+                            if (v.null || v.n == 0) return Status::Ok();
+                            seen = true;
+                            image = SniffFormat(v.p, v.n) != ImageFormat::kUnknown;
+                            return Status::Cancelled("first value read");
+                          });
+  return seen && image;
+}
+
+// Binds the first file's columns (its fields declared, its notes said); a later file's must be the same.
+Status TakeColumns(const PqFile& f, const std::string& file, const SourceOptions& opts,
+                   const ParquetColumns& chosen, const std::vector<std::string>& notes, DatasetSource& s,
+                   PqListing& l) {
   if (!l.chosen) {
     s.problems.insert(s.problems.end(), notes.begin(), notes.end());
-    l.columns = chosen.value();
+    l.columns = chosen;
     l.chosen = true;
     std::vector<ParquetColumns::Field> declared;
     for (ParquetColumns::Field fc : l.columns.fields) {
@@ -216,14 +194,35 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
     }
     l.columns.fields = std::move(declared);
     l.leaf_names.clear();
-    for (const auto& leaf : f->leaves) l.leaf_names.push_back(leaf.dotted());
+    for (const auto& leaf : f.leaves) l.leaf_names.push_back(leaf.dotted());
   } else {
     std::vector<std::string> names;
-    for (const auto& leaf : f->leaves) names.push_back(leaf.dotted());
+    for (const auto& leaf : f.leaves) names.push_back(leaf.dotted());
     if (names != l.leaf_names)
       return Status::InvalidArgument(file + ": its columns are not the first file's (" + std::to_string(names.size()) +
                                      " columns; parquet files of one source share their schema)");
   }
+  return Status::Ok();
+}
+
+// Opens a file, reads its footer, chooses its columns (the first file's
+// choice binds the rest) and adds its row groups: one whose pages are
+// damaged is skipped and listed; a codec or encoding not read fails.
+Status AddFile(Storage& storage, const std::string& file, const std::string& scratch_dir, const SourceOptions& opts,
+               DatasetSource& s, PqListing& l) {
+  auto opened = storage.Open(file);
+  if (!opened.ok()) return opened.status();
+  const ByteSource& bytes = *opened.value();
+  const uint64_t size = bytes.size();
+  auto read = [&](void* buf, size_t n, uint64_t at) { return bytes.ReadAt(at, n, static_cast<uint8_t*>(buf)); };
+  auto f = ReadFooter(read, size, file);
+  if (!f.ok()) return f.status();
+  PqBudget budget(size);
+  auto holds_image = [&](int leaf) { return HoldsImage(read, size, budget, *f, file, leaf); };
+  std::vector<std::string> notes;  // said once, for the first file
+  auto chosen = ChooseParquetColumns(*f, file, opts, holds_image, &notes);
+  if (!chosen.ok()) return chosen.status();
+  IMAGEPACK_RETURN_IF_ERROR(TakeColumns(*f, file, opts, chosen.value(), notes, s, l));
   auto fd = CreateScratchFile(scratch_dir);
   if (!fd.ok()) return fd.status();
   struct Closer {
