@@ -1,8 +1,10 @@
 """The registry of other tools' formats (lib/src/sources/registry.cc) is
 the one list: the tools' --help prints its rows, docs/USAGE.md's table
 says the same, and a format touches the files docs/ARCHITECTURE.md says
-("what a change touches": its source file, its declaration in sources.h,
-its row in the registry), found by where its opener is named."""
+("what a change touches": its source file, its opener declared in
+sources.h and its rules in registry.h, its row in the registry), found by
+where its opener and rules are named; the chooser takes the strongest
+match, whatever the rows' order."""
 import os
 import re
 import subprocess
@@ -44,9 +46,11 @@ def test_help_and_usage_list_the_registry_rows_alike():
 
 
 def registered():
-    """(name, LooksLikeX, OpenXSource) per row of registry.cc."""
+    """(name, [its rules: XNameIs, XBytesSay, XLooks], OpenXSource) per row of registry.cc."""
     text = open(os.path.join(ROOT, "lib", "src", "sources", "registry.cc")).read()
-    return re.findall(r'\{\{"(\w+)",.*?\},\s*(LooksLike\w+), (Open\w+Source)\}', text, re.S)
+    rows = re.findall(r'\{\{"(\w+)",.*?\},\s*(\w+), (\w+), (?:true|false), (\w+), (Open\w+Source)\}', text, re.S)
+    return [(name, [r for r in (names, byte_rule, looks) if r != "nullptr"], opener)
+            for name, names, byte_rule, looks, opener in rows]
 
 
 def code_files():
@@ -62,11 +66,18 @@ def test_a_format_touches_its_source_file_its_declaration_and_its_row():
     assert [r[0] for r in rows] == ["parquet", "tfrecord", "webdataset", "folder2lmdb"], rows
     files = {f: open(os.path.join(ROOT, f), errors="replace").read() for f in code_files()}
     arch = open(os.path.join(ROOT, "docs", "ARCHITECTURE.md")).read()
-    assert "| an import format | 5 + docs + tests |" in arch
-    for name, looks, opener in rows:
-        naming = sorted(f for f, text in files.items() if re.search(r"\b(%s|%s)\b" % (looks, opener), text))
-        own = [f for f in naming if f not in ("lib/src/sources/sources.h", "lib/src/sources/registry.cc")]
-        assert "lib/src/sources/sources.h" in naming and "lib/src/sources/registry.cc" in naming, (name, naming)
+    assert "| an import format | 8 + docs + tests |" in arch
+    registry = ("lib/src/sources/sources.h", "lib/src/sources/registry.h", "lib/src/sources/registry.cc")
+    for name, rules, opener in rows:
+        assert rules, name
+        naming = sorted(f for f, text in files.items()
+                        if re.search(r"\b(%s)\b" % "|".join(rules + [opener]), text))
+        own = [f for f in naming if f not in registry]
+        # the opener declared in sources.h, the rules in registry.h, all
+        # three in the row
+        assert re.search(r"\b%s\(" % opener, files["lib/src/sources/sources.h"]), (name, opener)
+        for rule in rules:
+            assert re.search(r"\b%s\(" % rule, files["lib/src/sources/registry.h"]), (name, rule)
         # its own source file (split by subject into files of its name:
         # tfrecord_source.cc, tfrecord_sniff.cc, ...) and nothing else
         # outside the registry

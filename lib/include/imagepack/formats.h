@@ -20,7 +20,8 @@ struct SourceFormat {
   bool local_only = false;      // a local path only (not s3://, https://)
 };
 
-// In the order a path is asked: the first whose files it looks like wins.
+// The rows, in no order that matters: a path is the format it looks most
+// like (by its names, then its bytes, then any pattern).
 const std::vector<SourceFormat>& SourceFormats();
 
 // The name of the format `path` names (a file, a brace pattern, a

@@ -304,12 +304,13 @@ Result<internal::DatasetSource> OpenAgainst(const VerifyOptions& o, const std::v
   if (!o.labels_file.empty()) so.classes_file = o.classes_file;  // the labels file is read through it, as by pack
   // Another tool's files (parquet, TFRecords, WebDataset shards), a
   // manifest (a file) or a tree: its images, labelled as pack labels them.
-  std::error_code ec;
-  const internal::RegisteredFormat* other = internal::FormatOf(root, &SourceFormat::verify_against);
+  auto choice = internal::Choose(root, internal::Ask{&SourceFormat::verify_against});
+  if (!choice.ok()) return choice.status();
+  const internal::RegisteredFormat* other = choice->format;
   *archive = other != nullptr;
-  return other                           ? other->open(root, so)
-         : fs::is_regular_file(root, ec) ? internal::OpenManifestSource(root, so)
-                                         : internal::OpenTreeSource(root, so);
+  if (other) return other->open(root, so);
+  return choice->shape.kind == internal::PathShape::Kind::kFile ? internal::OpenManifestSource(root, so)
+                                                                : internal::OpenTreeSource(root, so);
 }
 
 // Takes the record of tree image `rel` out of `in_db`, or says it is not in the database.

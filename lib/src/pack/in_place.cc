@@ -161,27 +161,29 @@ Result<DatasetMeta> MetaOf(const std::string& path, Listed& l) {
 
 }  // namespace
 
+namespace {
+
+// The rows read in place; a remote object is asked by its name alone, so
+// that a blob's open costs no request more (nor fails offline, from a
+// pinned cache).
+Result<Choice> ChooseInPlace(const std::string& path) {
+  return Choose(path, Ask{&SourceFormat::in_place, /*remote_names_only=*/true});
+}
+
+}  // namespace
+
 bool ReadsInPlace(const std::string& path) {
-  // A remote object is asked only when its name says so: a blob's open
-  // costs no request more (nor fails offline, from a pinned cache).
-  if (!HasShardPattern(path)) {
-    auto storage = OpenStorage(path);
-    if (!storage.ok()) return false;
-    if (!storage.value()->local()) {
-      const std::string l = LowerAscii(path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1));
-      const bool named = l.find(".parquet") != std::string::npos || l.find(".tfrec") != std::string::npos ||
-                         l.find(".tar") != std::string::npos || l.find(".tgz") != std::string::npos;
-      if (!named) return false;
-    }
-  }
-  return FormatOf(path, &SourceFormat::in_place) != nullptr;
+  auto c = ChooseInPlace(path);
+  return c.ok() && c->format != nullptr;
 }
 
 Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const OpenOptions& opts) {
   if (opts.in_ram)
     return Status::NotSupported(path + ": files read in place are not held in RAM (pack them with pack_lmdb, "
                                        "then hold the database in RAM)");
-  const RegisteredFormat* format = FormatOf(path, &SourceFormat::in_place);
+  auto choice = ChooseInPlace(path);
+  if (!choice.ok()) return choice.status();
+  const RegisteredFormat* format = choice->format;
   if (!format) return Status::InvalidArgument(path + " names no files of a format read in place");
   auto l = std::make_unique<Listed>();
   SourceOptions so;

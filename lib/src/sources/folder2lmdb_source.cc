@@ -12,6 +12,7 @@
 #include "formats/folder2lmdb.h"
 #include "formats/labels.h"
 #include "imagepack/meta.h"
+#include "sources/registry.h"
 #include "sources/sources.h"
 #include "stores/store_internal.h"
 
@@ -28,13 +29,16 @@ std::string KeyOf(const MDB_val& k) {
 
 }  // namespace
 
-bool LooksLikePickledLmdb(const std::string& path) {
+// An LMDB (a file, or a folder's data.mdb) that is not ours: known by its
+// bytes (no imagepack metadata key).
+Likeness PickledLmdbLooks(const PathShape& shape) {
   std::error_code ec;
-  std::string file = path;
-  if (fs::is_directory(path, ec)) file = (fs::path(path) / "data.mdb").string();
-  if (!fs::is_regular_file(file, ec)) return false;
+  if (shape.kind != PathShape::Kind::kFile && shape.kind != PathShape::Kind::kFolder) return Likeness::kNo;
+  std::string file = shape.path;
+  if (shape.kind == PathShape::Kind::kFolder) file = (fs::path(shape.path) / "data.mdb").string();
+  if (!fs::is_regular_file(file, ec)) return Likeness::kNo;
   MDB_env* env = nullptr;
-  if (mdb_env_create(&env) != 0) return false;
+  if (mdb_env_create(&env) != 0) return Likeness::kNo;
   bool yes = false;
   mdb_env_set_maxreaders(env, 4);
   if (mdb_env_open(env, file.c_str(), MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK, 0644) == 0) {
@@ -47,7 +51,7 @@ bool LooksLikePickledLmdb(const std::string& path) {
     if (txn) mdb_txn_abort(txn);
   }
   mdb_env_close(env);
-  return yes;
+  return yes ? Likeness::kBytes : Likeness::kNo;
 }
 
 namespace {

@@ -1,39 +1,146 @@
-// The registry (registry.h): one row per format of another tool. A new
-// format adds its row here and its source file beside this one.
+// The registry (registry.h): one row per format of another tool, and the
+// chooser that reads the rows. A new format adds its row here and its
+// source file beside this one.
 #include "sources/registry.h"
 
-#include "imagepack/storage.h"
+#include <algorithm>
+#include <filesystem>
+
+#include "formats/braces.h"
+
+namespace fs = std::filesystem;
 
 namespace imagepack {
 namespace internal {
 
 const std::vector<RegisteredFormat>& RegisteredFormats() {
-  // Parquet and TFRecords first: a brace pattern of theirs is no WebDataset's.
+  // In any order: the chooser takes the strongest match (registry.h).
   static const std::vector<RegisteredFormat> formats = {
       {{"parquet", "Hugging Face parquet shards: .parquet files (a file, a brace pattern, a folder)", true, true,
         false},
-       LooksLikeParquet, OpenParquetSource},
+       ParquetNameIs, nullptr, false, nullptr, OpenParquetSource},
       {{"tfrecord",
         "TFRecords of tf.train.Example, TF-slim / Inception or TFDS, plain or gzipped: .tfrecord, .tfrec or "
         "NAME-NNNNN-of-NNNNN files, else a record's CRC (a file, a brace pattern, a folder)",
         true, true, false},
-       LooksLikeTfRecord, OpenTfRecordSource},
+       TfRecordNameIs, TfRecordBytesSay, false, nullptr, OpenTfRecordSource},
       {{"webdataset", "WebDataset shards: .tar, .tar.gz, .tgz (a file, a brace pattern, a folder)", true, true,
         false},
-       LooksLikeWebDataset, OpenWebDatasetSource},
+       WebDatasetNameIs, nullptr, true, nullptr, OpenWebDatasetSource},
       {{"folder2lmdb", "an LMDB of pickled (image bytes, label) pairs, as folder2lmdb writes it", false, false,
         true},
-       LooksLikePickledLmdb, OpenPickledLmdbSource},
+       nullptr, nullptr, false, PickledLmdbLooks, OpenPickledLmdbSource},
   };
   return formats;
 }
 
-const RegisteredFormat* FormatOf(const std::string& path, bool SourceFormat::*capability) {
-  bool local = true;
-  if (auto storage = OpenStorage(path); storage.ok()) local = storage.value()->local();
-  for (const RegisteredFormat& f : RegisteredFormats())
-    if ((local || !f.row.local_only) && (!capability || f.row.*capability) && f.looks_like(path)) return &f;
-  return nullptr;
+std::string BaseNameOf(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+namespace {
+
+Result<PathShape> ShapeOf(const std::string& path) {
+  PathShape s;
+  s.path = path;
+  auto storage = OpenStorage(path);
+  if (!storage.ok()) return storage.status();
+  s.storage = std::move(storage.value());
+  s.local = s.storage->local();
+  if (HasShardPattern(path)) {
+    // One that does not expand is still a pattern: its opener names the fault.
+    s.kind = PathShape::Kind::kPattern;
+    if (auto names = ExpandShardPattern(path); names.ok()) s.files = std::move(names.value());
+    return s;
+  }
+  if (!s.local) {
+    s.kind = !path.empty() && path.back() == '/' ? PathShape::Kind::kRemotePrefix : PathShape::Kind::kRemoteObject;
+    s.files = {path};
+    return s;
+  }
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    s.kind = PathShape::Kind::kFile;
+    s.files = {path};
+  } else if (fs::is_directory(path, ec)) {
+    s.kind = PathShape::Kind::kFolder;
+    for (const auto& e : fs::directory_iterator(path, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.empty() || n[0] == '.') continue;  // hidden: .git, .DS_Store, temporaries
+      if (e.is_directory(ec))
+        s.subfolders = true;
+      else
+        s.files.push_back(e.path().string());
+    }
+    std::sort(s.files.begin(), s.files.end());
+  }
+  return s;
+}
+
+// A file's first bytes say `format`: a local file, or one ranged read of
+// a remote object (kept in the block cache for the import).
+bool BytesSay(const RegisteredFormat& format, const PathShape& shape, const std::string& file) {
+  auto bytes = shape.storage->Open(file);
+  return bytes.ok() && format.bytes_say(*bytes.value());
+}
+
+// Files (a folder's, a pattern's, or one): none foreign, then one of the
+// format's names, else the first bytes of the first few whose names say
+// nothing.
+Likeness OfFiles(const RegisteredFormat& format, const PathShape& shape, bool names_only) {
+  bool mine = false;
+  std::vector<const std::string*> unknown;
+  for (const std::string& f : shape.files) switch (format.name_is(BaseNameOf(f))) {
+      case NameIs::kForeign: return Likeness::kNo;
+      case NameIs::kMine: mine = true; break;
+      case NameIs::kUnknown: unknown.push_back(&f); break;
+      case NameIs::kSide: break;
+    }
+  if (mine) return Likeness::kName;
+  if (!format.bytes_say || names_only) return Likeness::kNo;
+  const size_t tries = shape.local ? 64 : 4;
+  for (size_t i = 0; i < unknown.size() && i < tries; ++i)
+    if (BytesSay(format, shape, *unknown[i])) return Likeness::kBytes;
+  return Likeness::kNo;
+}
+
+}  // namespace
+
+Likeness LikenessOf(const RegisteredFormat& format, const PathShape& shape, bool remote_names_only) {
+  if (format.row.local_only && !shape.local) return Likeness::kNo;
+  if (format.looks) return format.looks(shape);
+  const bool names_only = remote_names_only && !shape.local;
+  switch (shape.kind) {
+    case PathShape::Kind::kMissing: return Likeness::kNo;
+    case PathShape::Kind::kRemotePrefix:
+      return format.any_pattern && !names_only ? Likeness::kAnyPattern : Likeness::kNo;
+    case PathShape::Kind::kFolder: return shape.subfolders ? Likeness::kNo : OfFiles(format, shape, names_only);
+    case PathShape::Kind::kPattern:
+      return std::max(OfFiles(format, shape, false), format.any_pattern ? Likeness::kAnyPattern : Likeness::kNo);
+    case PathShape::Kind::kFile:
+    case PathShape::Kind::kRemoteObject: return OfFiles(format, shape, names_only);
+  }
+  return Likeness::kNo;
+}
+
+Result<Choice> Choose(const std::string& path, Ask ask) {
+  auto shape = ShapeOf(path);
+  if (!shape.ok()) return shape.status();
+  Choice c;
+  c.shape = std::move(shape.value());
+  Likeness best = Likeness::kNo;
+  for (const RegisteredFormat& f : RegisteredFormats()) {
+    if (ask.capability && !(f.row.*(ask.capability))) continue;
+    const Likeness l = LikenessOf(f, c.shape, ask.remote_names_only);
+    if (l == Likeness::kNo || l < best) continue;
+    if (l == best)
+      return Status::InvalidArgument(path + " looks as much like " + c.format->row.name + " as like " + f.row.name +
+                                     " files: name the files by their format's extension");
+    best = l;
+    c.format = &f;
+  }
+  return c;
 }
 
 }  // namespace internal
@@ -48,8 +155,8 @@ const std::vector<SourceFormat>& SourceFormats() {
 }
 
 std::string SourceFormatOf(const std::string& path) {
-  const internal::RegisteredFormat* f = internal::FormatOf(path);
-  return f ? f->row.name : "";
+  auto c = internal::Choose(path);
+  return c.ok() && c->format ? c->format->row.name : "";
 }
 
 std::string SourceFormatsHelp() {

@@ -541,20 +541,17 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records, 
 Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts) {
   if (!opts.manifest.empty()) return OpenManifestSource(opts.manifest, opts);
   if (!opts.coco.empty()) return OpenCocoSource(opts.coco, path, opts);
-  std::error_code ec;
-  auto storage = OpenStorage(path);
-  if (!storage.ok()) return storage.status();
-  const bool local = storage.value()->local();
-  // Another tool's files (a folder2lmdb LMDB only locally: it needs a
-  // memory map); anything else remote is a database (a blob) or an error
-  // naming it.
-  const RegisteredFormat* format = FormatOf(path);
-  if (format || !local || fs::is_regular_file(path, ec)) {
-    if (!opts.fields.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
-    if (format) return format->open(path, opts);
-    return OpenDatabaseSource(path, opts.database_records, opts);
-  }
-  return OpenTreeSource(path, opts);
+  auto choice = Choose(path);
+  if (!choice.ok()) return choice.status();
+  // Another tool's files; else a folder is a tree (a missing path too:
+  // the tree's error names it), a file or any remote object a database
+  // (a blob), read or refused by name.
+  const PathShape::Kind kind = choice->shape.kind;
+  if (!choice->format && (kind == PathShape::Kind::kFolder || kind == PathShape::Kind::kMissing))
+    return OpenTreeSource(path, opts);
+  if (!opts.fields.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
+  if (choice->format) return choice->format->open(path, opts);
+  return OpenDatabaseSource(path, opts.database_records, opts);
 }
 
 Result<std::vector<std::string>> ContainerFiles(Storage& storage, const std::string& src,

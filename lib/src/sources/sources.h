@@ -212,7 +212,6 @@ Result<DatasetSource> OpenDatabaseSource(const std::string& path, bool records =
 // the .json's "path" names the record. Classes: --classes, else
 // classes.txt beside the shards, else sorted names or "0".."max".
 // Samples without an image or a label go to `errors` as SHARD:KEY.
-bool LooksLikeWebDataset(const std::string& src);
 Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceOptions& opts);
 
 // TFRecord files (plain or gzipped, tf.io.TFRecordWriter's framing, both
@@ -232,7 +231,6 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
 // record starts, else at the next header whose CRC matches. Files are
 // recognised by their names (.tfrecord, .tfrec, NAME-NNNNN-of-NNNNN), else
 // by a record header in their first 64 KiB.
-bool LooksLikeTfRecord(const std::string& src);
 Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOptions& opts);
 
 // Parquet files in the Hugging Face image layout: SRC a .parquet file, a
@@ -247,7 +245,6 @@ Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOpt
 // text, integers ints, floats floats. A row group whose pages are damaged
 // goes to `errors` as "FILE: row group N"; a codec, encoding or layout not
 // read (formats/parquet.h) fails the source, naming it.
-bool LooksLikeParquet(const std::string& src);
 Result<DatasetSource> OpenParquetSource(const std::string& src, const SourceOptions& opts);
 
 // An LMDB written the folder2lmdb way: per key a pickled (image bytes,
@@ -255,7 +252,6 @@ Result<DatasetSource> OpenParquetSource(const std::string& src, const SourceOpti
 // `__len__`. Only pickles made of bytes, strings, integers, None, tuples
 // and lists are read (protocols 3-5); one that calls code is refused. The
 // record's path is its key. A file or a folder holding data.mdb.
-bool LooksLikePickledLmdb(const std::string& path);
 Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const SourceOptions& opts);
 
 
@@ -275,8 +271,8 @@ Result<std::vector<uint8_t>> ReadFieldFile(const DatasetSource& s, const SourceF
 using SourceOpener = Result<DatasetSource> (*)(const std::string&, const SourceOptions&);
 
 // A manifest or COCO file when given; else another tool's files (the
-// registry's formats, asked in its order), or a regular file is a
-// database, anything else a tree.
+// registry's chooser, registry.h), or a regular file or remote object is
+// a database, anything else a tree.
 Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& opts);
 
 // Declares a field of `s` (a unique name; masks and boxes take their

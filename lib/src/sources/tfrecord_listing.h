@@ -48,14 +48,6 @@ struct TfListing {
   std::string Where(const TfRecordInfo& r) const { return TfRecordWhere(files[size_t(r.file)], r.record); }
 };
 
-// Files beside TFRecords that are not records: DALI indexes, class lists,
-// TFDS's dataset_info.json and features.json, hidden files (.DS_Store,
-// temporaries).
-bool IsTfSideFile(const std::string& name);
-
-// A path's last component.
-std::string TfBaseName(const std::string& path);
-
 // A skipped record of file `file` into s.errors, within the file's budget
 // of entries (limits::kTfFileErrors).
 void AddTfError(TfListing& l, DatasetSource& s, int32_t file, int64_t record, std::string reason);

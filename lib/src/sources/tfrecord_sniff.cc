@@ -1,7 +1,7 @@
-// Whether a path is a set of TFRecord files (sources.h, LooksLikeTfRecord):
-// by the names first, by a record's header and CRCs in a file's first
-// 64 KiB where the names say nothing, so a damaged or empty first file
-// does not hide the set.
+// What a file is to the TFRecord row of the registry (registry.h): its
+// name first (TfRecordNameIs), a record's header and CRCs in its first
+// 64 KiB where the name says nothing (TfRecordBytesSay), so a damaged or
+// empty first file does not hide the set.
 #include <zlib.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "formats/tfrecord.h"
 #include "formats/webdataset.h"
 #include "imagepack/storage.h"
+#include "sources/registry.h"
 #include "sources/sources.h"
 #include "sources/tfrecord_listing.h"
 #include "storage/fd_io.h"
@@ -41,7 +42,7 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 // TF-slim / Inception's "train-00000-of-01024": digits, "-of-", digits at
 // its end and no extension.
 bool NameSaysTfRecord(const std::string& path) {
-  const std::string l = LowerAscii(TfBaseName(path));
+  const std::string l = LowerAscii(BaseNameOf(path));
   if (l.find(".tfrec") != std::string::npos) return true;
   if (l.find('.') != std::string::npos) return false;
   const auto of = l.rfind("-of-");
@@ -55,7 +56,7 @@ bool NameSaysTfRecord(const std::string& path) {
 // A name that says another format: a database, a shard, parquet, an image,
 // text.
 bool NameSaysOther(const std::string& path) {
-  const std::string l = LowerAscii(TfBaseName(path));
+  const std::string l = LowerAscii(BaseNameOf(path));
   if (l.empty() || IsShardName(l) || HasImageExtension(l)) return true;
   for (const char* other : {".blob", ".lmdb", ".mdb", ".parquet", ".json", ".jsonl", ".csv", ".txt"})
     if (EndsWith(l, other)) return true;
@@ -116,84 +117,23 @@ bool SniffBytes(const ByteSource& bytes) {
   return HeadHasRecord(head, gzipped ? UINT64_MAX : bytes.size());
 }
 
-// A local file whose name says TFRecord, or whose first bytes hold a
-// record (a first record damaged does not hide the file: a later record's
-// header in the first 64 KiB is found).
-bool LocalFileLooks(const std::string& path) {
-  if (NameSaysTfRecord(path)) return true;
-  auto bytes = OpenFileSource(path);
-  return bytes.ok() && SniffBytes(*bytes.value());
-}
-
-// A remote object: by its name, else, unless the name says it is
-// something else, by its first bytes: one ranged read, kept in the block
-// cache for the import.
-bool RemoteLooks(Storage& storage, const std::string& path) {
-  if (NameSaysTfRecord(path)) return true;
-  if (NameSaysOther(path)) return false;
-  auto bytes = storage.Open(path);
-  return bytes.ok() && SniffBytes(*bytes.value());
-}
-
-}  // namespace
-
 // Files beside TFRecords that are not records: DALI indexes, class lists,
 // TFDS's dataset_info.json and features.json, hidden files (.DS_Store,
 // temporaries).
-std::string TfBaseName(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 bool IsTfSideFile(const std::string& name) {
   const std::string l = LowerAscii(name);
   return (!l.empty() && l[0] == '.') || EndsWith(l, ".idx") || EndsWith(l, ".txt") || EndsWith(l, ".json") ||
          EndsWith(l, ".md");
 }
 
-// Names first, bytes where names say nothing: a file, shard or folder
-// whose first record is damaged, or that is empty, is still TFRecords when
-// its name says so or another file beside it does (its damage is then the
-// import's named error, its emptiness nothing).
-bool LooksLikeTfRecord(const std::string& src) {
-  auto storage = OpenStorage(src);
-  if (!storage.ok()) return false;
-  const bool local = storage.value()->local();
-  std::error_code ec;
-  if (HasShardPattern(src)) {
-    auto names = ExpandShardPattern(src);
-    if (!names.ok() || names->empty()) return false;
-    for (const std::string& n : *names)
-      if (NameSaysOther(n)) return false;
-    for (const std::string& n : *names)
-      if (NameSaysTfRecord(n)) return true;
-    // Unnamed shards: the first few that hold a record.
-    size_t tried = 0;
-    for (const std::string& n : *names) {
-      if (++tried > (local ? 64u : 4u)) break;
-      if (local ? LocalFileLooks(n) : RemoteLooks(*storage.value(), n)) return true;
-    }
-    return false;
-  }
-  if (!local) return RemoteLooks(*storage.value(), src);
-  if (fs::is_regular_file(src, ec)) return !NameSaysOther(src) && LocalFileLooks(src);
-  if (!fs::is_directory(src, ec)) return false;
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(src, ec)) {
-    const std::string n = e.path().filename().string();
-    if (IsTfSideFile(n)) continue;
-    if (e.is_directory(ec) || NameSaysOther(n)) return false;
-    files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  for (const std::string& f : files)
-    if (NameSaysTfRecord(f)) return true;
-  size_t tried = 0;
-  for (const std::string& f : files) {
-    if (++tried > 64) break;
-    if (LocalFileLooks(f)) return true;
-  }
-  return false;
+}  // namespace
+
+NameIs TfRecordNameIs(const std::string& base_name) {
+  if (IsTfSideFile(base_name)) return NameIs::kSide;
+  if (NameSaysTfRecord(base_name)) return NameIs::kMine;
+  return NameSaysOther(base_name) ? NameIs::kForeign : NameIs::kUnknown;
 }
+
+bool TfRecordBytesSay(const ByteSource& bytes) { return SniffBytes(bytes); }
 
 }  // namespace imagepack::internal

@@ -23,6 +23,7 @@
 #include "formats/tfrecord.h"
 #include "formats/webdataset.h"
 #include "imagepack/storage.h"
+#include "sources/registry.h"
 #include "sources/sources.h"
 #include "sources/tfrecord_listing.h"
 #include "storage/fd_io.h"
@@ -174,7 +175,7 @@ std::string AddRecord(const uint8_t* data, const TfRecordFrame& frame, int32_t f
   if (item.rel.empty()) {
     char num[24];
     std::snprintf(num, sizeof num, "%08lld", static_cast<long long>(record));
-    item.rel = TfBaseName(l.files[size_t(file)]) + "/" + num + "." +
+    item.rel = BaseNameOf(l.files[size_t(file)]) + "/" + num + "." +
                ImageExtOf(BytesOf(data, Find(*ex, "image/format", TfFeature::Kind::kBytes)), data + at, n);
   }
   if (Status ok = CheckName(item.rel, "record path"); !ok.ok()) return ok.message();
@@ -392,9 +393,11 @@ void DropTwice(TfListing& l, DatasetSource& s) {
 Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOptions& opts) {
   auto storage = OpenStorage(src);
   if (!storage.ok()) return storage.status();
-  // A folder's files, side files (labels, metadata) left out.
+  // A folder's files, side files (labels, metadata) left out: the
+  // registry row's names (registry.h).
   auto files = ContainerFiles(
-      *storage.value(), src, [](const std::string& n) { return !IsTfSideFile(n); }, "TFRecord files");
+      *storage.value(), src,
+      [](const std::string& n) { return TfRecordNameIs(BaseNameOf(n)) != NameIs::kSide; }, "TFRecord files");
   if (!files.ok()) return files.status();
   DatasetSource s;
   s.root = src;

@@ -22,6 +22,7 @@
 #include "formats/webdataset.h"
 #include "imagepack/meta.h"
 #include "imagepack/storage.h"
+#include "sources/registry.h"
 #include "sources/sources.h"
 #include "storage/fd_io.h"
 
@@ -77,22 +78,11 @@ Result<std::vector<std::string>> ShardList(Storage& storage, const std::string& 
 
 }  // namespace
 
-bool LooksLikeWebDataset(const std::string& src) {
-  std::error_code ec;
-  if (HasShardPattern(src)) return true;
-  auto storage = OpenStorage(src);
-  if (!storage.ok()) return false;
-  if (!storage.value()->local()) return IsShardName(src) || (!src.empty() && src.back() == '/');
-  if (fs::is_regular_file(src, ec)) return IsShardName(src);
-  if (!fs::is_directory(src, ec)) return false;
-  bool shards = false;
-  for (const auto& e : fs::directory_iterator(src, ec)) {
-    if (e.is_directory()) return false;
-    const std::string n = e.path().filename().string();
-    if (HasImageExtension(n)) return false;
-    shards = shards || IsShardName(n);
-  }
-  return shards;
+// A shard's name is WebDataset's; an image's rules it out (a folder of
+// images is a tree); any other file may lie beside the shards.
+NameIs WebDatasetNameIs(const std::string& base_name) {
+  if (IsShardName(base_name)) return NameIs::kMine;
+  return HasImageExtension(base_name) ? NameIs::kForeign : NameIs::kSide;
 }
 
 namespace {

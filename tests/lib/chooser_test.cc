@@ -1,0 +1,124 @@
+// The one chooser (sources/registry.h): a path is the format it looks most
+// like, whatever the rows' order; pack, verify --against and the loader's
+// in-place reading ask it alike.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "formats/tfrecord.h"
+#include "sources/registry.h"
+#include "testutil.h"
+
+namespace imagepack::internal {
+namespace {
+
+using testing::Spit;
+using testing::TempDir;
+
+void Touch(const std::string& path) { Spit(path, std::vector<uint8_t>{'x'}); }
+
+std::string Chosen(const std::string& path, Ask ask = {}) {
+  auto c = Choose(path, ask);
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return c.ok() && c->format ? c->format->row.name : "";
+}
+
+// One TFRecord frame of `payload`, its two CRCs right (tf.io's framing).
+std::vector<uint8_t> TfRecordBytes(const std::string& payload) {
+  std::vector<uint8_t> out(12);
+  const uint64_t n = payload.size();
+  std::memcpy(out.data(), &n, 8);
+  const uint32_t head = MaskCrc(Crc32c(out.data(), 8));
+  std::memcpy(out.data() + 8, &head, 4);
+  out.insert(out.end(), payload.begin(), payload.end());
+  const uint32_t data = MaskCrc(Crc32c(reinterpret_cast<const uint8_t*>(payload.data()), payload.size()));
+  out.resize(out.size() + 4);
+  std::memcpy(out.data() + out.size() - 4, &data, 4);
+  return out;
+}
+
+TEST(Chooser, NoTwoRowsClaimOneName) {
+  // Names each row calls its own: no other row may call them its own too
+  // (a tie would be refused; registry.h says it cannot happen).
+  const std::vector<std::string> names = {"a.parquet", "train-00000-of-00004.parquet", "x.tfrecord",
+                                          "x.tfrec.gz", "mnist-train.tfrecord-00000-of-00001",
+                                          "train-00000-of-01024", "s-000001.tar", "s.tar.gz", "s.tgz"};
+  for (const std::string& n : names) {
+    std::set<std::string> mine;
+    for (const RegisteredFormat& f : RegisteredFormats())
+      if (f.name_is && f.name_is(n) == NameIs::kMine) mine.insert(f.row.name);
+    EXPECT_EQ(mine.size(), 1u) << n;
+  }
+}
+
+TEST(Chooser, TheStrongestMatchWinsWhateverTheOrder) {
+  TempDir d;
+  // Any brace pattern may be WebDataset's (the weakest match), but .parquet
+  // names say parquet and TF-slim names TFRecords.
+  EXPECT_EQ(Chosen(d / "x-{0..3}.parquet"), "parquet");
+  EXPECT_EQ(Chosen(d / "train-{00000..00003}-of-00004"), "tfrecord");
+  EXPECT_EQ(Chosen(d / "s-{000..009}.tar"), "webdataset");
+  EXPECT_EQ(Chosen(d / "s-{000..009}"), "webdataset");  // names that say nothing: the weakest, WebDataset
+  // A file whose name says nothing and whose bytes hold a record.
+  Spit(d / "records", TfRecordBytes("an example"));
+  EXPECT_EQ(Chosen(d / "records"), "tfrecord");
+  Spit(d / "other", std::vector<uint8_t>(64, 7));
+  EXPECT_EQ(Chosen(d / "other"), "");
+}
+
+TEST(Chooser, FoldersByTheirFilesSideFilesAndHiddenOnesAside) {
+  TempDir hub, tf, mixed, nested, images;
+  for (const char* n : {"train-00000-of-00002.parquet", "train-00001-of-00002.parquet", "README.md",
+                        ".gitattributes", "dataset_info.json"})
+    Touch(hub / n);
+  std::filesystem::create_directories(hub / ".cache");  // hidden: left out
+  EXPECT_EQ(Chosen(hub.path()), "parquet");
+  // Unnamed TFRecords beside a DALI index and a class list: by their bytes.
+  Spit(tf / "part-a", TfRecordBytes("one"));
+  Touch(tf / "part-a.idx");
+  Touch(tf / "labels.txt");
+  EXPECT_EQ(Chosen(tf.path()), "tfrecord");
+  // Parquet beside an image: no format's folder (a tree, to pack).
+  Touch(mixed / "a.parquet");
+  Touch(mixed / "b.jpg");
+  EXPECT_EQ(Chosen(mixed.path()), "");
+  // A folder of folders is a tree.
+  std::filesystem::create_directories(nested / "cat");
+  Touch(nested / "a.tar");
+  EXPECT_EQ(Chosen(nested.path()), "");
+  Touch(images / "a.jpg");
+  EXPECT_EQ(Chosen(images.path()), "");
+  auto shape = Choose(images.path());
+  ASSERT_TRUE(shape.ok());
+  EXPECT_EQ(shape->shape.kind, PathShape::Kind::kFolder);
+  EXPECT_EQ(Choose(images / "missing")->shape.kind, PathShape::Kind::kMissing);
+}
+
+TEST(Chooser, CapabilitiesAskOnlyTheirRows) {
+  TempDir d;
+  // folder2lmdb is neither read in place nor checked --against: a pattern
+  // asked for in-place reading still finds WebDataset, a .parquet parquet.
+  Touch(d / "a.parquet");
+  EXPECT_EQ(Chosen(d / "a.parquet", Ask{&SourceFormat::in_place}), "parquet");
+  EXPECT_EQ(Chosen(d / "a.parquet", Ask{&SourceFormat::verify_against}), "parquet");
+  for (const RegisteredFormat& f : RegisteredFormats())
+    if (f.row.name == "folder2lmdb") EXPECT_FALSE(f.row.in_place || f.row.verify_against);
+}
+
+TEST(Chooser, RemoteObjectsByNameOnlyWhenAsked) {
+  // https:// is not fetched for a name rule: no server here, and none is
+  // needed when the name says it (a request would fail: port 9 is closed).
+  EXPECT_EQ(Chosen("http://127.0.0.1:9/d/train-0.parquet", Ask{nullptr, true}), "parquet");
+  EXPECT_EQ(Chosen("http://127.0.0.1:9/d/shard-0.tar", Ask{nullptr, true}), "webdataset");
+  EXPECT_EQ(Chosen("http://127.0.0.1:9/d/db.blob", Ask{nullptr, true}), "");
+  auto c = Choose("http://127.0.0.1:9/d/db.blob", Ask{nullptr, true});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->shape.kind, PathShape::Kind::kRemoteObject);
+}
+
+}  // namespace
+}  // namespace imagepack::internal
