@@ -110,6 +110,33 @@ TEST(Storage, SettingsComeFromTheEnvironmentAndMalformedOnesAreRefusedByName) {
   }
 }
 
+TEST(Storage, TheProcessSettingsAreMadeOnceAndRemadeWhenAVariableChanges) {
+  ScopedEnv env({{"IMAGEPACK_CACHE_DIR", "/first"}, {"IMAGEPACK_S3_TIMEOUT", ""}});
+  auto a = StorageSettings::ForProcess();
+  ASSERT_OK(a);
+  EXPECT_EQ(a->cache_dir, "/first");
+  {
+    ScopedEnv later(std::map<std::string, std::string>{{"IMAGEPACK_CACHE_DIR", "/second"}});
+    auto b = StorageSettings::ForProcess();
+    ASSERT_OK(b);
+    EXPECT_EQ(b->cache_dir, "/second");
+    // Every open in between sees them: the cache folder of an open store.
+    auto s = OpenStorage("/tmp/x.blob");
+    ASSERT_OK(s);
+    EXPECT_EQ(s.value()->settings().cache_dir, "/second");
+  }
+  EXPECT_EQ(StorageSettings::ForProcess()->cache_dir, "/first");
+  // A malformed value is the settings' error until it is mended.
+  {
+    ScopedEnv bad(std::map<std::string, std::string>{{"IMAGEPACK_S3_TIMEOUT", "soon"}});
+    auto c = StorageSettings::ForProcess();
+    ASSERT_FALSE(c.ok());
+    EXPECT_NE(c.status().message().find("IMAGEPACK_S3_TIMEOUT=soon"), std::string::npos);
+    EXPECT_FALSE(OpenStorage("/tmp/x.blob").ok());
+  }
+  EXPECT_TRUE(StorageSettings::ForProcess().ok());
+}
+
 TEST(Storage, ObjectStorageWithoutCredentialsIsAnErrorNamingTheUrlAndTheVariables) {
   ScopedEnv env({{"AWS_ACCESS_KEY_ID", ""}, {"AWS_SECRET_ACCESS_KEY", ""}});
   auto s = OpenStorage("s3://data/x.blob");

@@ -148,9 +148,10 @@ def test_no_room_calls_up_into_a_room_above():
 
 
 # The environment variables the library reads outside storage/, each with
-# why: storage's (docs/OBJECT_STORAGE.md, "Configuration") are read once
-# per StorageSettings::FromEnvironment, in storage/storage.cc, and nowhere
-# else.
+# why: storage's (docs/OBJECT_STORAGE.md, "Configuration") are read by
+# StorageSettings::FromEnvironment, in storage/storage.cc, and nowhere
+# else; every open takes StorageSettings::ForProcess, remade when one of
+# them changes.
 ENV_OUTSIDE_STORAGE = {"SOURCE_DATE_EPOCH": "fields/meta.cc: the reproducible-build time stamp"}
 
 
@@ -166,6 +167,16 @@ def test_no_storage_variable_is_read_outside_storage():
             if "getenv(" in code_of(line) and not re.search(r"getenv\(\s*\"", code_of(line)):
                 bad.append("lib/src/%s:%d: a variable named at run time: %s" % (rel, n, line.strip()))
     assert not bad, "environment read outside lib/src/storage (StorageSettings):\n" + "\n".join(bad)
+
+
+def test_the_process_settings_watch_every_variable_they_read():
+    """ForProcess remakes the settings when a variable changes: its list
+    (kVariables) names every variable FromEnvironment reads, and no other."""
+    text = open(os.path.join(ROOT, "lib", "src", "storage", "storage.cc")).read()
+    body = text.split("StorageSettings::FromEnvironment() {", 1)[1].split("\n}\n", 1)[0]
+    read = set(re.findall(r'Env(?:Number)?\("([A-Z0-9_]+)"', body))
+    listed = set(re.findall(r'"([A-Z0-9_]+)"', text.split("kVariables[] = {", 1)[1].split("};", 1)[0]))
+    assert read and read == listed, (sorted(read - listed), sorted(listed - read))
 
 
 PRINTS = re.compile(r"std::(cout|cerr|clog)\b|\b(printf|puts|perror)\(|fprintf\(\s*(stderr|stdout)|"

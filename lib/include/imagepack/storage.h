@@ -56,6 +56,11 @@ struct StorageSettings {
 
   // Malformed values are errors naming the variable.
   static Result<StorageSettings> FromEnvironment();
+  // The process's settings, every open's (OpenStorage(url), the stores,
+  // the loader): read from the environment once, and remade whole when
+  // one of its variables changes (a test, an embedding program that sets
+  // them), so the opens in between see one and the same settings.
+  static Result<StorageSettings> ForProcess();
 };
 
 // What Stat says of a file or object.
@@ -175,7 +180,7 @@ std::vector<std::string> StorageSchemes();
 // the one store: register a factory that returns it
 // (`RegisterStorage("mem", [s](const StorageSettings&) { return s; })`).
 std::shared_ptr<Storage> NewMemoryStorage(const StorageSettings& settings, const std::string& name = "mem");
-// The same, with StorageSettings::FromEnvironment().
+// The same, with StorageSettings::ForProcess().
 Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url);
 
 // The whole of `url`, at most max_bytes (an error past that).

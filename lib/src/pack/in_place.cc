@@ -189,7 +189,7 @@ Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const
   SourceOptions so;
   // The cache folder given, else the storage settings' (IMAGEPACK_CACHE_DIR,
   // read by storage/ alone), else the temporary folder.
-  auto settings = StorageSettings::FromEnvironment();
+  auto settings = StorageSettings::ForProcess();
   if (!settings.ok()) return settings.status();
   so.scratch_dir = !opts.cache_dir.empty()            ? opts.cache_dir
                    : !settings->cache_dir.empty()     ? settings->cache_dir

@@ -40,7 +40,41 @@ Status EnvNumber(const char* name, double max, double* out) {
   return Status::Ok();
 }
 
+// Every variable FromEnvironment reads: a change to any of them remakes
+// the process's settings (ForProcess).
+constexpr const char* kVariables[] = {
+    "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "IMAGEPACK_S3_ADDRESSING", "IMAGEPACK_S3_PART_MB",
+    "IMAGEPACK_S3_RETRY_SECONDS", "IMAGEPACK_S3_TIMEOUT", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "IMAGEPACK_CACHE_DIR", "IMAGEPACK_CACHE_LIMIT_MB", "IMAGEPACK_FETCH_BLOCK_MB", "IMAGEPACK_RAM_CACHE_MB",
+    "IMAGEPACK_STAGING_DIR", "TMPDIR", "IMAGEPACK_SHM_DIR"};
+
+// The variables' values as one string (unset and empty told apart).
+std::string EnvironmentKey() {
+  std::string key;
+  for (const char* name : kVariables) {
+    const char* v = std::getenv(name);
+    key += v ? "=" + std::string(v) : std::string("-");
+    key += '\0';
+  }
+  return key;
+}
+
 }  // namespace
+
+Result<StorageSettings> StorageSettings::ForProcess() {
+  static std::mutex mu;
+  static std::string* key = new std::string;  // never destroyed: asked from static destructors' threads too
+  static Result<StorageSettings>* made = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  std::string now = EnvironmentKey();
+  if (made == nullptr || now != *key) {
+    delete made;
+    made = new Result<StorageSettings>(FromEnvironment());
+    *key = std::move(now);
+  }
+  return *made;
+}
 
 Result<StorageSettings> StorageSettings::FromEnvironment() {
   StorageSettings s;
@@ -136,7 +170,7 @@ Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url, const Stora
 }
 
 Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url) {
-  auto settings = StorageSettings::FromEnvironment();
+  auto settings = StorageSettings::ForProcess();
   if (!settings.ok()) return settings.status();
   return OpenStorage(url, settings.value());
 }

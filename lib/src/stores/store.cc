@@ -219,7 +219,7 @@ namespace {
 
 // The environment's storage settings with the options' on top.
 Result<StorageSettings> SettingsFor(const OpenOptions& opts) {
-  auto s = StorageSettings::FromEnvironment();
+  auto s = StorageSettings::ForProcess();
   if (!s.ok()) return s.status();
   if (!opts.cache_dir.empty()) s->cache_dir = opts.cache_dir;
   if (opts.cache_limit_mb > 0) s->cache_limit_mb = opts.cache_limit_mb;
