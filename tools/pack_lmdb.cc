@@ -85,7 +85,10 @@ po::options_description Options(Args& a) {
       ("image-column", po::value(&o.source.image_column),
        "parquet: the image column (struct<bytes, path> or binary) where the metadata does not say")
       ("label-column", po::value(&o.source.label_column),
-       "parquet: the label column (integers) where the metadata does not say");
+       "parquet: the label column (integers) where the metadata does not say")
+      ("split", po::value(&o.source.split),
+       "another tool's files (parquet, TFRecord, WebDataset): only this split's (train, validation, test, or NAME "
+       "of NAME-00000-of-00004 files); needed when they hold several");
   cli::AddStandardOptions(opts);
   return opts;
 }

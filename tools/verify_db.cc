@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
        "with its label")
       ("labels", po::value(&o.labels_file),
        "--against a folder: the labels file the pack was given ('FILENAME LABEL' lines); checks each image's label")
+      ("split", po::value(&o.split), "--against another tool's files: the split the pack was given (--split)")
       ("classes", po::value(&o.classes_file),
        "--against a tree: the classes file the pack was given; images of folders it does not list are not expected")
       ("stats", "print the class histogram, sizes and pixel mean/std")
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
   if (dct != "accurate" && dct != "fast") return cli::UsageError("--dct must be accurate or fast");
   if (max_print < 0) return cli::UsageError("--max-print must be >= 0");
   if (o.threads < 0) return cli::UsageError("--threads must be >= 0 (0: all cores)");
+  if (!o.split.empty() && o.against.empty())
+    return cli::UsageError("--split says which of --against SRC's files the pack read: give --against SRC");
   if ((!o.labels_file.empty() || !o.classes_file.empty()) && o.against.empty())
     return cli::UsageError("--labels and --classes say how --against SRC was packed: give --against SRC");
   // What the options name is there before any record is read.

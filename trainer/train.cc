@@ -88,6 +88,8 @@ void Options(TrainOptions* o, cli::OptionFlags* f) {
   f->Switch("channels-last");
   f->Switch("in-ram");
   f->Bind("cache-dir", &a.cache_dir);
+  f->Bind("split", &a.split);
+  f->Bind("val-split", &a.val_split);
   f->Bind("cache-limit", &a.cache_limit_mb);
   f->Switch("lock-in-ram");
   f->Bind("order", &a.order);

@@ -164,6 +164,7 @@ void Trainer::SetUpData() {
     OpenOptions oo;
     oo.cache_dir = o_.cache_dir;
     oo.cache_limit_mb = o_.cache_limit_mb;
+    oo.split = o_.split;
     if (!mix_.empty()) {  // the mix's classes, statistics (pooled by share) and identity
       train_meta_ = Check(OpenMix(mix_, 0, classes_, o_.classes_file, 0, oo)).meta;
     } else {
@@ -257,6 +258,7 @@ void Trainer::SetUpLoaders() {
   lo_.lock_in_ram = o_.lock_in_ram;
   lo_.cache_dir = o_.cache_dir;
   lo_.cache_limit_mb = o_.cache_limit_mb;
+  lo_.split = o_.split;
   lo_.order = Check(ParseOrder(o_.order));
   if (o_.dct != "fast" && o_.dct != "accurate") throw std::invalid_argument("--dct must be fast or accurate");
   lo_.fast_dct = o_.dct == "fast";
@@ -298,6 +300,7 @@ void Trainer::SetUpLoaders() {
   lo_.filter = o_.interpolation == "bicubic" ? ResampleFilter::kCatmullRom : ResampleFilter::kTriangle;
   vo.filter = lo_.filter;  // the reference's eval Resize takes --interpolation too
   vo.paths = SplitCommas(o_.val);
+  vo.split = o_.val_split;
   vo.sources.clear();
   vo.classes.clear();
   vo.size = o_.val_size > 0 ? o_.val_size : base;
@@ -335,6 +338,7 @@ void Trainer::SetUpLoaders() {
   OpenOptions oo;
   oo.cache_dir = o_.cache_dir;
   oo.cache_limit_mb = o_.cache_limit_mb;
+  oo.split = o_.val_split;
   const DatasetMeta val_meta = Check(OpenDatabases(vo.paths, oo))->meta();
   const std::string matched = task_->MatchEvalData(train_meta_, train_name_, val_meta, o_.val);
   val_loader_ = Check(Loader::Open(vo));

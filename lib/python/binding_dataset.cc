@@ -17,9 +17,10 @@ namespace {
 // the decode runs outside it and without the GIL.
 class PyDataset {
  public:
-  PyDataset(std::vector<std::string> paths, bool in_ram) {
+  PyDataset(std::vector<std::string> paths, bool in_ram, std::string split) {
     OpenOptions oo;
     oo.in_ram = in_ram;
+    oo.split = std::move(split);
     Result<std::unique_ptr<RecordSource>> src = [&] {
       py::gil_scoped_release release;
       return OpenDatabases(paths, oo);
@@ -190,7 +191,8 @@ class PyDataset {
 
 void BindDataset(py::module_& m) {
   py::class_<PyDataset>(m, "Dataset")
-      .def(py::init<std::vector<std::string>, bool>(), py::arg("paths"), py::arg("in_ram") = false)
+      .def(py::init<std::vector<std::string>, bool, std::string>(), py::arg("paths"), py::arg("in_ram") = false,
+           py::arg("split") = "")
       .def("__len__", &PyDataset::size)
       .def("get", &PyDataset::Get, py::arg("index"))
       .def("fields", &PyDataset::Fields, py::arg("index"))

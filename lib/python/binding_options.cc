@@ -103,7 +103,8 @@ void BindDataOptions(OptionsClass& c) {
       .def_readwrite("lock_in_ram", &O::lock_in_ram)
       .def_readwrite("cache_dir", &O::cache_dir)
       .def_readwrite("cache_limit_mb", &O::cache_limit_mb)
-      .def_readwrite("ca_file", &O::ca_file);
+      .def_readwrite("ca_file", &O::ca_file)
+      .def_readwrite("split", &O::split);
 }
 
 // The output's geometry: batch, size, transform, crop ranges, channels, layout.

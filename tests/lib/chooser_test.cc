@@ -11,6 +11,7 @@
 
 #include "formats/tfrecord.h"
 #include "sources/registry.h"
+#include "sources/splits.h"
 #include "testutil.h"
 
 namespace imagepack::internal {
@@ -118,6 +119,55 @@ TEST(Chooser, RemoteObjectsByNameOnlyWhenAsked) {
   auto c = Choose("http://127.0.0.1:9/d/db.blob", Ask{nullptr, true});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->shape.kind, PathShape::Kind::kRemoteObject);
+}
+
+}  // namespace
+}  // namespace imagepack::internal
+
+namespace imagepack::internal {
+namespace {
+
+TEST(Splits, TheHubsNamesAndKeywords) {
+  // The Hub's shards and TF-slim's: NAME-DDDDD-of-DDDDD, any NAME.
+  EXPECT_EQ(SplitOf("data/train-00000-of-00004.parquet"), "train");
+  EXPECT_EQ(SplitOf("data/test-00001-of-00002.parquet"), "test");
+  EXPECT_EQ(SplitOf("validation-00000-of-00128"), "validation");
+  EXPECT_EQ(SplitOf("data/extra-00000-of-00001.parquet"), "extra");
+  // Keywords as words of the name (separators - _ . space and digits).
+  EXPECT_EQ(SplitOf("mnist-train.tfrecord-00000-of-00001"), "train");
+  EXPECT_EQ(SplitOf("val.tar"), "validation");
+  EXPECT_EQ(SplitOf("imagenet_dev_3.tar"), "validation");
+  EXPECT_EQ(SplitOf("eval-0.parquet"), "test");
+  EXPECT_EQ(SplitOf("data/training/part-0.parquet"), "train");  // the folder's name
+  // Not words: devices, contest, trainee.
+  EXPECT_EQ(SplitOf("devices-0.parquet"), "");
+  EXPECT_EQ(SplitOf("contest.tar"), "");
+  EXPECT_EQ(SplitOf("trainee-00000.tar"), "");
+  EXPECT_EQ(SplitOf("shard-000001.tar"), "");
+  EXPECT_EQ(CanonicalSplit("val"), "validation");
+  EXPECT_EQ(CanonicalSplit("extra"), "extra");
+}
+
+TEST(Splits, SeveralAreRefusedUnlessOneIsGiven) {
+  const std::vector<std::string> files = {"d/test-00000-of-00001.parquet", "d/train-00000-of-00002.parquet",
+                                          "d/train-00001-of-00002.parquet"};
+  auto merged = SelectSplit(files, "", "d");
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.status().message().find("d holds several splits: test (1 file), train (2 files); read one with "
+                                           "--split NAME"),
+            std::string::npos)
+      << merged.status().message();
+  auto train = SelectSplit(files, "train", "d");
+  ASSERT_TRUE(train.ok());
+  EXPECT_EQ(*train, (std::vector<std::string>{files[1], files[2]}));
+  auto val = SelectSplit(files, "val", "d");
+  ASSERT_FALSE(val.ok());
+  EXPECT_NE(val.status().message().find("d holds no files of split validation (its splits: test (1 file), train"),
+            std::string::npos)
+      << val.status().message();
+  // One split, or none named: all of them.
+  EXPECT_EQ(SelectSplit({files[1], files[2]}, "", "d")->size(), 2u);
+  EXPECT_EQ(SelectSplit({"a.tar", "b.tar"}, "", "d")->size(), 2u);
 }
 
 }  // namespace

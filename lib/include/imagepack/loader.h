@@ -70,6 +70,7 @@ struct LoaderOptions {
   std::string cache_dir;
   double cache_limit_mb = 0;
   std::string ca_file;
+  std::string split;               // files read in place: this split's (OpenOptions::split)
   int batch_size = 256;
   int size = 224;                  // output height and width (Loader::SetOutputSize changes it between epochs)
   int eval_resize = 0;             // kEval: shorter edge before the crop (0: size / 0.875)

@@ -55,6 +55,10 @@ struct SourceOptions {
   // and the names do not single one out; empty: guessed.
   std::string image_column;
   std::string label_column;
+  // Another tool's files: only those of this split, as the Hub names
+  // splits (train, validation, test, or NAME of NAME-00000-of-00004);
+  // empty: all, unless they hold several splits (then an error).
+  std::string split;
   // Manifests and COCO: image paths that leave their folder (absolute, or
   // through "..") are refused unless this is set.
   bool allow_outside = false;

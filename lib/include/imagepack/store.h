@@ -224,6 +224,9 @@ struct OpenOptions {
   // else SSL_CERT_FILE, else libcurl's bundle).
   std::string cache_dir;
   double cache_limit_mb = 0;
+  // Another tool's files read in place: only this split's (SourceOptions::
+  // split); empty: all, unless they hold several (an error).
+  std::string split;
   double fetch_block_mb = 0;
   double ram_cache_mb = 0;
   std::string ca_file;

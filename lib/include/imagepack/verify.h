@@ -14,7 +14,8 @@ namespace imagepack {
 struct VerifyOptions {
   std::vector<std::string> paths;  // one container, or the shards of one dataset
   bool decode = false;             // decode every JPEG fully, check its size
-  std::string against;             // a source tree (or a manifest file) that must match exactly
+  std::string against;
+  std::string split;  // --against another tool's files: the split pack read (SourceOptions::split)             // a source tree (or a manifest file) that must match exactly
   // --against a folder: the labels file the pack was given ("FILENAME
   // LABEL" lines): each image's label is checked against it (a flat
   // folder's labels cannot be checked otherwise).

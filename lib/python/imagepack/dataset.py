@@ -27,7 +27,7 @@ class Dataset:
     torchvision's tensor transforms). Second images of a dataset with
     fields come in the same form."""
 
-    def __init__(self, paths, in_ram=False, transform=None, image="numpy"):
+    def __init__(self, paths, in_ram=False, transform=None, image="numpy", split=None):
         if image not in _IMAGE_FORMS:
             raise ValueError("image must be one of %s, not %r" % (", ".join(_IMAGE_FORMS), image))
         if image == "tensor" and _torch() is None:
@@ -35,6 +35,7 @@ class Dataset:
         self._form = image
         self._paths = _paths(paths)
         self._in_ram = bool(in_ram)
+        self._split = split or ""
         self.transform = transform
         self._pid = None
         self._ds = None
@@ -45,7 +46,7 @@ class Dataset:
 
     def _open(self):
         if self._pid != os.getpid():  # a fork (DataLoader workers) reopens
-            self._ds = _imagepack.Dataset(self._paths, self._in_ram)
+            self._ds = _imagepack.Dataset(self._paths, self._in_ram, self._split)
             self._pid = os.getpid()
         return self._ds
 
@@ -96,11 +97,13 @@ class Dataset:
         return "imagepack.Dataset(%s, %d records)" % (self._open().describe(), len(self))
 
 
-def open(paths, in_ram=False, transform=None, image="numpy"):  # noqa: A001 (the package's entry point)
-    """A Dataset over one database (LMDB or blob) or the shards of one;
-    image="pil" or "tensor" hands images out in the forms torchvision's
-    transforms take (Dataset)."""
-    return Dataset(paths, in_ram=in_ram, transform=transform, image=image)
+def open(paths, in_ram=False, transform=None, image="numpy", split=None):  # noqa: A001 (the package's entry point)
+    """A Dataset over one database (LMDB or blob) or the shards of one,
+    or another tool's files read in place (split: the files of that split,
+    as the Hub names them; needed where they hold several); image="pil" or
+    "tensor" hands images out in the forms torchvision's transforms take
+    (Dataset)."""
+    return Dataset(paths, in_ram=in_ram, transform=transform, image=image, split=split)
 
 
 class _Concat:

@@ -301,6 +301,7 @@ Result<internal::DatasetSource> OpenAgainst(const VerifyOptions& o, const std::v
   so.classes = &classes;
   so.no_class = classes.empty();
   so.labels_file = o.labels_file;
+  so.split = o.split;
   if (!o.labels_file.empty()) so.classes_file = o.classes_file;  // the labels file is read through it, as by pack
   // Another tool's files (parquet, TFRecords, WebDataset shards), a
   // manifest (a file) or a tree: its images, labelled as pack labels them.

@@ -451,6 +451,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   oo.cache_dir = o.cache_dir;
   oo.cache_limit_mb = o.cache_limit_mb;
   oo.ca_file = o.ca_file;
+  oo.split = o.split;
   std::unique_ptr<OpenedMix> mix;
   if (!o.sources.empty()) {
     auto m = OpenMix(o.sources, o.epoch_size, o.classes, o.classes_from, o.channels, oo);

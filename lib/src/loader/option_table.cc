@@ -52,6 +52,10 @@ std::vector<OptionSpec> DataRows() {
        "each --data matched to it by name", kBoth},
       {"val", 0, K::kText, "", "", None, "validation database(s), comma-separated shards; classes matched to "
        "--data's by name", kBoth},
+      {"split", 0, K::kText, "", "", None, "another tool's files read in place (parquet, TFRecord, WebDataset): "
+       "only this split's (train, validation, test, or NAME of NAME-00000-of-00004 files); needed when they hold "
+       "several", kEverywhere},
+      {"val-split", 0, K::kText, "", "", None, "--split for --val's files (e.g. validation)", kBoth},
       {"in-ram", 0, K::kSwitch, "", "", None, "hold the databases in RAM, one shared copy per machine", kTrainLoader},
       {"lock-in-ram", 0, K::kSwitch, "", "", None, "with --in-ram: mlock the copy", kTrain | kLoader},
       {"cache-dir", 0, K::kText, "", "", None, "remote datasets (s3://, https://): keep fetched blocks in this local "

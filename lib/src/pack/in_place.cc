@@ -199,6 +199,7 @@ Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const
     fs::create_directories(so.scratch_dir, ec);
     if (ec) return Status::IOError("cannot create the cache folder " + so.scratch_dir + ": " + ec.message());
   }
+  so.split = opts.split;
   auto source = format->open(path, so);
   if (!source.ok()) return source.status();
   l->source = std::move(source.value());

@@ -269,7 +269,7 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
 Result<DatasetSource> OpenParquetSource(const std::string& src, const SourceOptions& opts) {
   auto storage = OpenStorage(src);
   if (!storage.ok()) return storage.status();
-  auto files = ContainerFiles(*storage.value(), src, IsParquetName, ".parquet files");
+  auto files = ContainerFiles(*storage.value(), src, IsParquetName, ".parquet files", opts);
   if (!files.ok()) return files.status();
   DatasetSource s;
   s.root = src;

@@ -4,6 +4,7 @@
 // of their own.
 #include "sources/sources.h"
 #include "sources/registry.h"
+#include "sources/splits.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -554,8 +555,10 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
   return OpenDatabaseSource(path, opts.database_records, opts);
 }
 
-Result<std::vector<std::string>> ContainerFiles(Storage& storage, const std::string& src,
-                                                bool (*keep)(const std::string& name), const char* what) {
+namespace {
+
+Result<std::vector<std::string>> ListContainerFiles(Storage& storage, const std::string& src,
+                                                    bool (*keep)(const std::string& name), const char* what) {
   if (HasShardPattern(src)) return ExpandShardPattern(src);
   if (storage.listable()) {
     auto info = storage.Stat(src);
@@ -571,6 +574,16 @@ Result<std::vector<std::string>> ContainerFiles(Storage& storage, const std::str
     }
   }
   return std::vector<std::string>{src};
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ContainerFiles(Storage& storage, const std::string& src,
+                                                bool (*keep)(const std::string& name), const char* what,
+                                                const SourceOptions& opts) {
+  auto files = ListContainerFiles(storage, src, keep, what);
+  if (!files.ok()) return files.status();
+  return SelectSplit(std::move(files.value()), opts.split, src);
 }
 
 std::string ScratchDirOf(const SourceOptions& opts) {

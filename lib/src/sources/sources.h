@@ -299,9 +299,11 @@ Status CheckInsideFolder(const std::string& path, const SourceOptions& opts);
 // The files a source of container files (Parquet, TFRecord) reads from
 // `src`: a shard pattern's expansion, the files of a listable folder that
 // `keep` takes (by name, sorted; NotFound "SRC holds no WHAT" when none),
-// or `src` itself.
+// or `src` itself; then those of opts.split (splits.h: several splits
+// without one are refused).
 Result<std::vector<std::string>> ContainerFiles(Storage& storage, const std::string& src,
-                                                bool (*keep)(const std::string& name), const char* what);
+                                                bool (*keep)(const std::string& name), const char* what,
+                                                const SourceOptions& opts);
 
 // Where a source's scratch copies go: --scratch-dir, else the system's
 // temporary folder.

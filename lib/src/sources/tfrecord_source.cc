@@ -397,7 +397,7 @@ Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOpt
   // registry row's names (registry.h).
   auto files = ContainerFiles(
       *storage.value(), src,
-      [](const std::string& n) { return TfRecordNameIs(BaseNameOf(n)) != NameIs::kSide; }, "TFRecord files");
+      [](const std::string& n) { return TfRecordNameIs(BaseNameOf(n)) != NameIs::kSide; }, "TFRecord files", opts);
   if (!files.ok()) return files.status();
   DatasetSource s;
   s.root = src;

@@ -24,6 +24,7 @@
 #include "imagepack/storage.h"
 #include "sources/registry.h"
 #include "sources/sources.h"
+#include "sources/splits.h"
 #include "storage/fd_io.h"
 
 namespace fs = std::filesystem;
@@ -377,6 +378,7 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   auto storage = OpenStorage(src);
   if (!storage.ok()) return storage.status();
   auto shards = ShardList(*storage.value(), src);
+  if (shards.ok()) shards = SelectSplit(std::move(shards.value()), opts.split, src);
   if (!shards.ok()) return shards.status();
   DatasetSource s;
   s.root = src;

@@ -47,7 +47,7 @@ def read_metadata(args, ckpt):
     train_data, mix_kw = data_sources(args)
     try:
         meta = imagepack.Loader(train_data, batch_size=1, size=8, threads=1, as_torch=False, rank=0, world_size=1,
-                                **mix_kw).meta
+                                split=args.split or "", **mix_kw).meta
     except Exception as e:  # not a database, damaged, unreachable: one line
         fail("--data %s: %s" % (" + ".join(args.data), e))
     if saved and list(saved["meta"]["classes"]) != list(meta["classes"]):
@@ -121,7 +121,8 @@ def make_loaders(args, task, meta, arch, channels, mean, train_data, mix_kw, log
     train = None
     if not args.evaluate:
         try:
-            train = imagepack.Loader(train_data, order=args.order, **sized, **common, **train_kw, **mix_kw)
+            train = imagepack.Loader(train_data, order=args.order, split=args.split or "", **sized, **common,
+                                     **train_kw, **mix_kw)
         except Exception as e:
             fail("--data %s: %s" % (" + ".join(args.data), e))
     val = None
@@ -129,7 +130,8 @@ def make_loaders(args, task, meta, arch, channels, mean, train_data, mix_kw, log
         if args.task == "classification":  # the training data's classes, matched by name
             val_kw["classes"] = train if train is not None else meta["classes"]
         try:
-            val = imagepack.Loader(args.val.split(","), size=val_size, **common, **val_kw)
+            val = imagepack.Loader(args.val.split(","), size=val_size, split=args.val_split or "", **common,
+                                   **val_kw)
         except ValueError as e:  # classes that do not match: the message names them
             sys.exit("train_imagepack: %s" % e)
         except Exception as e:
