@@ -12,6 +12,34 @@
 using namespace imagepack;
 namespace po = boost::program_options;
 
+namespace {
+
+// --stats: the class histogram, sizes, payload percentiles and pixel statistics.
+void PrintStats(const VerifyReport& r) {
+  std::printf("classes: %zu\n", r.classes.size());
+  for (size_t c = 0; c < r.classes.size(); ++c)
+    std::printf("  %5zu %-20s %lld\n", c, r.classes[c].c_str(), static_cast<long long>(r.class_counts[c]));
+  std::printf("width: min %lld, mean %.1f, max %lld; height: min %lld, mean %.1f, max %lld\n",
+              static_cast<long long>(r.min_width), r.mean_width, static_cast<long long>(r.max_width),
+              static_cast<long long>(r.min_height), r.mean_height, static_cast<long long>(r.max_height));
+  if (r.payload_percentiles.size() == 5)
+    std::printf("payload bytes: min %lld, p10 %lld, median %lld, p90 %lld, max %lld\n",
+                (long long)r.payload_percentiles[0], (long long)r.payload_percentiles[1],
+                (long long)r.payload_percentiles[2], (long long)r.payload_percentiles[3],
+                (long long)r.payload_percentiles[4]);
+  if (!r.mean.empty()) {
+    std::printf("pixel mean:");
+    for (double m : r.mean) std::printf(" %.4f", m);
+    std::printf("  std:");
+    for (double s : r.std) std::printf(" %.4f", s);
+    std::printf("\n");
+  } else {
+    std::printf("pixel mean/std: not computed (JPEG records: add --decode)\n");
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   VerifyOptions o;
   int max_print = 50;
@@ -82,28 +110,7 @@ int main(int argc, char** argv) {
   }
   if (r.problems_total > max_print)
     std::cout << "... " << r.problems_total - max_print << " more problems not printed (--max-print)\n";
-  if (o.stats) {
-    std::printf("classes: %zu\n", r.classes.size());
-    for (size_t c = 0; c < r.classes.size(); ++c)
-      std::printf("  %5zu %-20s %lld\n", c, r.classes[c].c_str(), static_cast<long long>(r.class_counts[c]));
-    std::printf("width: min %lld, mean %.1f, max %lld; height: min %lld, mean %.1f, max %lld\n",
-                static_cast<long long>(r.min_width), r.mean_width, static_cast<long long>(r.max_width),
-                static_cast<long long>(r.min_height), r.mean_height, static_cast<long long>(r.max_height));
-    if (r.payload_percentiles.size() == 5)
-      std::printf("payload bytes: min %lld, p10 %lld, median %lld, p90 %lld, max %lld\n",
-                  (long long)r.payload_percentiles[0], (long long)r.payload_percentiles[1],
-                  (long long)r.payload_percentiles[2], (long long)r.payload_percentiles[3],
-                  (long long)r.payload_percentiles[4]);
-    if (!r.mean.empty()) {
-      std::printf("pixel mean:");
-      for (double m : r.mean) std::printf(" %.4f", m);
-      std::printf("  std:");
-      for (double s : r.std) std::printf(" %.4f", s);
-      std::printf("\n");
-    } else {
-      std::printf("pixel mean/std: not computed (JPEG records: add --decode)\n");
-    }
-  }
+  if (o.stats) PrintStats(r);
   std::string notes;  // what was not checked, said
   for (const auto& n : r.notes) notes += "; " + n;
   std::printf("%s: %s: %lld of %lld records checked, %s checksummed, %lld problems; %.2f s (%.0f MB/s)%s%s\n",
