@@ -78,10 +78,8 @@ int main(int argc, char** argv) {
     return cli::UsageError("--labels and --classes say how --against SRC was packed: give --against SRC");
   // What the options name is there before any record is read.
   std::error_code ec;
-  // (A brace pattern or a remote object names files the source opens, each by name.)
-  const bool named_files = !cli::IsLocalPath(o.against) ||
-                           o.against.find("::") != std::string::npos ||
-                           (o.against.find('{') != std::string::npos && o.against.find('}') != std::string::npos);
+  // (A pattern or a remote object names files the source opens, each by name.)
+  const bool named_files = !cli::IsLocalPath(o.against) || IsFilePattern(o.against);
   if (!o.against.empty() && !named_files && !std::filesystem::exists(o.against, ec))
     return cli::FatalError("--against " + o.against + ": no such file or folder");
   if (!o.labels_file.empty() && std::filesystem::is_regular_file(o.against, ec))

@@ -16,6 +16,7 @@
 #include "run_checks.h"
 #include "run_info.h"
 #include "trainer.h"
+#include "imagepack/formats.h"
 #include "imagepack/storage.h"
 
 namespace po = boost::program_options;
@@ -171,7 +172,7 @@ std::string MissingDatabase(const TrainOptions& a) {
   std::error_code ec;
   for (const auto& [option, path] : paths) {
     auto storage = OpenStorage(path);  // a remote object, or a pattern: opened (and named) by the loader
-    if (!storage.ok() || !storage.value()->local() || path.find_first_of("{*?[") != std::string::npos) continue;
+    if (!storage.ok() || !storage.value()->local() || IsFilePattern(path)) continue;
     if (!fs::exists(path, ec)) return option + " " + path + ": no such database";
   }
   return "";

@@ -21,6 +21,7 @@
 #include "binding.h"
 #include "imagepack/classes.h"
 #include "imagepack/fields.h"
+#include "imagepack/formats.h"
 #include "imagepack/loader.h"
 #include "imagepack/storage.h"
 
@@ -236,6 +237,8 @@ PYBIND11_MODULE(_imagepack, m) {
         return storage.ok() && storage.value()->local();
       },
       "True when `path` names a file of this machine (not s3://, https://, ...).");
+  m.def("is_file_pattern", &IsFilePattern,
+        "True when `path` names files by a pattern (braces, a '::' list, a shell glob), not one path.");
   g_corruption_error = PyErr_NewExceptionWithDoc("imagepack.CorruptionError",
                                                  "A record or file is damaged; the message names it.",
                                                  PyExc_RuntimeError, nullptr);

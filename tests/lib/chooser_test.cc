@@ -11,6 +11,7 @@
 
 #include "formats/tfrecord.h"
 #include "sources/registry.h"
+#include "sources/patterns.h"
 #include "sources/splits.h"
 #include "testutil.h"
 
@@ -151,23 +152,89 @@ TEST(Splits, TheHubsNamesAndKeywords) {
 TEST(Splits, SeveralAreRefusedUnlessOneIsGiven) {
   const std::vector<std::string> files = {"d/test-00000-of-00001.parquet", "d/train-00000-of-00002.parquet",
                                           "d/train-00001-of-00002.parquet"};
-  auto merged = SelectSplit(files, "", "d");
+  auto merged = SelectSplit(files, "", "d", true);
   ASSERT_FALSE(merged.ok());
   EXPECT_NE(merged.status().message().find("d holds several splits: test (1 file), train (2 files); read one with "
                                            "--split NAME"),
             std::string::npos)
       << merged.status().message();
-  auto train = SelectSplit(files, "train", "d");
+  auto train = SelectSplit(files, "train", "d", true);
   ASSERT_TRUE(train.ok());
   EXPECT_EQ(*train, (std::vector<std::string>{files[1], files[2]}));
-  auto val = SelectSplit(files, "val", "d");
+  auto val = SelectSplit(files, "val", "d", true);
   ASSERT_FALSE(val.ok());
   EXPECT_NE(val.status().message().find("d holds no files of split validation (its splits: test (1 file), train"),
             std::string::npos)
       << val.status().message();
-  // One split, or none named: all of them.
-  EXPECT_EQ(SelectSplit({files[1], files[2]}, "", "d")->size(), 2u);
-  EXPECT_EQ(SelectSplit({"a.tar", "b.tar"}, "", "d")->size(), 2u);
+  // One split, or none named: all of them; files named one by one (a
+  // brace pattern) are the user's choice.
+  EXPECT_EQ(SelectSplit({files[1], files[2]}, "", "d", true)->size(), 2u);
+  EXPECT_EQ(SelectSplit({"a.tar", "b.tar"}, "", "d", true)->size(), 2u);
+  EXPECT_EQ(SelectSplit(files, "", "d/{train,test}-*", false)->size(), 3u);
+  EXPECT_TRUE(FindsFiles("d") && FindsFiles("d/*.parquet") && FindsFiles("d/{a,b}/*.tar"));
+  EXPECT_FALSE(FindsFiles("d/{train,val}-{0..1}.tar") || FindsFiles("a.tar::b.tar"));
+}
+
+}  // namespace
+}  // namespace imagepack::internal
+
+namespace imagepack::internal {
+namespace {
+
+std::vector<std::string> Expanded(const std::string& pattern) {
+  auto storage = OpenStorage(pattern);
+  EXPECT_TRUE(storage.ok());
+  auto files = ExpandFilePattern(*storage.value(), pattern);
+  EXPECT_TRUE(files.ok()) << pattern << ": " << files.status().message();
+  return files.ok() ? files.value() : std::vector<std::string>{};
+}
+
+TEST(Patterns, GlobsAsPythonsGlobWithRecursion) {
+  TempDir d;
+  for (const char* f : {"data/train-00000-of-00002.parquet", "data/train-00001-of-00002.parquet",
+                        "data/test-00000-of-00001.parquet", "data/README.md", "data/.hidden.parquet",
+                        "deep/a/b/x.tar", "deep/a/y.tar", "deep/z.tar", "deep/.git/w.tar", "deep/a/b/notes.txt"}) {
+    std::filesystem::create_directories(std::filesystem::path(d / f).parent_path());
+    Touch(d / f);
+  }
+  EXPECT_EQ(Expanded(d / "data/train-*.parquet"),
+            (std::vector<std::string>{d / "data/train-00000-of-00002.parquet", d / "data/train-00001-of-00002.parquet"}));
+  EXPECT_EQ(Expanded(d / "data/*.parquet").size(), 3u);  // the hidden one is not matched by '*'
+  EXPECT_EQ(Expanded(d / "data/.*.parquet"), (std::vector<std::string>{d / "data/.hidden.parquet"}));
+  EXPECT_EQ(Expanded(d / "data/t?st-0000[0-9]-of-00001.parquet").size(), 1u);
+  // "**": any number of folders, none included; hidden folders left out.
+  EXPECT_EQ(Expanded(d / "deep/**/*.tar"),
+            (std::vector<std::string>{d / "deep/a/b/x.tar", d / "deep/a/y.tar", d / "deep/z.tar"}));
+  EXPECT_EQ(Expanded(d / "deep/**").size(), 4u);  // every file below, notes.txt too
+  // Braces first, then globs in each name; a name without one as it is.
+  EXPECT_EQ(Expanded(d / "{data/test-*.parquet,deep/z.tar}"),
+            (std::vector<std::string>{d / "data/test-00000-of-00001.parquet", d / "deep/z.tar"}));
+  // A glob that matches nothing is named.
+  auto storage = OpenStorage(d.path());
+  auto none = ExpandFilePattern(*storage.value(), d / "data/val-*.parquet");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("data/val-*.parquet matches no file"), std::string::npos);
+  // The chooser sees the glob's files.
+  EXPECT_EQ(Chosen(d / "data/train-*.parquet"), "parquet");
+  EXPECT_TRUE(IsFilePattern("data/*.tar") && IsFilePattern("a-{0..3}.tar") && IsFilePattern("a.tar::b.tar"));
+  EXPECT_FALSE(IsFilePattern("data/train-00000.tar") || IsFilePattern("s3://b/x.tar"));
+}
+
+TEST(Patterns, DepthAndRemoteWithoutListingAreRefusedByName) {
+  TempDir d;
+  std::string deep = d.path();
+  for (int i = 0; i < 70; ++i) deep += "/f";
+  std::filesystem::create_directories(deep);
+  Touch(deep + "/x.tar");
+  auto storage = OpenStorage(d.path());
+  auto r = ExpandFilePattern(*storage.value(), d / "**/*.tar");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("descends more than 64 folders (budget)"), std::string::npos);
+  auto http = OpenStorage("http://127.0.0.1:9/d/*.tar");
+  ASSERT_TRUE(http.ok());
+  auto h = ExpandFilePattern(*http.value(), "http://127.0.0.1:9/d/*.tar");
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("name the files with a brace pattern"), std::string::npos);
 }
 
 }  // namespace

@@ -111,3 +111,20 @@ def test_webdataset_shards_named_by_split(jpegs, tmp_path):  # noqa: F811
     assert r.returncode != 0 and "holds several splits: train (1 file), validation (1 file)" in r.stderr, r.stderr
     r = run(tool("pack_lmdb"), d, tmp_path / "v.lmdb", "--split", "val")
     assert "3 records" in r.stdout, r.stdout
+
+
+def test_globs_as_the_hub_writes_them(hub, tmp_path):
+    """'data/train-*.parquet' (the Hub's data_files) and '**/test-*' in
+    pack_lmdb, verify_db --against and read in place; a glob that
+    matches nothing is named."""
+    import imagepack
+    d, rows = hub
+    db = tmp_path / "g.lmdb"
+    run(tool("pack_lmdb"), str(d / "train-*.parquet"), db, "-q")
+    assert md5_records(db) == sorted(rows["train"])
+    run(tool("verify_db"), db, "--against", str(d / "train-0000[0-1]-of-00002.parquet"))
+    assert len(imagepack.open(str(d.parent / "**" / "test-*.parquet"))) == len(rows["test"])
+    r = run(tool("pack_lmdb"), str(d / "val-*.parquet"), tmp_path / "n.lmdb", "-q", ok=False)
+    assert r.returncode != 0 and "val-*.parquet matches no file" in r.stderr, r.stderr
+    with pytest.raises(FileNotFoundError, match="matches no file"):
+        imagepack.open(str(d / "val-*.parquet"))

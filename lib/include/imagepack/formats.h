@@ -29,6 +29,12 @@ const std::vector<SourceFormat>& SourceFormats();
 // manifest).
 std::string SourceFormatOf(const std::string& path);
 
+// True when `text` names files by a pattern rather than one path: a
+// brace pattern ("train-{0000..0099}.tar"), a "::" list, or a shell glob
+// ("data/train-*.parquet", "**/*.tar"). Every tool, both trainers and
+// the Python package ask this (code: sources/patterns.cc).
+bool IsFilePattern(const std::string& text);
+
 // The rows as the tools print them after their options (--help).
 std::string SourceFormatsHelp();
 

@@ -21,8 +21,7 @@ def _paths(paths):
     if not paths:
         raise ValueError("no database given")
     for p in paths:
-        pattern = "::" in p or ("{" in p and "}" in p.split("{", 1)[1])  # shards by a brace pattern
-        if _imagepack.is_local(p) and not pattern and not os.path.exists(p):
+        if _imagepack.is_local(p) and not _imagepack.is_file_pattern(p) and not os.path.exists(p):
             raise FileNotFoundError(2, "no such database", p)
     return paths
 

@@ -65,6 +65,10 @@ inline constexpr int64_t kParquetFileRows = 10'000'000;
 
 // Shard names one pattern ("{000000..999999}", "::" lists) expands to.
 inline constexpr size_t kBraceExpansions = 1'000'000;
+// Shell globs (sources/patterns.h): folder entries one glob may list, and
+// folders deep a "**" may descend.
+inline constexpr size_t kGlobEntries = 1'000'000;
+inline constexpr size_t kGlobDepth = 64;
 
 // gzip: bytes one shard may inflate to (a bomb fills no disk beyond it).
 inline constexpr uint64_t kInflatedShard = uint64_t(64) << 30;

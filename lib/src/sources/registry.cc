@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "formats/braces.h"
+#include "sources/patterns.h"
 
 namespace fs = std::filesystem;
 
@@ -48,10 +48,10 @@ Result<PathShape> ShapeOf(const std::string& path) {
   if (!storage.ok()) return storage.status();
   s.storage = std::move(storage.value());
   s.local = s.storage->local();
-  if (HasShardPattern(path)) {
+  if (IsFilePattern(path)) {
     // One that does not expand is still a pattern: its opener names the fault.
     s.kind = PathShape::Kind::kPattern;
-    if (auto names = ExpandShardPattern(path); names.ok()) s.files = std::move(names.value());
+    if (auto names = ExpandFilePattern(*s.storage, path); names.ok()) s.files = std::move(names.value());
     return s;
   }
   if (!s.local) {

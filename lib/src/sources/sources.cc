@@ -4,6 +4,7 @@
 // of their own.
 #include "sources/sources.h"
 #include "sources/registry.h"
+#include "sources/patterns.h"
 #include "sources/splits.h"
 
 #include <algorithm>
@@ -559,7 +560,7 @@ namespace {
 
 Result<std::vector<std::string>> ListContainerFiles(Storage& storage, const std::string& src,
                                                     bool (*keep)(const std::string& name), const char* what) {
-  if (HasShardPattern(src)) return ExpandShardPattern(src);
+  if (IsFilePattern(src)) return ExpandFilePattern(storage, src);
   if (storage.listable()) {
     auto info = storage.Stat(src);
     if (info.ok() && info->directory) {
@@ -583,7 +584,7 @@ Result<std::vector<std::string>> ContainerFiles(Storage& storage, const std::str
                                                 const SourceOptions& opts) {
   auto files = ListContainerFiles(storage, src, keep, what);
   if (!files.ok()) return files.status();
-  return SelectSplit(std::move(files.value()), opts.split, src);
+  return SelectSplit(std::move(files.value()), opts.split, src, FindsFiles(src));
 }
 
 std::string ScratchDirOf(const SourceOptions& opts) {

@@ -4,6 +4,9 @@
 #include <cctype>
 #include <map>
 
+#include "imagepack/formats.h"
+#include "sources/patterns.h"
+
 namespace imagepack::internal {
 namespace {
 
@@ -76,8 +79,10 @@ std::string SplitOf(const std::string& path) {
   return FirstKeyword(up == std::string::npos ? dir : dir.substr(up + 1));
 }
 
+bool FindsFiles(const std::string& src) { return HasGlob(src) || !IsFilePattern(src); }
+
 Result<std::vector<std::string>> SelectSplit(std::vector<std::string> files, const std::string& split,
-                                             const std::string& src) {
+                                             const std::string& src, bool found) {
   std::map<std::string, size_t> count;  // by split; "" for files that name none
   for (const std::string& f : files) ++count[SplitOf(f)];
   auto listed = [&] {
@@ -89,7 +94,7 @@ Result<std::vector<std::string>> SelectSplit(std::vector<std::string> files, con
     return out.empty() ? std::string("none: no file names one") : out;
   };
   if (split.empty()) {
-    if (count.size() - count.count("") >= 2)
+    if (found && count.size() - count.count("") >= 2)
       return Status::InvalidArgument(src + " holds several splits: " + listed() +
                                      "; read one with --split NAME (split=NAME in Python): splits are never "
                                      "merged");

@@ -31,9 +31,15 @@ std::string SplitOf(const std::string& path);
 std::string CanonicalSplit(const std::string& split);
 
 // The files of `split` among `files` (in order); with no split given, all
-// of them, unless they hold several splits: then an error naming `src`,
-// each split with its file count, and the option that picks one.
+// of them, unless they were found (a folder's, a glob's: `found`) and
+// hold several splits: then an error naming `src`, each split with its
+// file count, and the option that picks one. Files named one by one (a
+// brace pattern, a "::" list) are the user's choice, never refused.
 Result<std::vector<std::string>> SelectSplit(std::vector<std::string> files, const std::string& split,
-                                             const std::string& src);
+                                             const std::string& src, bool found);
+
+// Whether `src` finds its files (a folder, a prefix, a glob) rather than
+// naming each one (a file, a brace pattern, a "::" list).
+bool FindsFiles(const std::string& src);
 
 }  // namespace imagepack::internal

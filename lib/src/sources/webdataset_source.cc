@@ -24,6 +24,7 @@
 #include "imagepack/storage.h"
 #include "sources/registry.h"
 #include "sources/sources.h"
+#include "sources/patterns.h"
 #include "sources/splits.h"
 #include "storage/fd_io.h"
 
@@ -59,7 +60,7 @@ Result<std::vector<std::string>> ShardList(Storage& storage, const std::string& 
       return out;
     }
   }
-  auto list = ExpandShardPattern(src);
+  auto list = ExpandFilePattern(storage, src);
   if (!list.ok()) return list.status();
   for (const auto& p : *list) {
     // A remote shard is checked when it is opened (one request, not two).
@@ -378,7 +379,7 @@ Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceO
   auto storage = OpenStorage(src);
   if (!storage.ok()) return storage.status();
   auto shards = ShardList(*storage.value(), src);
-  if (shards.ok()) shards = SelectSplit(std::move(shards.value()), opts.split, src);
+  if (shards.ok()) shards = SelectSplit(std::move(shards.value()), opts.split, src, FindsFiles(src));
   if (!shards.ok()) return shards.status();
   DatasetSource s;
   s.root = src;

@@ -105,7 +105,7 @@ def missing_input(args):
     for option, p in inputs:
         if not p:
             return "--%s %s: an empty path" % (option, ",".join(args.data) if option == "data" else args.val)
-        if is_local(p) and not os.path.exists(p):
+        if is_local(p) and not imagepack._imagepack.is_file_pattern(p) and not os.path.exists(p):
             return "--%s %s: no such database" % (option, p)
     if args.classes and not os.path.isfile(args.classes):
         return "--classes %s: no such file" % args.classes
