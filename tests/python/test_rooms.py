@@ -381,3 +381,20 @@ def test_the_size_scan_measures_functions(tmp_path):
     files, functions = size_offenders(str(tmp_path))
     assert [k for k, _ in files] == ["trainer/big.h"]
     assert [k for k, _ in functions] == [("lib/x.cc", "Long"), ("lib/x.cc", "Long2"), ("tools/y.py", "m")]
+
+
+def test_every_public_header_has_its_row_and_its_code():
+    """docs/ARCHITECTURE.md, "Modules": a row per public header, and the
+    files its last cell names exist, below lib/src/ or the root (a reader
+    finds a header's code from its name)."""
+    text = open(os.path.join(ROOT, "docs", "ARCHITECTURE.md")).read()
+    table = text.split("## Modules", 1)[1].split("\n## ", 1)[0]
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([\w]+\.h)` \|.*\|([^|]*)\|$", table, re.M)}
+    headers = sorted(f for f in os.listdir(os.path.join(ROOT, "lib", "include", "imagepack")) if f.endswith(".h"))
+    assert [h for h in headers if h not in rows] == [], "headers without a row in ARCHITECTURE.md's Modules"
+    missing = []
+    for h, cell in rows.items():
+        for f in re.findall(r"\b([a-z_]+/[\w/]+\.(?:cc|h))\b", cell):
+            if not any(os.path.exists(os.path.join(ROOT, *at, f)) for at in (("lib", "src"), ())):
+                missing.append("%s: %s" % (h, f))
+    assert not missing, "code files named in ARCHITECTURE.md's Modules that do not exist: %s" % missing
