@@ -91,6 +91,8 @@ void Options(TrainOptions* o, cli::OptionFlags* f) {
   f->Bind("cache-dir", &a.cache_dir);
   f->Bind("split", &a.split);
   f->Bind("val-split", &a.val_split);
+  f->Bind("image-column", &a.image_column);
+  f->Bind("label-column", &a.label_column);
   f->Bind("cache-limit", &a.cache_limit_mb);
   f->Switch("lock-in-ram");
   f->Bind("order", &a.order);

@@ -165,6 +165,8 @@ void Trainer::SetUpData() {
     oo.cache_dir = o_.cache_dir;
     oo.cache_limit_mb = o_.cache_limit_mb;
     oo.split = o_.split;
+    oo.image_column = o_.image_column;
+    oo.label_column = o_.label_column;
     if (!mix_.empty()) {  // the mix's classes, statistics (pooled by share) and identity
       train_meta_ = Check(OpenMix(mix_, 0, classes_, o_.classes_file, 0, oo)).meta;
     } else {
@@ -259,6 +261,8 @@ void Trainer::SetUpLoaders() {
   lo_.cache_dir = o_.cache_dir;
   lo_.cache_limit_mb = o_.cache_limit_mb;
   lo_.split = o_.split;
+  lo_.image_column = o_.image_column;
+  lo_.label_column = o_.label_column;
   lo_.order = Check(ParseOrder(o_.order));
   if (o_.dct != "fast" && o_.dct != "accurate") throw std::invalid_argument("--dct must be fast or accurate");
   lo_.fast_dct = o_.dct == "fast";
@@ -339,6 +343,8 @@ void Trainer::SetUpLoaders() {
   oo.cache_dir = o_.cache_dir;
   oo.cache_limit_mb = o_.cache_limit_mb;
   oo.split = o_.val_split;
+  oo.image_column = o_.image_column;
+  oo.label_column = o_.label_column;
   const DatasetMeta val_meta = Check(OpenDatabases(vo.paths, oo))->meta();
   const std::string matched = task_->MatchEvalData(train_meta_, train_name_, val_meta, o_.val);
   val_loader_ = Check(Loader::Open(vo));

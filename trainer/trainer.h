@@ -82,6 +82,7 @@ struct TrainOptions {
   int save_predictions = 0;  // write the first N validation samples' inputs, outputs, targets (.npy)
   std::string cache_dir;      // s3:// datasets: node-local block cache
   std::string split, val_split;  // --split, --val-split: the split of files read in place
+  std::string image_column, label_column;  // parquet read in place: its columns
   double cache_limit_mb = 0;
   bool in_ram = false, lock_in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
        lr_scale = false, zero_init = false, channels_last = false, no_val = false, quiet = false;

@@ -17,10 +17,14 @@ namespace {
 // the decode runs outside it and without the GIL.
 class PyDataset {
  public:
-  PyDataset(std::vector<std::string> paths, bool in_ram, std::string split) {
+  PyDataset(std::vector<std::string> paths, bool in_ram, std::string split, std::string image_column,
+            std::string label_column, bool no_class) {
     OpenOptions oo;
     oo.in_ram = in_ram;
     oo.split = std::move(split);
+    oo.image_column = std::move(image_column);
+    oo.label_column = std::move(label_column);
+    oo.no_class = no_class;
     Result<std::unique_ptr<RecordSource>> src = [&] {
       py::gil_scoped_release release;
       return OpenDatabases(paths, oo);
@@ -191,8 +195,9 @@ class PyDataset {
 
 void BindDataset(py::module_& m) {
   py::class_<PyDataset>(m, "Dataset")
-      .def(py::init<std::vector<std::string>, bool, std::string>(), py::arg("paths"), py::arg("in_ram") = false,
-           py::arg("split") = "")
+      .def(py::init<std::vector<std::string>, bool, std::string, std::string, std::string, bool>(), py::arg("paths"),
+           py::arg("in_ram") = false, py::arg("split") = "", py::arg("image_column") = "",
+           py::arg("label_column") = "", py::arg("no_class") = false)
       .def("__len__", &PyDataset::size)
       .def("get", &PyDataset::Get, py::arg("index"))
       .def("fields", &PyDataset::Fields, py::arg("index"))

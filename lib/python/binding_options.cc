@@ -104,7 +104,10 @@ void BindDataOptions(OptionsClass& c) {
       .def_readwrite("cache_dir", &O::cache_dir)
       .def_readwrite("cache_limit_mb", &O::cache_limit_mb)
       .def_readwrite("ca_file", &O::ca_file)
-      .def_readwrite("split", &O::split);
+      .def_readwrite("split", &O::split)
+      .def_readwrite("image_column", &O::image_column)
+      .def_readwrite("label_column", &O::label_column)
+      .def_readwrite("no_class", &O::no_class);
 }
 
 // The output's geometry: batch, size, transform, crop ranges, channels, layout.

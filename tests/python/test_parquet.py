@@ -605,8 +605,8 @@ def test_a_file_without_labels_is_one_entry_naming_no_class(duckdb, jpegs, tmp_p
     90 rows and naming --no-class (alone, nothing is packed: exit 1);
     --no-class packs every row. A file whose label column is null in every
     row, beside a labelled one of its schema: one entry too, the other
-    file packed (exit 3). Read in place, the error names the file and
-    pack_lmdb --no-class (the loader has no such option)."""
+    file packed (exit 3). Read in place, the error names the file,
+    --no-class and --label-column; no_class=True reads the rows unlabelled.""" 
     import imagepack
     d, items = jpegs
     want_items = sorted((b, c) for _, b, c in items)
@@ -615,7 +615,8 @@ def test_a_file_without_labels_is_one_entry_naming_no_class(duckdb, jpegs, tmp_p
            "ORDER BY filename) TO '%s' (FORMAT parquet, KV_METADATA {huggingface: '%s'})"
            % (d, nolabel, json.dumps({"info": {"features": {"image": {"_type": "Image"}}}})))
     said = (": no label in any of its 90 rows (no ClassLabel or integer label column): its rows are skipped; "
-            "pack_lmdb --no-class packs them without classes")
+            "--no-class (no_class=True in Python) reads them without classes, --label-column NAME names the label "
+            "column")
     r = run(tool("pack_lmdb"), nolabel, tmp_path / "y.lmdb", "--errors", tmp_path / "e.txt", ok=False)
     assert r.returncode == 1, r.stderr
     assert (tmp_path / "e.txt").read_text().splitlines() == [str(nolabel) + said.replace(": ", "\t", 1)]
@@ -629,7 +630,11 @@ def test_a_file_without_labels_is_one_entry_naming_no_class(duckdb, jpegs, tmp_p
         with pytest.raises(Exception) as e:
             opener(str(nolabel))
         text = str(e.value)
-        assert str(nolabel) + said in text and "--label-column" not in text, text
+        assert str(nolabel) + said in text, text
+    assert len(imagepack.open(str(nolabel), no_class=True)) == 90
+    loader = imagepack.Loader(str(nolabel), 10, 32, train=False, no_class=True, as_torch=False)
+    assert loader.meta["classes"] == []
+    assert sorted(int(x) for b in loader for x in (b["label"] if isinstance(b, dict) else b[1])) == [-1] * 90
     # a labelled file and one whose labels are all null, one source
     data = tmp_path / "data"
     data.mkdir()
@@ -640,7 +645,8 @@ def test_a_file_without_labels_is_one_entry_naming_no_class(duckdb, jpegs, tmp_p
     assert r.returncode == 3, r.stderr
     assert (tmp_path / "e2.txt").read_text().splitlines() == [
         str(data / "b.parquet") + "\tno label in any of its 90 rows (column label is null in each): its rows are "
-        "skipped; pack_lmdb --no-class packs them without classes"]
+        "skipped; --no-class (no_class=True in Python) reads them without classes, --label-column NAME names the "
+        "label column"]
     assert r.stderr.count("skipped " + str(data / "b.parquet")) == 1, r.stderr
     assert "90 records in 3 classes" in r.stdout and "90 skipped" in r.stdout, r.stdout
     m, recs = records_of(tmp_path / "x.lmdb")

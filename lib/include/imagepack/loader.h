@@ -70,7 +70,11 @@ struct LoaderOptions {
   std::string cache_dir;
   double cache_limit_mb = 0;
   std::string ca_file;
-  std::string split;               // files read in place: this split's (OpenOptions::split)
+  // Files read in place: this split's, parquet's image and label columns,
+  // unlabelled files read as such (OpenOptions::split, image_column,
+  // label_column, no_class).
+  std::string split, image_column, label_column;
+  bool no_class = false;
   int batch_size = 256;
   int size = 224;                  // output height and width (Loader::SetOutputSize changes it between epochs)
   int eval_resize = 0;             // kEval: shorter edge before the crop (0: size / 0.875)

@@ -225,8 +225,13 @@ struct OpenOptions {
   std::string cache_dir;
   double cache_limit_mb = 0;
   // Another tool's files read in place: only this split's (SourceOptions::
-  // split); empty: all, unless they hold several (an error).
+  // split); empty: all, unless they hold several (an error). Parquet's
+  // image and label columns where the metadata does not say, and files
+  // without labels read as such (SourceOptions::image_column,
+  // label_column, no_class).
   std::string split;
+  std::string image_column, label_column;
+  bool no_class = false;
   double fetch_block_mb = 0;
   double ram_cache_mb = 0;
   std::string ca_file;

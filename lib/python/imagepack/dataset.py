@@ -27,7 +27,8 @@ class Dataset:
     torchvision's tensor transforms). Second images of a dataset with
     fields come in the same form."""
 
-    def __init__(self, paths, in_ram=False, transform=None, image="numpy", split=None):
+    def __init__(self, paths, in_ram=False, transform=None, image="numpy", split=None, image_column=None,
+                 label_column=None, no_class=False):
         if image not in _IMAGE_FORMS:
             raise ValueError("image must be one of %s, not %r" % (", ".join(_IMAGE_FORMS), image))
         if image == "tensor" and _torch() is None:
@@ -35,7 +36,8 @@ class Dataset:
         self._form = image
         self._paths = _paths(paths)
         self._in_ram = bool(in_ram)
-        self._split = split or ""
+        # Files read in place: the split, parquet's columns, labels or none.
+        self._in_place = (split or "", image_column or "", label_column or "", bool(no_class))
         self.transform = transform
         self._pid = None
         self._ds = None
@@ -46,7 +48,7 @@ class Dataset:
 
     def _open(self):
         if self._pid != os.getpid():  # a fork (DataLoader workers) reopens
-            self._ds = _imagepack.Dataset(self._paths, self._in_ram, self._split)
+            self._ds = _imagepack.Dataset(self._paths, self._in_ram, *self._in_place)
             self._pid = os.getpid()
         return self._ds
 
@@ -97,13 +99,17 @@ class Dataset:
         return "imagepack.Dataset(%s, %d records)" % (self._open().describe(), len(self))
 
 
-def open(paths, in_ram=False, transform=None, image="numpy", split=None):  # noqa: A001 (the package's entry point)
+def open(paths, in_ram=False, transform=None, image="numpy", split=None, image_column=None,  # noqa: A001
+         label_column=None, no_class=False):
     """A Dataset over one database (LMDB or blob) or the shards of one,
     or another tool's files read in place (split: the files of that split,
-    as the Hub names them; needed where they hold several); image="pil" or
+    as the Hub names them, needed where they hold several; image_column,
+    label_column: parquet's, where its metadata does not say; no_class:
+    files without labels, every record unlabelled); image="pil" or
     "tensor" hands images out in the forms torchvision's transforms take
     (Dataset)."""
-    return Dataset(paths, in_ram=in_ram, transform=transform, image=image, split=split)
+    return Dataset(paths, in_ram=in_ram, transform=transform, image=image, split=split, image_column=image_column,
+                   label_column=label_column, no_class=no_class)
 
 
 class _Concat:

@@ -452,6 +452,9 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   oo.cache_limit_mb = o.cache_limit_mb;
   oo.ca_file = o.ca_file;
   oo.split = o.split;
+  oo.image_column = o.image_column;
+  oo.label_column = o.label_column;
+  oo.no_class = o.no_class;
   std::unique_ptr<OpenedMix> mix;
   if (!o.sources.empty()) {
     auto m = OpenMix(o.sources, o.epoch_size, o.classes, o.classes_from, o.channels, oo);

@@ -56,6 +56,12 @@ std::vector<OptionSpec> DataRows() {
        "only this split's (train, validation, test, or NAME of NAME-00000-of-00004 files); needed when they hold "
        "several", kEverywhere},
       {"val-split", 0, K::kText, "", "", None, "--split for --val's files (e.g. validation)", kBoth},
+      {"image-column", 0, K::kText, "", "", None, "parquet read in place: the image column (struct<bytes, path> or "
+       "binary) where the metadata does not say", kEverywhere},
+      {"label-column", 0, K::kText, "", "", None, "parquet read in place: the label column (integers) where the "
+       "metadata does not say", kEverywhere},
+      {"no-class", 0, K::kSwitch, "", "", None, "files read in place without labels: every record unlabelled, no "
+       "class list (as pack_lmdb --no-class)", kLoader},
       {"in-ram", 0, K::kSwitch, "", "", None, "hold the databases in RAM, one shared copy per machine", kTrainLoader},
       {"lock-in-ram", 0, K::kSwitch, "", "", None, "with --in-ram: mlock the copy", kTrain | kLoader},
       {"cache-dir", 0, K::kText, "", "", None, "remote datasets (s3://, https://): keep fetched blocks in this local "

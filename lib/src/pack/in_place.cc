@@ -200,6 +200,9 @@ Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const
     if (ec) return Status::IOError("cannot create the cache folder " + so.scratch_dir + ": " + ec.message());
   }
   so.split = opts.split;
+  so.image_column = opts.image_column;
+  so.label_column = opts.label_column;
+  so.no_class = opts.no_class;
   auto source = format->open(path, so);
   if (!source.ok()) return source.status();
   l->source = std::move(source.value());

@@ -319,7 +319,8 @@ Result<DatasetSource> OpenParquetSource(const std::string& src, const SourceOpti
                                  ? "no ClassLabel or integer label column"
                                  : "column " + l.leaf_names[size_t(l.columns.label)] + " is null in each";
     FileError e{s.archives[a], "no label in any of its " + std::to_string(rows[a]) + " rows (" + none +
-                                   "): its rows are skipped; pack_lmdb --no-class packs them without classes"};
+                                   "): its rows are skipped; --no-class (no_class=True in Python) reads them without classes, "
+                                   "--label-column NAME names the label column"};
     e.count = rows[a];
     s.errors.push_back(std::move(e));
   }

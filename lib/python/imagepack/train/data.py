@@ -37,6 +37,12 @@ def data_sources(args):
     return datasets, kw
 
 
+def data_options(args, split):
+    """The Loader's keywords for files read in place: the split, the
+    parquet columns."""
+    return dict(split=split or "", image_column=args.image_column or "", label_column=args.label_column or "")
+
+
 def read_metadata(args, ckpt):
     """(meta, the training data as the Loader takes it, its mix keywords):
     the data's metadata (a mix's: its classes, statistics pooled by
@@ -47,7 +53,7 @@ def read_metadata(args, ckpt):
     train_data, mix_kw = data_sources(args)
     try:
         meta = imagepack.Loader(train_data, batch_size=1, size=8, threads=1, as_torch=False, rank=0, world_size=1,
-                                split=args.split or "", **mix_kw).meta
+                                **data_options(args, args.split), **mix_kw).meta
     except Exception as e:  # not a database, damaged, unreachable: one line
         fail("--data %s: %s" % (" + ".join(args.data), e))
     if saved and list(saved["meta"]["classes"]) != list(meta["classes"]):
@@ -121,8 +127,8 @@ def make_loaders(args, task, meta, arch, channels, mean, train_data, mix_kw, log
     train = None
     if not args.evaluate:
         try:
-            train = imagepack.Loader(train_data, order=args.order, split=args.split or "", **sized, **common,
-                                     **train_kw, **mix_kw)
+            train = imagepack.Loader(train_data, order=args.order, **data_options(args, args.split), **sized,
+                                     **common, **train_kw, **mix_kw)
         except Exception as e:
             fail("--data %s: %s" % (" + ".join(args.data), e))
     val = None
@@ -130,8 +136,8 @@ def make_loaders(args, task, meta, arch, channels, mean, train_data, mix_kw, log
         if args.task == "classification":  # the training data's classes, matched by name
             val_kw["classes"] = train if train is not None else meta["classes"]
         try:
-            val = imagepack.Loader(args.val.split(","), size=val_size, split=args.val_split or "", **common,
-                                   **val_kw)
+            val = imagepack.Loader(args.val.split(","), size=val_size, **data_options(args, args.val_split),
+                                   **common, **val_kw)
         except ValueError as e:  # classes that do not match: the message names them
             sys.exit("train_imagepack: %s" % e)
         except Exception as e:
