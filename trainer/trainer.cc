@@ -250,8 +250,9 @@ void Trainer::SetUpTask() {
   run_.options = o_.given;
 }
 
-void Trainer::SetUpLoaders() {
-  const bool small = IsSmall(arch_);
+// The data and how it is read: what every loader of the run shares
+// (the validation loader starts from a copy).
+void Trainer::SetDataOptions() {
   if (!mix_.empty()) lo_.sources = mix_;
   else if (!o_.data.empty()) lo_.paths = SplitCommas(o_.data);
   lo_.classes = classes_;
@@ -274,6 +275,11 @@ void Trainer::SetUpLoaders() {
   lo_.rank = dist_->rank();
   lo_.world_size = dist_->world_size();
   lo_.threads = threads_.loader;
+}
+
+void Trainer::SetUpLoaders() {
+  const bool small = IsSmall(arch_);
+  SetDataOptions();
   const int base = o_.size > 0 ? o_.size : (small ? 28 : task_->dense() ? 96 : 224);
   // small_cnn and mlp pad-crop at the stored scale: on large images a
   // 28-px crop is a small patch of each, which is said, not done silently.

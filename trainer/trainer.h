@@ -112,6 +112,7 @@ class Trainer {
   // task.
   void SetUpData();
   void SetUpTask();
+  void SetDataOptions();
   void SetUpLoaders();
   void SetUpModel();
   void SetUpOptimizer();
