@@ -4,7 +4,7 @@
 #include <string>
 
 #include "formats/braces.h"
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "fuzz_util.h"
 
 using namespace imagepack;

@@ -3,7 +3,7 @@
 // deeper than the budget, and dumps without throwing.
 #include <string_view>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/text.h"
 #include "fuzz_util.h"
 

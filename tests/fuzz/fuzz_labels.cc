@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "formats/labels.h"
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "fuzz_util.h"
 
 using namespace imagepack;

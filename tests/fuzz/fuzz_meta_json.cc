@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/text.h"
 #include "fuzz_util.h"
 #include "imagepack/meta.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/parquet.h"
 #include "fuzz_util.h"
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/tfrecord.h"
 #include "fuzz_util.h"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/webdataset.h"
 #include "fuzz_util.h"
 

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "storage/fd_io.h"
+#include "storage/hf_url.h"
 #include "imagepack/files.h"
 #include "imagepack/store.h"
 #include "testutil.h"
@@ -282,3 +283,44 @@ TEST(Storage, PublishTreeCopiesEveryFileUnderThePrefix) {
 
 }  // namespace
 }  // namespace imagepack
+
+// hf:// as huggingface_hub's HfFileSystem writes it (hf_file_system.py):
+// the revision after '@', quoted or a special ref with its slashes.
+TEST(HubUrl, ReadsTheSyntaxOfHfFileSystem) {
+  using imagepack::internal::ParseHubUrl;
+  struct Case {
+    const char* url;
+    const char* repo;
+    const char* revision;
+    const char* path;
+  } cases[] = {
+      {"hf://datasets/org/name", "org/name", "main", ""},
+      {"hf://datasets/org/name/", "org/name", "main", ""},
+      {"hf://datasets/org/name/data/train-*.parquet", "org/name", "main", "data/train-*.parquet"},
+      {"hf://datasets/org/name@v1.0/data", "org/name", "v1.0", "data"},
+      {"hf://datasets/org/name@refs%2Fconvert%2Fparquet/default/train", "org/name", "refs/convert/parquet",
+       "default/train"},
+      {"hf://datasets/org/name@refs/convert/parquet/default", "org/name", "refs/convert/parquet", "default"},
+      {"hf://datasets/org/name@refs/pr/12", "org/name", "refs/pr/12", ""},
+      {"hf://datasets/o-1/n_2.x@0123456789abcdef0123456789abcdef01234567/a/b.tar", "o-1/n_2.x",
+       "0123456789abcdef0123456789abcdef01234567", "a/b.tar"},
+  };
+  for (const Case& c : cases) {
+    auto h = ParseHubUrl(c.url);
+    ASSERT_TRUE(h.ok()) << c.url << ": " << h.status().ToString();
+    EXPECT_EQ(h->repo, c.repo) << c.url;
+    EXPECT_EQ(h->revision, c.revision) << c.url;
+    EXPECT_EQ(h->path, c.path) << c.url;
+  }
+  for (const char* bad : {"hf://models/org/name/x", "hf://org/name", "hf://datasets/org", "hf://datasets//name",
+                          "hf://datasets/org/na me", "hf://datasets/org/-name", "hf://datasets/org/a--b",
+                          "hf://datasets/org/name@/x", "hf://datasets/org/name/a//b", "hf://datasets/org/name/../x",
+                          "hf://datasets/org/name@a%0Ab/x"}) {
+    auto h = ParseHubUrl(bad);
+    EXPECT_FALSE(h.ok()) << bad;
+    if (!h.ok()) EXPECT_NE(h.status().message().find(bad), std::string::npos) << h.status().message();
+  }
+  EXPECT_TRUE(imagepack::internal::IsCommit("0123456789abcdef0123456789abcdef01234567"));
+  EXPECT_FALSE(imagepack::internal::IsCommit("0123456789ABCDEF0123456789abcdef01234567"));
+  EXPECT_FALSE(imagepack::internal::IsCommit("main"));
+}

@@ -127,9 +127,10 @@ def temp_name(path, pid, uid=None, host=None):
                                                                                  host, boot, pid))
 
 
-def run(*args, ok=True):
-    """Runs a command; with ok, a non-zero exit fails the test with its output."""
-    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+def run(*args, ok=True, env=None):
+    """Runs a command (in `env`, else this process's environment); with
+    ok, a non-zero exit fails the test with its output."""
+    r = subprocess.run([str(a) for a in args], capture_output=True, text=True, env=env)
     if ok and r.returncode != 0:
         raise AssertionError("%s failed (%d):\n%s%s" % (args[0], r.returncode, r.stdout, r.stderr))
     return r

@@ -13,7 +13,7 @@ format_description.txt: literals) are written by hand too.
 hub_file() writes a valid file in the Hugging Face Hub's image layout (an
 image struct<bytes, path> and an INT64 label, the "huggingface" key-value
 metadata naming the classes); the other functions write the hostile
-files of issue 57, each aimed at one budget of lib/src/formats/limits.h.
+files of issue 57, each aimed at one budget of lib/src/base/limits.h.
 Used by test_hostile_parquet.py and tests/fuzz/make_format_seeds.py."""
 import struct
 import zlib

@@ -1,4 +1,4 @@
-"""docs/RELIABILITY.md's "Budgets" table is lib/src/formats/limits.h's:
+"""docs/RELIABILITY.md's "Budgets" table is lib/src/base/limits.h's:
 every constant there has a row, every row a constant, and the values are
 equal (the doc's "16 MiB", "10M", "100,000", "2^24" read as numbers, the
 header's "16 << 20", "10'000'000", "uint64_t(1) << 30" evaluated)."""
@@ -8,7 +8,7 @@ import re
 import pytest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-LIMITS = os.path.join(ROOT, "lib", "src", "formats", "limits.h")
+LIMITS = os.path.join(ROOT, "lib", "src", "base", "limits.h")
 DOC = os.path.join(ROOT, "docs", "RELIABILITY.md")
 
 CONSTANT = re.compile(r"inline\s+constexpr\s+[\w:]+\s+(k\w+)\s*=\s*([^;]+);")

@@ -96,7 +96,7 @@ def test_a_storage_backend_touches_its_file_its_constructor_and_the_scheme_table
     assert "| a storage backend (a URL scheme) | 4 + tests |" in arch
     table = files["lib/src/storage/storage.cc"]
     constructors = sorted(set(re.findall(r"\binternal::(New\w+Storage)\b", table)))
-    assert constructors == ["NewHttpStorage", "NewLocalStorage", "NewS3Storage"], constructors
+    assert constructors == ["NewHttpStorage", "NewHubStorage", "NewLocalStorage", "NewS3Storage"], constructors
     for ctor in constructors:
         naming = sorted(f for f, text in files.items() if re.search(r"\b%s\b" % ctor, text))
         own = [f for f in naming if f not in ("lib/src/storage/backends.h", "lib/src/storage/storage.cc")]

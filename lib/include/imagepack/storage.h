@@ -53,6 +53,15 @@ struct StorageSettings {
   // copies (IMAGEPACK_SHM_DIR, else /dev/shm).
   std::string staging_dir = "/tmp";
   std::string shm_dir = "/dev/shm";
+  // hf://, the Hugging Face Hub, as its own clients read it: the endpoint
+  // (HF_ENDPOINT, else https://huggingface.co), the token (HF_TOKEN, else
+  // the file HF_TOKEN_PATH, else HF_HOME/token, else
+  // ~/.cache/huggingface/token; hf_token_from names where it came from,
+  // for messages: the token itself is never printed) and offline mode
+  // (HF_HUB_OFFLINE=1: no request; the node cache only).
+  std::string hf_endpoint = "https://huggingface.co";
+  std::string hf_token, hf_token_from;
+  bool hf_offline = false;
 
   // Malformed values are errors naming the variable.
   static Result<StorageSettings> FromEnvironment();
@@ -106,6 +115,9 @@ class Storage {
   virtual bool writable() const = 0;
   // Lists a folder (or an object prefix) only where true.
   virtual bool listable() const = 0;
+  // Folders are things of their own, told from files by Stat, not
+  // prefixes of keys (local paths, the Hub's repositories).
+  virtual bool folders() const { return local(); }
 
   struct ReadOptions {
     // Remote: read through the block cache (RAM, and the node-local disk

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/text.h"
 
 namespace imagepack {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 
 namespace imagepack::internal {
 

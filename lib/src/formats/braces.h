@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "imagepack/status.h"
 
 namespace imagepack::internal {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "imagepack/byte_source.h"
 #include "imagepack/progress.h"
 #include "imagepack/status.h"

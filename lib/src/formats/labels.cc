@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/text.h"
 
 namespace imagepack::internal {

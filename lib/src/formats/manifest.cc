@@ -1,6 +1,6 @@
 #include "formats/manifest.h"
 
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/text.h"
 
 namespace imagepack::internal {

@@ -4,7 +4,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 
 namespace imagepack::internal {
 

@@ -4,7 +4,7 @@
 // executed. Values live in one arena and refer to each other by index, so a
 // memo entry used many times is shared, as Python's unpickler shares it
 // (never copied), and nothing recurses: neither nesting nor a list that
-// holds itself can exhaust the stack. Budgets: formats/limits.h. Internal.
+// holds itself can exhaust the stack. Budgets: base/limits.h. Internal.
 #pragma once
 
 #include <cstddef>

@@ -9,7 +9,7 @@
 
 #include <sys/stat.h>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 
 namespace imagepack::internal {
 

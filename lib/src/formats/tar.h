@@ -2,7 +2,7 @@
 // (with its 155-byte prefix), GNU ('L' long names, base-256 sizes) and pax
 // ('x' per-member records; 'g' global records are skipped). Only regular
 // members are listed; directories, links and devices are skipped. Budgets:
-// formats/limits.h. Internal.
+// base/limits.h. Internal.
 #pragma once
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 
 namespace imagepack::internal {
 

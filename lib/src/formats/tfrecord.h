@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "imagepack/status.h"
 
 namespace imagepack::internal {

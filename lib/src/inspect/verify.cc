@@ -309,7 +309,7 @@ Result<internal::DatasetSource> OpenAgainst(const VerifyOptions& o, const std::v
   if (!choice.ok()) return choice.status();
   const internal::RegisteredFormat* other = choice->format;
   *archive = other != nullptr;
-  if (other) return other->open(root, so);
+  if (other) return other->open(choice->shape.path, so);
   return choice->shape.kind == internal::PathShape::Kind::kFile ? internal::OpenManifestSource(root, so)
                                                                 : internal::OpenTreeSource(root, so);
 }

@@ -8,7 +8,7 @@
 
 #include "imagepack/shard.h"
 #include "fields/pixel_stats.h"
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/text.h"
 #include "stores/store_internal.h"
 

@@ -203,7 +203,7 @@ Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const
   so.image_column = opts.image_column;
   so.label_column = opts.label_column;
   so.no_class = opts.no_class;
-  auto source = format->open(path, so);
+  auto source = format->open(choice->shape.path, so);
   if (!source.ok()) return source.status();
   l->source = std::move(source.value());
   DatasetSource& s = l->source;

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "formats/coco.h"
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "imagepack/storage.h"
 #include "sources/sources.h"
 

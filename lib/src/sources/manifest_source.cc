@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/labels.h"
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/manifest.h"
 #include "formats/text.h"
 #include "imagepack/storage.h"

@@ -16,7 +16,7 @@
 
 #include "formats/braces.h"
 #include "formats/labels.h"
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/parquet.h"
 #include "formats/text.h"
 #include "imagepack/fields.h"

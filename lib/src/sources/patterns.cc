@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "formats/braces.h"
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "imagepack/formats.h"
 
 namespace imagepack {

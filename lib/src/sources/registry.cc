@@ -4,9 +4,11 @@
 #include "sources/registry.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "sources/patterns.h"
+#include "sources/splits.h"
 
 namespace fs = std::filesystem;
 
@@ -54,6 +56,25 @@ Result<PathShape> ShapeOf(const std::string& path) {
     if (auto names = ExpandFilePattern(*s.storage, path); names.ok()) s.files = std::move(names.value());
     return s;
   }
+  if (!s.local && s.storage->folders()) {  // a remote store with folders (the Hub): a folder is listed
+    auto info = s.storage->Stat(path);
+    if (!info.ok()) return info.status();
+    if (info->directory) {
+      auto names = s.storage->List(path);
+      if (!names.ok()) return names.status();
+      s.kind = PathShape::Kind::kFolder;
+      for (const std::string& n : names.value()) {
+        if (n.empty() || n[0] == '.') continue;
+        if (n.back() == '/') {
+          s.subfolders = true;
+          s.folders.push_back(n.substr(0, n.size() - 1));
+        } else {
+          s.files.push_back(Storage::Join(path, n));
+        }
+      }
+      return s;
+    }
+  }
   if (!s.local) {
     s.kind = !path.empty() && path.back() == '/' ? PathShape::Kind::kRemotePrefix : PathShape::Kind::kRemoteObject;
     s.files = {path};
@@ -68,14 +89,50 @@ Result<PathShape> ShapeOf(const std::string& path) {
     for (const auto& e : fs::directory_iterator(path, ec)) {
       const std::string n = e.path().filename().string();
       if (n.empty() || n[0] == '.') continue;  // hidden: .git, .DS_Store, temporaries
-      if (e.is_directory(ec))
+      if (e.is_directory(ec)) {
         s.subfolders = true;
-      else
+        s.folders.push_back(n);
+      } else
         s.files.push_back(e.path().string());
     }
     std::sort(s.files.begin(), s.files.end());
+    std::sort(s.folders.begin(), s.folders.end());
   }
   return s;
+}
+
+// A file a dataset repository holds beside its data: the card, a licence,
+// attributes, a loading script, metadata.
+bool IsSideFile(const std::string& path) {
+  const std::string base = BaseNameOf(path);
+  for (const char* ext : {".md", ".txt", ".json", ".py", ".yaml", ".yml", ".gitattributes", ".cff"})
+    if (base.size() >= std::strlen(ext) && base.compare(base.size() - std::strlen(ext), std::string::npos, ext) == 0)
+      return true;
+  return base.rfind("LICENSE", 0) == 0 || base.rfind("LICENCE", 0) == 0 || base.rfind("COPYING", 0) == 0;
+}
+
+// Every folder of `shape` named as a split (train, test, validation and
+// their aliases), and no data file beside them.
+bool HoldsSplitFolders(const PathShape& shape) {
+  return !shape.folders.empty() && std::all_of(shape.files.begin(), shape.files.end(), IsSideFile) &&
+         std::all_of(shape.folders.begin(), shape.folders.end(), [](const std::string& f) { return !SplitOf(f).empty(); });
+}
+
+// Where a folder laid out as a Hub dataset repository keeps its files
+// (registry.h), or "" when it is no such folder.
+std::string HubLayoutOf(const PathShape& shape) {
+  if (shape.kind != PathShape::Kind::kFolder || !shape.subfolders) return "";
+  if (!std::all_of(shape.files.begin(), shape.files.end(), IsSideFile)) return "";
+  const std::string& p = shape.path;
+  if (HoldsSplitFolders(shape)) return Storage::Join(p, "*/*");
+  std::string inner;
+  if (std::count(shape.folders.begin(), shape.folders.end(), "data")) inner = Storage::Join(p, "data");
+  else if (shape.folders.size() == 1) inner = Storage::Join(p, shape.folders[0]);  // a configuration folder
+  if (inner.empty()) return "";
+  auto in = ShapeOf(inner);
+  if (!in.ok() || in->kind != PathShape::Kind::kFolder) return "";
+  if (HoldsSplitFolders(*in)) return Storage::Join(inner, "*/*");
+  return in->files.empty() || in->subfolders ? "" : inner;
 }
 
 // A file's first bytes say `format`: a local file, or one ranged read of
@@ -124,11 +181,12 @@ Likeness LikenessOf(const RegisteredFormat& format, const PathShape& shape, bool
   return Likeness::kNo;
 }
 
-Result<Choice> Choose(const std::string& path, Ask ask) {
-  auto shape = ShapeOf(path);
-  if (!shape.ok()) return shape.status();
+namespace {
+
+Result<Choice> ChooseFor(PathShape shape, Ask ask) {
+  const std::string path = shape.path;
   Choice c;
-  c.shape = std::move(shape.value());
+  c.shape = std::move(shape);
   Likeness best = Likeness::kNo;
   for (const RegisteredFormat& f : RegisteredFormats()) {
     if (ask.capability && !(f.row.*(ask.capability))) continue;
@@ -141,6 +199,23 @@ Result<Choice> Choose(const std::string& path, Ask ask) {
     c.format = &f;
   }
   return c;
+}
+
+}  // namespace
+
+Result<Choice> Choose(const std::string& path, Ask ask) {
+  auto shape = ShapeOf(path);
+  if (!shape.ok()) return shape.status();
+  auto choice = ChooseFor(std::move(shape.value()), ask);
+  if (!choice.ok() || choice->format) return choice;
+  // A folder laid out as the Hub lays out a repository: its files where
+  // they are, when a format takes them.
+  const std::string inner = HubLayoutOf(choice->shape);
+  if (inner.empty()) return choice;
+  auto inner_shape = ShapeOf(inner);
+  if (!inner_shape.ok()) return choice;
+  auto in = ChooseFor(std::move(inner_shape.value()), ask);
+  return in.ok() && in->format ? in : choice;
 }
 
 }  // namespace internal

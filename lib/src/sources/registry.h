@@ -37,7 +37,8 @@ struct PathShape {
   // A pattern: its expansion; a folder: its entries (paths, sorted,
   // hidden ones left out); a file or remote object: the path.
   std::vector<std::string> files;
-  bool subfolders = false;  // a folder holding a (visible) folder
+  bool subfolders = false;            // a folder holding a (visible) folder
+  std::vector<std::string> folders;   // their names
 };
 
 struct RegisteredFormat {
@@ -73,6 +74,14 @@ struct Ask {
 // rows are asked of local paths only) and its shape, for the caller's
 // own fallback (a database, a manifest, a tree). An error only when the
 // path's storage cannot be opened.
+//
+// A folder laid out as the Hub lays out a dataset repository is read
+// where its files are, when a format takes them there: the `data/`
+// folder beside README.md, split folders (`data/train/`, `data/test/`:
+// read as the pattern FOLDER/*/*, so that --split picks one), and the
+// one configuration folder of the Hub's parquet conversion
+// (`default/train/0000.parquet`). The shape's path is then that folder
+// or pattern: callers open `shape.path`, not the path given.
 struct Choice {
   const RegisteredFormat* format = nullptr;
   PathShape shape;

@@ -19,7 +19,7 @@
 
 #include "formats/braces.h"
 #include "formats/labels.h"
-#include "formats/limits.h"
+#include "base/limits.h"
 #include "formats/text.h"
 #include "imagepack/record.h"
 #include "imagepack/storage.h"
@@ -552,7 +552,7 @@ Result<DatasetSource> OpenSource(const std::string& path, const SourceOptions& o
   if (!choice->format && (kind == PathShape::Kind::kFolder || kind == PathShape::Kind::kMissing))
     return OpenTreeSource(path, opts);
   if (!opts.fields.empty()) return Status::InvalidArgument("--field pairs trees; " + path + " is not a tree");
-  if (choice->format) return choice->format->open(path, opts);
+  if (choice->format) return choice->format->open(choice->shape.path, opts);
   return OpenDatabaseSource(path, opts.database_records, opts);
 }
 

@@ -18,6 +18,7 @@ class HttpClient;
 std::shared_ptr<Storage> NewLocalStorage(const StorageSettings& settings);
 Result<std::shared_ptr<Storage>> NewS3Storage(const StorageSettings& settings);
 Result<std::shared_ptr<Storage>> NewHttpStorage(const StorageSettings& settings);
+Result<std::shared_ptr<Storage>> NewHubStorage(const StorageSettings& settings);
 
 // What a HEAD says of a remote object: its version and size.
 struct RemoteHead {

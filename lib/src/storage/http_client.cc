@@ -96,6 +96,12 @@ size_t OnHeader(char* p, size_t size, size_t n, void* user) {
   if (line.rfind("HTTP/", 0) == 0) {
     t->resp->etag.clear();
     t->resp->content_range.clear();
+    t->resp->location.clear();
+    t->resp->link.clear();
+    t->resp->error_code.clear();
+    t->resp->repo_commit.clear();
+    t->resp->retry_after = -1;
+    t->resp->linked_size = -1;
     t->resp->content_length = 0;
     return bytes;
   }
@@ -111,6 +117,17 @@ size_t OnHeader(char* p, size_t size, size_t n, void* user) {
   else if (name == "content-range") t->resp->content_range = value;
   else if (name == "accept-ranges") t->resp->accept_ranges = value;
   else if (name == "content-length") t->resp->content_length = std::strtoull(value.c_str(), nullptr, 10);
+  else if (name == "location") t->resp->location = value;
+  else if (name == "link") t->resp->link = value;
+  else if (name == "x-error-code") t->resp->error_code = value;
+  else if (name == "x-repo-commit") t->resp->repo_commit = value;
+  else if (name == "x-linked-size") t->resp->linked_size = static_cast<int64_t>(std::strtoull(value.c_str(), nullptr, 10));
+  else if (name == "retry-after") {
+    // Seconds (an HTTP date, the other form, is not read: the backoff stands).
+    char* end = nullptr;
+    const double s = std::strtod(value.c_str(), &end);
+    if (end != value.c_str() && *end == '\0' && s >= 0) t->resp->retry_after = std::min(s, 86400.0);
+  }
   return bytes;
 }
 
@@ -162,6 +179,24 @@ std::string OriginOf(const std::string& url) {
   if (scheme == std::string::npos) return url;
   const size_t end = url.find_first_of("/?#", scheme + 3);
   return url.substr(0, end);
+}
+
+std::string LinkTarget(const std::string& link, const std::string& rel) {
+  // Entries "<URL>; param; param", separated by commas outside <...>.
+  size_t at = 0;
+  while (at < link.size()) {
+    const size_t open = link.find('<', at);
+    if (open == std::string::npos) return "";
+    const size_t close = link.find('>', open);
+    if (close == std::string::npos) return "";
+    size_t end = link.find('<', close);
+    if (end == std::string::npos) end = link.size();
+    const std::string params = link.substr(close + 1, end - close - 1);
+    if (params.find("rel=\"" + rel + "\"") != std::string::npos || params.find("rel=" + rel) != std::string::npos)
+      return link.substr(open + 1, close - open - 1);
+    at = end;
+  }
+  return "";
 }
 
 // Multi handles kept between calls: each keeps its connections open, so a
@@ -234,6 +269,12 @@ void Setup(const HttpClient& client, Transfer* t) {
   t->resp->etag.clear();
   t->resp->content_range.clear();
   t->resp->content_length = 0;
+  t->resp->location.clear();
+  t->resp->link.clear();
+  t->resp->error_code.clear();
+  t->resp->repo_commit.clear();
+  t->resp->retry_after = -1;
+  t->resp->linked_size = -1;
   t->resp->status = 0;
   t->resp->changed = false;
   t->resp->tls_refused = false;
@@ -390,8 +431,13 @@ Status HttpClient::Run(const std::vector<HttpRequest>& reqs, std::vector<HttpRes
       const std::string err = Judge(*this, t, code, accept, &retry);
       if (err.empty()) continue;
       const auto when = Clock::now();
-      if (retry && when < t->deadline) {
-        const double back = std::min(5.0, 0.1 * double(1 << std::min(t->attempts, 6)));
+      // A server's Retry-After is waited for when the budget allows it.
+      const double asked = t->resp->retry_after;
+      const bool can_wait =
+          asked < 0 || when + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(asked)) <
+                           t->deadline;
+      if (retry && when < t->deadline && can_wait) {
+        const double back = std::max(asked, std::min(5.0, 0.1 * double(1 << std::min(t->attempts, 6))));
         t->not_before = when + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(back));
         t->last_error = err;
         waiting.push_back(t->index);
@@ -402,6 +448,9 @@ Status HttpClient::Run(const std::vector<HttpRequest>& reqs, std::vector<HttpRes
         std::string msg = r.method + " " + r.shown + (r.what.empty() ? "" : " (" + r.what + ")") +
                           (config_.endpoint.empty() ? "" : " at " + config_.endpoint) + ": " + err;
         if (t->attempts > 1) msg += " after " + std::to_string(t->attempts) + " attempts";
+        if (retry && !can_wait)
+          msg += " (the server asked to wait " + std::to_string(static_cast<long long>(asked)) +
+                 " s, past the retry budget)";
         const long st = t->resp->status;
         first = st == 404 ? Status::NotFound(msg)
                 : (st == 403 || st == 400 || st == 412 || st == 416) ? Status::InvalidArgument(msg)

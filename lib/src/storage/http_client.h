@@ -58,7 +58,13 @@ struct HttpResponse {
   long status = 0;     // 0: no answer (the connection failed)
   std::string body;    // when out is null (bounded)
   std::string etag, last_modified, content_range, accept_ranges;
+  // Where a redirect points (Location), the next page (Link, RFC 8288),
+  // the server's name for an error (X-Error-Code: the Hub's), the commit
+  // an answer is of (X-Repo-Commit: the Hub's).
+  std::string location, link, error_code, repo_commit;
+  int64_t linked_size = -1;  // X-Linked-Size: the size of the file a Hub redirect points at
   uint64_t content_length = 0;
+  double retry_after = -1;  // seconds a 429 or 503 asks to wait (Retry-After), -1: none
   bool changed = false;      // an answer with another ETag than expect_etag
   bool tls_refused = false;  // the server's certificate did not verify
 
@@ -101,5 +107,7 @@ std::string UriEncode(const std::string& s, bool keep_slash);
 std::string XmlValue(const std::string& xml, const std::string& tag, size_t from = 0, size_t* end = nullptr);
 // "scheme://host[:port]" of an absolute URL.
 std::string OriginOf(const std::string& url);
+// The URL of `rel` in a Link header ("<URL>; rel=\"next\", ..."), or "".
+std::string LinkTarget(const std::string& link, const std::string& rel);
 
 }  // namespace imagepack::internal

@@ -47,7 +47,56 @@ constexpr const char* kVariables[] = {
     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "IMAGEPACK_S3_ADDRESSING", "IMAGEPACK_S3_PART_MB",
     "IMAGEPACK_S3_RETRY_SECONDS", "IMAGEPACK_S3_TIMEOUT", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR",
     "IMAGEPACK_CACHE_DIR", "IMAGEPACK_CACHE_LIMIT_MB", "IMAGEPACK_FETCH_BLOCK_MB", "IMAGEPACK_RAM_CACHE_MB",
-    "IMAGEPACK_STAGING_DIR", "TMPDIR", "IMAGEPACK_SHM_DIR"};
+    "IMAGEPACK_STAGING_DIR", "TMPDIR", "IMAGEPACK_SHM_DIR", "HF_ENDPOINT", "HF_TOKEN", "HF_TOKEN_PATH",
+    "HF_HOME", "XDG_CACHE_HOME", "HOME", "HF_HUB_OFFLINE"};
+
+// huggingface_hub's reading of a boolean variable (constants.py, _is_true).
+bool IsTrue(const std::string& v) {
+  std::string l;
+  for (unsigned char c : v) l += static_cast<char>(std::tolower(c));
+  return l == "1" || l == "on" || l == "yes" || l == "true";
+}
+
+// The Hub's settings, as huggingface_hub reads them (constants.py): the
+// token from HF_TOKEN, else the token file (HF_TOKEN_PATH, else
+// HF_HOME/token, HF_HOME defaulting to XDG_CACHE_HOME/huggingface, that to
+// ~/.cache/huggingface).
+Status HubFromEnvironment(StorageSettings* s) {
+  s->hf_endpoint = Env("HF_ENDPOINT");
+  while (!s->hf_endpoint.empty() && s->hf_endpoint.back() == '/') s->hf_endpoint.pop_back();
+  if (s->hf_endpoint.empty()) s->hf_endpoint = "https://huggingface.co";
+  if (s->hf_endpoint.rfind("https://", 0) != 0 && s->hf_endpoint.rfind("http://", 0) != 0)
+    return Status::InvalidArgument("HF_ENDPOINT=" + s->hf_endpoint + ": expected an http:// or https:// URL");
+  s->hf_offline = IsTrue(Env("HF_HUB_OFFLINE"));
+  s->hf_token = Env("HF_TOKEN");
+  if (!s->hf_token.empty()) {
+    s->hf_token_from = "HF_TOKEN";
+  } else {
+    std::string file = Env("HF_TOKEN_PATH");
+    if (file.empty()) {
+      std::string home = Env("HF_HOME");
+      if (home.empty()) {
+        const std::string xdg = Env("XDG_CACHE_HOME");
+        home = (xdg.empty() ? Env("HOME") + "/.cache" : xdg) + "/huggingface";
+      }
+      file = home + "/token";
+    }
+    auto bytes = ReadFile(file, 0, 4096);
+    if (bytes.ok()) {
+      std::string t(bytes->begin(), bytes->end());
+      while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+      while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.erase(0, 1);
+      s->hf_token = t;
+      if (!t.empty()) s->hf_token_from = "the token file " + file;
+    }
+  }
+  // Sent as one header line: a token holding a line break or a control
+  // character would add headers of its own.
+  for (unsigned char c : s->hf_token)
+    if (c < 0x21 || c > 0x7e)
+      return Status::InvalidArgument(s->hf_token_from + " holds a character a token cannot have (the token is not shown)");
+  return Status::Ok();
+}
 
 // The variables' values as one string (unset and empty told apart).
 std::string EnvironmentKey() {
@@ -107,6 +156,7 @@ Result<StorageSettings> StorageSettings::FromEnvironment() {
   if (s.staging_dir.empty()) s.staging_dir = "/tmp";
   s.shm_dir = Env("IMAGEPACK_SHM_DIR");
   if (s.shm_dir.empty()) s.shm_dir = "/dev/shm";
+  IMAGEPACK_RETURN_IF_ERROR(HubFromEnvironment(&s));
   return s;
 }
 
@@ -122,7 +172,8 @@ bool IsScheme(std::string_view s) {
 struct Backends {
   std::mutex mu;
   std::map<std::string, StorageFactory> by_scheme{
-      {"s3", internal::NewS3Storage}, {"https", internal::NewHttpStorage}, {"http", internal::NewHttpStorage}};
+      {"s3", internal::NewS3Storage}, {"https", internal::NewHttpStorage}, {"http", internal::NewHttpStorage},
+      {"hf", internal::NewHubStorage}};
 };
 Backends& Registered() {
   static Backends* b = new Backends;  // never destroyed: used from static destructors' threads too

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "formats/limits.h"
+#include "base/limits.h"
 
 namespace imagepack::internal {
 namespace {

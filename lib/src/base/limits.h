@@ -1,4 +1,5 @@
-// The budgets of every parser of outside input, in one place
+// The budgets of every parser of outside input (and of what storage/
+// reads from a server: the Hub's listings), in one place
 // (docs/RELIABILITY.md, "Hostile input", lists them with what exceeding
 // each one says). A budget exceeded is an error naming the file and the
 // byte or line, never an abort, a hang or an allocation the input sized.
@@ -69,6 +70,13 @@ inline constexpr size_t kBraceExpansions = 1'000'000;
 // folders deep a "**" may descend.
 inline constexpr size_t kGlobEntries = 1'000'000;
 inline constexpr size_t kGlobDepth = 64;
+
+// The Hugging Face Hub (storage/hf_storage.cc): entries of one folder's
+// listing (its pages together), bytes of one page of it or of one answer
+// of the API, and redirects followed for one request.
+inline constexpr size_t kHubFolderEntries = 1'000'000;
+inline constexpr size_t kHubAnswerBytes = 1 << 20;
+inline constexpr int kHubRedirects = 5;
 
 // gzip: bytes one shard may inflate to (a bomb fills no disk beyond it).
 inline constexpr uint64_t kInflatedShard = uint64_t(64) << 30;

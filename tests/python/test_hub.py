@@ -1,0 +1,249 @@
+"""hf://datasets/ORG/NAME[@REVISION]/PATH against a Hub emulator
+(tests/python/hub_emulator.py: the Hub's API behind nginx with TLS, large
+files redirected to a second host serving ranges), which the Hub's own
+JavaScript client (npm @huggingface/hub) checks first: it lists the same
+files and downloads the same bytes from it. Then the tools and the
+Python package read the repository of tests/python/test_hub_layout.py
+(DuckDB-written train and test parquet shards in data/) through hf://:
+the same records as the local files, the same batches read in place, one
+commit per run, a cached dataset offline, every refusal named, and the
+token in no output and on no host but the Hub's.
+
+Tests whose name holds "tool" use the command-line tools only."""
+import hashlib
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import node_modules, run, tool
+from hub_emulator import TOKEN, Hub, Repo, env_for
+from test_hub_layout import hub as layout, md5_records  # noqa: F401 (fixture)
+from test_parquet import duckdb, jpegs  # noqa: F401 (fixtures)
+
+try:
+    import imagepack
+except ImportError:  # the sanitizer builds have no Python package: tool tests only
+    imagepack = None
+
+needs_package = pytest.mark.skipif(imagepack is None, reason="the Python package is not built here")
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory, layout):  # noqa: F811
+    """The emulator with org/shards (the layout's repository: README.md,
+    .gitattributes, data/ of train and test shards), org/private (the
+    same, private), org/gated (gated) and org/converted (a dataset stored
+    otherwise, its parquet under refs/convert/parquet)."""
+    d, rows = layout
+    files = {"README.md": (d / "README.md").read_bytes(), ".gitattributes": (d / ".gitattributes").read_bytes()}
+    for p in sorted(d.glob("*.parquet")):
+        files["data/" + p.name] = p.read_bytes()
+    h = Hub(tmp_path_factory.mktemp("hub"))
+    try:
+        shards = Repo("org/shards")
+        shards.commit(files)
+        h.add(shards)
+        for name, kw in (("org/private", dict(private=True)), ("org/gated", dict(gated=True))):
+            r = Repo(name, **kw)
+            r.commit(files)
+            h.add(r)
+        conv = Repo("org/converted")
+        conv.commit({"README.md": files["README.md"], "images/a.txt": b"stored otherwise"})
+        conv.commit({"default/train/0000.parquet": files["data/train-00000-of-00002.parquet"],
+                     "default/train/0001.parquet": files["data/train-00001-of-00002.parquet"],
+                     "default/test/0000.parquet": files["data/test-00000-of-00001.parquet"]},
+                    branch="refs/convert/parquet")
+        h.add(conv)
+        h.local = d
+        h.rows = rows
+        h.files = files
+        yield h
+    finally:
+        h.stop()
+
+
+def node(hub, script, **env):
+    r = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=120,
+                       env=env_for(hub, NODE_PATH=node_modules(), **env), cwd=node_modules())
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_the_hubs_own_client_reads_the_emulator(hub):
+    """@huggingface/hub lists the repository (recursively, over pages of
+    two) and downloads every file through the redirect: the emulator's
+    files, byte for byte. The private repository needs the token."""
+    script = """
+import { listFiles, downloadFile } from "@huggingface/hub";
+import { createHash } from "node:crypto";
+const hubUrl = process.env.HF_ENDPOINT;
+const repo = { type: "dataset", name: process.argv[1] || "org/shards" };
+const accessToken = process.env.JS_TOKEN || undefined;
+const out = {};
+for await (const f of listFiles({ repo, recursive: true, hubUrl, accessToken })) {
+  if (f.type !== "file") continue;
+  const blob = await downloadFile({ repo, path: f.path, hubUrl, accessToken });
+  const bytes = Buffer.from(await blob.arrayBuffer());
+  out[f.path] = [bytes.length, createHash("sha256").update(bytes).digest("hex"), f.lfs ? f.lfs.size : f.size];
+}
+console.log(JSON.stringify(out));
+"""
+    got = node(hub, script)
+    want = {p: [len(b), hashlib.sha256(b).hexdigest(), len(b)] for p, b in hub.files.items()}
+    assert got == want
+    # Pages of two: the listing of five files and a folder took several requests.
+    assert sum(1 for m, p, _ in hub.requests if "/tree/" in p) >= 3
+    priv = node(hub, script.replace('"org/shards"', '"org/private"'), JS_TOKEN=TOKEN)
+    assert priv == want
+
+
+def hf(*parts):
+    return "hf://datasets/" + "/".join(parts)
+
+
+def test_tool_pack_and_verify_from_the_hub(hub, tmp_path):
+    """pack_lmdb hf://.../data/train-* gives the records of the local
+    files; verify_db --against hf:// passes; the repository's root with
+    --split is its data/ folder; the token, sent to the Hub's host, never
+    reaches the CDN's nor any output."""
+    env = env_for(hub, HF_TOKEN=TOKEN, IMAGEPACK_CACHE_DIR=tmp_path / "cache")
+    db = tmp_path / "train.lmdb"
+    r = run(tool("pack_lmdb"), hf("org", "private", "data", "train-*"), db, "-q", env=env)
+    assert TOKEN not in r.stdout + r.stderr
+    assert md5_records(db) == sorted(hub.rows["train"])
+    r = run(tool("verify_db"), db, "--against", hf("org", "private", "data", "train-*.parquet"), env=env)
+    assert TOKEN not in r.stdout + r.stderr
+    db2 = tmp_path / "test.lmdb"
+    run(tool("pack_lmdb"), hf("org", "shards"), db2, "--split", "test", "-q", env=env)
+    assert md5_records(db2) == sorted(hub.rows["test"])
+    r = run(tool("pack_lmdb"), hf("org", "shards"), tmp_path / "x.lmdb", "-q", env=env, ok=False)
+    assert r.returncode != 0 and "holds several splits: test (1 file), train (2 files)" in r.stderr, r.stderr
+    # The converted parquet of a dataset stored otherwise, as its revision.
+    db3 = tmp_path / "conv.lmdb"
+    run(tool("pack_lmdb"), "hf://datasets/org/converted@refs%2Fconvert%2Fparquet", db3, "--split", "train", "-q",
+        env=env)
+    assert md5_records(db3) == sorted(hub.rows["train"])
+    run(tool("verify_db"), db3, "--against", "hf://datasets/org/converted@refs/convert/parquet/default/train",
+        env=env)
+    log = hub.cdn_log()
+    assert "GET /blobs/" in log and "auth=[-]" in log and "Bearer" not in log, log[-2000:]
+    assert any(a == "Bearer " + TOKEN for _, _, a in hub.requests)
+
+
+@pytest.mark.parametrize("case", ["no-repo", "no-revision", "no-file", "private", "bad-token", "gated"])
+def test_tool_refusals_are_named(hub, tmp_path, case):
+    url, token, says = {
+        "no-repo": (hf("org", "nothing", "data"), None, "no dataset org/nothing at " + hub.url),
+        "no-revision": ("hf://datasets/org/shards@v9/data", None, "org/shards has no revision 'v9'"),
+        "no-file": (hf("org", "shards", "data", "train-00009-of-00002.parquet"), None,
+                    "no file or folder 'data/train-00009-of-00002.parquet' in org/shards"),
+        "private": (hf("org", "private", "data"), None, "no token was sent: set HF_TOKEN"),
+        "bad-token": (hf("org", "private", "data"), "hf_wrongtoken", "the token from HF_TOKEN was sent"),
+        "gated": (hf("org", "gated", "data"), None, "org/gated is gated: accept its conditions at " +
+                  hub.url + "/datasets/org/gated"),
+    }[case]
+    env = env_for(hub, **({"HF_TOKEN": token} if token else {}))
+    r = run(tool("pack_lmdb"), url, tmp_path / "x.lmdb", "--split", "train", "-q", env=env, ok=False)
+    assert r.returncode != 0 and says in r.stderr, r.stderr
+    assert "hf_wrongtoken" not in r.stderr + r.stdout
+    assert not (tmp_path / "x.lmdb").exists()
+
+
+def test_tool_busy_and_failing_hub(hub, tmp_path):
+    """429 with Retry-After is waited for, then the pack goes on; a 500
+    that lasts past the retry budget is a named failure."""
+    env = env_for(hub, IMAGEPACK_S3_RETRY_SECONDS=6)
+    hub.fail["/revision/"] = [429, 429]
+    db = tmp_path / "a.lmdb"
+    run(tool("pack_lmdb"), hf("org", "shards", "data", "test-*"), db, "-q", env=env)
+    assert not hub.fail["/revision/"]
+    assert md5_records(db) == sorted(hub.rows["test"])
+    hub.fail["/tree/"] = [500] * 1000
+    try:
+        r = run(tool("pack_lmdb"), hf("org", "shards", "data", "test-*"), tmp_path / "b.lmdb", "-q", env=env,
+                ok=False)
+    finally:
+        hub.fail.clear()
+    assert r.returncode != 0 and "HTTP 500" in r.stderr and "attempts" in r.stderr, r.stderr
+
+
+def test_tool_offline_from_the_node_cache(hub, tmp_path):
+    """A dataset read once with a node cache is read again with
+    HF_HUB_OFFLINE=1 and no request; without the cache it is refused by
+    name."""
+    cache = tmp_path / "cache"
+    url = hf("org", "shards", "data", "test-00000-of-00001.parquet")
+    run(tool("pack_lmdb"), url, tmp_path / "a.lmdb", "-q", env=env_for(hub, IMAGEPACK_CACHE_DIR=cache))
+    before = len(hub.requests)
+    run(tool("pack_lmdb"), url, tmp_path / "b.lmdb", "-q",
+        env=env_for(hub, IMAGEPACK_CACHE_DIR=cache, HF_HUB_OFFLINE=1))
+    assert len(hub.requests) == before
+    assert md5_records(tmp_path / "b.lmdb") == sorted(hub.rows["test"])
+    r = run(tool("pack_lmdb"), url, tmp_path / "c.lmdb", "-q",
+            env=env_for(hub, IMAGEPACK_CACHE_DIR=tmp_path / "empty", HF_HUB_OFFLINE=1), ok=False)
+    assert r.returncode != 0 and "HF_HUB_OFFLINE is set" in r.stderr, r.stderr
+
+
+@needs_package
+def test_loader_reads_the_hub_in_place(hub, tmp_path, monkeypatch):
+    """imagepack.Loader("hf://datasets/ORG/NAME", split="train") gives the
+    batches of the local files, random and block order, two epochs; a
+    branch moved after the open changes nothing of the run."""
+    for k, v in env_for(hub, IMAGEPACK_CACHE_DIR=tmp_path / "cache").items():
+        monkeypatch.setenv(k, v)
+    for k in ("HF_TOKEN", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(k, raising=False)
+
+    def batches(src, order):
+        loader = imagepack.Loader(str(src), 16, 32, train=True, seed=5, split="train", order=order, as_torch=False)
+        out = []
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            out += [(b["label"].tolist(), int(b["image"].sum())) for b in loader]
+        return out
+
+    for order in ("random", "blocks"):
+        assert batches(hf("org", "shards"), order) == batches(hub.local, order), order
+    # A mid-epoch resume: the rest of the epoch of the uninterrupted run.
+    def loader(src):
+        return imagepack.Loader(str(src), 8, 32, train=True, seed=5, split="train", as_torch=False)
+
+    whole = [b["label"].tolist() for b in loader(hf("org", "shards"))]
+    first = loader(hf("org", "shards"))
+    it = iter(first)
+    head = [next(it)["label"].tolist() for _ in range(3)]
+    state = first.state_dict()
+    again = loader(hf("org", "shards"))
+    again.load_state_dict(state)
+    assert head + [b["label"].tolist() for b in again] == whole
+    # The branch moves: this process keeps the commit it opened.
+    repo = hub.repos["org/shards"]
+    old = repo.refs["main"]
+    new_files = dict(hub.files)
+    del new_files["data/train-00001-of-00002.parquet"]
+    repo.commit(new_files)
+    hub.publish(repo)
+    try:
+        ds = imagepack.open(hf("org", "shards"), split="train")
+        assert len(ds) == len(hub.rows["train"])
+        # The new commit named: another dataset, and the state saved on the
+        # old one is refused by it.
+        moved = loader("hf://datasets/org/shards@%s" % repo.refs["main"])
+        assert moved.dataset_size < len(hub.rows["train"])
+        with pytest.raises(ValueError, match="state was saved for another dataset"):
+            moved.load_state_dict(state)
+    finally:
+        repo.refs["main"] = old
+
+
+def test_tool_malformed_urls_are_named(hub, tmp_path):
+    env = env_for(hub)
+    for url, says in (("hf://models/org/m/x.parquet", "hf:// reads dataset repositories"),
+                      ("hf://datasets/org", "ORG/NAME: both parts"),
+                      ("hf://datasets/org/sh..ards/data", "ORG and NAME: letters, digits"),
+                      ("hf://datasets/org/shards/data/../x", "an empty, '.' or '..' component")):
+        r = run(tool("pack_lmdb"), url, tmp_path / "x.lmdb", "-q", env=env, ok=False)
+        assert r.returncode != 0 and says in r.stderr, (url, r.stderr)
+    assert not any("sh..ards" in p for _, p, _ in hub.requests)
