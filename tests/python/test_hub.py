@@ -247,3 +247,27 @@ def test_tool_malformed_urls_are_named(hub, tmp_path):
         r = run(tool("pack_lmdb"), url, tmp_path / "x.lmdb", "-q", env=env, ok=False)
         assert r.returncode != 0 and says in r.stderr, (url, r.stderr)
     assert not any("sh..ards" in p for _, p, _ in hub.requests)
+
+
+@needs_package
+def test_both_trainers_train_from_the_hub(hub, tmp_path):
+    """build/trainer/train and scripts/train_imagepack.py, --data and --val
+    the same hf:// repository with --split train and --val-split test:
+    one epoch each, on the Hub's files as they are."""
+    import pathlib
+    import sys
+    from conftest import SCRIPTS
+    env = env_for(hub, IMAGEPACK_CACHE_DIR=tmp_path / "cache", OMP_NUM_THREADS=1)
+    for v in ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS", "SLURM_PROCID"):
+        env.pop(v, None)
+    data = ["--data", hf("org", "shards"), "--split", "train", "--val", hf("org", "shards"), "--val-split", "test",
+            "--arch", "small_cnn", "--size", "16", "--epochs", "1", "--batch-size", "8"]
+    train = pathlib.Path(tool("pack_lmdb")).parent.parent / "trainer" / "train"
+    script = os.path.join(SCRIPTS, "train_imagepack.py")
+    for cmd in ([str(train), *data, "--output", str(tmp_path / "cpp")],
+                [sys.executable, script, *data, "--threads", "1", "--output", str(tmp_path / "py")]):
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, start_new_session=True)
+        assert r.returncode == 0, cmd[0] + "\n" + r.stdout[-3000:] + r.stderr[-3000:]
+        out = r.stdout + r.stderr
+        assert "final weights digest" in out, out[-2000:]
+        assert "60" in out and "30" in out, out[-2000:]

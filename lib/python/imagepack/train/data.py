@@ -145,6 +145,7 @@ def make_loaders(args, task, meta, arch, channels, mean, train_data, mix_kw, log
         val_kw = None  # the loaders are released at the end (run.main)
         matched = task.match_eval(val)
         if args.task == "classification":
-            matched = str(imagepack.match_classes(meta["classes"], imagepack.open(args.val.split(",")).classes))
+            val_classes = imagepack.open(args.val.split(","), **data_options(args, args.val_split)).classes
+            matched = str(imagepack.match_classes(meta["classes"], val_classes))
         log("=> validation %s: %d samples, %s" % (args.val, val.dataset_size, matched))
     return train, val, val_size

@@ -25,7 +25,9 @@ class Classification:
         return ""
 
     def prepare(self, batch, device, eval_batch=False):
-        images, labels = batch
+        # Records with fields beside the label (a Hub file's caption column)
+        # come as a dict; classification reads the image and the label.
+        images, labels = (batch["image"], batch["label"]) if isinstance(batch, dict) else batch
         return self.normalise(images), labels.to(device, non_blocking=True)
 
     def loss(self, out, y, training=True):
