@@ -318,6 +318,13 @@ int main(int argc, char** argv) {
       !why.empty())
     return cli::FatalError(why);
   if (std::string why = MissingDatabase(a); !why.empty()) return cli::FatalError(why);
+  if (!a.evaluate && !a.no_val && !a.val.empty()) {  // validation apart from training, before any epoch
+    std::vector<std::string> data;
+    for (const auto& d : a.data_list)
+      for (const auto& p : SplitCommas(d)) data.push_back(p);
+    if (std::string why = SharedFiles(data, a.split, SplitCommas(a.val), a.val_split); !why.empty())
+      return cli::FatalError("--val " + a.val + ": " + why);
+  }
   try {
     return Trainer(a).Run();
   } catch (const std::exception& e) {

@@ -237,6 +237,8 @@ PYBIND11_MODULE(_imagepack, m) {
         return storage.ok() && storage.value()->local();
       },
       "True when `path` names a file of this machine (not s3://, https://, ...).");
+  m.def("shared_files", &SharedFiles, py::arg("data"), py::arg("data_split"), py::arg("val"), py::arg("val_split"),
+        "Why validation files `val` are not apart from training files `data` (\"\" when they are).");
   m.def("is_file_pattern", &IsFilePattern,
         "True when `path` names files by a pattern (braces, a '::' list, a shell glob), not one path.");
   g_corruption_error = PyErr_NewExceptionWithDoc("imagepack.CorruptionError",

@@ -66,7 +66,8 @@ expect_in out.out "unreachable 101"
 
 tiny_classes "$WORK/tiny" "$BIN"
 DB=$WORK/tiny/tiny.lmdb
-TR=(--data "$DB" --val "$DB" --arch small_cnn --size 8 --lr 0.05 --seed 3 --threads 1 --loader-threads 1
+rm -rf "$WORK/tiny/val.lmdb" && cp -a "$DB" "$WORK/tiny/val.lmdb"  # the trainers refuse --val inside --data
+TR=(--data "$DB" --val "$WORK/tiny/val.lmdb" --arch small_cnn --size 8 --lr 0.05 --seed 3 --threads 1 --loader-threads 1
     --batch-size 8 --epochs 2 --print-freq 1000)
 run one timeout 120 "$SCRIPTS/launch.sh" --nproc 2 -- "$TRAIN" "${TR[@]}" --output "$WORK/one"
 expect_rc 0 "one node, 2 ranks" one

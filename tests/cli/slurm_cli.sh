@@ -225,7 +225,8 @@ echo "slurm_cli: re-run, deleted shard and killed task in $((SECONDS - T2)) s"
 T3=$SECONDS
 tiny_classes "$WORK/tiny" "$BIN"
 DB=$WORK/tiny/tiny.lmdb
-TR=(--data "$DB" --val "$DB" --arch small_cnn --size 8 --lr 0.05 --seed 3 --threads 1 --loader-threads 1
+rm -rf "$WORK/tiny/val.lmdb" && cp -a "$DB" "$WORK/tiny/val.lmdb"  # the trainers refuse --val inside --data
+TR=(--data "$DB" --val "$WORK/tiny/val.lmdb" --arch small_cnn --size 8 --lr 0.05 --seed 3 --threads 1 --loader-threads 1
     --batch-size 8 --epochs 4 --print-freq 1000)
 J1=$(sbatch --parsable -n 2 -o "$WORK/t1.out" scripts/slurm_train.sh "${TR[@]}" --output "$WORK/t1" \
   --log-samples "$WORK/t1.samples")

@@ -128,3 +128,28 @@ def test_globs_as_the_hub_writes_them(hub, tmp_path):
     assert r.returncode != 0 and "val-*.parquet matches no file" in r.stderr, r.stderr
     with pytest.raises(FileNotFoundError, match="matches no file"):
         imagepack.open(str(d / "val-*.parquet"))
+
+
+def test_both_trainers_stop_when_val_is_inside_the_training_data(hub, tmp_path):
+    """--val reading files --data reads (the same split of one folder, a
+    shard of a training glob) is said and stops both trainers before any
+    epoch; two splits of one folder train."""
+    import pathlib
+    import subprocess
+    import sys
+    from conftest import SCRIPTS
+    d, _ = hub
+    train = pathlib.Path(tool("pack_lmdb")).parent.parent / "trainer" / "train"
+    script = os.path.join(SCRIPTS, "train_imagepack.py")
+    common = ["--arch", "small_cnn", "--size", "16", "--epochs", "1", "--batch-size", "8"]
+    cases = [(["--data", str(d), "--split", "train", "--val", str(d), "--val-split", "train"], "2 of its 2 file(s)"),
+             (["--data", str(d / "train-*.parquet"), "--val", str(d / "train-00001-of-00002.parquet")],
+              "1 of its 1 file(s) is read for training too (%s)" % (d / "train-00001-of-00002.parquet"))]
+    for n, (data, says) in enumerate(cases):
+        for k, cmd in enumerate(([str(train)], [sys.executable, script, "--threads", "1"])):
+            out = tmp_path / ("run%d%d" % (n, k))
+            r = subprocess.run(cmd + data + common + ["--output", str(out)], capture_output=True, text=True,
+                               timeout=300, start_new_session=True)
+            assert r.returncode != 0 and says in r.stderr and "validation inside the training data" in r.stderr, \
+                (cmd[0], r.stdout[-1500:], r.stderr[-1500:])
+            assert not (out / "checkpoint.pt").exists()

@@ -35,6 +35,16 @@ std::string SourceFormatOf(const std::string& path);
 // the Python package ask this (code: sources/patterns.cc).
 bool IsFilePattern(const std::string& text);
 
+// Why a validation set is not apart from its training data: "" when the
+// files `val` (paths, read with `val_split`) reads share none with those
+// of `data` (read with `data_split`), else a message naming the count
+// and one shared file. Files are those the readers find (a folder's, a
+// glob's, after the split; a database or a tree folder as itself, a
+// tree holding the other's files included). Both trainers ask it before
+// anything is read; paths that cannot be listed are left to the readers.
+std::string SharedFiles(const std::vector<std::string>& data, const std::string& data_split,
+                        const std::vector<std::string>& val, const std::string& val_split);
+
 // The rows as the tools print them after their options (--help).
 std::string SourceFormatsHelp();
 

@@ -248,3 +248,64 @@ std::string SourceFormatsHelp() {
 }
 
 }  // namespace imagepack
+
+namespace imagepack {
+namespace {
+
+// The files `path` is read from with `split`, local ones made canonical;
+// a tree folder or a database as itself (a folder ends with '/').
+std::vector<std::string> FilesRead(const std::string& path, const std::string& split) {
+  auto choice = internal::Choose(path);
+  if (!choice.ok()) return {};
+  const internal::PathShape& shape = choice->shape;
+  std::vector<std::string> files;
+  if (choice->format && !shape.files.empty() && shape.kind != internal::PathShape::Kind::kRemotePrefix) {
+    auto picked = internal::SelectSplit(shape.files, split, path, internal::FindsFiles(shape.path));
+    files = picked.ok() ? std::move(picked.value()) : shape.files;
+  } else if (shape.kind == internal::PathShape::Kind::kFolder) {
+    files = {shape.path + "/"};
+  } else {
+    files = {shape.path};
+  }
+  if (shape.local) {
+    for (std::string& f : files) {
+      std::error_code ec;
+      const bool folder = !f.empty() && f.back() == '/';
+      auto c = fs::weakly_canonical(f, ec);
+      if (!ec) f = c.string() + (folder ? "/" : "");
+    }
+  }
+  return files;
+}
+
+}  // namespace
+
+std::string SharedFiles(const std::vector<std::string>& data, const std::string& data_split,
+                        const std::vector<std::string>& val, const std::string& val_split) {
+  std::vector<std::string> train, held;
+  for (const std::string& p : data)
+    for (std::string& f : FilesRead(p, data_split)) train.push_back(std::move(f));
+  for (const std::string& p : val)
+    for (std::string& f : FilesRead(p, val_split)) held.push_back(std::move(f));
+  // The same file, or a folder (a tree) that holds the other's.
+  auto within = [](const std::string& a, const std::string& b) {
+    return a == b || (!a.empty() && a.back() == '/' && b.rfind(a, 0) == 0) ||
+           (!b.empty() && b.back() == '/' && a.rfind(b, 0) == 0);
+  };
+  size_t shared = 0;
+  std::string first;
+  for (const std::string& v : held)
+    for (const std::string& t : train)
+      if (within(v, t)) {
+        if (first.empty()) first = v.size() >= t.size() ? v : t;
+        ++shared;
+        break;
+      }
+  if (!shared) return "";
+  return std::to_string(shared) + " of its " + std::to_string(held.size()) + " file(s) " +
+         (shared == 1 ? "is" : "are") + " read for training too (" + first +
+         "): validation inside the training data measures nothing; give --val other files, or --split and "
+         "--val-split to read two splits of one folder";
+}
+
+}  // namespace imagepack

@@ -109,6 +109,11 @@ def missing_input(args):
             return "--%s %s: no such database" % (option, p)
     if args.classes and not os.path.isfile(args.classes):
         return "--classes %s: no such file" % args.classes
+    if args.val and args.data and not args.evaluate and not args.no_val:  # the C++ trainer's rule
+        data = [p for d in args.data for p in d.split(",")]
+        shared = imagepack._imagepack.shared_files(data, args.split or "", args.val.split(","), args.val_split or "")
+        if shared:
+            return "--val %s: %s" % (args.val, shared)
     return ""
 
 
