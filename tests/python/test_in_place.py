@@ -8,6 +8,7 @@ epochs, in random and block order, equals the batch read from the import,
 and an exact resume from a position inside an epoch gives the rest."""
 import os
 import pathlib
+import sys
 import subprocess
 
 import numpy as np
@@ -98,6 +99,21 @@ def test_a_damaged_record_fails_the_open_naming_it(tfrecords, tmp_path):
     with pytest.raises(Exception) as e:
         imagepack.Loader(str(bad), 8, 32)
     assert str(bad) in str(e.value) and "cannot be read in place" in str(e.value), str(e.value)
+    # on_corrupt="skip": the import's records (the damaged one left out, as
+    # pack_lmdb leaves it out), the same batches, and a warning on stderr.
+    db = tmp_path / "bad.lmdb"
+    r = run(tool("pack_lmdb"), bad, db, "-q", ok=False)
+    assert r.returncode == 3 and "1 skipped" in r.stdout + r.stderr, r.stdout + r.stderr  # done, with skips
+    v = run(tool("verify_db"), db, "--against", bad)  # what pack skips is not expected
+    assert "1 records of %s that pack_lmdb skips not expected" % bad in v.stdout + v.stderr, v.stdout + v.stderr
+    packed = imagepack.open(str(db))
+    in_place = imagepack.Loader(str(bad), 8, 32, on_corrupt="skip")
+    assert in_place.dataset_size == len(packed) > 0
+    same(batches(str(db), epochs=1), batches(str(bad), epochs=1, on_corrupt="skip"))
+    warned = subprocess.run([sys.executable, "-c", "import imagepack, sys; imagepack.Loader(sys.argv[1], 8, 32, "
+                             "on_corrupt='skip')", str(bad)], capture_output=True, text=True)
+    assert warned.returncode == 0 and "cannot be read in place" in warned.stderr and "on_corrupt=skip" in \
+        warned.stderr, warned.stderr
 
 
 def test_png_rows_read_as_exact_pixels(duckdb, tmp_path):  # noqa: F811

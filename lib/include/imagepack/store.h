@@ -232,6 +232,11 @@ struct OpenOptions {
   std::string split;
   std::string image_column, label_column;
   bool no_class = false;
+  // Read in place: the records an import would skip (a damaged row, a CRC
+  // that does not match) are left out, with one warning naming their
+  // count and the first three, instead of failing the open (the loader's
+  // on_corrupt = kSkip).
+  bool skip_unreadable = false;
   double fetch_block_mb = 0;
   double ram_cache_mb = 0;
   std::string ca_file;

@@ -404,6 +404,11 @@ void CheckAgainst(const VerifyOptions& o, const std::vector<std::string>& classe
                                               ClassShown(classes, item.label));
   };
   for (const auto& item : tree->items) check(item);
+  // What pack_lmdb skips (and lists) is not expected in the database.
+  if (!tree->errors.empty())
+    notes->push_back(std::to_string(SkippedCount(tree->errors)) + " records of " + root +
+                     " that pack_lmdb skips not expected (" + tree->errors[0].path + ": " +
+                     tree->errors[0].reason.substr(0, 200) + (tree->errors.size() > 1 ? "; ..." : "") + ")");
   CheckLabelsFileSkips(o, *tree, in_db, problems, notes);
   if (tree->spilled) {  // a tree too large to list in memory
     auto reader = tree->spilled->Read();

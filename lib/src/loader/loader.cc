@@ -455,6 +455,7 @@ Result<std::unique_ptr<Loader>> Loader::Open(const LoaderOptions& o) {
   oo.image_column = o.image_column;
   oo.label_column = o.label_column;
   oo.no_class = o.no_class;
+  oo.skip_unreadable = o.on_corrupt == CorruptPolicy::kSkip;
   std::unique_ptr<OpenedMix> mix;
   if (!o.sources.empty()) {
     auto m = OpenMix(o.sources, o.epoch_size, o.classes, o.classes_from, o.channels, oo);
