@@ -271,3 +271,21 @@ def test_both_trainers_train_from_the_hub(hub, tmp_path):
         out = r.stdout + r.stderr
         assert "final weights digest" in out, out[-2000:]
         assert "60" in out and "30" in out, out[-2000:]
+
+
+def test_tool_export_and_inspect_read_the_hub(hub, tmp_path):
+    """export_db and inspect_db take an hf:// glob as they take the local
+    files: the same ImageFolder tree, a contact sheet written."""
+    env = env_for(hub)
+    url = hf("org", "shards", "data", "test-*.parquet")
+    run(tool("export_db"), url, tmp_path / "from-hub", "--to", "imagefolder", "-q", env=env)
+    run(tool("export_db"), str(hub.local / "test-*.parquet"), tmp_path / "local", "--to", "imagefolder", "-q")
+    a = sorted(p.relative_to(tmp_path / "from-hub") for p in (tmp_path / "from-hub").rglob("*") if p.is_file())
+    b = sorted(p.relative_to(tmp_path / "local") for p in (tmp_path / "local").rglob("*") if p.is_file())
+    assert a == b and len(a) >= len(hub.rows["test"])
+    for rel in a:
+        if rel.name == "export.json":  # names its source and time
+            continue
+        assert (tmp_path / "from-hub" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel
+    run(tool("inspect_db"), url, "--out", tmp_path / "look", "--sheet", env=env)
+    assert (tmp_path / "look" / "sheet.png").stat().st_size > 0
