@@ -180,6 +180,17 @@ std::string MissingDatabase(const TrainOptions& a) {
   return "";
 }
 
+// Validation files that training reads too, found before any epoch (not
+// asked with --no-val or --evaluate); "" when they are apart.
+std::string ValInsideData(const TrainOptions& a) {
+  if (a.evaluate || a.no_val || a.val.empty()) return "";
+  std::vector<std::string> data;
+  for (const auto& d : a.data_list)
+    for (const auto& p : SplitCommas(d)) data.push_back(p);
+  const std::string why = SharedFiles(data, a.split, SplitCommas(a.val), a.val_split);
+  return why.empty() ? "" : "--val " + a.val + ": " + why;
+}
+
 // The reference flags that parsing does not set by itself: --model-ema,
 // and torchvision's spellings (--train-crop-size, --val-resize-size,
 // --val-crop-size), which set ours; both given with different values is a
@@ -318,13 +329,7 @@ int main(int argc, char** argv) {
       !why.empty())
     return cli::FatalError(why);
   if (std::string why = MissingDatabase(a); !why.empty()) return cli::FatalError(why);
-  if (!a.evaluate && !a.no_val && !a.val.empty()) {  // validation apart from training, before any epoch
-    std::vector<std::string> data;
-    for (const auto& d : a.data_list)
-      for (const auto& p : SplitCommas(d)) data.push_back(p);
-    if (std::string why = SharedFiles(data, a.split, SplitCommas(a.val), a.val_split); !why.empty())
-      return cli::FatalError("--val " + a.val + ": " + why);
-  }
+  if (std::string why = ValInsideData(a); !why.empty()) return cli::FatalError(why);
   try {
     return Trainer(a).Run();
   } catch (const std::exception& e) {

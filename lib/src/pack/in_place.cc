@@ -161,16 +161,12 @@ Result<DatasetMeta> MetaOf(const std::string& path, Listed& l) {
 
 }  // namespace
 
-namespace {
-
 // The rows read in place; a remote object is asked by its name alone, so
 // that a blob's open costs no request more (nor fails offline, from a
 // pinned cache).
 Result<Choice> ChooseInPlace(const std::string& path) {
   return Choose(path, Ask{&SourceFormat::in_place, /*remote_names_only=*/true});
 }
-
-}  // namespace
 
 bool ReadsInPlace(const std::string& path) {
   auto c = ChooseInPlace(path);
@@ -258,7 +254,11 @@ namespace imagepack {
 // are read in place (OpenInPlace), anything else is a container
 // (stores/, which knows nothing of pack).
 Result<std::unique_ptr<RecordSource>> OpenDatabase(const std::string& path, const OpenOptions& opts) {
-  if (internal::ReadsInPlace(path)) return internal::OpenInPlace(path, opts);
+  // A path that cannot be looked at (an unreachable server, a refused
+  // listing) is that error, not a container's failure to open.
+  auto choice = internal::ChooseInPlace(path);
+  if (!choice.ok()) return choice.status();
+  if (choice->format) return internal::OpenInPlace(path, opts);
   return internal::OpenContainer(path, opts);
 }
 

@@ -12,12 +12,16 @@
 
 #include "imagepack/status.h"
 #include "imagepack/store.h"
+#include "sources/registry.h"
 
 namespace imagepack::internal {
 
 // True when `path` names files OpenInPlace reads (parquet, TFRecord,
 // WebDataset shards; a brace pattern or folder of them).
 bool ReadsInPlace(const std::string& path);
+// The same choice, with the error when the path cannot be looked at (its
+// storage cannot be opened, a remote folder cannot be listed).
+Result<Choice> ChooseInPlace(const std::string& path);
 
 // Opens them. At open the source is listed (every file's record framing,
 // footer or headers; parquet's image bytes, which sit in compressed pages,
@@ -26,7 +30,8 @@ bool ReadsInPlace(const std::string& path);
 // statistics are sampled as the pack samples them (1,024 images decoded
 // at reduced scale). A record the import would skip (a CRC that does not
 // match, an image missing, a row group damaged) fails the open, naming
-// it: a loader never leaves records out in silence. Refused: in_ram (pack
+// it, unless opts.skip_unreadable (then one warning names them): a loader
+// never leaves records out in silence. Refused: in_ram (pack
 // the files, then hold the database in RAM), and class-less mask fields
 // (their class count needs every record).
 Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const OpenOptions& opts);
