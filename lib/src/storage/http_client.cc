@@ -94,15 +94,7 @@ size_t OnHeader(char* p, size_t size, size_t n, void* user) {
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
   // A new header block (a redirect or a 100 Continue before the answer).
   if (line.rfind("HTTP/", 0) == 0) {
-    t->resp->etag.clear();
-    t->resp->content_range.clear();
-    t->resp->location.clear();
-    t->resp->link.clear();
-    t->resp->error_code.clear();
-    t->resp->repo_commit.clear();
-    t->resp->retry_after = -1;
-    t->resp->linked_size = -1;
-    t->resp->content_length = 0;
+    t->resp->ClearHeaders();
     return bytes;
   }
   const size_t colon = line.find(':');
@@ -266,15 +258,7 @@ void Setup(const HttpClient& client, Transfer* t) {
   t->whole = false;
   t->error_buf[0] = '\0';
   t->resp->body.clear();
-  t->resp->etag.clear();
-  t->resp->content_range.clear();
-  t->resp->content_length = 0;
-  t->resp->location.clear();
-  t->resp->link.clear();
-  t->resp->error_code.clear();
-  t->resp->repo_commit.clear();
-  t->resp->retry_after = -1;
-  t->resp->linked_size = -1;
+  t->resp->ClearHeaders();
   t->resp->status = 0;
   t->resp->changed = false;
   t->resp->tls_refused = false;

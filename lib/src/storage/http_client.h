@@ -68,6 +68,14 @@ struct HttpResponse {
   bool changed = false;      // an answer with another ETag than expect_etag
   bool tls_refused = false;  // the server's certificate did not verify
 
+  // Forgets what headers said (a new header block: a redirect, a 100
+  // Continue, another attempt).
+  void ClearHeaders() {
+    etag.clear(), last_modified.clear(), content_range.clear(), accept_ranges.clear();
+    location.clear(), link.clear(), error_code.clear(), repo_commit.clear();
+    content_length = 0, retry_after = -1, linked_size = -1;
+  }
+
   // A request that failed (`st`) without an answer from the server: no
   // connection, a timeout, a 5xx; a refused certificate is an answer.
   // Where a pinned node cache may stand in for the server.
