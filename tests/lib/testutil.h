@@ -130,4 +130,14 @@ inline std::vector<uint8_t> WithExifOrientation(const std::vector<uint8_t>& jpeg
   return out;
 }
 
+// A copy of database `db` beside it for a trainer's --val (made once):
+// the trainers refuse validation files that training reads (formats.h,
+// SharedFiles).
+inline std::string ValCopy(const std::string& db) {
+  const std::string v = db + ".val";
+  std::error_code ec;
+  if (!std::filesystem::exists(v, ec)) std::filesystem::copy(db, v, std::filesystem::copy_options::recursive, ec);
+  return v;
+}
+
 }  // namespace imagepack::testing

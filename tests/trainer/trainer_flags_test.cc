@@ -37,6 +37,7 @@ namespace imagepack::trainer {
 namespace {
 
 using imagepack::testing::TempDir;
+using imagepack::testing::ValCopy;
 
 // ---- mixup and cutmix -------------------------------------------------------
 
@@ -408,7 +409,8 @@ std::vector<nlohmann::json> Rows(const std::string& dir, const std::string& type
 }
 
 std::string Base(const std::string& db) {
-  return kTrain + " --data " + db + " --val " + db + " --arch small_cnn --size 8 --lr 0.05 --seed 3 --threads 1"
+  return kTrain + " --data " + db + " --val " + ValCopy(db) +
+         " --arch small_cnn --size 8 --lr 0.05 --seed 3 --threads 1"
          " --loader-threads 1 --print-freq 1 --batch-size 8 --quiet";
 }
 
@@ -480,7 +482,7 @@ TEST(ReferenceFlags, TwoRanksWithMixupAndEmaResumeExactly) {
 TEST(ReferenceFlags, BothRecipeFilesAreAcceptedAndTheCommandLineWins) {
   TempDir d;
   const std::string db = MakeDb(d);
-  const std::string small = " --data " + db + " --val " + db +
+  const std::string small = " --data " + db + " --val " + ValCopy(db) +
                             " --threads 1 --loader-threads 1 --epochs 1 --batch-size 16 --print-freq 1000";
   auto [rc, out] = RunTrain(kTrain + " --recipe torchvision_resnet50" + small + " --arch small_cnn" +
                             " --train-crop-size 8 --val-crop-size 8 --val-resize-size 8 --output " + (d / "tv"));

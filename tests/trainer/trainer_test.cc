@@ -37,6 +37,7 @@ namespace imagepack::trainer {
 namespace {
 
 using imagepack::testing::TempDir;
+using imagepack::testing::ValCopy;
 
 TEST(Models, ParameterCountsMatchTorchvision) {
   for (auto [arch, expect] : {std::pair<const char*, int64_t>{"resnet18", 11689512}, {"resnet50", 25557032}}) {
@@ -260,7 +261,7 @@ const std::string kTrain = IMAGEPACK_TRAIN_BIN;
 const std::string kLaunch = IMAGEPACK_LAUNCH;
 
 std::string Common(const std::string& db) {
-  return " --data " + db + " --val " + db + " --arch mlp --size 8 --lr 0.05 --seed 3 --threads 1 --loader-threads 1";
+  return " --data " + db + " --val " + ValCopy(db) + " --arch mlp --size 8 --lr 0.05 --seed 3 --threads 1 --loader-threads 1";
 }
 
 TEST(Ddp, TwoProcessesWithBatchBMatchOneProcessWithBatch2B) {
@@ -379,7 +380,7 @@ void CountEpoch(const std::string& path, int64_t epoch, std::map<int64_t, int>* 
 }
 
 std::string Small(const std::string& db) {  // small_cnn: BN buffers too
-  return " --data " + db + " --val " + db + " --arch small_cnn --size 8 --lr 0.05 --seed 3 --threads 1"
+  return " --data " + db + " --val " + ValCopy(db) + " --arch small_cnn --size 8 --lr 0.05 --seed 3 --threads 1"
          " --loader-threads 1 --print-freq 1000 --batch-size 8";
 }
 
@@ -861,7 +862,7 @@ std::map<std::string, double> LastEval(const std::string& dir) {
 }
 
 std::string Dense(const std::string& task, const std::string& db) {
-  return kTrain + " --task " + task + " --data " + db + " --val " + db +
+  return kTrain + " --task " + task + " --data " + db + " --val " + ValCopy(db) +
          " --size 16 --batch-size 8 --lr 0.05 --seed 3 --threads 1 --loader-threads 1 --print-freq 1000";
 }
 
@@ -1066,7 +1067,7 @@ TEST(Recipes, MixAndResolutionScheduleResumeExactly) {
   TempDir d;
   const std::string a = MakeNamedDb(d, "a", {"a", "b", "c", "d"}, true, 160);
   const std::string b = MakeNamedDb(d, "b", {"a", "b", "c", "d"}, true, 64);
-  const std::string run = kTrain + " --data " + a + " --data " + b + " --weights 0.7,0.3 --val " + b +
+  const std::string run = kTrain + " --data " + a + " --data " + b + " --weights 0.7,0.3 --val " + ValCopy(b) +
                           " --arch small_cnn --size 8 --res-schedule 4,8,0,2,2 --val-size 8 --lr 0.05 --seed 3"
                           " --threads 1 --loader-threads 1 --batch-size 16 --print-freq 1000 --epochs 3";
   auto [rc, out] = CaptureAll(run + " --output " + (d / "straight") + " --log-samples " + (d / "straight.samples"));
@@ -1116,7 +1117,7 @@ TEST(Recipes, MixAndResolutionScheduleResumeExactly) {
 TEST(Recipes, ResNetWithBlurPoolTriangularLrAndFixResEvaluation) {
   TempDir d;
   const std::string db = MakeNamedDb(d, "db", {"a", "b", "c", "d"}, true, 64);
-  auto [rc, out] = CaptureAll(kTrain + " --data " + db + " --val " + db +
+  auto [rc, out] = CaptureAll(kTrain + " --data " + db + " --val " + ValCopy(db) +
                               " --arch resnet18 --blurpool --res-schedule 16,32,0,1 --val-size 24 --val-resize 28"
                               " --schedule triangular --lr-peak-epoch 1 --lr 0.1 --label-smoothing 0.1 --no-bn-wd"
                               " --seed 3 --threads 1 --loader-threads 1 --batch-size 16 --print-freq 1 --epochs 2"
@@ -1134,7 +1135,7 @@ TEST(Recipes, ResNetWithBlurPoolTriangularLrAndFixResEvaluation) {
   EXPECT_NEAR(steps[4]["lr"].get<double>(), 0.1, 1e-12);  // the peak, epoch 1
   EXPECT_NEAR(steps[6]["lr"].get<double>(), 0.05, 1e-12);
   EXPECT_EQ(Rows(d / "r18", "eval").back()["samples"].get<int64_t>(), 64);
-  std::tie(rc, out) = CaptureAll(kTrain + " --data " + db + " --val " + db + " --arch small_cnn --blurpool --epochs 1"
+  std::tie(rc, out) = CaptureAll(kTrain + " --data " + db + " --val " + ValCopy(db) + " --arch small_cnn --blurpool --epochs 1"
                                  " --output " + (d / "no"));
   EXPECT_EQ(rc, 2) << out;  // a usage error, found before anything is made
   EXPECT_NE(out.find("--blurpool: for the ResNets"), std::string::npos) << out;
