@@ -725,14 +725,14 @@ TEST(Contract, CheckpointsDescribeThemselves) {
 TEST(Contract, AmpOnACpuWithoutNativeBf16FallsBackAndSaysSo) {
   TempDir d;
   const std::string db = MakeNamedDb(d, "db", {"a", "b", "c", "d"});
-  auto [rc, out] = CaptureAll("IMAGEPACK_CPU_BF16=0 " + Contract(db, db) + " --epochs 1 --amp --output " + (d / "a"));
+  auto [rc, out] = CaptureAll("IMAGEPACK_CPU_BF16=0 " + Contract(db, ValCopy(db)) + " --epochs 1 --amp --output " + (d / "a"));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("this CPU has no native bf16"), std::string::npos) << out;
   EXPECT_EQ(out.find("AMP bf16"), std::string::npos) << out;
-  std::tie(rc, out) = CaptureAll("IMAGEPACK_CPU_BF16=1 " + Contract(db, db) + " --epochs 1 --amp --output " + (d / "b"));
+  std::tie(rc, out) = CaptureAll("IMAGEPACK_CPU_BF16=1 " + Contract(db, ValCopy(db)) + " --epochs 1 --amp --output " + (d / "b"));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("AMP bf16"), std::string::npos) << out;
-  std::tie(rc, out) = CaptureAll("IMAGEPACK_CPU_BF16=0 " + Contract(db, db) + " --epochs 1 --amp=bf16 --output " + (d / "c"));
+  std::tie(rc, out) = CaptureAll("IMAGEPACK_CPU_BF16=0 " + Contract(db, ValCopy(db)) + " --epochs 1 --amp=bf16 --output " + (d / "c"));
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("AMP bf16"), std::string::npos) << out;
 }
