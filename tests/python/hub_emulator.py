@@ -62,6 +62,7 @@ class Hub:
         self.folder = folder
         self.repos = {}
         self.fail = {}       # text in the path -> statuses to answer, in turn
+        self.answers = {}    # text in the path -> (status, body) answered instead (hostile answers)
         self.requests = []   # (method, path, authorization)
         self.lock = threading.Lock()
         self.blobs = folder / "www" / "blobs"
@@ -178,6 +179,9 @@ class Hub:
                             status = statuses.pop(0)
                             headers = [("Retry-After", "1")] if status == 429 else []
                             return self.answer(status, b'{"error": "injected"}', headers, body)
+                    for text, (status, data) in hub.answers.items():
+                        if text in self.path:
+                            return self.answer(status, data, (), body)
                 url = urllib.parse.urlsplit(self.path)
                 parts = url.path.split("/")
                 api = parts[1:3] == ["api", "datasets"]

@@ -289,3 +289,21 @@ def test_tool_export_and_inspect_read_the_hub(hub, tmp_path):
         assert (tmp_path / "from-hub" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel
     run(tool("inspect_db"), url, "--out", tmp_path / "look", "--sheet", env=env)
     assert (tmp_path / "look" / "sheet.png").stat().st_size > 0
+
+
+def test_tool_hostile_answers_are_named(hub, tmp_path):
+    """A listing nested past the JSON depth budget, one over the answer
+    budget, a revision without a commit: each a named error, never a
+    crash or a hang."""
+    env = env_for(hub, IMAGEPACK_S3_RETRY_SECONDS=3)
+    cases = [("/tree/", (200, b"[" * 200000 + b"]" * 200000), "not a JSON list"),
+             ("/tree/", (200, b"[" + b'{"path": "data/x", "type": "file"},' * 40000 + b"{}]"), "over 1048576 bytes"),
+             ("/revision/", (200, b'{"sha": "main"}'), "names no commit")]
+    try:
+        for text, answer, says in cases:
+            hub.answers = {text: answer}
+            r = run(tool("pack_lmdb"), hf("org", "shards", "data"), tmp_path / "x.lmdb", "--split", "train", "-q",
+                    env=env, ok=False)
+            assert r.returncode > 0 and says in r.stderr, (says, r.returncode, r.stderr[-500:])
+    finally:
+        hub.answers = {}

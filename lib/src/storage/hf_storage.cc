@@ -52,6 +52,29 @@ struct Entry {
 };
 using Listing = std::vector<Entry>;
 
+// An answer of the Hub as JSON, within the budgets of outside input: at
+// most kHubAnswerBytes, nested at most kJsonDepth deep (counted before
+// parsing, strings skipped); else null.
+json ParseAnswer(const std::string& body) {
+  if (body.size() >= limits::kHubAnswerBytes) return json();
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limits::kJsonDepth) return json();
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return json::parse(body, nullptr, false);
+}
+
 // What every HubStorage of the process shares: the commit each revision
 // was when first asked (one snapshot per run), and the folders listed.
 struct Snapshots {
@@ -151,7 +174,7 @@ Status Hub::Refused(const HubPath& h, const HttpResponse& r, const std::string& 
   const std::string page = settings_.hf_endpoint + "/datasets/" + h.repo;
   std::string detail;
   if (!r.body.empty()) {
-    const json j = json::parse(r.body, nullptr, false);
+    const json j = ParseAnswer(r.body);
     if (j.is_object() && j.contains("error") && j["error"].is_string()) detail = j["error"].get<std::string>();
     if (detail.size() > 300) detail = detail.substr(0, 300) + "...";
   }
@@ -222,7 +245,7 @@ Result<std::string> Hub::Commit(const HubPath& h) const {
     } else if (r.status != 200) {
       return Refused(h, r, "GET " + q.shown + " (" + q.what + ")");
     } else {
-      const json j = r.body.size() < limits::kHubAnswerBytes ? json::parse(r.body, nullptr, false) : json();
+      const json j = ParseAnswer(r.body);
       if (j.is_object() && j.contains("sha") && j["sha"].is_string()) commit = j["sha"].get<std::string>();
       if (!IsCommit(commit))
         return Status::Corruption(Shown(h) + ": the Hub's answer for revision " + h.revision +
@@ -298,7 +321,7 @@ Result<std::shared_ptr<const Listing>> Hub::ListFolder(const HubPath& h, const s
       if (r.body.size() >= limits::kHubAnswerBytes)
         return Status::InvalidArgument(where + ": page " + std::to_string(page + 1) + " of the Hub's listing is " +
                                        "over " + std::to_string(limits::kHubAnswerBytes) + " bytes");
-      const json j = json::parse(r.body, nullptr, false);
+      const json j = ParseAnswer(r.body);
       const size_t before = listing->size();
       IMAGEPACK_RETURN_IF_ERROR(from_json(j));
       for (const json& e : j) all.push_back(json{{"path", e["path"]}, {"type", e["type"]}, {"size", 0}});
