@@ -25,7 +25,7 @@ std::string RunInfo::ToJson() const {
   json j = {{"version", 1},       {"arch", arch},   {"task", task},
             {"size", size},       {"channels", channels},
             {"mean", mean},       {"std", std},     {"normalisation", normalisation},
-            {"data", data},       {"train_meta", train_meta}, {"options", opts}};
+            {"data", data},       {"pinned", pinned}, {"train_meta", train_meta}, {"options", opts}};
   return j.dump();
 }
 
@@ -41,6 +41,7 @@ RunInfo RunInfo::FromJson(const std::string& text, const std::string& where) {
     r.std = j.at("std").get<std::vector<double>>();
     r.normalisation = j.value("normalisation", "");
     r.data = j.at("data").get<std::string>();
+    if (j.contains("pinned")) r.pinned = j.at("pinned").get<std::vector<std::string>>();
     r.train_meta = j.at("train_meta").get<std::string>();
     for (const auto& o : j.at("options"))
       r.options.emplace_back(o.at("name").get<std::string>(), o.at("values").get<std::vector<std::string>>());
@@ -51,7 +52,8 @@ RunInfo RunInfo::FromJson(const std::string& text, const std::string& where) {
 }
 
 bool OptionIsPerInvocation(const std::string& name) {
-  return name == "resume" || name == "evaluate" || name == "stop-at-step" || name == "overwrite" || name == "help" ||
+  return name == "resume" || name == "evaluate" || name == "stop-at-step" || name == "overwrite" ||
+         name == "resume-other-commit" || name == "help" ||
          name == "version";
 }
 

@@ -24,6 +24,10 @@ struct RunInfo {
   std::vector<double> mean, std;
   std::string normalisation;
   std::string data;        // --data of the run that trained it
+  // Its sources that name a revision (hf://), as read: at their commit
+  // (imagepack::PinnedUrl); a resume that reads other commits is refused
+  // unless --resume-other-commit.
+  std::vector<std::string> pinned;
   std::string train_meta;  // the training data's metadata JSON (DatasetMeta::ToJson)
   GivenOptions options;    // the run's options (GivenOptions), resume-specific ones left out
 

@@ -81,6 +81,7 @@ void Options(TrainOptions* o, cli::OptionFlags* f) {
   f->Bind("output", &a.output);
   f->Bind("resume", &a.resume);
   f->Switch("overwrite");
+  f->Switch("resume-other-commit");
   f->Switch("evaluate");
   f->Switch("tta-flip");
   f->Switch("no-val");
@@ -226,6 +227,7 @@ void TakeSwitches(const po::variables_map& vm, TrainOptions* a) {
   a->channels_last = vm.count("channels-last");
   a->quiet = vm.count("quiet") > 0;
   a->overwrite = vm.count("overwrite") > 0;
+  a->resume_other_commit = vm.count("resume-other-commit") > 0;
 }
 
 // --recipe's flags joined to the command line (ExpandRecipes): *argc and

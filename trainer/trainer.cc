@@ -15,6 +15,7 @@
 
 #include "imagepack/classes.h"
 #include "imagepack/files.h"
+#include "imagepack/storage.h"
 #include "imagepack/store.h"
 #include "models.h"
 #include "nccl_backend.h"
@@ -44,6 +45,36 @@ std::vector<MixSource> Trainer::MixSources() const {
     out.push_back(s);
   }
   return out;
+}
+
+namespace {
+
+// The --data sources that name a revision (hf://), at the commit this
+// process reads (RunInfo::pinned).
+std::vector<std::string> PinnedData(const std::vector<std::string>& data_list) {
+  std::vector<std::string> out;
+  for (const auto& d : data_list)
+    for (const auto& path : SplitCommas(d)) {
+      auto pinned = PinnedUrl(path);
+      if (!pinned.ok()) throw std::runtime_error("--data " + path + ": " + pinned.status().message());
+      if (!pinned->empty()) out.push_back(*pinned);
+    }
+  return out;
+}
+
+}  // namespace
+
+void Trainer::CheckPinnedData(const std::string& checkpoint) {
+  if (o_.evaluate || saved_.pinned.empty() || saved_.pinned == run_.pinned) return;
+  const std::string was = boost::algorithm::join(saved_.pinned, ", "),
+                    now = run_.pinned.empty() ? "no hf:// data" : boost::algorithm::join(run_.pinned, ", ");
+  if (o_.resume_other_commit) {
+    Log("=> --resume-other-commit: " + checkpoint + " was trained on " + was + "; this run reads " + now);
+    return;
+  }
+  throw std::runtime_error("checkpoint " + checkpoint + " was trained on " + was + ", but --data now reads " + now +
+                           " (a revision moved): resume on the commit it trained on (--data with @COMMIT), or "
+                           "give --resume-other-commit to go on with the new files");
 }
 
 Trainer::Trainer(const TrainOptions& o)
@@ -246,6 +277,7 @@ void Trainer::SetUpTask() {
   run_.task = task_->name();
   run_.channels = channels_;
   run_.data = !o_.data.empty() ? o_.data : saved_.data;
+  run_.pinned = PinnedData(o_.data_list);
   run_.train_meta = !saved_.arch.empty() && o_.data.empty() ? saved_.train_meta : train_meta_.ToJson();
   run_.options = o_.given;
 }

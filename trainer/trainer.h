@@ -86,6 +86,7 @@ struct TrainOptions {
   double cache_limit_mb = 0;
   bool in_ram = false, lock_in_ram = false, evaluate = false, tta_flip = false, nesterov = false, no_bn_wd = false,
        lr_scale = false, zero_init = false, channels_last = false, no_val = false, quiet = false;
+  bool resume_other_commit = false;  // --resume-other-commit: an hf:// --data may read another commit
   bool overwrite = false;  // --overwrite: a run already in --output is removed and started again
   GivenOptions given;               // the options as given (with the checkpoint's), saved in checkpoints
   std::vector<std::string> notes;   // given options that differ from the checkpoint's run, for the log
@@ -147,6 +148,10 @@ class Trainer {
   int NextBatch(Loader& loader, torch::Tensor* target);
   // --data as the loader takes it: a mix's sources (empty: one dataset).
   std::vector<MixSource> MixSources() const;
+  // --resume: an hf:// --data that now reads other commits than the
+  // checkpoint's (RunInfo::pinned) is refused naming both, unless
+  // --resume-other-commit.
+  void CheckPinnedData(const std::string& checkpoint);
   // checkpoint.pt (rank 0) for the given place; every rank waits for it.
   void Checkpoint(int64_t epoch, int64_t position);
   // The host batch (first n samples) on the device as float, as the task

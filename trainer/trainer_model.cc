@@ -138,6 +138,7 @@ void Trainer::Resume() {
       ema_->Update(*module_);
       ema_->Reset();
     }
+    CheckPinnedData(resume);
     // A mix's position is a place in the order of its sources and shares.
     if (train_loader_ && state_.position > 0) {
       LoaderState at;

@@ -239,6 +239,10 @@ PYBIND11_MODULE(_imagepack, m) {
       "True when `path` names a file of this machine (not s3://, https://, ...).");
   m.def("shared_files", &SharedFiles, py::arg("data"), py::arg("data_split"), py::arg("val"), py::arg("val_split"),
         "Why validation files `val` are not apart from training files `data` (\"\" when they are).");
+  m.def(
+      "pinned_url", [](const std::string& url) { return Take(PinnedUrl(url)); },
+      "`url` at the version this process reads: an hf:// URL at the commit its revision resolved to; \"\" where "
+      "files have no revisions to pin.");
   m.def("is_file_pattern", &IsFilePattern,
         "True when `path` names files by a pattern (braces, a '::' list, a shell glob), not one path.");
   g_corruption_error = PyErr_NewExceptionWithDoc("imagepack.CorruptionError",

@@ -20,6 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fixtures  # noqa: E402
+import hub  # noqa: E402
 import markdown  # noqa: E402
 import options  # noqa: E402
 import specs  # noqa: E402
@@ -57,6 +58,7 @@ class Ctx:
         self.dir = scratch
         self.dirs = [scratch]         # with fresh_each, one per command
         self.runs = []                # (command, rc, stdout, stderr)
+        self.env = {}                 # variables the block exported, and the Hub's for hf:// blocks
 
     def path(self, *p):
         return os.path.join(self.dir, *p)
@@ -95,6 +97,7 @@ class Runner:
         self.block_options = 0
         self.used_specs = set()
         self.used_known = set()
+        self.hub = None               # the Hub emulator, started for the first hf:// block
 
     # -- set-up -----------------------------------------------------------
     def setup(self):
@@ -107,6 +110,15 @@ class Runner:
         t0 = time.time()
         fixtures.make(self.data, os.path.join(self.build, "tools"), os.path.join(self.root, "scripts"))
         print("docs: fixtures made in %.1f s (%s)" % (time.time() - t0, self.data), flush=True)
+
+    def hub_env(self):
+        """What an hf:// block's commands see (tests/docs/hub.py)."""
+        if self.hub is None:
+            t0 = time.time()
+            self.hub = hub.DocsHub(os.path.join(self.work, "hub"), self.data, fixtures.SYNSETS)
+            print("docs: Hub emulator with ORG/NAME up in %.1f s (%s)" % (time.time() - t0, self.hub.hub.url),
+                  flush=True)
+        return self.hub.env()
 
     def env(self, scratch):
         e = dict(os.environ)
@@ -261,8 +273,16 @@ class Runner:
     # -- running ----------------------------------------------------------
     def run_cmd(self, ctx, cmd, timeout):
         t0 = time.time()
+        env = self.env(ctx.dir)
+        for k, v in ctx.env.items():
+            env.pop(k, None) if v is None else env.__setitem__(k, v)
+        # `export NAME=VALUE` holds for the rest of its block, as in the
+        # user's shell (each command runs in a bash of its own).
+        m = re.match(r"^export (\w+)=(\S+)(\s+#.*)?$", cmd.strip())
+        if m:
+            ctx.env[m.group(1)] = os.path.expandvars(m.group(2))
         try:
-            p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ctx.dir, env=self.env(ctx.dir),
+            p = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ctx.dir, env=env,
                                capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
             rc, out, err = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired as e:
@@ -273,6 +293,12 @@ class Runner:
             print("    $ %s  -> %s (%.1f s)" % (cmd, rc, time.time() - t0), flush=True)
         return rc, out, err
 
+    def ctx(self, name, spec):
+        ctx = Ctx(self.scratch(name, spec.omit if spec else ()), self)
+        if spec and spec.hub:
+            ctx.env.update(self.hub_env())
+        return ctx
+
     def run_block(self, block, spec, res):
         kind = block.kind()
         name = "%s-%d" % (os.path.basename(block.doc).replace(".md", ""), block.line)
@@ -281,7 +307,7 @@ class Runner:
         if kind in ("sh", "transcript"):
             cmds, expected = split_commands(text, transcript=(kind == "transcript"))
             fresh = spec is not None and spec.fresh_each
-            ctx = Ctx(self.scratch(name, spec.omit if spec else ()), self)
+            ctx = self.ctx(name, spec)
             for k, cmd in enumerate(cmds):
                 if fresh and k:
                     ctx.dir = self.scratch("%s-%d" % (name, k), spec.omit)
@@ -298,7 +324,7 @@ class Runner:
                         res.fail("`%s` printed other than the doc shows: %s" % (cmd, bad))
             return ctx
         if kind == "python":
-            ctx = Ctx(self.scratch(name, spec.omit if spec else ()), self)
+            ctx = self.ctx(name, spec)
             for cmd in python_comment_commands(text, self.registry):
                 rc, out, err = self.run_cmd(ctx, cmd, timeout)
                 if rc != 0:
@@ -582,6 +608,8 @@ def main():
                 for m in res.messages:
                     print("        " + m.replace("\n", "\n        "), flush=True)
     finally:
+        if r.hub:
+            r.hub.stop()
         if r.keep:
             print("docs: scratch kept in %s" % r.work)
         else:

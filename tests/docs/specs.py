@@ -7,10 +7,12 @@ more than one, is an error.
 """
 import re
 
+import hub
+
 
 class Spec:
     def __init__(self, doc, match, check=None, subst=(), fresh_each=False, rc=None, prelude="", post="",
-                 timeout=120, options_only=False, omit=()):
+                 timeout=120, options_only=False, omit=(), hub=False):
         self.doc, self.match = doc, match
         self.key = (doc, match)
         self.check = check            # check(ctx): asserts on what the block produced
@@ -21,6 +23,7 @@ class Spec:
         self.timeout = timeout        # seconds per command
         self.options_only = options_only
         self.omit = list(omit)        # fixtures the block makes itself (removed from its folder)
+        self.hub = hub                # reads hf://datasets/ORG/NAME from the Hub emulator (tests/docs/hub.py)
 
 
 # Rewrites applied to every block before it runs (never to the option check):
@@ -29,6 +32,7 @@ class Spec:
 GLOBAL_OVERRIDES = [
     (re.compile(r"\[(--[\w-]+)\]"), r"\1"),
     (re.compile(r"(?<![\w./])/data/"), "data/"),
+    (re.compile(r"(?<![\w./])/scratch/"), "scratch/"),
 ]
 
 
@@ -341,6 +345,10 @@ SPECS = [
          timeout=300),
     Spec("docs/PYTHON.md", "old/imagenet_train.lmdb", post=ELSEWHERE_POST, omit=["train.lmdb"]),
     Spec("docs/PYTHON.md", "read_db.open_db", post=READ_DB_POST),
+    Spec("docs/PYTHON.md", 'Loader("hf://datasets/ORG/NAME"', post=hub.LOADER_POST, hub=True,
+         subst=[("batch_size=256", "batch_size=8")]),
+    Spec("docs/OBJECT_STORAGE.md", "export IMAGEPACK_CACHE_DIR", hub.check_tools, hub=True,
+         omit=["train.lmdb", "val.lmdb"]),
     Spec("docs/TRAINING.md", "--lr-scale-batch --schedule cosine --warmup-epochs 5", _train_r50, timeout=300,
          subst=[("--arch resnet50 --epochs 90", "--arch resnet18 --epochs 1 --size 32 --max-steps 2"),
                 ("--batch-size 64", "--batch-size 4")]),

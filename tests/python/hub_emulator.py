@@ -14,7 +14,8 @@ specification), behind Debian's nginx with TLS:
 - 401 (a private repo without its token), 403 GatedRepo, 404 with
   X-Error-Code RepoNotFound, RevisionNotFound, EntryNotFound, and any
   status on demand (`fail`: statuses answered, in turn, to requests whose
-  path holds a text).
+  path holds a text); `answers`: a hostile answer to such requests, a
+  (status, body) pair or a function(handler, body) that writes its own.
 
 The emulator itself is a ThreadingHTTPServer on 127.0.0.1 in this
 process; nginx in front terminates TLS for the Hub's host (a proxy) and
@@ -179,9 +180,9 @@ class Hub:
                             status = statuses.pop(0)
                             headers = [("Retry-After", "1")] if status == 429 else []
                             return self.answer(status, b'{"error": "injected"}', headers, body)
-                    for text, (status, data) in hub.answers.items():
-                        if text in self.path:
-                            return self.answer(status, data, (), body)
+                    hostile = next((a for text, a in hub.answers.items() if text in self.path), None)
+                if hostile is not None:
+                    return hostile(self, body) if callable(hostile) else self.answer(*hostile, (), body)
                 url = urllib.parse.urlsplit(self.path)
                 parts = url.path.split("/")
                 api = parts[1:3] == ["api", "datasets"]

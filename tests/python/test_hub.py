@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import subprocess
+import urllib.parse
 
 import pytest
 
@@ -273,6 +274,52 @@ def test_both_trainers_train_from_the_hub(hub, tmp_path):
         assert "60" in out and "30" in out, out[-2000:]
 
 
+def test_both_trainers_resume_on_the_commit_they_trained_on(hub, tmp_path):
+    """A run trained on hf://datasets/org/moving (its main branch), whose
+    main then moves: --resume auto is refused naming both commits; the
+    same resume with --data at the old commit goes on, and so does one
+    with --resume-other-commit, which says so."""
+    import pathlib
+    import sys
+    from conftest import SCRIPTS
+    repo = Repo("org/moving")
+    first = repo.commit(hub.files)
+    hub.add(repo)
+    env = env_for(hub, OMP_NUM_THREADS=1)
+    for v in ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS", "SLURM_PROCID"):
+        env.pop(v, None)
+    common = ["--split", "train", "--val", hf("org", "shards"), "--val-split", "test", "--arch", "small_cnn",
+              "--size", "16", "--batch-size", "8"]
+    train = pathlib.Path(tool("pack_lmdb")).parent.parent / "trainer" / "train"
+    trainers = {"cpp": [str(train)], "py": [sys.executable, os.path.join(SCRIPTS, "train_imagepack.py"),
+                                            "--threads", "1"]}
+
+    def run_trainer(name, *args):
+        cmd = trainers[name] + ["--output", str(tmp_path / name), *args]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, start_new_session=True)
+        return r.returncode, r.stdout + r.stderr
+
+    for name in trainers:
+        rc, out = run_trainer(name, "--data", hf("org", "moving"), *common, "--epochs", "1")
+        assert rc == 0, out[-3000:]
+    second = repo.commit(dict(hub.files, **{"README.md": b"---\nlicense: mit\n---\n# moved\n"}))
+    hub.publish(repo)
+    for name in trainers:
+        rc, out = run_trainer(name, "--resume", "auto", "--epochs", "2")
+        assert rc != 0, out[-3000:]
+        assert ("checkpoint %s was trained on hf://datasets/org/moving@%s, but --data now reads "
+                "hf://datasets/org/moving@%s (a revision moved)" % (tmp_path / name / "checkpoint.pt", first, second)
+                in out), out[-3000:]
+        assert "--resume-other-commit" in out and TOKEN not in out
+        rc, out = run_trainer(name, "--resume", "auto", "--data", hf("org", "moving@" + first), *common,
+                              "--epochs", "2")
+        assert rc == 0 and "final weights digest" in out, out[-3000:]
+        rc, out = run_trainer(name, "--resume", "auto", "--resume-other-commit", "--data", hf("org", "moving"),
+                              *common, "--epochs", "3")
+        assert rc == 0 and "--resume-other-commit: " in out and "this run reads hf://datasets/org/moving@" + second \
+            in out, out[-3000:]
+
+
 def test_tool_export_and_inspect_read_the_hub(hub, tmp_path):
     """export_db and inspect_db take an hf:// glob as they take the local
     files: the same ImageFolder tree, a contact sheet written."""
@@ -307,3 +354,74 @@ def test_tool_hostile_answers_are_named(hub, tmp_path):
             assert r.returncode > 0 and says in r.stderr, (says, r.returncode, r.stderr[-500:])
     finally:
         hub.answers = {}
+
+
+def endless_listing(hub, per_page=15000):
+    """Tree pages of fresh entries, each naming a next page: past the
+    entry budget (a million) after 67 pages of 0.8 MB."""
+    def answer(h, body):
+        url = urllib.parse.urlsplit(h.path)
+        page = int(urllib.parse.parse_qs(url.query).get("cursor", ["0"])[0])
+        entries = ",".join('{"path":"data/f%09d.parquet","type":"file","size":1}' % (page * per_page + i)
+                           for i in range(per_page))
+        nxt = "%s%s?recursive=false&cursor=%d" % (hub.url, url.path, page + 1)
+        h.answer(200, ("[" + entries + "]").encode(), [("Link", '<%s>; rel="next"' % nxt)], body)
+    return answer
+
+
+def redirect_loop(h, body):
+    h.answer(302, b"", [("Location", urllib.parse.urlsplit(h.path).path)], body)
+
+
+def serving(hub, how):
+    """Files served by the Hub's host itself (no CDN redirect), each range
+    answered wrongly: `cut` closes the connection half-way through the
+    Content-Length it sent; `short` and `long` send a well-framed body of
+    half the range, or of the range and 4 KiB more."""
+    def answer(h, body):
+        rest = urllib.parse.unquote(urllib.parse.urlsplit(h.path).path).split("/resolve/", 1)[1]
+        data = hub.files[rest.split("/", 1)[1]]
+        common = [("Accept-Ranges", "bytes"), ("ETag", '"%s"' % hashlib.sha1(data).hexdigest())]
+        rng = h.headers.get("Range", "")
+        if not body or not rng.startswith("bytes="):
+            return h.answer(200, data, common, body, ctype="application/octet-stream")
+        a, _, b = rng[6:].partition("-")
+        a, b = int(a), min(int(b) if b else len(data) - 1, len(data) - 1)
+        chunk = data[a:b + 1]
+        common.append(("Content-Range", "bytes %d-%d/%d" % (a, b, len(data))))
+        if how == "cut":
+            h.send_response(206)
+            for k, v in common:
+                h.send_header(k, v)
+            h.send_header("Content-Length", str(len(chunk)))
+            h.end_headers()
+            h.wfile.write(chunk[:len(chunk) // 2])
+            h.close_connection = True
+            return None
+        sent = chunk[:len(chunk) // 2] if how == "short" else chunk + b"\0" * 4096
+        return h.answer(206, sent, common, body, ctype="application/octet-stream")
+    return answer
+
+
+@pytest.mark.parametrize("case", ["listing of a million entries", "redirect loop", "body cut short of its length",
+                                  "body shorter than its range", "body longer than its range"])
+def test_tool_hostile_servers_are_bounded(hub, tmp_path, case):
+    """A server that never stops listing, redirects to itself, or sends a
+    body that is not the range it was asked for: each a named failure in
+    bounded time and memory, and no database under the final name."""
+    answers = {"listing of a million entries": ("/data?recursive", endless_listing(hub), "more than 1000000 entries"),
+               "redirect loop": ("/resolve/", redirect_loop, "more than 5 redirects"),
+               "body cut short of its length": ("/resolve/", serving(hub, "cut"), "train-0000"),
+               "body shorter than its range": ("/resolve/", serving(hub, "short"), "bytes of a range of"),
+               "body longer than its range": ("/resolve/", serving(hub, "long"), "+ bytes of a range of")}
+    text, answer, says = answers[case]
+    out = tmp_path / "x.lmdb"
+    hub.answers = {text: answer}
+    try:
+        r = run(tool("pack_lmdb"), hf("org", "shards", "data"), out, "--split", "train", "-q",
+                env=env_for(hub, IMAGEPACK_S3_RETRY_SECONDS=3), ok=False)
+    finally:
+        hub.answers = {}
+    assert 0 < r.returncode < 128 and says in r.stderr, (case, r.returncode, r.stderr[-800:])
+    assert "hf://datasets/org/shards" in r.stderr, r.stderr[-800:]
+    assert not out.exists()

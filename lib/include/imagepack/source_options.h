@@ -12,6 +12,8 @@
 
 namespace imagepack {
 
+struct StorageSettings;
+
 struct SourceOptions {
   std::string classes_file;  // class order, one name per line (first word)
   std::string labels_file;   // flat folder: lines "FILENAME LABEL" (class name or index)
@@ -63,6 +65,10 @@ struct SourceOptions {
   // through "..") are refused unless this is set.
   bool allow_outside = false;
   const CancelFlag* cancel = nullptr;  // checked while inflating shards
+  // Remote files (s3://, https://, hf://) are opened with these settings
+  // (a Loader's cache_dir, ca_file, ...); null: the process's
+  // (StorageSettings::ForProcess).
+  const StorageSettings* storage = nullptr;
 };
 
 }  // namespace imagepack

@@ -134,6 +134,12 @@ class Storage {
   virtual Result<std::unique_ptr<ByteSource>> Open(const std::string& url, const ReadOptions& opts) = 0;
   Result<std::unique_ptr<ByteSource>> Open(const std::string& url) { return Open(url, ReadOptions()); }
 
+  // `url` at the version this process reads, for a checkpoint to record
+  // and compare on resume: an hf:// URL with its revision replaced by the
+  // commit it resolved to (hf://datasets/ORG/NAME@COMMIT/PATH); "" where
+  // a storage's files have no revisions to pin.
+  virtual Result<std::string> Pinned(const std::string&) { return std::string(); }
+
   struct CreateOptions {
     bool overwrite = false;  // false: an existing `url` is an error
     unsigned mode = 0644;    // local files
@@ -194,6 +200,8 @@ std::vector<std::string> StorageSchemes();
 std::shared_ptr<Storage> NewMemoryStorage(const StorageSettings& settings, const std::string& name = "mem");
 // The same, with StorageSettings::ForProcess().
 Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url);
+// Storage::Pinned of `url` (a path, URL, pattern or glob).
+Result<std::string> PinnedUrl(const std::string& url);
 
 // The whole of `url`, at most max_bytes (an error past that).
 Result<std::vector<uint8_t>> ReadWhole(Storage& storage, const std::string& url, uint64_t max_bytes);

@@ -370,8 +370,9 @@ class Loader:
         # another mix is refused naming the source that differs.
         self._loader.check_state(int(state["position"]), state.get("mix", ""))
         # A position is a position in one dataset's order (states saved
-        # before identities were kept carry none).
-        if "dataset" in state and state["dataset"] != self._loader.identity:
+        # before identities were kept carry none); a state at an epoch's
+        # start names no place in it, and goes on with any data.
+        if int(state["position"]) > 0 and "dataset" in state and state["dataset"] != self._loader.identity:
             raise ValueError("state was saved for another dataset (identity %s, %s records), this loader reads "
                              "%s (identity %s, %d records)" % (state["dataset"], state.get("dataset_size", "?"),
                                                               ", ".join(self._paths), self._loader.identity, self.dataset_size))

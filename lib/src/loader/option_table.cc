@@ -194,6 +194,9 @@ std::vector<OptionSpec> RunRows() {
        "options not given are the checkpoint's", kBoth},
       {"overwrite", 0, K::kSwitch, "", "", None, "start again in an --output that holds a run: its checkpoints, "
        "metrics and predictions are removed (without it such an --output is refused)", kBoth},
+      {"resume-other-commit", 0, K::kSwitch, "", "", None, "resume although an hf:// --data now reads another "
+       "commit than the checkpoint's (its revision moved): the new files from the next epoch on (a checkpoint "
+       "saved mid-epoch still needs its own)", kBoth},
       {"evaluate", 0, K::kSwitch, "", "", None, "only evaluate --val with the --resume checkpoint (--data not "
        "needed); rows go to evaluations.jsonl in --output, else beside the checkpoint", kBoth},
       {"no-val", 0, K::kSwitch, "", "", None, "skip the per-epoch evaluation; --val may be omitted", kBoth},

@@ -185,8 +185,9 @@ Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const
   SourceOptions so;
   // The cache folder given, else the storage settings' (IMAGEPACK_CACHE_DIR,
   // read by storage/ alone), else the temporary folder.
-  auto settings = StorageSettings::ForProcess();
+  auto settings = SettingsFor(opts);
   if (!settings.ok()) return settings.status();
+  so.storage = &settings.value();
   so.scratch_dir = !opts.cache_dir.empty()            ? opts.cache_dir
                    : !settings->cache_dir.empty()     ? settings->cache_dir
                                                       : fs::temp_directory_path().string();
@@ -220,7 +221,7 @@ Result<std::unique_ptr<RecordSource>> OpenInPlace(const std::string& path, const
   if (!s.scratch) s.scratch = std::make_shared<ScratchFiles>();
   if (s.scratch->archives.size() < s.archives.size()) {
     s.scratch->archives.clear();
-    IMAGEPACK_RETURN_IF_ERROR(OpenArchives(&s));
+    IMAGEPACK_RETURN_IF_ERROR(OpenArchives(&s, &settings.value()));
   }
   // JPEG bytes are records as they are; a lossless first image (PNG, ...)
   // makes the records raw pixels, decoded exactly, not re-encoded as JPEG.

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "sources/sources.h"
+#include "imagepack/storage.h"
 
 namespace imagepack::internal {
 
@@ -16,10 +17,12 @@ ScratchFiles::~ScratchFiles() {
   if (!dir.empty()) std::filesystem::remove_all(dir, ec);
 }
 
-Status OpenArchives(DatasetSource* s) {
+Status OpenArchives(DatasetSource* s, const StorageSettings* settings) {
   if (!s->scratch) s->scratch = std::make_shared<ScratchFiles>();
   for (const auto& file : s->archives) {
-    auto bytes = OpenByteSource(file);
+    auto storage = settings ? OpenStorage(file, *settings) : OpenStorage(file);
+    if (!storage.ok()) return storage.status();
+    auto bytes = storage.value()->Open(file);
     if (!bytes.ok()) return bytes.status();
     s->scratch->archives.push_back(std::move(bytes.value()));
   }

@@ -267,7 +267,7 @@ Status AddFile(Storage& storage, const std::string& file, const std::string& scr
 }  // namespace
 
 Result<DatasetSource> OpenParquetSource(const std::string& src, const SourceOptions& opts) {
-  auto storage = OpenStorage(src);
+  auto storage = SourceStorage(src, opts);
   if (!storage.ok()) return storage.status();
   auto files = ContainerFiles(*storage.value(), src, IsParquetName, ".parquet files", opts);
   if (!files.ok()) return files.status();

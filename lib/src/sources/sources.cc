@@ -587,6 +587,10 @@ Result<std::vector<std::string>> ContainerFiles(Storage& storage, const std::str
   return SelectSplit(std::move(files.value()), opts.split, src, FindsFiles(src));
 }
 
+Result<std::shared_ptr<Storage>> SourceStorage(const std::string& url, const SourceOptions& opts) {
+  return opts.storage ? OpenStorage(url, *opts.storage) : OpenStorage(url);
+}
+
 std::string ScratchDirOf(const SourceOptions& opts) {
   return opts.scratch_dir.empty() ? std::filesystem::temp_directory_path().string() : opts.scratch_dir;
 }

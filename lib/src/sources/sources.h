@@ -260,7 +260,7 @@ Result<DatasetSource> OpenPickledLmdbSource(const std::string& path, const Sourc
 Result<int32_t> DatabaseLabel(const DatasetSource& s, int32_t stored, const SourceOptions& opts);
 
 // Opens every DatasetSource::archives file into s->scratch->fds.
-Status OpenArchives(DatasetSource* s);
+Status OpenArchives(DatasetSource* s, const StorageSettings* settings = nullptr);
 
 // An archive item's bytes, with `headroom` free bytes in front; a field's
 // file, from its archive or the file system.
@@ -304,6 +304,9 @@ Status CheckInsideFolder(const std::string& path, const SourceOptions& opts);
 Result<std::vector<std::string>> ContainerFiles(Storage& storage, const std::string& src,
                                                 bool (*keep)(const std::string& name), const char* what,
                                                 const SourceOptions& opts);
+
+// The storage of `url` with opts.storage's settings, else the process's.
+Result<std::shared_ptr<Storage>> SourceStorage(const std::string& url, const SourceOptions& opts);
 
 // Where a source's scratch copies go: --scratch-dir, else the system's
 // temporary folder.

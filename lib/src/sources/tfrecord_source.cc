@@ -391,7 +391,7 @@ void DropTwice(TfListing& l, DatasetSource& s) {
 }  // namespace
 
 Result<DatasetSource> OpenTfRecordSource(const std::string& src, const SourceOptions& opts) {
-  auto storage = OpenStorage(src);
+  auto storage = SourceStorage(src, opts);
   if (!storage.ok()) return storage.status();
   // A folder's files, side files (labels, metadata) left out: the
   // registry row's names (registry.h).

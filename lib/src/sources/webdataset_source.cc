@@ -376,7 +376,7 @@ void SortShardItems(DatasetSource& s) {
 }  // namespace
 
 Result<DatasetSource> OpenWebDatasetSource(const std::string& src, const SourceOptions& opts) {
-  auto storage = OpenStorage(src);
+  auto storage = SourceStorage(src, opts);
   if (!storage.ok()) return storage.status();
   auto shards = ShardList(*storage.value(), src);
   if (shards.ok()) shards = SelectSplit(std::move(shards.value()), opts.split, src, FindsFiles(src));

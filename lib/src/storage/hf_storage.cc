@@ -155,6 +155,13 @@ class HubStorage : public Storage {
   Result<std::unique_ptr<ByteSource>> Open(const std::string& url, const ReadOptions& opts) override;
   Result<std::vector<std::string>> List(const std::string& url) override;
   Result<FileInfo> Stat(const std::string& url) override;
+  Result<std::string> Pinned(const std::string& url) override {
+    auto h = ParseHubUrl(url);
+    if (!h.ok()) return h.status();
+    auto commit = hub_->Commit(*h);
+    if (!commit.ok()) return commit.status();
+    return "hf://datasets/" + h->repo + "@" + *commit + (h->path.empty() ? "" : "/" + h->path);
+  }
   Result<std::unique_ptr<WritableFile>> Create(const std::string& url, const CreateOptions&) override {
     return ReadOnly(url);
   }
@@ -258,6 +265,19 @@ Result<std::string> Hub::Commit(const HubPath& h) const {
   return commit;
 }
 
+// A listing as the tree API answered it (path, type, size), for an
+// offline run to read back: written entry by entry, a million entries
+// cost their text and not a JSON object each.
+std::string ListingJson(const std::string& folder, const Listing& listing) {
+  std::string out = "[";
+  for (const Entry& e : listing) {
+    if (out.size() > 1) out += ",";
+    out += "{\"path\":" + json(folder.empty() ? e.name : folder + "/" + e.name).dump() + ",\"type\":\"" +
+           (e.directory ? "directory" : "file") + "\",\"size\":" + std::to_string(e.size) + "}";
+  }
+  return out + "]";
+}
+
 Result<std::shared_ptr<const Listing>> Hub::ListFolder(const HubPath& h, const std::string& commit,
                                                               const std::string& folder) const {
   const std::string key = settings_.hf_endpoint + "\n" + h.repo + "\n" + commit + "\n" + folder;
@@ -293,14 +313,12 @@ Result<std::shared_ptr<const Listing>> Hub::ListFolder(const HubPath& h, const s
     }
     return Status::Ok();
   };
-  json all = json::array();
   if (settings_.hf_offline) {
     auto bytes = file.empty() ? Result<std::vector<uint8_t>>(Status::NotFound("")) : ReadFile(file, 0, 256 << 20);
     if (!bytes.ok())
       return Status::NotFound(where + ": HF_HUB_OFFLINE is set and no earlier run with this node cache listed this "
                                       "folder; run once online with IMAGEPACK_CACHE_DIR set");
-    all = json::parse(bytes->begin(), bytes->end(), nullptr, false);
-    IMAGEPACK_RETURN_IF_ERROR(from_json(all));
+    IMAGEPACK_RETURN_IF_ERROR(from_json(json::parse(bytes->begin(), bytes->end(), nullptr, false)));
   } else {
     std::string url = RepoApi(h) + "/tree/" + commit + (folder.empty() ? "" : "/" + UriEncode(folder, true)) +
                       "?recursive=false&expand=false";
@@ -324,8 +342,6 @@ Result<std::shared_ptr<const Listing>> Hub::ListFolder(const HubPath& h, const s
       const json j = ParseAnswer(r.body);
       const size_t before = listing->size();
       IMAGEPACK_RETURN_IF_ERROR(from_json(j));
-      for (const json& e : j) all.push_back(json{{"path", e["path"]}, {"type", e["type"]}, {"size", 0}});
-      for (size_t i = before; i < listing->size(); ++i) all[i]["size"] = (*listing)[i].size;
       url = LinkTarget(r.link, "next");
       if (!url.empty() && listing->size() == before)
         return Status::Corruption(where + ": page " + std::to_string(page + 1) +
@@ -335,7 +351,7 @@ Result<std::shared_ptr<const Listing>> Hub::ListFolder(const HubPath& h, const s
         return Status::Corruption(where + ": the Hub's listing names its next page on another host (" +
                                   OriginOf(url) + ")");
     }
-    Remember(file, all.dump());
+    Remember(file, ListingJson(folder, *listing));
   }
   std::sort(listing->begin(), listing->end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
   std::lock_guard<std::mutex> lock(shared.mu);

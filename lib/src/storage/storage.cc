@@ -226,6 +226,12 @@ Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url) {
   return OpenStorage(url, settings.value());
 }
 
+Result<std::string> PinnedUrl(const std::string& url) {
+  auto storage = OpenStorage(url);
+  if (!storage.ok()) return storage.status();
+  return storage.value()->Pinned(url);
+}
+
 Result<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
   auto storage = OpenStorage(path);
   if (!storage.ok()) return storage.status();

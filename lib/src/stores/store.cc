@@ -215,10 +215,7 @@ Result<std::unique_ptr<RecordWriter>> CreateWriter(ContainerFormat format, const
   return inner;
 }
 
-namespace {
-
-// The environment's storage settings with the options' on top.
-Result<StorageSettings> SettingsFor(const OpenOptions& opts) {
+Result<StorageSettings> internal::SettingsFor(const OpenOptions& opts) {
   auto s = StorageSettings::ForProcess();
   if (!s.ok()) return s.status();
   if (!opts.cache_dir.empty()) s->cache_dir = opts.cache_dir;
@@ -229,6 +226,8 @@ Result<StorageSettings> SettingsFor(const OpenOptions& opts) {
   if (!opts.shm_dir.empty()) s->shm_dir = opts.shm_dir;
   return s;
 }
+
+namespace {
 
 // OpenOptions::in_ram: the database's one shared copy on this machine,
 // made from its storage (a file with parallel preads, an object with

@@ -14,6 +14,10 @@
 
 namespace imagepack::internal {
 
+// The environment's storage settings with the options' on top (cache_dir,
+// ca_file, ...): every file a database or a source read in place opens.
+Result<StorageSettings> SettingsFor(const OpenOptions& opts);
+
 // A blob file's first 8 bytes (docs/FORMAT.md).
 constexpr char kBlobMagic[8] = {'I', 'P', 'K', 'B', 'L', 'O', 'B', '1'};
 

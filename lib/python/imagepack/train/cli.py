@@ -16,7 +16,7 @@ from . import checkpoint, checks
 from . import recipe as train_recipe
 
 # Options that belong to one invocation, never taken from a checkpoint.
-PER_INVOCATION = ("resume", "evaluate", "stop_at_step", "overwrite", "device")
+PER_INVOCATION = ("resume", "evaluate", "stop_at_step", "overwrite", "resume_other_commit", "device")
 # Options that define the saved model: a resumed run may not change them.
 MODEL_DEFINING = ("arch", "task", "blurpool")
 DESCRIPTION = "Train a model from imagepack databases with PyTorch: a recipe to copy."

@@ -62,6 +62,37 @@ def read_metadata(args, ckpt):
     return meta, train_data, mix_kw
 
 
+def pinned(args):
+    """The --data sources that name a revision (hf://), at the commit
+    this process reads: the checkpoint records them."""
+    out = []
+    for d in args.data or []:
+        for path in d.split(","):
+            try:
+                at = imagepack._imagepack.pinned_url(path)
+            except Exception as e:  # noqa: BLE001 - unreachable, refused: one line
+                fail("--data %s: %s" % (path, e))
+            if at:
+                out.append(at)
+    return out
+
+
+def check_pinned(args, ckpt, now, log):
+    """A resume whose hf:// --data reads other commits than the
+    checkpoint's stops naming both, unless --resume-other-commit."""
+    was = ckpt["run"].get("pinned") or []
+    if not was or was == now:
+        return
+    now_text = ", ".join(now) if now else "no hf:// data"
+    if args.resume_other_commit:
+        log("=> --resume-other-commit: %s was trained on %s; this run reads %s" % (ckpt["path"], ", ".join(was),
+                                                                                  now_text))
+        return
+    sys.exit("train_imagepack: checkpoint %s was trained on %s, but --data now reads %s (a revision moved): resume "
+             "on the commit it trained on (--data with @COMMIT), or give --resume-other-commit to go on with the new "
+             "files" % (ckpt["path"], ", ".join(was), now_text))
+
+
 def normalisation(meta, saved):
     """(channels, mean, std, what they are): the checkpoint's, else the
     training data's statistics, else 0.5 / 0.25."""

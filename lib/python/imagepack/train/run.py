@@ -39,8 +39,11 @@ def prepare_data(r):
                                                  r.log)
     r.described = {"arch": r.arch, "task": args.task, "size": val_size, "channels": channels, "mean": mean,
                    "std": std, "normalisation": source,
-                   "data": " + ".join(args.data) if args.data else saved["data"], "meta": meta}
+                   "data": " + ".join(args.data) if args.data else saved["data"], "meta": meta,
+                   "pinned": data.pinned(args)}
     r.channels = channels
+    if saved and not args.evaluate:
+        data.check_pinned(args, ckpt, r.described["pinned"], r.log)
 
 
 def resume(r):
