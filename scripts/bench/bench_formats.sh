@@ -21,16 +21,8 @@
 # bench_pack.sh when missing).
 # shellcheck source=scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
-TREE= ROUNDS=3 THREADS=0 SIZE=224
-bench_options "[--tree DIR] [--rounds R] [--threads N] [--size PX]" \
-  --tree=TREE --rounds=ROUNDS --threads=THREADS --size=SIZE -- "$@"
-bench_setup pack_lmdb
-[ -n "$TREE" ] || bench_resized 20000
-MODS=${IMAGEPACK_DUCKDB_NODE_MODULES:-$PWD/build/npm/node_modules}
-[ -d "$MODS/@duckdb/node-api" ] || { echo "bench_formats: no @duckdb/node-api in $MODS (npm install --prefix build/npm @duckdb/node-api)" >&2; exit 1; }
-bench_out formats
+bench_parquet formats pack_lmdb "$@"
 mkdir -p "$OUT/tf" "$OUT/tfgz" "$OUT/pq"
-TREE=$(cd "$TREE" && pwd)
 
 # TFRecords, plain and gzipped: label counted from 1, image/filename the tree's path.
 /usr/bin/python3 - "$TREE" "$OUT" <<'EOF'
@@ -55,14 +47,9 @@ EOF
 cat > "$OUT/pq/write.mjs" <<EOF
 import { DuckDBInstance } from '@duckdb/node-api';
 const c = await (await DuckDBInstance.create(':memory:')).connect();
-await c.run(\`CREATE TABLE f AS SELECT content, split_part(filename, '/', -2) AS folder, split_part(filename, '/', -1) AS file
-             FROM read_blob('$TREE/*/*')\`);
-const names = (await c.runAndReadAll(\`SELECT DISTINCT folder FROM f ORDER BY folder\`)).getRows().map(r => r[0]);
-const hf = JSON.stringify({info: {features: {image: {_type: 'Image'}, label: {names, _type: 'ClassLabel'}}}});
-await c.run(\`CREATE TABLE t AS SELECT {'bytes': content, 'path': folder || '/' || file} AS image,
-             (dense_rank() OVER (ORDER BY folder) - 1)::BIGINT AS label FROM f ORDER BY folder, file\`);
+$(duckdb_tree_js)
 for (const codec of ['snappy', 'zstd'])
-  await c.run(\`COPY t TO '$OUT/pq/train-\${codec}.parquet' (FORMAT parquet, COMPRESSION \${codec},
+  await c.run(\`COPY (SELECT image, label FROM t) TO '$OUT/pq/train-\${codec}.parquet' (FORMAT parquet, COMPRESSION \${codec},
                KV_METADATA {huggingface: '\${hf}'})\`);
 EOF
 ln -s "$MODS" "$OUT/pq/node_modules"

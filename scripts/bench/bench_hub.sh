@@ -19,26 +19,12 @@
 # cache the first run filled (warm: every block in it, in the page cache).
 # shellcheck source=scripts/bench/lib.sh
 . "$(dirname "$0")/lib.sh"
-TREE= ROUNDS=3 THREADS=0 SIZE=224
-bench_options "[--tree DIR] [--rounds R] [--threads N] [--size PX]" \
-  --tree=TREE --rounds=ROUNDS --threads=THREADS --size=SIZE -- "$@"
-bench_setup bench_loader
-[ -n "$TREE" ] || bench_resized 20000
-MODS=${IMAGEPACK_DUCKDB_NODE_MODULES:-$PWD/build/npm/node_modules}
-[ -d "$MODS/@duckdb/node-api" ] || { echo "bench_hub: no @duckdb/node-api in $MODS (npm install --prefix build/npm @duckdb/node-api)" >&2; exit 1; }
-bench_out hub
+bench_parquet hub bench_loader "$@"
 mkdir -p "$OUT/pq"
-TREE=$(cd "$TREE" && pwd)
 cat > "$OUT/pq/write.mjs" <<EOF
 import { DuckDBInstance } from '@duckdb/node-api';
 const c = await (await DuckDBInstance.create(':memory:')).connect();
-await c.run(\`CREATE TABLE f AS SELECT content, split_part(filename, '/', -2) AS folder, split_part(filename, '/', -1) AS file
-             FROM read_blob('$TREE/*/*')\`);
-const names = (await c.runAndReadAll(\`SELECT DISTINCT folder FROM f ORDER BY folder\`)).getRows().map(r => r[0]);
-const hf = JSON.stringify({info: {features: {image: {_type: 'Image'}, label: {names, _type: 'ClassLabel'}}}});
-await c.run(\`CREATE TABLE t AS SELECT {'bytes': content, 'path': folder || '/' || file} AS image,
-             (dense_rank() OVER (ORDER BY folder) - 1)::BIGINT AS label,
-             (row_number() OVER (ORDER BY folder, file)) % 8 AS shard FROM f\`);
+$(duckdb_tree_js)
 for (let s = 0; s < 8; ++s)
   await c.run(\`COPY (SELECT image, label FROM t WHERE shard = \${s} ORDER BY image.path)
                TO '$OUT/pq/train-0000\${s}-of-00008.parquet' (FORMAT parquet, KV_METADATA {huggingface: '\${hf}'})\`);

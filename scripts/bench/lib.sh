@@ -90,6 +90,42 @@ bench_out() {
   trap 'rm -rf "$OUT"' EXIT
 }
 
+# bench_parquet NAME TOOL ARGS...: the set-up of the benchmarks that write
+# a tree as parquet with DuckDB: options --tree --rounds --threads --size
+# (TREE, absolute; ROUNDS, THREADS, SIZE), the tools (TOOL built), the tree
+# (bench_pack.sh's 20,000 resized photos without --tree), MODS (the node
+# modules holding @duckdb/node-api) and OUT (bench_out NAME).
+bench_parquet() {
+  local name=$1 tool=$2
+  shift 2
+  # shellcheck disable=SC2034  # the caller's
+  TREE='' ROUNDS=3 THREADS=0 SIZE=224
+  bench_options "[--tree DIR] [--rounds R] [--threads N] [--size PX]" \
+    --tree=TREE --rounds=ROUNDS --threads=THREADS --size=SIZE -- "$@"
+  bench_setup "$tool"
+  [ -n "$TREE" ] || bench_resized 20000
+  MODS=${IMAGEPACK_DUCKDB_NODE_MODULES:-$PWD/build/npm/node_modules}
+  [ -d "$MODS/@duckdb/node-api" ] || { echo "bench_$name: no @duckdb/node-api in $MODS (npm install --prefix build/npm @duckdb/node-api)" >&2; exit 1; }
+  bench_out "$name"
+  TREE=$(cd "$TREE" && pwd)
+}
+
+# duckdb_tree_js: JavaScript for a DuckDB script (connection c) that reads
+# TREE's class folders into table t: image {bytes, path}, label (the
+# folder's index), shard (row number mod 8); and hf, the Hugging Face
+# metadata naming the classes (KV_METADATA {huggingface: ...}).
+duckdb_tree_js() {
+  cat <<EOF
+await c.run(\`CREATE TABLE f AS SELECT content, split_part(filename, '/', -2) AS folder, split_part(filename, '/', -1) AS file
+             FROM read_blob('$TREE/*/*')\`);
+const names = (await c.runAndReadAll(\`SELECT DISTINCT folder FROM f ORDER BY folder\`)).getRows().map(r => r[0]);
+const hf = JSON.stringify({info: {features: {image: {_type: 'Image'}, label: {names, _type: 'ClassLabel'}}}});
+await c.run(\`CREATE TABLE t AS SELECT {'bytes': content, 'path': folder || '/' || file} AS image,
+             (dense_rank() OVER (ORDER BY folder) - 1)::BIGINT AS label,
+             (row_number() OVER (ORDER BY folder, file)) % 8 AS shard FROM f ORDER BY folder, file\`);
+EOF
+}
+
 # secs CMD...: CMD's wall seconds, its output dropped; a failed CMD stops
 # the benchmark (exit 1, named on stderr).
 secs() {
