@@ -3,8 +3,9 @@
 // stat and locking. One implementation per backend: local files, S3
 // object storage (s3://BUCKET/KEY), read-only HTTP(S) (https://HOST/PATH,
 // http://...), the Hugging Face Hub read-only (hf://datasets/ORG/NAME,
-// one commit per process). Code: lib/src/storage/. OpenStorage is the one place a URL's scheme is looked at;
-// the stores, pack, verify, export, the caches and the loader take a
+// one commit per process). Code: lib/src/storage/. OpenStorage is the
+// one place a URL's scheme is looked at; the stores, pack, verify,
+// export, the caches and the loader take a
 // Storage and ask it what it can do. Settings are one struct, built once
 // per open from the environment and then the caller's options.
 // docs/ARCHITECTURE.md "Storage"; docs/OBJECT_STORAGE.md.
